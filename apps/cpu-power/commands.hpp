@@ -1,0 +1,16 @@
+#pragma once
+// Each `cpu-power` subcommand lives in its own cmd_<name>.cpp and registers itself here:
+// it adds a CLI11 subcommand to `app` and sets `action` to run once parsing succeeded.
+// The action returns the process exit status.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace cpupower::app {
+
+using Action = std::function<int()>;
+
+void add_sim_node_command(CLI::App& app, Action& action);
+
+}  // namespace cpupower::app

@@ -1,0 +1,54 @@
+#include "common/signals.hpp"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <ctime>
+
+namespace cpupower::common {
+namespace {
+sigset_t shutdown_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+}  // namespace
+
+void block_shutdown_signals() {
+  sigset_t set = shutdown_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int wait_shutdown_signal(std::optional<std::chrono::milliseconds> timeout) {
+  sigset_t set = shutdown_set();
+  while (true) {
+    int rc;
+    if (timeout) {
+      timespec ts{};
+      ts.tv_sec = static_cast<time_t>(timeout->count() / 1000);
+      ts.tv_nsec = static_cast<long>((timeout->count() % 1000) * 1000000);
+      rc = sigtimedwait(&set, nullptr, &ts);
+    } else {
+      rc = sigwaitinfo(&set, nullptr);
+    }
+    if (rc > 0) return rc;
+    if (errno == EAGAIN) return 0;
+    if (errno != EINTR) return 0;
+  }
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "signal";
+  }
+}
+
+}  // namespace cpupower::common

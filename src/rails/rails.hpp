@@ -1,0 +1,52 @@
+#pragma once
+// The shared vocabulary of Grace power rails: what an ACPI OEM label means, the names
+// every producer and consumer uses for it, and the DCGM CPU power fields. Pure functions,
+// one table; nothing else in the project classifies a label.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cpupower::rails {
+
+// total: the whole CPU-side socket envelope, the only kind that becomes per-socket power_w.
+// cpu_rail, soc, dram: component rails, overlapping the total, never summed into it.
+// module: the whole superchip (Grace + GPUs + memory + regulators), never summed into
+// anything. other: unclassified, published with no socket.
+enum class Kind { total, cpu_rail, soc, dram, module, other };
+
+std::string_view kind_name(Kind kind);
+
+// Canonical kind names plus the legacy v1 aliases grace -> total, cpu -> cpu_rail,
+// sysio -> soc. nullopt for anything else ("other" included: it carries no rail).
+std::optional<Kind> parse_kind(std::string_view name);
+
+struct Classification {
+  Kind kind = Kind::other;
+  std::string socket;  // decimal digits as written in the label; empty for other
+};
+
+// Classifies an OEM label (power*_oem_info). Case-insensitive; the socket is the run of
+// digits immediately after a known phrase, so "Grace Power Socket 1 CPU Power" is total/1
+// and a phrase without adjacent digits does not match.
+Classification classify_oem(std::string_view oem_info);
+
+// The socket label as an index, for consumers that need a number.
+std::optional<std::uint32_t> socket_index(std::string_view socket);
+
+// Canonical sensor names of the samples.csv `sensor` column, e.g. CPU0:cpuSidePowerUsageW.
+std::string acpi_sensor_name(Kind kind, std::uint32_t socket);
+std::string dcgm_sensor_name(std::uint32_t socket);
+
+// DCGM CPU-entity power fields. DCGM has no CPU power backend of its own: its sysmon module
+// reads the same hwmon channels by label, so each field is one ACPI rail.
+inline constexpr std::uint16_t kDcgmCpuPowerField = 1130;   // CPU Power Socket N -> cpu_rail
+inline constexpr std::uint16_t kDcgmCpuLimitField = 1131;   // Grace Power Socket N cap (unused)
+inline constexpr std::uint16_t kDcgmSysioPowerField = 1132; // SysIO Power Socket N -> soc
+inline constexpr std::uint16_t kDcgmModulePowerField = 1133;  // excluded: scope unverified
+
+// The rail a DCGM power field reads, for the fields we publish (1130, 1132).
+std::optional<Kind> dcgm_field_kind(std::uint16_t field_id);
+
+}  // namespace cpupower::rails
