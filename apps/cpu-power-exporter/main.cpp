@@ -1,1 +1,135 @@
-int main() { return 0; }
+// cpu-power-exporter: per-node Prometheus exporter of Grace CPU power. A drop-in for the
+// reference binary: same flags, metric families, labels and exit codes (usage errors 2,
+// startup failures "Error: <message>" and 1, clean shutdown on SIGINT/SIGTERM 0).
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "common/log.hpp"
+#include "common/signals.hpp"
+#include "common/version.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/service.hpp"
+#include "sources/ladder.hpp"
+
+namespace {
+
+using namespace cpupower;
+
+struct Options {
+  std::uint16_t port = 9405;
+  std::string bind = "0.0.0.0";
+  std::string hwmon_root = "/sys/class/hwmon";
+  std::string pci_root = "/sys/bus/pci/devices";
+  std::string source = "auto";
+  unsigned read_interval_ms = 100;
+  double max_age_s = 3.0;
+  std::string log_level = "info";
+};
+
+bool is_ip_literal(const std::string& s) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+
+int fail(const std::string& message) {
+  std::fflush(stdout);
+  std::cerr << "Error: " << message << std::endl;
+  return 1;
+}
+
+// After the HTTP server has stopped, nothing a stuck reader thread holds matters: leave
+// without running destructors that would wait for it.
+[[noreturn]] void exit_now(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Grace CPU power exporter for Prometheus / AIPerf server-metrics"};
+  app.name("cpu-power-exporter");
+  app.set_version_flag("-V,--version", std::string("cpu-power-exporter ") + kVersion);
+  app.add_option("--port", o.port, "Listen port (0 picks a free one)")->capture_default_str();
+  app.add_option("--bind", o.bind, "Listen address, an IPv4 or IPv6 literal")
+      ->capture_default_str()
+      ->check([](const std::string& s) {
+        return is_ip_literal(s) ? std::string() : "not an IP address literal: " + s;
+      });
+  app.add_option("--hwmon-root", o.hwmon_root, "hwmon class directory (override for testing)")
+      ->capture_default_str();
+  app.add_option("--pci-root", o.pci_root, "PCI devices directory, for GPU NUMA nodes")
+      ->capture_default_str();
+  app.add_option("--source", o.source,
+                 "CPU power source: auto (live ACPI, then DCGM), acpi or dcgm")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "acpi", "dcgm"}));
+  app.add_option("--read-interval-ms", o.read_interval_ms,
+                 "Sensor read cadence, measured from the start of each cycle")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600000u));
+  app.add_option("--max-age-s", o.max_age_s,
+                 "Withhold a sensor whose last good reading is older than this")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  common::block_shutdown_signals();
+  common::init_logging(*common::parse_log_level(o.log_level));
+  auto log = common::logger("cpu_power_exporter");
+
+  sources::LadderOptions ladder;
+  ladder.request = *sources::parse_source_request(o.source);
+  ladder.hwmon_root = o.hwmon_root;
+  ladder.read_interval = std::chrono::milliseconds(o.read_interval_ms);
+  ladder.max_age = std::chrono::milliseconds(static_cast<long>(o.max_age_s * 1000.0));
+  auto resolved = sources::resolve_source(ladder);
+  if (!resolved.error.empty()) return fail(resolved.error);
+
+  exporter::Service service(std::move(resolved), kVersion);
+  exporter::HttpServer server;
+  std::string error;
+  if (!server.start(
+          o.bind, o.port,
+          [&service](std::string_view method, std::string_view path) {
+            return service.handle(method, path);
+          },
+          exporter::HttpLimits{}, &error)) {
+    return fail(error);
+  }
+  log->info("listening addr={}", server.address());
+
+  const int sig = common::wait_shutdown_signal();
+  log->info("received {}, shutting down", common::signal_name(sig));
+  // A second thread bounds the whole shutdown: in-flight connections get at most 5 s.
+  std::thread([log] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    log->warn("timed out draining in-flight connections; exiting");
+    exit_now(0);
+  }).detach();
+  server.stop();
+  if (service.source().acpi) service.source().acpi->stop(std::chrono::milliseconds(500));
+  exit_now(0);
+}

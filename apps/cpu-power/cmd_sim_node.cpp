@@ -1,8 +1,169 @@
+// cpu-power sim-node: writes a simulated Grace node's hwmon tree and keeps it moving, so an
+// exporter started with --hwmon-root DIR can be exercised anywhere.
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <set>
+
 #include "apps/cpu-power/commands.hpp"
+#include "common/signals.hpp"
+#include "sim/sim_node.hpp"
 
 namespace cpupower::app {
-void add_sim_node_command(CLI::App& app, Action& action) {
-  auto* cmd = app.add_subcommand("sim-node", "Simulate a Grace node's hwmon tree");
-  cmd->callback([&action] { action = [] { return 0; }; });
+namespace {
+
+struct SimNodeArgs {
+  std::string root;
+  std::string profile = "gb200";
+  std::string layout = "modern";
+  std::string model = "load";
+  std::string trace;
+  double load = 0.0;
+  std::int64_t update_ms = 50;
+  std::vector<std::string> faults;
+  std::uint64_t seed = 1;
+  bool no_noise = false;
+  std::string proc_stat = "/proc/stat";
+  double duration_s = 0.0;
+  bool once = false;
+};
+
+// Cross-option checks CLI11 cannot express; thrown as usage errors (exit 2).
+sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
+  sim::SimOptions o;
+  o.root = args.root;
+  o.profile = *sim::parse_profile(args.profile);  // IsMember-checked
+  o.layout = *sim::parse_layout(args.layout);
+  o.model = *sim::parse_model(args.model);
+  if (!args.trace.empty()) {
+    if (model_given && o.model != sim::Model::trace) {
+      throw CLI::ValidationError("--trace", "only applies to --model trace");
+    }
+    o.model = sim::Model::trace;
+    o.trace_path = args.trace;
+  } else if (o.model == sim::Model::trace) {
+    throw CLI::ValidationError("--model", "trace needs --trace FILE");
+  }
+  o.load = args.load;
+  o.update_interval = std::chrono::milliseconds(args.update_ms);
+  o.seed = args.seed;
+  o.noise = !args.no_noise;
+  o.proc_stat = args.proc_stat;
+  o.once = args.once;
+
+  std::set<std::string> known;
+  std::string known_list;
+  for (const auto& c : sim::profile_channels(o.profile)) {
+    known.insert(c.key);
+    known_list += (known_list.empty() ? "" : ", ") + c.key;
+  }
+  for (const auto& spec : args.faults) {
+    std::string error;
+    auto parsed = sim::parse_fault(spec, &error);
+    if (!parsed) throw CLI::ValidationError("--fault", error);  // unreachable: checked
+    const auto& [key, fault] = *parsed;
+    if (!known.count(key)) {
+      throw CLI::ValidationError("--fault", "no channel '" + key + "' in profile " + args.profile +
+                                                " (channels: " + known_list + ")");
+    }
+    if (fault.kind == sim::Fault::Kind::slow && args.once) {
+      throw CLI::ValidationError("--fault",
+                                 "slow faults need a running node; not allowed with --once");
+    }
+    if (!o.faults.emplace(key, fault).second) {
+      throw CLI::ValidationError("--fault", "more than one fault for channel '" + key + "'");
+    }
+  }
+  return o;
 }
+
+int run_sim_node(const sim::SimOptions& options, double duration_s) {
+  // Before any thread exists, so that every thread inherits the mask and the signal waits
+  // for us below instead of killing the process mid-write.
+  common::block_shutdown_signals();
+  sim::SimNode node(options);
+  std::string error;
+  if (!node.start(&error)) {
+    std::cerr << "Error: " << error << std::endl;
+    return 1;
+  }
+  std::size_t hwmon_w = 0, key_w = 0, label_w = 0;
+  for (const auto& c : node.channels()) {
+    hwmon_w = std::max(hwmon_w, c.hwmon.size());
+    key_w = std::max(key_w, c.key.size());
+    label_w = std::max(label_w, c.oem_info.size() + 2);
+  }
+  for (const auto& c : node.channels()) {
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {}\n", c.hwmon, hwmon_w, c.key, key_w,
+               "\"" + c.oem_info + "\"", label_w, c.value_path);
+  }
+  fmt::print("sim-node ready root={} profile={} layout={} channels={}\n", options.root,
+             sim::profile_name(options.profile), sim::layout_name(options.layout),
+             node.channels().size());
+  std::fflush(stdout);
+  if (options.once) return 0;
+
+  std::optional<std::chrono::milliseconds> timeout;
+  if (duration_s > 0) {
+    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000.0 + 0.5));
+  }
+  const int sig = common::wait_shutdown_signal(timeout);
+  node.stop();
+  fmt::print("sim-node stopped reason={}\n", sig ? common::signal_name(sig) : "duration");
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_sim_node_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<SimNodeArgs>();
+  auto* cmd = app.add_subcommand("sim-node", "Simulate a Grace node's hwmon tree");
+  cmd->add_option("--root", args->root, "Directory standing for /sys/class/hwmon (created)")
+      ->required();
+  cmd->add_option("--profile", args->profile, "Platform: gb200, gh200 or platform-uw")
+      ->check(CLI::IsMember({"gb200", "gh200", "platform-uw"}))
+      ->capture_default_str();
+  cmd->add_option("--layout", args->layout,
+                  "hwmon layout: modern (kernel >= 6.15) or legacy (<= 6.14)")
+      ->check(CLI::IsMember({"modern", "legacy"}))
+      ->capture_default_str();
+  auto* model = cmd->add_option("--model", args->model, "Value source: load, trace or constant")
+                    ->check(CLI::IsMember({"load", "trace", "constant"}))
+                    ->capture_default_str();
+  cmd->add_option("--trace", args->trace, "CSV trace: time_s,<key>,... in watts (--model trace)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--load", args->load, "Utilisation 0..1 for the constant model")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--update-ms", args->update_ms, "Value update interval in milliseconds")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600000}))
+      ->capture_default_str();
+  cmd->add_option("--fault", args->faults,
+                  "KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. total:1=slow:150@0-2000 (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            std::string error;
+            return sim::parse_fault(spec, &error) ? std::string() : error;
+          },
+          "FAULT"));
+  cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
+  cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
+  cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
+      ->capture_default_str();
+  auto* duration = cmd->add_option("--duration-s", args->duration_s,
+                                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
+                       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--once", args->once, "Write the tree with its first values and exit")
+      ->excludes(duration);
+  cmd->callback([&action, args, model] {
+    auto options = std::make_shared<sim::SimOptions>(to_options(*args, model->count() > 0));
+    const double duration_s = args->duration_s;
+    action = [options, duration_s] { return run_sim_node(*options, duration_s); };
+  });
+}
+
 }  // namespace cpupower::app

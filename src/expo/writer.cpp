@@ -1,1 +1,90 @@
-// placeholder
+#include "expo/writer.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace cpupower::expo {
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+void append_fixed6(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "NaN";
+    return;
+  }
+  if (std::isinf(value)) {
+    out += value > 0 ? "+Inf" : "-Inf";
+    return;
+  }
+  char buf[400];  // a double's integral part has at most 309 digits
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, 6);
+  if (ec == std::errc()) out.append(buf, end);
+}
+
+void append_uint(std::string& out, std::uint64_t value) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  if (ec == std::errc()) out.append(buf, end);
+}
+
+void append_family_header(std::string& out, std::string_view name, std::string_view help,
+                          std::string_view type) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void append_sample(std::string& out, std::string_view name, std::initializer_list<Label> labels,
+                   double value) {
+  out += name;
+  if (labels.size() > 0) {
+    out += '{';
+    bool first = true;
+    for (const auto& l : labels) {
+      if (!first) out += ',';
+      first = false;
+      out += l.name;
+      out += "=\"";
+      out += escape_label_value(l.value);
+      out += '"';
+    }
+    out += '}';
+  }
+  out += ' ';
+  append_fixed6(out, value);
+  out += '\n';
+}
+
+void append_sample_prefix(std::string& out, std::string_view name, std::string_view label_text) {
+  out += name;
+  out += '{';
+  out += label_text;
+  out += "} ";
+}
+
+}  // namespace cpupower::expo

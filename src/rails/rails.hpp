@@ -41,9 +41,9 @@ std::string dcgm_sensor_name(std::uint32_t socket);
 
 // DCGM CPU-entity power fields. DCGM has no CPU power backend of its own: its sysmon module
 // reads the same hwmon channels by label, so each field is one ACPI rail.
-inline constexpr std::uint16_t kDcgmCpuPowerField = 1130;   // CPU Power Socket N -> cpu_rail
-inline constexpr std::uint16_t kDcgmCpuLimitField = 1131;   // Grace Power Socket N cap (unused)
-inline constexpr std::uint16_t kDcgmSysioPowerField = 1132; // SysIO Power Socket N -> soc
+inline constexpr std::uint16_t kDcgmCpuPowerField = 1130;     // CPU Power Socket N -> cpu_rail
+inline constexpr std::uint16_t kDcgmCpuLimitField = 1131;     // Grace Power Socket N cap (unused)
+inline constexpr std::uint16_t kDcgmSysioPowerField = 1132;   // SysIO Power Socket N -> soc
 inline constexpr std::uint16_t kDcgmModulePowerField = 1133;  // excluded: scope unverified
 
 // The rail a DCGM power field reads, for the fields we publish (1130, 1132).

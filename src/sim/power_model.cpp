@@ -1,1 +1,234 @@
-// placeholder
+#include "sim/power_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "common/text.hpp"
+
+namespace cpupower::sim {
+namespace {
+
+// Field positions after the "cpuN" token in /proc/stat.
+enum Field { kUser, kNice, kSystem, kIdle, kIowait, kIrq, kSoftirq, kSteal, kFieldCount };
+
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const auto start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+std::string trace_error(const std::string& path, std::size_t line, const std::string& why) {
+  return "trace " + path + ":" + std::to_string(line) + ": " + why;
+}
+
+}  // namespace
+
+std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
+  std::vector<CpuTimes> out;
+  for (const auto& raw : common::split(text, '\n')) {
+    const auto fields = words(raw);
+    if (fields.empty() || fields[0].size() <= 3 || fields[0].substr(0, 3) != "cpu") continue;
+    const auto cpu = common::parse_u64(fields[0].substr(3));
+    // Kernels before 2.6.11 print fewer columns; user..idle are always there.
+    if (!cpu || *cpu > UINT32_MAX || fields.size() < 1 + kIowait) continue;
+    std::uint64_t v[kFieldCount] = {};
+    bool ok = true;
+    for (std::size_t f = 0; f < kFieldCount && f + 1 < fields.size(); ++f) {
+      const auto n = common::parse_u64(fields[f + 1]);
+      if (!n) {
+        ok = false;
+        break;
+      }
+      v[f] = *n;
+    }
+    if (!ok) continue;
+    CpuTimes t;
+    t.cpu = static_cast<std::uint32_t>(*cpu);
+    t.busy = v[kUser] + v[kNice] + v[kSystem] + v[kIrq] + v[kSoftirq] + v[kSteal];
+    t.total = t.busy + v[kIdle] + v[kIowait];
+    out.push_back(t);
+  }
+  return out;
+}
+
+double model_watts(Profile profile, rails::Kind kind, double u) {
+  u = std::clamp(u, 0.0, 1.0);
+  const double cpu_rail = 41.0 + 162.0 * u;
+  const double soc = 6.0 + 0.5 * u;
+  const double dram = 8.0 + 12.0 * u;
+  switch (kind) {
+    case rails::Kind::cpu_rail:
+      return cpu_rail;
+    case rails::Kind::soc:
+      return soc;
+    case rails::Kind::dram:
+      return dram;
+    case rails::Kind::total:
+      // The remainder is memory, regulators and fabric that the rails do not cover; both
+      // platforms idle at ~96 W per socket.
+      return profile == Profile::platform_uw ? cpu_rail + soc + dram + 41.0 : cpu_rail + soc + 49.0;
+    case rails::Kind::module:
+    case rails::Kind::other:
+      break;
+  }
+  return 0.0;
+}
+
+LoadTracker::LoadTracker(std::string proc_stat, std::uint32_t sockets,
+                         std::chrono::milliseconds time_constant)
+    : path_(std::move(proc_stat)),
+      sockets_(std::max<std::uint32_t>(sockets, 1)),
+      time_constant_s_(std::max(0.001, std::chrono::duration<double>(time_constant).count())),
+      smoothed_(sockets_, 0.0) {}
+
+std::vector<LoadTracker::Totals> LoadTracker::read_sockets(bool* ok, std::string* error) const {
+  std::vector<Totals> out(sockets_);
+  *ok = false;
+  std::string why;
+  const auto text = common::read_small_file(path_, &why, 1 << 20);
+  if (!text) {
+    if (error) *error = "cannot read " + path_ + ": " + why;
+    return out;
+  }
+  const auto cpus = parse_proc_stat(*text);
+  if (cpus.empty()) {
+    if (error) *error = path_ + " lists no cpuN line";
+    return out;
+  }
+  for (const auto& c : cpus) {
+    auto& s = out[c.cpu % sockets_];
+    s.busy += c.busy;
+    s.total += c.total;
+  }
+  *ok = true;
+  return out;
+}
+
+bool LoadTracker::prime(std::chrono::steady_clock::time_point now, std::string* error) {
+  bool ok = false;
+  auto totals = read_sockets(&ok, error);
+  if (!ok) return false;
+  previous_ = std::move(totals);
+  previous_at_ = now;
+  // Idle until the first interval says otherwise: cumulative since-boot ratios say little
+  // about the load right now.
+  std::fill(smoothed_.begin(), smoothed_.end(), 0.0);
+  return true;
+}
+
+void LoadTracker::sample(std::chrono::steady_clock::time_point now) {
+  bool ok = false;
+  auto totals = read_sockets(&ok, nullptr);
+  if (!ok) return;
+  const double dt_s = std::chrono::duration<double>(now - previous_at_).count();
+  const double alpha = 1.0 - std::exp(-std::max(dt_s, 0.0) / time_constant_s_);
+  for (std::uint32_t s = 0; s < sockets_; ++s) {
+    const auto& prev = s < previous_.size() ? previous_[s] : Totals{};
+    // A counter that went backwards (CPU hot-unplugged, fake file rewritten) gives no
+    // information for this interval; the new reading becomes the baseline.
+    if (totals[s].total <= prev.total || totals[s].busy < prev.busy) continue;
+    const double busy = static_cast<double>(totals[s].busy - prev.busy);
+    const double total = static_cast<double>(totals[s].total - prev.total);
+    const double u = std::clamp(busy / total, 0.0, 1.0);
+    smoothed_[s] += alpha * (u - smoothed_[s]);
+  }
+  previous_ = std::move(totals);
+  previous_at_ = now;
+}
+
+double LoadTracker::utilisation(std::uint32_t socket) const {
+  return socket < smoothed_.size() ? smoothed_[socket] : 0.0;
+}
+
+double Noise::next(double amplitude) {
+  // splitmix64
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const double unit = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+  return (unit * 2.0 - 1.0) * amplitude;
+}
+
+std::optional<Trace> Trace::load(const std::string& path, const std::vector<ChannelSpec>& channels,
+                                 std::string* error) {
+  auto fail = [&](std::size_t line, const std::string& why) -> std::optional<Trace> {
+    if (error) *error = trace_error(path, line, why);
+    return std::nullopt;
+  };
+  std::ifstream in(path);
+  if (!in) {
+    if (error) *error = "trace " + path + ": cannot open";
+    return std::nullopt;
+  }
+  std::set<std::string> known;
+  for (const auto& c : channels) known.insert(c.key);
+
+  Trace trace;
+  std::vector<std::string> header;
+  std::string raw;
+  std::size_t line_no = 0;
+  while (std::getline(in, raw)) {
+    ++line_no;
+    const auto line = common::trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    auto fields = common::split(line, ',');
+    for (auto& f : fields) f = std::string(common::trim(f));
+    if (header.empty()) {
+      if (fields[0] != "time_s") return fail(line_no, "header must start with time_s");
+      if (fields.size() < 2) return fail(line_no, "header names no channel");
+      for (std::size_t i = 1; i < fields.size(); ++i) {
+        if (!known.count(fields[i])) return fail(line_no, "unknown channel '" + fields[i] + "'");
+        if (!trace.columns_.emplace(fields[i], i - 1).second) {
+          return fail(line_no, "channel '" + fields[i] + "' appears twice");
+        }
+      }
+      header = std::move(fields);
+      continue;
+    }
+    if (fields.size() != header.size()) {
+      return fail(line_no, "expected " + std::to_string(header.size()) + " fields, found " +
+                               std::to_string(fields.size()));
+    }
+    const auto t = common::parse_double(fields[0]);
+    if (!t || !std::isfinite(*t) || *t < 0) {
+      return fail(line_no, "time_s '" + fields[0] + "' is not a number of seconds >= 0");
+    }
+    if (!trace.times_s_.empty() && *t < trace.times_s_.back()) {
+      return fail(line_no, "time_s goes backwards");
+    }
+    std::vector<double> row;
+    for (std::size_t i = 1; i < fields.size(); ++i) {
+      const auto w = common::parse_double(fields[i]);
+      if (!w || !std::isfinite(*w) || *w < 0) {
+        return fail(line_no, header[i] + " value '" + fields[i] + "' is not watts >= 0");
+      }
+      row.push_back(*w);
+    }
+    trace.times_s_.push_back(*t);
+    trace.rows_.push_back(std::move(row));
+  }
+  if (in.bad()) return fail(line_no, "read error");
+  if (header.empty()) return fail(line_no, "no header");
+  if (trace.rows_.empty()) return fail(line_no, "no data rows");
+  return trace;
+}
+
+std::optional<double> Trace::value_at(const std::string& key, double elapsed_s) const {
+  const auto col = columns_.find(key);
+  if (col == columns_.end() || rows_.empty()) return std::nullopt;
+  // First row whose time is > elapsed; the one before it holds.
+  const auto after = std::upper_bound(times_s_.begin(), times_s_.end(), elapsed_s);
+  const auto row = after == times_s_.begin() ? 0 : (after - times_s_.begin()) - 1;
+  return rows_[static_cast<std::size_t>(row)][col->second];
+}
+
+}  // namespace cpupower::sim

@@ -1,1 +1,106 @@
-// placeholder
+#include "sim/profiles.hpp"
+
+#include <array>
+
+namespace cpupower::sim {
+namespace {
+
+struct Label {
+  rails::Kind kind;
+  std::string_view prefix;  // the socket number is appended
+};
+
+// Firmware label order within a socket, as the ACPI devices enumerate on real nodes.
+constexpr std::array kGraceLabels = {
+    Label{rails::Kind::total, "Grace Power Socket "},
+    Label{rails::Kind::cpu_rail, "CPU Power Socket "},
+    Label{rails::Kind::soc, "SysIO Power Socket "},
+};
+
+constexpr std::array kMicrowattLabels = {
+    Label{rails::Kind::total, "Total Power in uW socket "},
+    Label{rails::Kind::cpu_rail, "CPU Rail Power in uW socket "},
+    Label{rails::Kind::soc, "SoC Rail Power in uW socket "},
+    Label{rails::Kind::dram, "DRAM Power in uW socket "},
+};
+
+template <std::size_t N>
+void append_socket(std::vector<ChannelSpec>& out, const std::array<Label, N>& labels,
+                   std::uint32_t socket) {
+  for (const auto& label : labels) {
+    out.push_back(ChannelSpec{channel_key(label.kind, socket), label.kind, socket,
+                              std::string(label.prefix) + std::to_string(socket)});
+  }
+}
+
+}  // namespace
+
+std::optional<Profile> parse_profile(std::string_view text) {
+  if (text == "gb200") return Profile::gb200;
+  if (text == "gh200") return Profile::gh200;
+  if (text == "platform-uw") return Profile::platform_uw;
+  return std::nullopt;
+}
+
+std::optional<Layout> parse_layout(std::string_view text) {
+  if (text == "modern") return Layout::modern;
+  if (text == "legacy") return Layout::legacy;
+  return std::nullopt;
+}
+
+std::optional<Model> parse_model(std::string_view text) {
+  if (text == "load") return Model::load;
+  if (text == "trace") return Model::trace;
+  if (text == "constant") return Model::constant;
+  return std::nullopt;
+}
+
+std::string_view profile_name(Profile profile) {
+  switch (profile) {
+    case Profile::gb200:
+      return "gb200";
+    case Profile::gh200:
+      return "gh200";
+    case Profile::platform_uw:
+      return "platform-uw";
+  }
+  return "unknown";
+}
+
+std::string_view layout_name(Layout layout) {
+  return layout == Layout::legacy ? "legacy" : "modern";
+}
+
+std::string_view model_name(Model model) {
+  switch (model) {
+    case Model::load:
+      return "load";
+    case Model::trace:
+      return "trace";
+    case Model::constant:
+      return "constant";
+  }
+  return "unknown";
+}
+
+std::uint32_t profile_sockets(Profile profile) {
+  return profile == Profile::gh200 ? 1 : 2;
+}
+
+std::vector<ChannelSpec> profile_channels(Profile profile) {
+  std::vector<ChannelSpec> out;
+  for (std::uint32_t socket = 0; socket < profile_sockets(profile); ++socket) {
+    if (profile == Profile::platform_uw) {
+      append_socket(out, kMicrowattLabels, socket);
+    } else {
+      append_socket(out, kGraceLabels, socket);
+    }
+  }
+  return out;
+}
+
+std::string channel_key(rails::Kind kind, std::uint32_t socket) {
+  return std::string(rails::kind_name(kind)) + ":" + std::to_string(socket);
+}
+
+}  // namespace cpupower::sim

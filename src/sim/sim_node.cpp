@@ -1,1 +1,528 @@
-// placeholder
+#include "sim/sim_node.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "common/log.hpp"
+#include "sim/tree_writer.hpp"
+
+namespace cpupower::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr double kNoiseAmplitudeW = 0.3;
+// What older kernels print for the firmware's 0xFFFFFFFF mW "unknown" reading.
+constexpr std::string_view kInvalidReading = "4294967295000\n";
+constexpr std::int64_t kNoReading = -1;
+
+std::string value_line(std::int64_t microwatts) {
+  return std::to_string(microwatts) + "\n";
+}
+
+std::int64_t to_microwatts(double watts) {
+  if (!std::isfinite(watts) || watts <= 0) return 0;
+  return std::llround(watts * 1e6);
+}
+
+// Never lets a reader that went away kill the process: the writer's thread blocks SIGPIPE and
+// swallows the one its failed write raised.
+void discard_pending_sigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  timespec zero{};
+  while (sigtimedwait(&set, nullptr, &zero) == SIGPIPE) {
+  }
+}
+
+void write_all_nonblocking(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EPIPE) discard_pending_sigpipe();
+      return;  // EPIPE: the reader left; EAGAIN: it stopped reading. Neither is ours to fix.
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+struct SimNode::Impl {
+  enum class FileState { regular, socket, fifo };
+
+  struct Channel {
+    ChannelSpec spec;
+    std::size_t index = 0;  // into channels
+    std::optional<Fault> fault;
+    FileState state = FileState::regular;
+    bool failing = false;  // a write error was already logged
+    std::atomic<std::int64_t> model_uw{0};
+    // Held across a value's file change and reading_uw, so that whoever saw the new file
+    // content and then asks current_watts() never gets the value before it.
+    mutable std::mutex value_mutex;
+    std::atomic<std::int64_t> reading_uw{kNoReading};
+    // Slow fault: the thread feeding the FIFO, one value per reader open.
+    std::thread writer;
+    std::mutex writer_mutex;
+    std::condition_variable writer_cv;
+    bool writer_stop = false;  // guarded by writer_mutex
+  };
+
+  explicit Impl(SimOptions o) : options(std::move(o)), noise(options.seed) {}
+
+  SimOptions options;
+  std::vector<ChannelInfo> infos;
+  std::vector<std::unique_ptr<Channel>> channels;
+  std::optional<LoadTracker> tracker;
+  std::optional<Trace> trace;
+  Noise noise;
+  Clock::time_point started_at{};
+  std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::sim");
+
+  mutable std::mutex mutex;  // overrides, lifecycle flags, update_cv
+  std::condition_variable update_cv;
+  std::map<std::string, double> overrides;
+  bool started = false;
+  bool stopping = false;
+  std::thread updater;
+
+  Channel* find(const std::string& key) const {
+    for (const auto& c : channels) {
+      if (c->spec.key == key) return c.get();
+    }
+    return nullptr;
+  }
+
+  const std::string& path_of(const Channel& c) const { return infos[c.index].value_path; }
+
+  bool validate(std::string* error) const;
+  void build_channels(const std::string& root);
+  bool write_tree(std::string* error);
+  double model_value(const Channel& c, milliseconds elapsed);
+  void update(Clock::time_point now, bool first, std::string* error);
+  bool apply(Channel& c, std::int64_t uw, milliseconds elapsed, std::string* error);
+  bool retire_fifo(Channel& c, std::string_view content, std::string* error);
+  void start_writer(Channel& c);
+  void stop_writer(Channel& c);
+  void writer_loop(Channel& c);
+  void run_updates();
+  Clock::time_point next_fault_boundary(milliseconds elapsed) const;
+  void release_files();
+};
+
+bool SimNode::Impl::validate(std::string* error) const {
+  auto fail = [&](const std::string& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (options.root.empty()) return fail("no root directory given");
+  if (options.update_interval.count() <= 0) return fail("update interval must be > 0 ms");
+  if (!(options.load >= 0.0 && options.load <= 1.0)) return fail("load must be within 0..1");
+  if (options.model == Model::trace && options.trace_path.empty()) {
+    return fail("the trace model needs a trace file");
+  }
+  for (const auto& [key, fault] : options.faults) {
+    if (!find(key)) {
+      std::string known;
+      for (const auto& c : channels) known += (known.empty() ? "" : ", ") + c->spec.key;
+      return fail("fault for unknown channel '" + key + "' (profile " +
+                  std::string(profile_name(options.profile)) + " has " + known + ")");
+    }
+    if (fault.kind == Fault::Kind::slow && options.once) {
+      return fail("slow fault on '" + key + "' needs a running node, not a one-shot tree");
+    }
+    if (fault.kind == Fault::Kind::slow && fault.delay.count() <= 0) {
+      return fail("slow fault on '" + key + "' needs a delay > 0 ms");
+    }
+  }
+  return true;
+}
+
+void SimNode::Impl::build_channels(const std::string& root) {
+  const auto specs = profile_channels(options.profile);
+  if (channels.empty()) {
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      auto c = std::make_unique<Channel>();
+      c->spec = specs[i];
+      c->index = i;
+      if (auto f = options.faults.find(specs[i].key); f != options.faults.end()) {
+        c->fault = f->second;
+      }
+      channels.push_back(std::move(c));
+    }
+    infos.resize(specs.size());
+  }
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    NodeSpec node{power_meter_hwmon(i), acpi_device_dir(i), "power_meter", options.layout, {}};
+    infos[i] =
+        ChannelInfo{specs[i].key,      node.hwmon,    attribute_dir(root, node) + "/power1_average",
+                    specs[i].oem_info, specs[i].kind, specs[i].socket};
+  }
+}
+
+double SimNode::Impl::model_value(const Channel& c, milliseconds elapsed) {
+  switch (options.model) {
+    case Model::load: {
+      const double u = tracker ? tracker->utilisation(c.spec.socket) : 0.0;
+      return model_watts(options.profile, c.spec.kind, u) +
+             (options.noise ? noise.next(kNoiseAmplitudeW) : 0.0);
+    }
+    case Model::trace:
+      if (trace) {
+        const auto v = trace->value_at(c.spec.key, std::chrono::duration<double>(elapsed).count());
+        if (v) return *v;
+      }
+      [[fallthrough]];
+    case Model::constant:
+      break;
+  }
+  return model_watts(options.profile, c.spec.kind, options.load);
+}
+
+void SimNode::Impl::update(Clock::time_point now, bool first, std::string* error) {
+  const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
+  if (tracker && !first) tracker->sample(now);
+  std::map<std::string, double> forced;
+  {
+    std::lock_guard lock(mutex);
+    forced = overrides;
+  }
+  for (auto& c : channels) {
+    // The model runs (and draws its noise) even when overridden, so the noise sequence for a
+    // seed does not depend on which channels were forced.
+    double watts = model_value(*c, elapsed);
+    if (auto f = forced.find(c->spec.key); f != forced.end()) watts = f->second;
+    std::string why;
+    std::unique_lock value_lock(c->value_mutex);
+    const bool applied = apply(*c, to_microwatts(watts), elapsed, &why);
+    value_lock.unlock();
+    if (applied) {
+      c->failing = false;
+    } else if (error && error->empty()) {
+      *error = why;
+    } else if (!c->failing) {
+      c->failing = true;
+      log->warn("cannot update channel={} error={}", c->spec.key, common::quoted(why));
+    }
+  }
+}
+
+bool SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed, std::string* error) {
+  const std::string& path = path_of(c);
+  c.model_uw = uw;
+  const bool faulted = c.fault && c.fault->active_at(elapsed);
+  const auto kind = faulted ? std::optional(c.fault->kind) : std::nullopt;
+
+  if (kind == Fault::Kind::unreadable) {
+    if (c.state == FileState::socket) return true;
+    if (c.state == FileState::fifo && !retire_fifo(c, value_line(uw), error)) return false;
+    c.reading_uw = kNoReading;
+    if (!replace_with_socket(path, error)) return false;
+    c.state = FileState::socket;
+    return true;
+  }
+  if (kind == Fault::Kind::slow || kind == Fault::Kind::hang) {
+    c.reading_uw = kind == Fault::Kind::slow ? uw : kNoReading;
+    if (c.state == FileState::fifo) return true;
+    if (!replace_with_fifo(path, error)) return false;
+    c.state = FileState::fifo;
+    if (kind == Fault::Kind::slow) start_writer(c);
+    return true;
+  }
+
+  std::string content;
+  std::int64_t reading = kNoReading;
+  if (!kind) {
+    content = value_line(uw);
+    reading = uw;
+  } else if (kind == Fault::Kind::invalid) {
+    content = kInvalidReading;
+  } else if (kind == Fault::Kind::zero) {
+    content = "0\n";
+    reading = 0;
+  }  // empty: no content
+  if (c.state == FileState::fifo) {
+    if (!retire_fifo(c, content, error)) return false;
+  } else if (!write_atomic(path, content, error)) {
+    return false;
+  }
+  c.state = FileState::regular;
+  c.reading_uw = reading;
+  return true;
+}
+
+bool SimNode::Impl::retire_fifo(Channel& c, std::string_view content, std::string* error) {
+  const std::string& path = path_of(c);
+  // A slow writer's last act is a fresh FIFO, so the only readers left on the one at `path`
+  // are blocked in open() and have had no value yet.
+  if (c.writer.joinable()) stop_writer(c);
+  // Holding the FIFO open read-write is a writer arriving: readers blocked in open() wake up.
+  // The handle also keeps the inode reachable after the rename, so every reader that got in
+  // before the regular file replaced it receives a value instead of hanging. Several such
+  // readers share one pipe: the first gets the value, the rest read EOF.
+  const int keep = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  const bool ok = write_atomic(path, content, error);
+  if (keep >= 0) {
+    const std::string line = content.empty() ? value_line(c.model_uw) : std::string(content);
+    write_all_nonblocking(keep, line);
+    ::close(keep);
+  }
+  if (ok) c.state = FileState::regular;
+  return ok;
+}
+
+void SimNode::Impl::start_writer(Channel& c) {
+  {
+    std::lock_guard lock(c.writer_mutex);
+    c.writer_stop = false;
+  }
+  c.writer = std::thread([this, &c] { writer_loop(c); });
+}
+
+void SimNode::Impl::stop_writer(Channel& c) {
+  {
+    std::lock_guard lock(c.writer_mutex);
+    c.writer_stop = true;
+  }
+  c.writer_cv.notify_all();
+  // A reader of our own lets a writer blocked in open() through; it stays open until the
+  // join so that the writer's final write cannot hit a pipe with no reader.
+  const int unblock = ::open(path_of(c).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  c.writer.join();
+  if (unblock >= 0) ::close(unblock);
+}
+
+void SimNode::Impl::writer_loop(Channel& c) {
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+
+  const std::string path = path_of(c);
+  const auto delay = c.fault ? c.fault->delay : milliseconds(0);
+  auto pause = [&c](milliseconds how_long) {
+    std::unique_lock lock(c.writer_mutex);
+    return c.writer_cv.wait_for(lock, how_long, [&c] { return c.writer_stop; });
+  };
+  bool logged = false;
+  while (!pause(milliseconds(0))) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // blocks until a reader opens
+    if (fd < 0) {
+      if (errno != EINTR) pause(milliseconds(10));
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {  // replaced behind our back
+      ::close(fd);
+      pause(milliseconds(10));
+      continue;
+    }
+    // The firmware round trip. Stopping cuts it short; the reader still gets its value.
+    pause(delay);
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    write_all_nonblocking(fd, value_line(c.model_uw));
+    // A fresh FIFO for the next reader before this one gets EOF: a reader that has its value
+    // but has not yet seen EOF must never see a second writer (and a second value) on its
+    // inode, however late it gets scheduled.
+    std::string why;
+    if (!replace_with_fifo(path, &why) && !logged) {
+      logged = true;
+      log->warn("cannot renew slow channel={} error={}", c.spec.key, common::quoted(why));
+    }
+    ::close(fd);
+  }
+}
+
+Clock::time_point SimNode::Impl::next_fault_boundary(milliseconds elapsed) const {
+  auto next = Clock::time_point::max();
+  for (const auto& c : channels) {
+    if (!c->fault) continue;
+    for (const auto edge : {std::optional(c->fault->from), c->fault->to}) {
+      if (edge && *edge > elapsed) next = std::min(next, started_at + *edge);
+    }
+  }
+  return next;
+}
+
+void SimNode::Impl::run_updates() {
+  auto next_tick = started_at + options.update_interval;
+  std::unique_lock lock(mutex);
+  while (!stopping) {
+    const auto now = Clock::now();
+    const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
+    const auto wake = std::min(next_tick, next_fault_boundary(elapsed));
+    if (update_cv.wait_until(lock, wake, [this] { return stopping; })) break;
+    lock.unlock();
+    const auto at = Clock::now();
+    if (at >= next_tick) {
+      next_tick += options.update_interval;
+      if (next_tick <= at) next_tick = at + options.update_interval;  // fell behind: skip
+    }
+    update(at, false, nullptr);
+    lock.lock();
+  }
+}
+
+void SimNode::Impl::release_files() {
+  for (auto& c : channels) {
+    std::lock_guard value_lock(c->value_mutex);
+    if (c->writer.joinable()) stop_writer(*c);
+    if (c->state != FileState::fifo) continue;
+    std::string why;
+    if (!retire_fifo(*c, value_line(c->model_uw), &why)) {
+      log->warn("cannot restore channel={} error={}", c->spec.key, common::quoted(why));
+    }
+    c->reading_uw = static_cast<std::int64_t>(c->model_uw);
+  }
+}
+
+bool SimNode::Impl::write_tree(std::string* error) {
+  const std::string& root = options.root;
+  if (!prepare_root(root, error)) return false;
+  std::error_code ec;
+  const auto canonical = std::filesystem::canonical(root, ec);
+  if (ec) {
+    if (error) *error = "cannot resolve root " + root + ": " + ec.message();
+    return false;
+  }
+  const std::string abs_root = canonical.string();
+  build_channels(abs_root);
+
+  if (options.model == Model::load) {
+    tracker.emplace(options.proc_stat, profile_sockets(options.profile));
+    if (!tracker->prime(Clock::now(), error)) return false;
+  }
+  if (options.model == Model::trace) {
+    trace = Trace::load(options.trace_path, profile_channels(options.profile), error);
+    if (!trace) return false;
+  }
+
+  // Unrelated hwmon devices a consumer must skip: a thermal zone, and an NVMe drive that
+  // even reports a power1_average of its own.
+  std::vector<NodeSpec> nodes;
+  nodes.push_back(NodeSpec{"hwmon0",
+                           "devices/virtual/thermal/thermal_zone0",
+                           "acpitz",
+                           Layout::modern,
+                           {{"temp1_input", "45000\n"}}});
+  nodes.push_back(NodeSpec{"hwmon1",
+                           "devices/pci0000:00/0000:00:01.0/nvme/nvme0",
+                           "nvme",
+                           options.layout,
+                           {{"temp1_input", "38850\n"}, {"power1_average", "5000000\n"}}});
+  const std::string interval_ms = std::to_string(options.update_interval.count()) + "\n";
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    const auto& c = *channels[i];
+    // power1_average first holds the unfaulted first value; apply() below lays any fault
+    // active at t = 0 over it before the class entry makes the node visible.
+    nodes.push_back(NodeSpec{power_meter_hwmon(i),
+                             acpi_device_dir(i),
+                             "power_meter",
+                             options.layout,
+                             {{"power1_average", value_line(0)},
+                              {"power1_oem_info", c.spec.oem_info + "\n"},
+                              {"power1_average_interval", interval_ms},
+                              {"power1_average_interval_min", "50\n"},
+                              {"power1_average_interval_max", "1000\n"},
+                              {"power1_accuracy", "95.0%\n"},
+                              {"power1_is_battery", "0\n"},
+                              {"power1_model_number", "\n"}}});
+  }
+  for (const auto& node : nodes) {
+    if (!write_node(abs_root, node, error)) return false;
+  }
+  started_at = Clock::now();
+  std::string first_error;
+  update(started_at, true, &first_error);
+  if (!first_error.empty()) {
+    if (error) *error = first_error;
+    return false;
+  }
+  for (const auto& node : nodes) {
+    if (!link_class_entry(abs_root, node, error)) return false;
+  }
+  return true;
+}
+
+SimNode::SimNode(SimOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  std::error_code ec;
+  auto root = std::filesystem::weakly_canonical(impl_->options.root, ec);
+  if (ec) root = std::filesystem::absolute(impl_->options.root, ec).lexically_normal();
+  impl_->build_channels(root.string());
+}
+
+SimNode::~SimNode() {
+  stop();
+}
+
+bool SimNode::start(std::string* error) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->started) {
+      if (error) *error = "simulated node already started";
+      return false;
+    }
+    impl_->started = true;
+  }
+  if (!impl_->validate(error) || !impl_->write_tree(error)) {
+    impl_->release_files();
+    return false;
+  }
+  if (!impl_->options.once) impl_->updater = std::thread([this] { impl_->run_updates(); });
+  return true;
+}
+
+void SimNode::stop() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->started || impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->update_cv.notify_all();
+  if (impl_->updater.joinable()) impl_->updater.join();
+  if (!impl_->options.once) impl_->release_files();
+}
+
+const std::vector<ChannelInfo>& SimNode::channels() const {
+  return impl_->infos;
+}
+
+void SimNode::set_override(const std::string& key, std::optional<double> watts) {
+  if (!impl_->find(key)) return;
+  std::lock_guard lock(impl_->mutex);
+  if (watts) {
+    impl_->overrides[key] = *watts;
+  } else {
+    impl_->overrides.erase(key);
+  }
+}
+
+std::optional<double> SimNode::current_watts(const std::string& key) const {
+  const auto* c = impl_->find(key);
+  if (!c) return std::nullopt;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->started) return std::nullopt;
+  }
+  std::lock_guard value_lock(c->value_mutex);
+  const std::int64_t uw = c->reading_uw;
+  if (uw == kNoReading) return std::nullopt;
+  return static_cast<double>(uw) / 1e6;
+}
+
+}  // namespace cpupower::sim

@@ -1,1 +1,161 @@
-// placeholder
+#include "sources/acpi_discovery.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "common/text.hpp"
+#include "expo/writer.hpp"
+
+namespace cpupower::sources {
+namespace {
+
+struct DirList {
+  std::vector<std::string> names;
+  int error = 0;  // errno of opendir, 0 when listed
+};
+
+DirList list_dir(const std::string& dir) {
+  DirList out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    out.error = errno;
+    return out;
+  }
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") out.names.push_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string read_trimmed(const std::string& path) {
+  const auto text = common::read_small_file(path);
+  return text ? std::string(common::trim(*text)) : std::string();
+}
+
+bool is_power_meter(const std::string& dir) {
+  return read_trimmed(dir + "/name") == "power_meter" ||
+         read_trimmed(dir + "/device/name") == "power_meter";
+}
+
+// A channel value file: anything that is not a directory (sysfs attributes are regular
+// files; the simulator's slow and failing channels are FIFOs and sockets). stat() follows
+// symlinks, as the class node's aliases require.
+bool is_value_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Channel names (power1, ...) with a readable value file in `dir`: power*_average, or
+// power*_input where the channel has no _average.
+std::map<std::string, std::string> value_files(const std::string& dir,
+                                               const std::vector<std::string>& names) {
+  std::map<std::string, std::string> out;  // channel -> file name
+  for (const auto& name : names) {
+    if (name.rfind("power", 0) != 0) continue;
+    std::string channel;
+    if (ends_with(name, "_average")) {
+      channel = name.substr(0, name.size() - 8);
+    } else if (ends_with(name, "_input")) {
+      channel = name.substr(0, name.size() - 6);
+    } else {
+      continue;
+    }
+    if (channel.find('_') != std::string::npos) continue;  // e.g. power1_average_interval
+    if (!is_value_file(dir + "/" + name)) continue;
+    auto& slot = out[channel];
+    if (slot.empty() || ends_with(name, "_average")) slot = name;
+  }
+  return out;
+}
+
+std::string build_label_text(const AcpiChannel& c) {
+  std::string out = "sensor=\"" + expo::escape_label_value(c.sensor) + "\",type=\"";
+  out += rails::kind_name(c.cls.kind);
+  out += "\",socket=\"" + c.cls.socket + "\",oem_info=\"" + expo::escape_label_value(c.oem_info);
+  out += "\",source=\"acpi\"";
+  return out;
+}
+
+}  // namespace
+
+AcpiDiscovery discover_acpi(const std::string& hwmon_root) {
+  AcpiDiscovery result;
+  const auto root = list_dir(hwmon_root);
+  if (root.error != 0) {
+    result.error = "list " + hwmon_root + ": " + std::strerror(root.error);
+    return result;
+  }
+  std::vector<std::string> nodes;
+  for (const auto& n : root.names) {
+    if (n.rfind("hwmon", 0) == 0) nodes.push_back(n);
+  }
+  std::sort(nodes.begin(), nodes.end(), common::natural_less);
+
+  // Identity of a channel is the real path of its value file: hwmonN/power1_average and
+  // hwmonN/device/power1_average can be the same file.
+  std::map<std::string, std::size_t> by_identity;
+  for (const auto& node : nodes) {
+    const std::string node_dir = hwmon_root + "/" + node;
+    if (!is_power_meter(node_dir)) continue;
+    for (const std::string sub : {"", "/device"}) {
+      const std::string dir = node_dir + sub;
+      const auto listing = list_dir(dir);
+      if (listing.error != 0) {
+        if (listing.error != ENOENT && listing.error != ENOTDIR) {
+          result.warnings.push_back("hwmon directory unreadable; its rails are not exported dir=" +
+                                    dir + " error=" + std::strerror(listing.error));
+        }
+        continue;
+      }
+      for (const auto& [channel, file] : value_files(dir, listing.names)) {
+        AcpiChannel c;
+        c.hwmon = node;
+        c.channel = channel;
+        c.sensor = node + "/" + channel;
+        c.value_path = dir + "/" + file;
+        std::string oem = read_trimmed(dir + "/" + channel + "_oem_info");
+        if (oem.empty()) oem = read_trimmed(dir + "/" + channel + "_label");
+        c.has_metadata = !oem.empty();
+        c.oem_info = c.has_metadata ? oem : channel;
+        const std::string identity = real_path(c.value_path);
+        const auto it = by_identity.find(identity);
+        if (it == by_identity.end()) {
+          by_identity.emplace(identity, result.channels.size());
+          result.channels.push_back(std::move(c));
+        } else if (c.has_metadata && !result.channels[it->second].has_metadata) {
+          result.channels[it->second] = std::move(c);  // the side with the OEM label wins
+        }
+      }
+    }
+  }
+  std::stable_sort(result.channels.begin(), result.channels.end(),
+                   [](const AcpiChannel& a, const AcpiChannel& b) {
+                     if (a.hwmon != b.hwmon) return common::natural_less(a.hwmon, b.hwmon);
+                     return common::natural_less(a.channel, b.channel);
+                   });
+  for (auto& c : result.channels) {
+    c.cls = rails::classify_oem(c.oem_info);
+    c.label_text = build_label_text(c);
+  }
+  return result;
+}
+
+}  // namespace cpupower::sources

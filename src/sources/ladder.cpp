@@ -1,1 +1,113 @@
-// placeholder
+#include "sources/ladder.hpp"
+
+#include <set>
+#include <thread>
+
+#include "common/log.hpp"
+
+namespace cpupower::sources {
+
+using Clock = std::chrono::steady_clock;
+
+std::optional<SourceRequest> parse_source_request(std::string_view text) {
+  if (text == "auto") return SourceRequest::automatic;
+  if (text == "acpi") return SourceRequest::acpi;
+  if (text == "dcgm") return SourceRequest::dcgm;
+  return std::nullopt;
+}
+
+AcpiRung try_acpi(const LadderOptions& options) {
+  AcpiRung rung;
+  auto discovery = discover_acpi(options.hwmon_root);
+  rung.warnings = discovery.warnings;
+  if (!discovery.error.empty()) {
+    rung.reason = discovery.error;
+    return rung;
+  }
+  if (discovery.channels.empty()) {
+    rung.reason = "no ACPI power_meter hwmon sensors found under " + options.hwmon_root;
+    return rung;
+  }
+  std::vector<std::size_t> totals;
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < discovery.channels.size(); ++i) {
+    if (discovery.channels[i].cls.kind == rails::Kind::total) totals.push_back(i);
+    labels.insert(discovery.channels[i].oem_info);
+  }
+  const std::size_t discovered = discovery.channels.size();
+  if (totals.empty()) {
+    std::string found;
+    for (const auto& l : labels) found += (found.empty() ? "" : ", ") + l;
+    rung.reason = "no ACPI socket-total power_meter channels under " + options.hwmon_root +
+                  " (found: " + found + ")";
+    return rung;
+  }
+
+  auto log = common::logger("cpu_power_exporter");
+  auto reader = std::make_unique<AcpiReader>(std::move(discovery.channels), options.read_interval,
+                                             options.max_age);
+  const auto started = Clock::now();
+  reader->start();
+  // The probe reads through the reader threads, so a hung total only costs the deadline.
+  std::size_t live = reader->wait_live(totals, started, started + options.max_age);
+  constexpr int kProbes = 2;
+  if (live == 0) {
+    log->debug("no ACPI socket-total sensor reads positive; retrying probe attempt=1");
+    std::this_thread::sleep_for(options.probe_retry_delay);
+    const auto retry = Clock::now();
+    live = reader->wait_live(totals, retry, retry + options.max_age);
+  }
+  if (live == 0) {
+    reader->stop(std::chrono::milliseconds(200));
+    rung.reason = "no ACPI socket-total power_meter sensor under " + options.hwmon_root +
+                  " read positive across " + std::to_string(kProbes) + " probe(s) (" +
+                  std::to_string(discovered) + " sensors discovered)";
+    return rung;
+  }
+  log->info("ACPI socket totals report non-zero power; using ACPI live={} total={}", live,
+            totals.size());
+  rung.reader = std::move(reader);
+  return rung;
+}
+
+ResolvedSource resolve_source(const LadderOptions& options) {
+  auto log = common::logger("cpu_power_exporter");
+  ResolvedSource out;
+  std::vector<std::string> reasons;
+
+  if (options.request != SourceRequest::dcgm) {
+    auto acpi = try_acpi(options);
+    for (const auto& w : acpi.warnings) log->warn("{}", w);
+    if (acpi.reader) {
+      log->info("discovered ACPI sensors count={}", acpi.reader->channels().size());
+      for (const auto& c : acpi.reader->channels()) {
+        log->debug("sensor sensor={} kind={} socket={} oem_info={} path={}", c.sensor,
+                   rails::kind_name(c.cls.kind), common::quoted(c.cls.socket),
+                   common::quoted(c.oem_info), common::quoted(c.value_path));
+      }
+      out.mode = "acpi";
+      out.acpi = std::move(acpi.reader);
+      return out;
+    }
+    if (options.request == SourceRequest::acpi) {
+      out.error = acpi.reason;
+      return out;
+    }
+    log->warn("ACPI unusable; falling back to DCGM reason={}", common::quoted(acpi.reason));
+    reasons.push_back("ACPI: " + acpi.reason);
+  }
+
+  // The DCGM rungs (fields 1130 + 1132, then 1130 alone) are not part of this build yet.
+  const std::string dcgm_reason =
+      "DCGM unavailable: the DCGM source is not built into this exporter";
+  if (options.request == SourceRequest::dcgm) {
+    out.error = dcgm_reason;
+    return out;
+  }
+  reasons.push_back(dcgm_reason);
+  out.error = "no CPU power source could be established: ";
+  for (std::size_t i = 0; i < reasons.size(); ++i) out.error += (i ? "; " : "") + reasons[i];
+  return out;
+}
+
+}  // namespace cpupower::sources

@@ -1,0 +1,56 @@
+#include "artifacts/cpu_manifest.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "common/text.hpp"
+
+namespace cpupower::artifacts {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// JSON has no NaN or infinity; a clock value that is not finite is as good as unknown.
+Json number_or_null(const std::optional<double>& value) {
+  if (!value || !std::isfinite(*value)) return nullptr;
+  return *value;
+}
+
+Json string_or_null(const std::optional<std::string>& value) {
+  if (!value) return nullptr;
+  return *value;
+}
+
+}  // namespace
+
+std::string render_cpu_manifest(const CpuManifest& manifest) {
+  Json nodes = Json::object();
+  for (const auto& [host, node] : manifest.nodes) {
+    nodes[host] = Json{
+        {"resolved_mode", node.resolved_mode},
+        {"scrape_count", node.scrape_count},
+        {"error_count", node.error_count},
+        {"endpoint_url", node.endpoint_url},
+        {"last_error", string_or_null(node.last_error)},
+        {"missed_slots", node.missed_slots},
+        {"first_sample_unix", number_or_null(node.first_sample_unix)},
+        {"last_sample_unix", number_or_null(node.last_sample_unix)},
+    };
+  }
+  const Json doc{
+      {"schema_version", kCpuManifestSchemaVersion},
+      {"producer", manifest.producer},
+      {"producer_git_commit", string_or_null(manifest.producer_git_commit)},
+      {"started_at_unix", number_or_null(manifest.started_at_unix)},
+      {"stopped_at_unix", number_or_null(manifest.stopped_at_unix)},
+      {"nodes", std::move(nodes)},
+  };
+  // Replace invalid UTF-8 (a hostname or error text from the wire) rather than throw.
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+bool write_cpu_manifest(const std::string& path, const CpuManifest& manifest, std::string* error) {
+  return common::write_file_atomic(path, render_cpu_manifest(manifest), error, true);
+}
+
+}  // namespace cpupower::artifacts

@@ -1,0 +1,137 @@
+#pragma once
+// power/cpu/samples.csv: the exporter leg's one file of record. The writer produces schema
+// v3; the readers accept v1, v2 and v3, chosen by the exact header line (reference notes
+// 4.1). Nothing here throws on bad input or I/O failure: the collector is best-effort and a
+// report must load what a killed collector left behind.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cpupower::artifacts {
+
+inline constexpr std::string_view kCpuSamplesFilename = "samples.csv";
+inline constexpr int kCpuSchemaVersionV1 = 1;
+inline constexpr int kCpuSchemaVersionV2 = 2;
+inline constexpr int kCpuSchemaVersion = 3;
+
+inline constexpr std::string_view kCpuHeaderV1 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w";
+inline constexpr std::string_view kCpuHeaderV2 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+    "dram_w,total_power_w";
+inline constexpr std::string_view kCpuHeaderV3 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+    "dram_w,module_w,total_power_w";
+
+// Reason codes of the reader, as the reference spells them, plus one of ours.
+inline constexpr std::string_view kReasonMissing = "cpu_samples_csv_missing";
+inline constexpr std::string_view kReasonHeaderMismatch = "cpu_samples_csv_header_mismatch";
+inline constexpr std::string_view kReasonMalformed = "cpu_samples_csv_malformed";
+// The last line has no line terminator: the writer was killed mid-row, so its last cell
+// may be cut short ("94.2" of "94.29") and the row is not trusted.
+inline constexpr std::string_view kReasonTornLastLine = "cpu_samples_csv_torn_last_line";
+
+// One row of any version. v1 rows are one rail each: `sensor` is the raw label (e.g. "Grace
+// Power Socket 0"), power_w that rail's value, and the rail columns are absent.
+struct CpuSampleRow {
+  int schema_version = kCpuSchemaVersion;
+  double timestamp_unix = 0;
+  std::string hostname;
+  std::string source;  // acpi | dcgm (v2, v3); anything non-empty in v1
+  std::string sensor;
+  std::uint32_t socket_id = 0;
+  double power_w = 0;
+  std::optional<double> cpu_rail_w;
+  std::optional<double> soc_w;
+  std::optional<double> dram_w;
+  std::optional<double> module_w;
+  std::optional<double> total_power_w;
+
+  bool operator==(const CpuSampleRow&) const = default;
+};
+
+// Shortest text that reads back to the same double (std::to_chars), e.g. 94.29, 1e-05, 94.
+std::string format_double(double value);
+
+// One v3 line with its "\r\n" terminator (the csv module's default dialect). Missing or
+// non-finite optional values are empty cells; cells holding , " CR or LF are quoted.
+// schema_version is always written as 3, whatever the row says.
+std::string format_v3_row(const CpuSampleRow& row);
+
+// Appends v3 rows to samples.csv. Not thread-safe: the collector serialises its writes.
+class CpuSamplesWriter {
+ public:
+  // Opens for appending, creating the file (with the header) when it is missing or empty.
+  // An existing file must start with the v3 header, so a restarted collector continues
+  // the same file instead of mixing layouts. nullptr with `error` set on failure.
+  static std::unique_ptr<CpuSamplesWriter> open(const std::string& path, std::string* error);
+
+  ~CpuSamplesWriter();
+  CpuSamplesWriter(const CpuSamplesWriter&) = delete;
+  CpuSamplesWriter& operator=(const CpuSamplesWriter&) = delete;
+
+  // Formats rows into the pending buffer. A row whose timestamp_unix or power_w is not
+  // finite, or whose hostname, source or sensor is empty, is refused and counted. Returns
+  // false when any row was refused or the writer is closed.
+  bool append(std::span<const CpuSampleRow> rows);
+
+  // Hands the pending rows to the OS (write(2), no fsync). On failure (disk full, I/O
+  // error) the unwritten rows are dropped and counted, and the next successful write
+  // first terminates any partial line so that later rows stay intact.
+  bool flush();
+
+  // Flushes and closes. Later appends fail. Returns false when the flush or close failed.
+  bool close();
+
+  bool is_open() const { return fd_ >= 0; }
+  std::uint64_t rows_written() const { return rows_written_; }
+  std::uint64_t rows_dropped() const { return rows_dropped_; }  // refused or lost in a write
+  std::uint64_t write_errors() const { return write_errors_; }
+  const std::string& last_error() const { return last_error_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  CpuSamplesWriter(std::string path, int fd, bool needs_line_break);
+  bool start(std::string* error);
+  bool write_all(std::string_view bytes, std::size_t* written);
+
+  std::string path_;
+  int fd_ = -1;
+  bool needs_line_break_ = false;  // the file ends inside a line (torn by a crash or a write)
+  std::string pending_;
+  std::uint64_t pending_rows_ = 0;
+  std::uint64_t rows_written_ = 0;
+  std::uint64_t rows_dropped_ = 0;
+  std::uint64_t write_errors_ = 0;
+  std::string last_error_;
+};
+
+struct RowProblem {
+  std::size_t line = 0;  // 1-based physical line where the row starts
+  std::string message;   // what was wrong, with the value
+};
+
+struct CpuSamplesFile {
+  int schema_version = 0;  // 1, 2 or 3 from the header; 0 when none was recognised
+  std::vector<CpuSampleRow> rows;
+  std::vector<std::string> reasons;  // de-duplicated reason codes, in first-seen order
+  std::vector<RowProblem> problems;  // the first kMaxProblems skipped rows, for logs
+  std::size_t skipped_rows = 0;
+
+  static constexpr std::size_t kMaxProblems = 100;
+};
+
+// Reads a whole samples.csv text (pure; for tests and for callers that hold the bytes).
+CpuSamplesFile parse_cpu_samples(std::string_view text);
+
+// Reads samples.csv from disk: a missing file gives kReasonMissing, any other I/O error
+// kReasonMalformed.
+CpuSamplesFile read_cpu_samples(const std::string& path);
+
+}  // namespace cpupower::artifacts

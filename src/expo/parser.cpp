@@ -1,0 +1,320 @@
+#include "expo/parser.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <utility>
+
+namespace cpupower::expo {
+namespace {
+
+constexpr bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+constexpr bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+constexpr bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+constexpr bool is_metric_start(char c) {
+  return is_alpha(c) || c == '_' || c == ':';
+}
+constexpr bool is_metric_char(char c) {
+  return is_metric_start(c) || is_digit(c);
+}
+constexpr bool is_label_start(char c) {
+  return is_alpha(c) || c == '_';
+}
+constexpr bool is_label_char(char c) {
+  return is_label_start(c) || is_digit(c);
+}
+
+// What the parser found, for messages: a short, printable excerpt of the rest of the line.
+std::string excerpt(std::string_view rest) {
+  if (rest.empty()) return "end of line";
+  constexpr std::size_t kMax = 24;
+  std::string out = "'";
+  for (std::size_t i = 0; i < rest.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(rest[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  if (rest.size() > kMax) out += "...";
+  out += "'";
+  return out;
+}
+
+// Prometheus spells the special values NaN, +Inf, -Inf; from_chars takes the lower-case
+// C spellings and no leading '+', so the sign is handled here.
+std::optional<double> parse_value(std::string_view token) {
+  if (!token.empty() && token.front() == '+') {
+    token.remove_prefix(1);
+    if (!token.empty() && (token.front() == '-' || token.front() == '+')) return std::nullopt;
+  }
+  if (token.empty()) return std::nullopt;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (ec != std::errc() || p != token.data() + token.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::int64_t> parse_timestamp(std::string_view token) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+  if (token.empty() || ec != std::errc() || p != token.data() + token.size()) return std::nullopt;
+  return v;
+}
+
+// Parses one line at a time into the result's flat storage. Errors record line and column.
+class LineParser {
+ public:
+  explicit LineParser(ParseResult& out) : out_(out) {}
+
+  // Returns false with error_ set when the line is not valid exposition.
+  bool sample_line(std::string_view line, std::size_t line_no) {
+    line_ = line;
+    line_no_ = line_no;
+    pos_ = 0;
+    skip_blanks();
+
+    const auto name_begin = pos_;
+    if (pos_ >= line_.size() || !is_metric_start(line_[pos_])) {
+      return fail("expected a metric name, found " + excerpt(rest()));
+    }
+    while (pos_ < line_.size() && is_metric_char(line_[pos_])) ++pos_;
+    Sample sample;
+    sample.name = line_.substr(name_begin, pos_ - name_begin);
+
+    const auto labels_begin = out_.label_storage.size();
+    if (pos_ < line_.size() && line_[pos_] == '{') {
+      ++pos_;
+      if (!labels(labels_begin)) return false;
+    } else if (pos_ < line_.size() && !is_blank(line_[pos_])) {
+      return fail("unexpected " + excerpt(rest()) + " after metric name");
+    }
+    // The span is fixed up once storage stops growing; keep the range in the meantime.
+    label_ranges_.emplace_back(labels_begin, out_.label_storage.size() - labels_begin);
+
+    skip_blanks();
+    const auto value_token = token();
+    if (value_token.empty()) return fail("missing sample value");
+    const auto value = parse_value(value_token);
+    if (!value) return fail("sample value '" + std::string(value_token) + "' is not a number");
+    sample.value = *value;
+
+    skip_blanks();
+    if (pos_ < line_.size()) {
+      const auto ts_pos = pos_;
+      const auto ts_token = token();
+      const auto ts = parse_timestamp(ts_token);
+      if (!ts) {
+        pos_ = ts_pos;
+        return fail("timestamp '" + std::string(ts_token) +
+                    "' is not an integer number of milliseconds");
+      }
+      sample.timestamp_ms = *ts;
+      skip_blanks();
+      if (pos_ < line_.size()) return fail("unexpected " + excerpt(rest()) + " after timestamp");
+    }
+    out_.samples.push_back(sample);
+    return true;
+  }
+
+  void finish() {
+    for (std::size_t i = 0; i < out_.samples.size(); ++i) {
+      const auto [begin, count] = label_ranges_[i];
+      out_.samples[i].labels =
+          std::span<const ParsedLabel>(out_.label_storage.data() + begin, count);
+    }
+  }
+
+  ParseError take_error() { return std::move(error_); }
+
+ private:
+  bool labels(std::size_t labels_begin) {
+    while (true) {
+      skip_blanks();
+      if (pos_ >= line_.size()) return fail("unterminated label set: missing '}'");
+      if (line_[pos_] == '}') {
+        ++pos_;
+        return true;
+      }
+      if (!is_label_start(line_[pos_])) {
+        return fail("expected a label name or '}', found " + excerpt(rest()));
+      }
+      const auto name_begin = pos_;
+      while (pos_ < line_.size() && is_label_char(line_[pos_])) ++pos_;
+      const auto name = line_.substr(name_begin, pos_ - name_begin);
+      for (auto i = labels_begin; i < out_.label_storage.size(); ++i) {
+        if (out_.label_storage[i].name == name) {
+          pos_ = name_begin;
+          return fail("duplicate label \"" + std::string(name) + "\"");
+        }
+      }
+      skip_blanks();
+      if (pos_ >= line_.size() || line_[pos_] != '=') {
+        return fail("expected '=' after label name \"" + std::string(name) + "\", found " +
+                    excerpt(rest()));
+      }
+      ++pos_;
+      skip_blanks();
+      if (pos_ >= line_.size() || line_[pos_] != '"') {
+        return fail("expected '\"' to open the value of label \"" + std::string(name) +
+                    "\", found " + excerpt(rest()));
+      }
+      ++pos_;
+      std::string_view value;
+      if (!label_value(name, value)) return false;
+      out_.label_storage.push_back(ParsedLabel{name, value});
+      skip_blanks();
+      if (pos_ < line_.size() && line_[pos_] == ',') {
+        ++pos_;
+      } else if (pos_ >= line_.size() || line_[pos_] != '}') {
+        return fail("expected ',' or '}' after the value of label \"" + std::string(name) +
+                    "\", found " + excerpt(rest()));
+      }
+    }
+  }
+
+  // Most values hold no escape and stay a view into the body; the first backslash switches
+  // to building a copy.
+  bool label_value(std::string_view name, std::string_view& value) {
+    const auto begin = pos_;
+    while (pos_ < line_.size() && line_[pos_] != '"' && line_[pos_] != '\\') ++pos_;
+    if (pos_ < line_.size() && line_[pos_] == '"') {
+      value = line_.substr(begin, pos_ - begin);
+      ++pos_;
+      return true;
+    }
+    std::string copy(line_.substr(begin, pos_ - begin));
+    while (pos_ < line_.size() && line_[pos_] != '"') {
+      if (line_[pos_] == '\\' && pos_ + 1 < line_.size()) {
+        const char next = line_[pos_ + 1];
+        if (next == '\\' || next == '"') {
+          copy += next;
+        } else if (next == 'n') {
+          copy += '\n';
+        } else {
+          copy += '\\';
+          copy += next;
+        }
+        pos_ += 2;
+      } else {
+        copy += line_[pos_++];
+      }
+    }
+    if (pos_ >= line_.size()) {
+      pos_ = begin - 1;
+      return fail("unterminated value of label \"" + std::string(name) + "\"");
+    }
+    ++pos_;
+    value = out_.unescaped_storage.emplace_back(std::move(copy));
+    return true;
+  }
+
+  std::string_view token() {
+    const auto begin = pos_;
+    while (pos_ < line_.size() && !is_blank(line_[pos_])) ++pos_;
+    return line_.substr(begin, pos_ - begin);
+  }
+
+  void skip_blanks() {
+    while (pos_ < line_.size() && is_blank(line_[pos_])) ++pos_;
+  }
+
+  std::string_view rest() const { return line_.substr(pos_); }
+
+  bool fail(std::string message) {
+    error_ = ParseError{line_no_, pos_ + 1, std::move(message)};
+    return false;
+  }
+
+  ParseResult& out_;
+  std::vector<std::pair<std::size_t, std::size_t>> label_ranges_;
+  std::string_view line_;
+  std::size_t line_no_ = 0;
+  std::size_t pos_ = 0;
+  ParseError error_;
+};
+
+enum class LineKind { blank, comment, eof, sample };
+
+LineKind classify_line(std::string_view line) {
+  std::size_t i = 0;
+  while (i < line.size() && is_blank(line[i])) ++i;
+  if (i == line.size()) return LineKind::blank;
+  if (line[i] != '#') return LineKind::sample;
+  // HELP, TYPE and free comments carry nothing the collector uses; only EOF matters.
+  auto rest = line.substr(i + 1);
+  while (!rest.empty() && is_blank(rest.front())) rest.remove_prefix(1);
+  while (!rest.empty() && is_blank(rest.back())) rest.remove_suffix(1);
+  return rest == "EOF" ? LineKind::eof : LineKind::comment;
+}
+
+}  // namespace
+
+std::optional<std::string_view> Sample::label(std::string_view label_name) const {
+  for (const auto& l : labels) {
+    if (l.name == label_name) return l.value;
+  }
+  return std::nullopt;
+}
+
+std::string describe(const ParseError& error) {
+  std::string out;
+  if (error.line > 0) {
+    out = "line " + std::to_string(error.line);
+    if (error.column > 0) out += ", column " + std::to_string(error.column);
+    out += ": ";
+  }
+  return out + error.message;
+}
+
+ParseResult parse(std::string_view body, std::size_t max_body_bytes) {
+  ParseResult result;
+  if (body.size() > max_body_bytes) {
+    result.error = ParseError{0, 0,
+                              "body is " + std::to_string(body.size()) + " bytes, over the " +
+                                  std::to_string(max_body_bytes) + "-byte limit"};
+    return result;
+  }
+  // A typical exporter line is ~120 bytes with ~5 labels; reserving from that avoids most
+  // regrowth without a counting pass.
+  result.samples.reserve(body.size() / 96 + 1);
+  result.label_storage.reserve(body.size() / 24 + 1);
+
+  LineParser parser(result);
+  std::size_t line_no = 0;
+  const char* p = body.data();
+  const char* const end = body.data() + body.size();
+  while (p < end) {
+    ++line_no;
+    const auto* nl =
+        static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    const char* line_end = nl ? nl : end;
+    std::string_view line(p, static_cast<std::size_t>(line_end - p));
+    p = nl ? nl + 1 : end;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+
+    const auto kind = classify_line(line);
+    if (kind == LineKind::eof) break;
+    if (kind != LineKind::sample) continue;
+    if (!parser.sample_line(line, line_no)) {
+      result.error = parser.take_error();
+      result.samples.clear();
+      result.label_storage.clear();
+      result.unescaped_storage.clear();
+      return result;
+    }
+  }
+  parser.finish();
+  return result;
+}
+
+}  // namespace cpupower::expo

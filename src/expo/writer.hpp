@@ -1,0 +1,37 @@
+#pragma once
+// Prometheus text exposition (format 0.0.4) writing: the one place that knows how labels are
+// escaped and numbers printed, so every family the exporter serves reads the same.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace cpupower::expo {
+
+// Label value escaping: \ -> \\, " -> \", newline -> \n.
+std::string escape_label_value(std::string_view value);
+
+// Fixed-point with six decimals, exactly like C's "%.6f" (never an exponent), as the
+// reference prints every watt value.
+void append_fixed6(std::string& out, double value);
+void append_uint(std::string& out, std::uint64_t value);
+
+// "# HELP name help\n# TYPE name type\n".
+void append_family_header(std::string& out, std::string_view name, std::string_view help,
+                          std::string_view type);
+
+struct Label {
+  std::string_view name;
+  std::string_view value;  // raw; escaped on output
+};
+
+// `name{l1="v1",...} value\n` with the value in fixed six-decimal form.
+void append_sample(std::string& out, std::string_view name, std::initializer_list<Label> labels,
+                   double value);
+
+// Appends `name{` + prebuilt, already escaped label text + `} `; callers that render the
+// same label set on every scrape build the text once.
+void append_sample_prefix(std::string& out, std::string_view name, std::string_view label_text);
+
+}  // namespace cpupower::expo

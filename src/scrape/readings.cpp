@@ -1,0 +1,283 @@
+#include "scrape/readings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cmath>
+
+#include "rails/rails.hpp"
+
+namespace cpupower::scrape {
+namespace {
+
+constexpr std::string_view kAcpiFamily = "cpu_power_acpi_watts";
+constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
+constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
+constexpr std::string_view kAgeFamily = "cpu_power_exporter_sample_age_seconds";
+
+// The #481 rule: a sensor that reads 0 W is not reporting, a Grace socket never idles at 0.
+bool usable_watts(double value) {
+  return std::isfinite(value) && value > 0;
+}
+
+std::optional<std::uint32_t> socket_label(const expo::Sample& sample) {
+  const auto text = sample.label("socket");
+  if (!text) return std::nullopt;
+  return rails::socket_index(*text);
+}
+
+// The rail of the DCGM field a sample carries; Kind::other when the field_id is unreadable
+// or not one we publish.
+rails::Kind dcgm_kind(const expo::Sample& sample) {
+  const auto text = sample.label("field_id");
+  std::uint32_t field = rails::kDcgmCpuPowerField;
+  if (text && !text->empty()) {
+    const auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), field);
+    if (ec != std::errc() || p != text->data() + text->size() || field > 0xffff) {
+      return rails::Kind::other;
+    }
+  }
+  return rails::dcgm_field_kind(static_cast<std::uint16_t>(field)).value_or(rails::Kind::other);
+}
+
+// Indexed by Kind; `other` included so that every Kind is a valid index.
+constexpr std::size_t kKinds = 6;
+std::size_t kind_slot(rails::Kind kind) {
+  return static_cast<std::size_t>(kind);
+}
+
+// Everything one socket's samples said; the first reading per kind wins.
+struct SocketReadings {
+  std::uint32_t socket_id = 0;
+  std::array<std::optional<double>, kKinds> watts;
+  std::string_view primary_sensor_label;  // ACPI `sensor` label of the total that won
+  std::optional<double> nvml_module_w;
+};
+
+class SocketTable {
+ public:
+  SocketReadings& at(std::uint32_t socket_id) {
+    for (auto& s : sockets_) {
+      if (s.socket_id == socket_id) return s;
+    }
+    auto& added = sockets_.emplace_back();
+    added.socket_id = socket_id;
+    return added;
+  }
+  std::vector<SocketReadings>& sorted() {
+    std::sort(sockets_.begin(), sockets_.end(),
+              [](const auto& a, const auto& b) { return a.socket_id < b.socket_id; });
+    return sockets_;
+  }
+
+ private:
+  std::vector<SocketReadings> sockets_;
+};
+
+// Returns true when the sample became (or would have become) an ACPI reading.
+bool add_acpi(const expo::Sample& sample, SocketTable& table) {
+  if (!usable_watts(sample.value)) return false;
+  const auto type = sample.label("type");
+  auto kind = rails::parse_kind(type.value_or("")).value_or(rails::Kind::other);
+  auto socket = socket_label(sample);
+  if (kind == rails::Kind::other || !socket) {
+    // Older exporters sent type="other", socket="" and left the meaning in the OEM label.
+    const auto oem = rails::classify_oem(sample.label("oem_info").value_or(""));
+    if (oem.kind == rails::Kind::other) return false;
+    kind = oem.kind;
+    socket = rails::socket_index(oem.socket);
+    if (!socket) return false;
+  }
+  auto& readings = table.at(*socket);
+  auto& slot = readings.watts[kind_slot(kind)];
+  if (!slot) {
+    slot = sample.value;
+    if (kind == rails::Kind::total) {
+      readings.primary_sensor_label = sample.label("sensor").value_or("");
+    }
+  }
+  return true;
+}
+
+bool add_dcgm(const expo::Sample& sample, SocketTable& table) {
+  if (!usable_watts(sample.value)) return false;
+  const auto socket = socket_label(sample);
+  const auto kind = dcgm_kind(sample);
+  if (!socket || kind == rails::Kind::other) return false;
+  auto& slot = table.at(*socket).watts[kind_slot(kind)];
+  if (!slot) slot = sample.value;
+  return true;
+}
+
+void add_nvml(const expo::Sample& sample, SocketTable& table) {
+  if (sample.label("type") != std::optional<std::string_view>("module")) return;
+  if (!usable_watts(sample.value)) return;
+  const auto socket = socket_label(sample);
+  if (!socket) return;
+  auto& slot = table.at(*socket).nvml_module_w;
+  if (!slot) slot = sample.value;
+}
+
+std::optional<double> age_value(const expo::Sample& sample) {
+  if (sample.name != kAgeFamily || !std::isfinite(sample.value) || sample.value < 0) {
+    return std::nullopt;
+  }
+  return sample.value;
+}
+
+std::optional<double> acpi_age_s(const std::vector<expo::Sample>& samples,
+                                 const std::vector<std::string_view>& sensors) {
+  double sum_s = 0;
+  std::size_t n = 0;
+  for (const auto sensor : sensors) {
+    if (sensor.empty()) continue;
+    for (const auto& sample : samples) {
+      const auto age = age_value(sample);
+      if (age && sample.label("sensor") == std::optional(sensor)) {
+        sum_s += *age;
+        ++n;
+        break;
+      }
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum_s / static_cast<double>(n);
+}
+
+std::optional<double> dcgm_age_s(const std::vector<expo::Sample>& samples,
+                                 const std::vector<SocketRow>& rows) {
+  double sum_s = 0;
+  std::size_t n = 0;
+  for (const auto& row : rows) {
+    for (const auto& sample : samples) {
+      const auto age = age_value(sample);
+      if (!age || socket_label(sample) != std::optional(row.socket_id)) continue;
+      const auto source = sample.label("source");
+      if (source && *source != "dcgm") continue;
+      if (dcgm_kind(sample) != rails::Kind::cpu_rail) continue;
+      sum_s += *age;
+      ++n;
+      break;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum_s / static_cast<double>(n);
+}
+
+// FNV-1a, 64-bit: small, deterministic across runs and builds, good enough to tell two
+// scrapes' readings apart.
+class Fingerprint {
+ public:
+  void add(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      hash_ ^= (v >> (8 * i)) & 0xff;
+      hash_ *= 0x100000001b3ULL;
+    }
+  }
+  void add(const std::optional<double>& v) {
+    add(v.has_value() ? 1 : 0);
+    if (v) add(std::bit_cast<std::uint64_t>(*v));
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+std::uint64_t fingerprint_of(Mode mode, const std::vector<SocketRow>& rows) {
+  Fingerprint f;
+  f.add(static_cast<std::uint64_t>(mode));
+  f.add(rows.size());
+  for (const auto& row : rows) {
+    f.add(row.socket_id);
+    f.add(std::optional(row.power_w));
+    f.add(row.cpu_rail_w);
+    f.add(row.soc_w);
+    f.add(row.dram_w);
+    f.add(row.module_w);
+  }
+  return f.value();
+}
+
+}  // namespace
+
+std::string_view mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::acpi:
+      return "acpi";
+    case Mode::dcgm:
+      return "dcgm";
+    case Mode::unknown:
+      break;
+  }
+  return "unknown";
+}
+
+Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
+  SocketTable acpi, dcgm, nvml;
+  bool any_acpi = false;
+  for (const auto& sample : samples) {
+    if (sample.name == kAcpiFamily) any_acpi = add_acpi(sample, acpi) || any_acpi;
+    if (sample.name == kNvmlFamily) add_nvml(sample, nvml);
+  }
+  bool any_dcgm = false;
+  if (!any_acpi) {
+    for (const auto& sample : samples) {
+      if (sample.name == kDcgmFamily) any_dcgm = add_dcgm(sample, dcgm) || any_dcgm;
+    }
+  }
+
+  Readings out;
+  out.mode = any_acpi ? Mode::acpi : any_dcgm ? Mode::dcgm : Mode::unknown;
+  if (out.mode == Mode::unknown) {
+    out.fingerprint = fingerprint_of(out.mode, out.rows);
+    return out;
+  }
+
+  const auto primary = out.mode == Mode::acpi ? rails::Kind::total : rails::Kind::cpu_rail;
+  std::vector<std::string_view> primary_sensor_labels;
+  for (const auto& s : (out.mode == Mode::acpi ? acpi : dcgm).sorted()) {
+    const auto& power_w = s.watts[kind_slot(primary)];
+    if (!power_w) continue;  // a component or module never stands in for socket power
+    SocketRow row;
+    row.socket_id = s.socket_id;
+    row.power_w = *power_w;
+    row.cpu_rail_w = s.watts[kind_slot(rails::Kind::cpu_rail)];
+    row.soc_w = s.watts[kind_slot(rails::Kind::soc)];
+    if (out.mode == Mode::acpi) {
+      row.source = "acpi";
+      row.sensor = rails::acpi_sensor_name(rails::Kind::total, s.socket_id);
+      row.dram_w = s.watts[kind_slot(rails::Kind::dram)];
+      row.module_w = s.watts[kind_slot(rails::Kind::module)];
+      primary_sensor_labels.push_back(s.primary_sensor_label);
+    } else {
+      row.source = "dcgm";
+      row.sensor = rails::dcgm_sensor_name(s.socket_id);
+    }
+    if (!row.module_w) row.module_w = nvml.at(s.socket_id).nvml_module_w;
+    out.rows.push_back(std::move(row));
+  }
+
+  double total_w = 0;
+  for (const auto& row : out.rows) total_w += row.power_w;
+  for (auto& row : out.rows) row.total_power_w = total_w;
+
+  out.total_age_s = out.mode == Mode::acpi ? acpi_age_s(samples, primary_sensor_labels)
+                                           : dcgm_age_s(samples, out.rows);
+  out.fingerprint = fingerprint_of(out.mode, out.rows);
+  return out;
+}
+
+Readings readings_from_body(std::string_view body) {
+  const auto parsed = expo::parse(body);
+  if (!parsed.ok()) {
+    Readings out;
+    out.error = expo::describe(*parsed.error);
+    out.fingerprint = fingerprint_of(out.mode, out.rows);
+    return out;
+  }
+  return readings_from_samples(parsed.samples);
+}
+
+}  // namespace cpupower::scrape

@@ -1,0 +1,73 @@
+#pragma once
+// One scrape body -> the per-socket rows samples.csv v3 holds. Pure: no I/O, no clock.
+//
+// The rules (reference notes 3.6 and 3.7, with the #481 branch's zero-is-missing and DCGM
+// field_id handling):
+//   * Families: cpu_power_acpi_watts, cpu_power_dcgm_watts, cpu_power_nvml_watts. When the
+//     body yields any ACPI reading the scrape is ACPI and DCGM samples are ignored; DCGM is
+//     read only when ACPI yields nothing; NVML only ever adds module_w.
+//   * A value that is zero, negative, NaN or infinite is missing, never idle power.
+//   * ACPI: kind from `type` (legacy aliases grace/cpu/sysio), socket from `socket` (a
+//     non-negative integer); when either is unusable, both come from `oem_info`.
+//   * DCGM: a missing or empty field_id is 1130 (older exporters); only 1130 (power_w and
+//     cpu_rail_w) and 1132 (soc_w) are kept; the first value per (socket, field) wins.
+//   * Pivot: one row per socket holding its primary reading (ACPI total, DCGM 1130); a
+//     socket without it has no row; the first reading per kind wins; sockets ascending.
+//   * NVML module (type="module") fills module_w only on a row the CPU family produced and
+//     only where ACPI gave no module reading for that socket. An NVML-only body: no rows.
+//   * total_power_w = sum of power_w over this scrape's rows, repeated on each row.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "expo/parser.hpp"
+
+namespace cpupower::scrape {
+
+enum class Mode { unknown, acpi, dcgm };
+
+// "acpi", "dcgm", "unknown": the cpu_manifest.json resolved_mode spellings.
+std::string_view mode_name(Mode mode);
+
+struct SocketRow {
+  std::uint32_t socket_id = 0;
+  std::string source;  // "acpi" or "dcgm": what power_w came from
+  std::string sensor;  // canonical: CPU<n>:cpuSidePowerUsageW (ACPI), CPU<n>:cpuPowerUsageW
+  double power_w = 0;
+  std::optional<double> cpu_rail_w;
+  std::optional<double> soc_w;
+  std::optional<double> dram_w;
+  std::optional<double> module_w;
+  double total_power_w = 0;  // node sum of power_w over this scrape's rows
+
+  bool operator==(const SocketRow&) const = default;
+};
+
+struct Readings {
+  Mode mode = Mode::unknown;
+  std::vector<SocketRow> rows;  // sockets ascending; may be empty in acpi/dcgm mode
+
+  // Mean of cpu_power_exporter_sample_age_seconds over the sensors behind the rows'
+  // power_w (ACPI: matched by the `sensor` label of the total samples; DCGM: age samples
+  // whose `socket` label names a row's socket, with field_id absent or 1130). nullopt when
+  // the exporter reports no age for them (older exporters, the Python fallback).
+  std::optional<double> total_age_s;
+
+  // A hash of mode and every row value (not the ages). Equal fingerprints on consecutive
+  // scrapes of one node mean the exporter served the same readings again.
+  std::uint64_t fingerprint = 0;
+
+  // Set when the body could not be parsed (the scrape then has mode unknown and no rows).
+  std::optional<std::string> error;
+};
+
+// Parses and pivots one body. Never throws.
+Readings readings_from_body(std::string_view body);
+
+// The same for an already parsed exposition.
+Readings readings_from_samples(const std::vector<expo::Sample>& samples);
+
+}  // namespace cpupower::scrape

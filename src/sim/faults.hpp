@@ -1,0 +1,41 @@
+#pragma once
+// Fault injection: the ways a real hwmon power channel misbehaves, so consumers can be tested
+// against them without hardware. A fault applies to one channel for a window of time measured
+// from SimNode::start().
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace cpupower::sim {
+
+struct Fault {
+  enum class Kind {
+    invalid,     // 4294967295000: firmware's 0xFFFFFFFF mW "unknown", printed by older kernels
+    empty,       // empty file
+    zero,        // "0", as on the first poll after boot
+    unreadable,  // exists for stat(), open() fails (socket inode: ENXIO)
+    slow,        // every read takes `delay` (FIFO fed by a writer thread)
+    hang,        // open() blocks until the window ends or the node stops (FIFO, no writer)
+  };
+  Kind kind = Kind::invalid;
+  std::chrono::milliseconds delay{0};  // slow only
+  std::chrono::milliseconds from{0};
+  std::optional<std::chrono::milliseconds> to;  // nullopt: until the node stops
+
+  bool active_at(std::chrono::milliseconds elapsed) const {
+    return elapsed >= from && (!to || elapsed < *to);
+  }
+};
+
+std::string_view fault_kind_name(Fault::Kind kind);
+
+// Parses KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. "total:1=slow:150@0-2000" or
+// "total:0=zero@0-1500". KEY is <kind>:<socket> (rail aliases such as grace:0 are normalised
+// to total:0); only slow takes an ARG (milliseconds, > 0). Returns the key and the fault, or
+// nullopt with `error` (if given) saying what is wrong.
+std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec, std::string* error);
+
+}  // namespace cpupower::sim

@@ -1,0 +1,82 @@
+#pragma once
+// A simulated Grace node: writes a Linux hwmon tree shaped like a real node's
+// /sys/class/hwmon (ACPI power meters plus unrelated distractor devices) and keeps its
+// power1_average values moving, so an exporter pointed at the root with --hwmon-root reads it
+// through the same code path as on hardware.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rails/rails.hpp"
+#include "sim/faults.hpp"
+#include "sim/power_model.hpp"
+#include "sim/profiles.hpp"
+
+namespace cpupower::sim {
+
+struct SimOptions {
+  std::string root;  // stands for /sys/class/hwmon; created if missing
+  Profile profile = Profile::gb200;
+  Layout layout = Layout::modern;
+  Model model = Model::load;
+  std::string trace_path;  // Model::trace
+  double load = 0.0;       // constant model utilisation 0..1; also trace channels without a column
+  std::chrono::milliseconds update_interval{50};
+  std::map<std::string, Fault> faults;  // by channel key
+  std::string proc_stat = "/proc/stat";
+  std::uint64_t seed = 1;
+  bool noise = true;  // load model only
+  // Write the tree and the values at t = 0, start no thread, and leave every file as it is on
+  // stop() (a hang FIFO stays). Slow faults need the writer thread and are refused.
+  bool once = false;
+};
+
+struct ChannelInfo {
+  std::string key;         // "total:0"
+  std::string hwmon;       // "hwmon10"
+  std::string value_path;  // absolute, symlinks resolved: the file holding power1_average
+  std::string oem_info;
+  rails::Kind kind = rails::Kind::other;
+  std::uint32_t socket = 0;
+};
+
+class SimNode {
+ public:
+  explicit SimNode(SimOptions options);
+  ~SimNode();  // stops
+  SimNode(const SimNode&) = delete;
+  SimNode& operator=(const SimNode&) = delete;
+
+  // Writes the whole tree and the first values, then starts the update thread (and a writer
+  // thread per slow channel). Returns once the first values are on disk. Fails (with
+  // `error`) on bad options, an unknown fault key, an unreadable proc_stat for the load
+  // model, a bad trace file, or a root that holds something other than an earlier sim tree.
+  bool start(std::string* error);
+
+  // Idempotent. Joins every thread, releases readers blocked on slow or hang FIFOs and turns
+  // those channels back into regular files holding the last value. Never blocks on readers.
+  void stop();
+
+  // Valid from construction; value_path is final once start() succeeded.
+  const std::vector<ChannelInfo>& channels() const;
+
+  // Forces a channel's value (W) from the next update on; nullopt returns it to the model.
+  // Unknown keys are ignored. Faults still decide what the file shows.
+  void set_override(const std::string& key, std::optional<double> watts);
+
+  // The value (W, as rounded to µW on disk) a reader currently gets; nullopt for an unknown
+  // key, before start(), or while a fault leaves no number to read (invalid, empty,
+  // unreadable, hang). Zero reads 0; slow reads the value its writer delivers.
+  std::optional<double> current_watts(const std::string& key) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cpupower::sim

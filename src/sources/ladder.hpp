@@ -1,0 +1,51 @@
+#pragma once
+// Resolving the CPU power source once at startup (--source auto|acpi|dcgm). Each rung must
+// prove itself before it is used: a node can expose channels that never report, and
+// publishing them would integrate to 0 J and pass for a measurement.
+//
+// auto: ACPI, live -> DCGM (a later rung) -> failure with the reasons of every rung.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sources/acpi_reader.hpp"
+
+namespace cpupower::sources {
+
+enum class SourceRequest { automatic, acpi, dcgm };
+std::optional<SourceRequest> parse_source_request(std::string_view text);
+
+struct LadderOptions {
+  SourceRequest request = SourceRequest::automatic;
+  std::string hwmon_root = "/sys/class/hwmon";
+  std::chrono::milliseconds read_interval{100};
+  std::chrono::milliseconds max_age{3000};
+  std::chrono::milliseconds probe_retry_delay{1000};
+};
+
+// The outcome of the ACPI rung alone: a running reader, or the reason it is unusable.
+struct AcpiRung {
+  std::unique_ptr<AcpiReader> reader;
+  std::string reason;
+  std::vector<std::string> warnings;  // discovery warnings, to be logged
+};
+
+// Discovery, "a socket-total channel exists", then the liveness probe: some total reads
+// positive, on the first pass or on one retry after probe_retry_delay. Component rails
+// never vouch for a socket.
+AcpiRung try_acpi(const LadderOptions& options);
+
+struct ResolvedSource {
+  std::string mode;                  // "acpi"
+  std::unique_ptr<AcpiReader> acpi;  // set when mode == "acpi"
+  std::string error;                 // set when no source could be established
+};
+
+// Walks the ladder, logging each rung's outcome and every step down at WARN.
+ResolvedSource resolve_source(const LadderOptions& options);
+
+}  // namespace cpupower::sources

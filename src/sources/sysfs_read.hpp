@@ -1,0 +1,27 @@
+#pragma once
+// One read of a power_meter channel file and the rules that turn its text into watts.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cpupower::sources {
+
+// The firmware reports 0xFFFFFFFF mW for "invalid/unknown"; older kernels print it in uW.
+inline constexpr std::string_view kFirmwareInvalidUw = "4294967295000";
+
+struct PowerRead {
+  std::optional<double> watts;  // present only for a finite reading > 0
+  std::string problem;          // why there is no value: "read failed: ...", "empty", ...
+};
+
+// Interprets the text of a power*_average / power*_input file (microwatts). Zero, negative,
+// non-finite, the firmware's invalid value, empty and unparsable text are all "no value":
+// a live Grace socket draws tens of watts, so none of them may ever integrate as idle power.
+PowerRead interpret_microwatts(std::string_view text);
+
+// Opens, reads and closes the file (a fresh open per read, as sysfs attributes and FIFOs
+// both require), then interprets it. Blocks as long as the firmware (or file) does.
+PowerRead read_power_file(const std::string& path);
+
+}  // namespace cpupower::sources

@@ -1,0 +1,81 @@
+# Shared helpers for the integration tests: real processes, real HTTP on loopback.
+# Every process started with `spawn` is stopped by PID when the test exits.
+set -euo pipefail
+
+: "${BIN:?BIN must point at the bin directory of a build}"
+WORK=$(mktemp -d /tmp/cpupower-it.XXXXXX)
+PIDS=()
+CHECKS=0
+
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+ok() {
+  CHECKS=$((CHECKS + 1))
+  echo "ok - $*"
+}
+
+# spawn NAME CMD...: runs CMD in the background with stdout+stderr in $WORK/NAME.log.
+spawn() {
+  local name=$1
+  shift
+  "$@" >"$WORK/$name.log" 2>&1 &
+  PIDS+=($!)
+  LAST_PID=$!
+}
+
+# wait_for_line FILE REGEX [TIMEOUT_S]: waits until FILE has a line matching REGEX.
+wait_for_line() {
+  local file=$1 re=$2 timeout=${3:-10}
+  local end=$((SECONDS + timeout))
+  while ((SECONDS < end)); do
+    grep -qE "$re" "$file" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "--- $file" >&2
+  cat "$file" >&2 || true
+  fail "timed out waiting for /$re/ in $file"
+}
+
+# start_sim NAME ROOT [ARGS...]: a simulated node, ready when it says so.
+start_sim() {
+  local name=$1 root=$2
+  shift 2
+  spawn "$name" "$BIN/cpu-power" sim-node --root "$root" "$@"
+  SIM_PID=$LAST_PID
+  wait_for_line "$WORK/$name.log" '^sim-node ready' 10
+}
+
+# start_exporter NAME ARGS...: an exporter on an ephemeral loopback port; sets PORT.
+start_exporter() {
+  local name=$1
+  shift
+  spawn "$name" "$BIN/cpu-power-exporter" --bind 127.0.0.1 --port 0 "$@"
+  EXPORTER_PID=$LAST_PID
+  wait_for_line "$WORK/$name.log" 'listening addr=' 15
+  PORT=$(grep -oE 'listening addr=[0-9.]+:[0-9]+' "$WORK/$name.log" | head -1 | sed 's/.*://')
+}
+
+# stop PID: SIGTERM, then wait for it to exit.
+stop() {
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  fail "process $1 did not stop"
+}
+
+finish() {
+  echo "$CHECKS passed, 0 failed"
+}

@@ -1,0 +1,322 @@
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "sources/acpi_discovery.hpp"
+#include "sources/acpi_reader.hpp"
+#include "sources/ladder.hpp"
+#include "sources/sysfs_read.hpp"
+#include "test_tree.hpp"
+
+namespace cpupower::sources {
+namespace {
+
+using cpupower::testing::TestTree;
+using namespace std::chrono_literals;
+
+std::vector<std::string> sensors(const AcpiDiscovery& d) {
+  std::vector<std::string> out;
+  for (const auto& c : d.channels) out.push_back(c.sensor);
+  return out;
+}
+
+TEST(AcpiDiscovery, FindsPowerMeterChannelsAndClassifiesThem) {
+  TestTree t;
+  t.write("hwmon0/name", "power_meter\n");
+  t.write("hwmon0/power1_average", "51000000\n");
+  t.write("hwmon0/power1_oem_info", "CPU Power Socket 0\n");
+  t.write("hwmon0/power2_average", "98029000\n");
+  t.write("hwmon0/power2_oem_info", "Grace Power Socket 1\n");
+  t.write("hwmon0/power1_average_interval", "50\n");
+  const auto d = discover_acpi(t.root());
+  ASSERT_TRUE(d.error.empty());
+  ASSERT_EQ(d.channels.size(), 2u);
+  EXPECT_EQ(d.channels[0].sensor, "hwmon0/power1");
+  EXPECT_EQ(d.channels[0].cls.kind, rails::Kind::cpu_rail);
+  EXPECT_EQ(d.channels[0].cls.socket, "0");
+  EXPECT_EQ(d.channels[1].cls.kind, rails::Kind::total);
+  EXPECT_EQ(d.channels[1].cls.socket, "1");
+}
+
+TEST(AcpiDiscovery, AcceptsLegacyRegistrationWithoutClassName) {
+  TestTree t;
+  t.write("hwmon11/device/name", "power_meter\n");
+  t.write("hwmon11/device/power1_average", "98029000\n");
+  t.write("hwmon11/device/power1_oem_info", "Grace Power Socket 0\n");
+  t.write("hwmon1/device/name", "nvme\n");
+  t.write("hwmon1/device/power1_average", "5000000\n");
+  const auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), 1u);
+  EXPECT_EQ(d.channels[0].sensor, "hwmon11/power1");
+  EXPECT_EQ(d.channels[0].cls.kind, rails::Kind::total);
+  EXPECT_EQ(read_power_file(d.channels[0].value_path).watts, 98.029);
+}
+
+TEST(AcpiDiscovery, AliasDedupKeepsTheSideThatCarriesTheMetadata) {
+  TestTree t;
+  t.write("hwmon0/name", "power_meter\n");
+  t.write("hwmon0/power1_average", "98029000\n");
+  t.symlink("../power1_average", "hwmon0/device/power1_average");
+  t.write("hwmon0/device/power1_oem_info", "Grace Power Socket 0\n");
+  const auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), 1u);
+  EXPECT_EQ(d.channels[0].oem_info, "Grace Power Socket 0");
+  EXPECT_EQ(d.channels[0].cls.kind, rails::Kind::total);
+}
+
+TEST(AcpiDiscovery, DistinctRailsGetDistinctSeriesWithoutUsableMetadata) {
+  TestTree t;
+  t.meter("hwmon0", "CPU Power", "1000000", "power1");
+  t.meter("hwmon0", "CPU Power", "2000000", "power2");
+  t.meter("hwmon1", "", "3000000");
+  const auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), 3u);
+  EXPECT_EQ(d.channels[2].oem_info, "power1");
+  EXPECT_NE(d.channels[0].label_text, d.channels[1].label_text);
+  EXPECT_NE(d.channels[1].label_text, d.channels[2].label_text);
+  EXPECT_EQ(d.channels[0].cls.kind, rails::Kind::other);
+}
+
+TEST(AcpiDiscovery, OrdersNodesAndChannelsNumerically) {
+  TestTree t;
+  t.meter("hwmon10", "Grace Power Socket 1", "1000000");
+  t.meter("hwmon2", "Grace Power Socket 0", "1000000", "power10");
+  t.meter("hwmon2", "CPU Power Socket 0", "1000000", "power2");
+  const auto d = discover_acpi(t.root());
+  EXPECT_EQ(sensors(d),
+            (std::vector<std::string>{"hwmon2/power2", "hwmon2/power10", "hwmon10/power1"}));
+}
+
+TEST(AcpiDiscovery, AcceptsInputWhereAverageIsAbsent) {
+  TestTree t;
+  t.write("hwmon3/name", "power_meter\n");
+  t.write("hwmon3/power1_input", "90000000\n");
+  t.write("hwmon3/power1_oem_info", "Grace Power Socket 0\n");
+  t.write("hwmon3/power2_input", "1\n");
+  t.write("hwmon3/power2_average", "2\n");
+  const auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), 2u);
+  EXPECT_EQ(d.channels[0].value_path, t.path("hwmon3/power1_input"));
+  EXPECT_EQ(d.channels[1].value_path, t.path("hwmon3/power2_average"));
+}
+
+TEST(AcpiDiscovery, IgnoresOtherDriversAndNonHwmonEntries) {
+  TestTree t;
+  t.write("hwmon0/name", "acpitz\n");
+  t.write("hwmon0/power1_average", "1000000\n");
+  t.write("power_meter/name", "power_meter\n");
+  t.write("power_meter/power1_average", "1000000\n");
+  EXPECT_TRUE(discover_acpi(t.root()).channels.empty());
+}
+
+TEST(AcpiDiscovery, ReportsAnUnreadableRoot) {
+  const auto d = discover_acpi("/nonexistent/hwmon");
+  EXPECT_EQ(d.error, "list /nonexistent/hwmon: No such file or directory");
+}
+
+TEST(PowerValues, MicrowattsToWattsAndEveryNonValueIsMissing) {
+  EXPECT_EQ(interpret_microwatts("98029000\n").watts, 98.029);
+  EXPECT_EQ(interpret_microwatts("+1.5e6").watts, 1.5);
+  EXPECT_FALSE(interpret_microwatts("0\n").watts);
+  EXPECT_FALSE(interpret_microwatts("-5000000").watts);
+  EXPECT_FALSE(interpret_microwatts("4294967295000\n").watts);
+  EXPECT_FALSE(interpret_microwatts("").watts);
+  EXPECT_FALSE(interpret_microwatts("  \n").watts);
+  EXPECT_FALSE(interpret_microwatts("abc").watts);
+  EXPECT_FALSE(interpret_microwatts("inf").watts);
+  EXPECT_FALSE(interpret_microwatts("nan").watts);
+  EXPECT_FALSE(read_power_file("/nonexistent/power1_average").watts);
+  EXPECT_NE(read_power_file("/nonexistent/power1_average").problem.find("read failed"),
+            std::string::npos);
+}
+
+// True while some thread is blocked opening `fifo` for reading.
+bool reader_waiting(const std::string& fifo) {
+  const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// Lets a reader blocked on `fifo` through with `text`.
+void answer(const std::string& fifo, const std::string& text) {
+  const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+  if (fd < 0) return;
+  (void)!::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
+TEST(AcpiReader, PublishesFreshValuesAndWithholdsStaleOnes) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "90000000");
+  t.meter("hwmon3", "Grace Power Socket 1", "80000000");
+  auto d = discover_acpi(t.root());
+  AcpiReader reader(d.channels, 20ms, 300ms);
+  reader.start();
+  std::this_thread::sleep_for(100ms);
+  auto s = reader.snapshot();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].watts, 90.0);
+  EXPECT_EQ(s[1].watts, 80.0);
+  EXPECT_GE(s[0].reads_total, 2u);
+  ASSERT_TRUE(s[0].age_s);
+  EXPECT_LT(*s[0].age_s, 0.1);
+
+  t.write("hwmon2/power1_average", "91000000\n");
+  std::this_thread::sleep_for(80ms);
+  EXPECT_EQ(reader.snapshot()[0].watts, 91.0);
+
+  // hwmon3 hangs in a read: after max_age its value is withheld, hwmon2 keeps updating.
+  t.fifo("hwmon3/power1_average");
+  std::this_thread::sleep_for(450ms);
+  s = reader.snapshot();
+  EXPECT_TRUE(s[1].stale);
+  EXPECT_FALSE(s[1].watts);
+  ASSERT_TRUE(s[1].age_s);
+  EXPECT_GT(*s[1].age_s, 0.3);
+  EXPECT_EQ(s[0].watts, 91.0);
+  EXPECT_FALSE(s[0].stale);
+  EXPECT_TRUE(reader_waiting(t.path("hwmon3/power1_average")));
+
+  // The device answers again: the value comes back.
+  t.write("hwmon3/power1_average.new", "85000000\n");
+  answer(t.path("hwmon3/power1_average"), "85000000\n");
+  std::filesystem::rename(t.path("hwmon3/power1_average.new"), t.path("hwmon3/power1_average"));
+  std::this_thread::sleep_for(100ms);
+  s = reader.snapshot();
+  EXPECT_EQ(s[1].watts, 85.0);
+  EXPECT_FALSE(s[1].stale);
+}
+
+TEST(AcpiReader, StopReturnsPromptlyWhileAReadHangs) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "90000000");
+  t.fifo("hwmon2/power1_average");
+  auto d = discover_acpi(t.root());
+  auto reader = std::make_unique<AcpiReader>(d.channels, 20ms, 300ms);
+  reader->start();
+  std::this_thread::sleep_for(50ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  reader->stop(200ms);
+  reader.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 400ms);
+  answer(t.path("hwmon2/power1_average"), "1\n");  // let the detached thread finish
+  std::this_thread::sleep_for(20ms);
+}
+
+LadderOptions fast(const std::string& root, SourceRequest request = SourceRequest::automatic) {
+  LadderOptions o;
+  o.request = request;
+  o.hwmon_root = root;
+  o.read_interval = 20ms;
+  o.max_age = 500ms;
+  o.probe_retry_delay = 100ms;
+  return o;
+}
+
+TEST(Ladder, UsesAcpiWhenASocketTotalIsLive) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  t.meter("hwmon3", "CPU Power Socket 0", "0");
+  const auto r = try_acpi(fast(t.root()));
+  ASSERT_TRUE(r.reader) << r.reason;
+  EXPECT_EQ(r.reader->channels().size(), 2u);
+}
+
+TEST(Ladder, FallsBackWhenNoPowerMeterSensorsExist) {
+  TestTree t;
+  t.write("hwmon0/name", "acpitz\n");
+  const auto r = try_acpi(fast(t.root()));
+  EXPECT_FALSE(r.reader);
+  EXPECT_EQ(r.reason, "no ACPI power_meter hwmon sensors found under " + t.root());
+}
+
+TEST(Ladder, FallsBackWhenTheRootIsUnreadable) {
+  const auto r = try_acpi(fast("/nonexistent/root"));
+  EXPECT_EQ(r.reason, "list /nonexistent/root: No such file or directory");
+}
+
+TEST(Ladder, NoSocketTotalChannelIsCheckedBeforeAnyRead) {
+  TestTree t;
+  t.meter("hwmon2", "CPU Power Socket 0", "50000000");
+  t.meter("hwmon3", "SysIO Power Socket 0", "6000000");
+  t.fifo("hwmon3/power1_average");  // a read would block: the check must not read
+  const auto r = try_acpi(fast(t.root()));
+  EXPECT_EQ(r.reason, "no ACPI socket-total power_meter channels under " + t.root() +
+                          " (found: CPU Power Socket 0, SysIO Power Socket 0)");
+  EXPECT_FALSE(reader_waiting(t.path("hwmon3/power1_average")));
+}
+
+TEST(Ladder, LiveComponentRailsNeverVouchForADeadTotal) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "0");
+  t.meter("hwmon3", "CPU Power Socket 0", "50000000");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = try_acpi(fast(t.root()));
+  EXPECT_FALSE(r.reader);
+  EXPECT_EQ(r.reason, "no ACPI socket-total power_meter sensor under " + t.root() +
+                          " read positive across 2 probe(s) (2 sensors discovered)");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);  // it did wait for the retry
+}
+
+TEST(Ladder, RetriesOnceWhenTheFirstPassIsZero) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "0");
+  auto o = fast(t.root());
+  o.probe_retry_delay = 300ms;
+  std::thread writer([&] {
+    std::this_thread::sleep_for(100ms);
+    t.write("hwmon2/power1_average", "98029000\n");
+  });
+  const auto r = try_acpi(o);
+  writer.join();
+  EXPECT_TRUE(r.reader) << r.reason;
+}
+
+TEST(Ladder, AHungTotalCostsOnlyTheDeadline) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  t.meter("hwmon3", "Grace Power Socket 1", "98029000");
+  t.fifo("hwmon3/power1_average");
+  const auto r = try_acpi(fast(t.root()));
+  EXPECT_TRUE(r.reader) << r.reason;
+  answer(t.path("hwmon3/power1_average"), "1\n");
+}
+
+TEST(Ladder, ExplicitAcpiFailsInsteadOfFallingBack) {
+  TestTree t;
+  const auto r = resolve_source(fast(t.root(), SourceRequest::acpi));
+  EXPECT_EQ(r.error, "no ACPI power_meter hwmon sensors found under " + t.root());
+  EXPECT_FALSE(r.acpi);
+}
+
+TEST(Ladder, AutoWithNothingLiveReportsEveryRung) {
+  TestTree t;
+  const auto r = resolve_source(fast(t.root()));
+  EXPECT_EQ(r.error.rfind("no CPU power source could be established: ACPI: no ACPI power_meter "
+                          "hwmon sensors found under " +
+                              t.root() + "; DCGM",
+                          0),
+            0u)
+      << r.error;
+}
+
+TEST(Ladder, ExplicitDcgmNeverConsultsAcpi) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  t.fifo("hwmon2/power1_average");
+  const auto r = resolve_source(fast(t.root(), SourceRequest::dcgm));
+  EXPECT_FALSE(r.acpi);
+  EXPECT_FALSE(reader_waiting(t.path("hwmon2/power1_average")));
+  // The same tree under auto does open the channel.
+  auto o = fast(t.root());
+  o.max_age = 100ms;
+  auto a = resolve_source(o);
+  EXPECT_TRUE(reader_waiting(t.path("hwmon2/power1_average")));
+  answer(t.path("hwmon2/power1_average"), "1\n");
+}
+
+}  // namespace
+}  // namespace cpupower::sources

@@ -1,0 +1,586 @@
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "artifacts/cpu_manifest.hpp"
+#include "artifacts/cpu_samples.hpp"
+
+namespace cpupower::artifacts {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "artifacts_test.XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+ private:
+  std::string path_;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+CpuSampleRow dcgm_row() {
+  CpuSampleRow row;
+  row.timestamp_unix = 1788310143.461;
+  row.hostname = "node-a";
+  row.source = "dcgm";
+  row.sensor = "CPU0:cpuPowerUsageW";
+  row.socket_id = 0;
+  row.power_w = 43.878;
+  row.total_power_w = 96.228;
+  return row;
+}
+
+CpuSampleRow acpi_row() {
+  CpuSampleRow row;
+  row.timestamp_unix = 1788310143.461;
+  row.hostname = "node-a";
+  row.source = "acpi";
+  row.sensor = "CPU0:cpuSidePowerUsageW";
+  row.socket_id = 0;
+  row.power_w = 94.29;
+  row.cpu_rail_w = 49.023;
+  row.soc_w = 5.1;
+  row.total_power_w = 189.002;
+  return row;
+}
+
+const std::string kHeaderV3 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+    "dram_w,module_w,total_power_w";
+
+// ---- formatting -----------------------------------------------------------------------
+
+TEST(CpuSamplesFormat, HeadersAreExactlyTheReferenceOnes) {
+  EXPECT_EQ(kCpuHeaderV3, kHeaderV3);
+  EXPECT_EQ(kCpuHeaderV2,
+            "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
+            "soc_w,dram_w,total_power_w");
+  EXPECT_EQ(kCpuHeaderV1,
+            "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w");
+  // v3 is v2 with module_w inserted before total_power_w.
+  std::string v2(kCpuHeaderV2);
+  v2.insert(v2.rfind(",total_power_w"), ",module_w");
+  EXPECT_EQ(v2, kCpuHeaderV3);
+  EXPECT_EQ(kCpuSamplesFilename, "samples.csv");
+  EXPECT_EQ(kCpuManifestFilename, "cpu_manifest.json");
+}
+
+TEST(CpuSamplesFormat, AcpiComponentRailsLineIsExact) {
+  EXPECT_EQ(format_v3_row(acpi_row()),
+            "3,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,,"
+            "189.002\r\n");
+}
+
+TEST(CpuSamplesFormat, ModuleLineIsExact) {
+  CpuSampleRow row = acpi_row();
+  row.cpu_rail_w.reset();
+  row.soc_w.reset();
+  row.module_w = 498.72;
+  row.total_power_w = 96.228;
+  EXPECT_EQ(format_v3_row(row),
+            "3,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,,,,498.72,96.228\r\n");
+}
+
+TEST(CpuSamplesFormat, MissingAndNonFiniteValuesAreEmptyCells) {
+  CpuSampleRow row = dcgm_row();
+  row.total_power_w.reset();
+  row.dram_w = std::nan("");
+  row.module_w = INFINITY;
+  EXPECT_EQ(format_v3_row(row),
+            "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.878,,,,,\r\n");
+}
+
+TEST(CpuSamplesFormat, ShortestRoundTripNumbers) {
+  EXPECT_EQ(format_double(94.29), "94.29");
+  EXPECT_EQ(format_double(43.878 + 52.35), "96.22800000000001");  // as Python repr
+  EXPECT_EQ(format_double(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(format_double(1789416029.2655346), "1789416029.2655346");
+  EXPECT_EQ(format_double(1e-05), "1e-05");
+  EXPECT_EQ(format_double(94.0), "94");
+}
+
+TEST(CpuSamplesFormat, QuotesCellsHoldingCommaQuoteCrOrLf) {
+  CpuSampleRow row = dcgm_row();
+  row.hostname = "node,a";
+  row.sensor = "say \"hi\"";
+  EXPECT_EQ(format_v3_row(row),
+            "3,1788310143.461,\"node,a\",dcgm,\"say \"\"hi\"\"\",0,43.878,,,,,96.228\r\n");
+  row.hostname = "cr\rhost";
+  row.sensor = "lf\nsensor";
+  EXPECT_EQ(format_v3_row(row),
+            "3,1788310143.461,\"cr\rhost\",dcgm,\"lf\nsensor\",0,43.878,,,,,96.228\r\n");
+}
+
+// ---- writer ---------------------------------------------------------------------------
+
+TEST(CpuSamplesWriter, WritesTheExactV3Bytes) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  std::string error;
+  auto w = CpuSamplesWriter::open(path, &error);
+  ASSERT_TRUE(w) << error;
+  CpuSampleRow module_row = acpi_row();
+  module_row.cpu_rail_w.reset();
+  module_row.soc_w.reset();
+  module_row.module_w = 498.72;
+  module_row.total_power_w = 96.228;
+  const std::vector<CpuSampleRow> rows{acpi_row(), module_row};
+  EXPECT_TRUE(w->append(rows));
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n");  // nothing before flush but the header
+  EXPECT_TRUE(w->flush());
+  EXPECT_TRUE(w->close());
+  EXPECT_FALSE(w->is_open());
+  EXPECT_EQ(w->rows_written(), 2u);
+  EXPECT_EQ(slurp(path), kHeaderV3 +
+                             "\r\n"
+                             "3,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,"
+                             "49.023,5.1,,,189.002\r\n"
+                             "3,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,,,,"
+                             "498.72,96.228\r\n");
+}
+
+TEST(CpuSamplesWriter, RoundTripsThroughTheReader) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  std::string error;
+  auto w = CpuSamplesWriter::open(path, &error);
+  ASSERT_TRUE(w) << error;
+  CpuSampleRow second = dcgm_row();
+  second.socket_id = 1;
+  second.sensor = "CPU1:cpuPowerUsageW";
+  second.power_w = 52.35;
+  second.cpu_rail_w = 52.35;
+  second.soc_w = 6.1;
+  second.module_w = 470.5;
+  second.hostname = "odd,\"host\"\nname";
+  const std::vector<CpuSampleRow> rows{dcgm_row(), second, acpi_row()};
+  ASSERT_TRUE(w->append(rows));
+  ASSERT_TRUE(w->close());
+  const auto file = read_cpu_samples(path);
+  EXPECT_TRUE(file.reasons.empty());
+  EXPECT_EQ(file.schema_version, 3);
+  EXPECT_EQ(file.rows, rows);
+}
+
+TEST(CpuSamplesWriter, ReopeningAppendsWithoutASecondHeader) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  std::string error;
+  for (int i = 0; i < 2; ++i) {
+    auto w = CpuSamplesWriter::open(path, &error);
+    ASSERT_TRUE(w) << error;
+    const std::vector<CpuSampleRow> rows{dcgm_row()};
+    ASSERT_TRUE(w->append(rows));
+    ASSERT_TRUE(w->flush());
+  }  // the destructor closes
+  const auto text = slurp(path);
+  EXPECT_EQ(text.find("schema_version"), text.rfind("schema_version"));
+  const auto file = parse_cpu_samples(text);
+  EXPECT_TRUE(file.reasons.empty());
+  EXPECT_EQ(file.rows.size(), 2u);
+}
+
+TEST(CpuSamplesWriter, ContinuesAfterATornLineWithoutCorruptingNewRows) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  spit(path, kHeaderV3 + "\r\n" + "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.8");
+  std::string error;
+  auto w = CpuSamplesWriter::open(path, &error);
+  ASSERT_TRUE(w) << error;
+  const std::vector<CpuSampleRow> rows{dcgm_row()};
+  ASSERT_TRUE(w->append(rows));
+  ASSERT_TRUE(w->close());
+  const auto file = read_cpu_samples(path);
+  ASSERT_EQ(file.rows.size(), 1u);
+  EXPECT_EQ(file.rows[0], dcgm_row());
+  EXPECT_EQ(file.reasons, std::vector<std::string>{std::string(kReasonMalformed)});
+}
+
+TEST(CpuSamplesWriter, RefusesAnExistingFileOfAnotherLayout) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  spit(path, std::string(kCpuHeaderV2) + "\r\n");
+  std::string error;
+  EXPECT_FALSE(CpuSamplesWriter::open(path, &error));
+  EXPECT_NE(error.find("does not start with the samples.csv v3 header"), std::string::npos)
+      << error;
+  EXPECT_EQ(slurp(path), std::string(kCpuHeaderV2) + "\r\n");  // untouched
+}
+
+TEST(CpuSamplesWriter, OpenFailureIsReturnedNotThrown) {
+  std::string error;
+  EXPECT_FALSE(CpuSamplesWriter::open("/nonexistent-dir/samples.csv", &error));
+  EXPECT_NE(error.find("/nonexistent-dir/samples.csv"), std::string::npos) << error;
+}
+
+TEST(CpuSamplesWriter, RefusesRowsItCannotWriteAndKeepsTheRest) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  std::string error;
+  auto w = CpuSamplesWriter::open(path, &error);
+  ASSERT_TRUE(w) << error;
+  CpuSampleRow nan_power = dcgm_row();
+  nan_power.power_w = std::nan("");
+  CpuSampleRow no_host = dcgm_row();
+  no_host.hostname.clear();
+  const std::vector<CpuSampleRow> rows{nan_power, dcgm_row(), no_host};
+  EXPECT_FALSE(w->append(rows));
+  EXPECT_TRUE(w->flush());
+  EXPECT_EQ(w->rows_written(), 1u);
+  EXPECT_EQ(w->rows_dropped(), 2u);
+  EXPECT_NE(w->last_error().find("refused row"), std::string::npos);
+}
+
+TEST(CpuSamplesWriter, AppendAfterCloseFails) {
+  TempDir dir;
+  std::string error;
+  auto w = CpuSamplesWriter::open(dir.file("samples.csv"), &error);
+  ASSERT_TRUE(w) << error;
+  ASSERT_TRUE(w->close());
+  const std::vector<CpuSampleRow> rows{dcgm_row()};
+  EXPECT_FALSE(w->append(rows));
+  EXPECT_FALSE(w->flush());
+  EXPECT_NE(w->last_error().find("closed"), std::string::npos);
+  EXPECT_TRUE(w->close());  // closing twice is harmless
+}
+
+TEST(CpuSamplesWriter, HeaderWriteFailureFailsTheOpen) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  // /dev/full accepts the open and fails every write with ENOSPC, like a full disk.
+  std::string error;
+  EXPECT_FALSE(CpuSamplesWriter::open("/dev/full", &error));
+  EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
+}
+
+// Lowers the file size limit so that writes fail part-way (EFBIG), as on a full disk.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &lowered);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit saved_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+TEST(CpuSamplesWriter, WriteErrorsAreCountedAndLaterRowsStayIntact) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  std::string error;
+  auto w = CpuSamplesWriter::open(path, &error);
+  ASSERT_TRUE(w) << error;
+  const std::vector<CpuSampleRow> two{dcgm_row(), acpi_row()};
+  ASSERT_TRUE(w->append(two));
+  {
+    const FileSizeLimit limit(fs::file_size(path) + 30);  // room for part of the first row
+    EXPECT_FALSE(w->flush());
+  }
+  EXPECT_EQ(w->write_errors(), 1u);
+  EXPECT_EQ(w->rows_written(), 0u);
+  EXPECT_EQ(w->rows_dropped(), 2u);
+  EXPECT_NE(w->last_error().find("File too large"), std::string::npos) << w->last_error();
+
+  const std::vector<CpuSampleRow> one{dcgm_row()};
+  ASSERT_TRUE(w->append(one));
+  EXPECT_TRUE(w->flush());
+  EXPECT_EQ(w->rows_written(), 1u);
+  const auto file = read_cpu_samples(path);
+  ASSERT_EQ(file.rows.size(), 1u);
+  EXPECT_EQ(file.rows[0], dcgm_row());
+  EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_malformed"});
+}
+
+// ---- reader ---------------------------------------------------------------------------
+
+TEST(CpuSamplesReader, ReportsAMissingFile) {
+  TempDir dir;
+  const auto file = read_cpu_samples(dir.file("nope.csv"));
+  EXPECT_TRUE(file.rows.empty());
+  EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_missing"});
+}
+
+TEST(CpuSamplesReader, RejectsAHeaderMismatch) {
+  for (const std::string& text :
+       std::vector<std::string>{"", "a,b,c\r\n3,1,h,dcgm,s,0,1,,,,,1\r\n",
+                                kHeaderV3.substr(1) + "\r\n", kHeaderV3 + ",extra\r\n"}) {
+    const auto file = parse_cpu_samples(text);
+    EXPECT_EQ(file.schema_version, 0);
+    EXPECT_TRUE(file.rows.empty());
+    EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_header_mismatch"});
+  }
+}
+
+TEST(CpuSamplesReader, SkipsAMalformedRowButKeepsTheRest) {
+  const auto file =
+      parse_cpu_samples(kHeaderV3 + "\r\n" +
+                        "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.878,,,,,96.228\r\n" +
+                        "3,not-a-float,node-a,dcgm,CPU0:cpuPowerUsageW,0,1.0,,,,,1.0\r\n");
+  ASSERT_EQ(file.rows.size(), 1u);
+  EXPECT_EQ(file.rows[0], dcgm_row());
+  EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_malformed"});
+  EXPECT_EQ(file.skipped_rows, 1u);
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].line, 3u);
+  EXPECT_EQ(file.problems[0].message, "timestamp_unix 'not-a-float' is not a number");
+}
+
+struct BadRow {
+  std::string row;
+  std::string message;
+};
+
+class CpuSamplesReaderBadRow : public ::testing::TestWithParam<BadRow> {};
+
+TEST_P(CpuSamplesReaderBadRow, IsSkippedAsMalformed) {
+  const auto file = parse_cpu_samples(kHeaderV3 + "\r\n" + GetParam().row + "\r\n");
+  EXPECT_TRUE(file.rows.empty());
+  EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_malformed"});
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].message, GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rows, CpuSamplesReaderBadRow,
+    ::testing::Values(
+        BadRow{"3,1.5,h,dcgm,s,0,1,,,,", "11 cells, the header has 12"},
+        BadRow{"3,1.5,h,dcgm,s,0,1,,,,,,", "13 cells, the header has 12"},
+        BadRow{"x,1.5,h,dcgm,s,0,1,,,,,", "schema_version 'x' is not an integer"},
+        BadRow{"2,1.5,h,dcgm,s,0,1,,,,,", "schema_version 2 in a v3 file"},
+        BadRow{"3,1.5,,dcgm,s,0,1,,,,,", "hostname, source and sensor must not be empty"},
+        BadRow{"3,1.5,h,,s,0,1,,,,,", "hostname, source and sensor must not be empty"},
+        BadRow{"3,1.5,h,dcgm,,0,1,,,,,", "hostname, source and sensor must not be empty"},
+        BadRow{"3,1.5,h,nvml,s,0,1,,,,,", "unknown source 'nvml'"},
+        BadRow{"3,1.5,h,dcgm,s,-1,1,,,,,", "socket_id '-1' is not a non-negative integer"},
+        BadRow{"3,1.5,h,dcgm,s,0,,,,,,", "power_w '' is not a number"},
+        BadRow{"3,1.5,h,dcgm,s,0,1,x,,,,", "cpu_rail_w 'x' is not a number"},
+        BadRow{"3,1.5,h,dcgm,s,0,1,,x,,,", "soc_w 'x' is not a number"},
+        BadRow{"3,1.5,h,dcgm,s,0,1,,,x,,", "dram_w 'x' is not a number"},
+        BadRow{"3,1.5,h,dcgm,s,0,1,,,,x,", "module_w 'x' is not a number"},
+        BadRow{"3,1.5,h,dcgm,s,0,1,,,,,x", "total_power_w 'x' is not a number"},
+        BadRow{"3,1.5,\"h\"x,dcgm,s,0,1,,,,,", "text after a closing quote"}));
+
+TEST(CpuSamplesReader, SkipsATornLastLineWithAReason) {
+  const auto file =
+      parse_cpu_samples(kHeaderV3 + "\r\n" +
+                        "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.878,,,,,96.228\r\n" +
+                        "3,1788310143.561,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.8");
+  ASSERT_EQ(file.rows.size(), 1u);
+  EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_torn_last_line"});
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].line, 3u);
+}
+
+TEST(CpuSamplesReader, ATornQuotedCellIsTornToo) {
+  const auto file =
+      parse_cpu_samples(kHeaderV3 + "\r\n" + "3,1788310143.561,\"node\r\n-a,dcgm,CPU0");
+  EXPECT_TRUE(file.rows.empty());
+  EXPECT_EQ(file.reasons, std::vector<std::string>{"cpu_samples_csv_torn_last_line"});
+}
+
+TEST(CpuSamplesReader, AcceptsLfOnlyFilesAndBlankLines) {
+  const auto file = parse_cpu_samples(
+      kHeaderV3 + "\n" + "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.878,,,,,96.228\n" +
+      "\n");
+  EXPECT_TRUE(file.reasons.empty());
+  ASSERT_EQ(file.rows.size(), 1u);
+  EXPECT_EQ(file.rows[0], dcgm_row());
+}
+
+TEST(CpuSamplesReader, DoesNotRejectNanInfOrNegativeValues) {
+  const auto file = parse_cpu_samples(kHeaderV3 + "\r\n" + "3,1.5,h,acpi,s,0,nan,-1,inf,,,+2\r\n");
+  ASSERT_EQ(file.rows.size(), 1u);
+  EXPECT_TRUE(std::isnan(file.rows[0].power_w));
+  EXPECT_EQ(file.rows[0].cpu_rail_w, std::optional(-1.0));
+  EXPECT_EQ(file.rows[0].soc_w, std::optional(double(INFINITY)));
+  EXPECT_EQ(file.rows[0].total_power_w, std::optional(2.0));
+}
+
+TEST(CpuSamplesReader, StillAcceptsV2FilesWithoutModuleW) {
+  const auto file = parse_cpu_samples(
+      std::string(kCpuHeaderV2) + "\r\n" +
+      "2,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,189.002\r\n");
+  EXPECT_TRUE(file.reasons.empty());
+  EXPECT_EQ(file.schema_version, 2);
+  ASSERT_EQ(file.rows.size(), 1u);
+  CpuSampleRow want = acpi_row();
+  want.schema_version = 2;
+  EXPECT_EQ(file.rows[0], want);
+}
+
+TEST(CpuSamplesReader, V2RowsMustSayVersion2AndAKnownSource) {
+  const auto file =
+      parse_cpu_samples(std::string(kCpuHeaderV2) + "\r\n" + "3,1.5,h,acpi,s,0,1,,,,1\r\n" +
+                        "2,1.5,h,grace,s,0,1,,,,1\r\n");
+  EXPECT_TRUE(file.rows.empty());
+  EXPECT_EQ(file.skipped_rows, 2u);
+}
+
+TEST(CpuSamplesReader, AcceptsTheLegacyV1LongLayout) {
+  const auto file = parse_cpu_samples(std::string(kCpuHeaderV1) + "\r\n" +
+                                      "1,1789416029.2655346,theia0202,acpi,Grace Power Socket "
+                                      "0,0,94.29,189.002\r\n"
+                                      "1,1789416029.2655346,theia0202,acpi,CPU Power Socket "
+                                      "0,0,49.023,189.002\r\n"
+                                      "1,1789416029.2655346,theia0202,grace,x,0,1,\r\n");
+  EXPECT_TRUE(file.reasons.empty());
+  EXPECT_EQ(file.schema_version, 1);
+  ASSERT_EQ(file.rows.size(), 3u);
+  EXPECT_EQ(file.rows[0].schema_version, 1);
+  EXPECT_EQ(file.rows[0].sensor, "Grace Power Socket 0");
+  EXPECT_EQ(file.rows[0].timestamp_unix, 1789416029.2655346);
+  EXPECT_EQ(file.rows[1].power_w, 49.023);
+  EXPECT_EQ(file.rows[1].total_power_w, std::optional(189.002));
+  EXPECT_EQ(file.rows[1].cpu_rail_w, std::nullopt);
+  EXPECT_EQ(file.rows[2].source, "grace");  // v1 does not police the source
+  EXPECT_EQ(file.rows[2].total_power_w, std::nullopt);
+}
+
+TEST(CpuSamplesReader, ProblemListIsCapped) {
+  std::string text = kHeaderV3 + "\r\n";
+  for (int i = 0; i < 150; ++i) text += "garbage\r\n";
+  const auto file = parse_cpu_samples(text);
+  EXPECT_EQ(file.skipped_rows, 150u);
+  EXPECT_EQ(file.problems.size(), CpuSamplesFile::kMaxProblems);
+  EXPECT_EQ(file.reasons.size(), 1u);
+}
+
+// ---- manifest -------------------------------------------------------------------------
+
+CpuManifest sample_manifest() {
+  CpuManifest m;
+  m.producer_git_commit = "abc123";
+  m.started_at_unix = 1788310000.5;
+  m.stopped_at_unix = 1788310143.461;
+  CpuManifestNode b;
+  b.resolved_mode = "dcgm";
+  b.scrape_count = 10;
+  b.error_count = 1;
+  b.endpoint_url = "http://10.0.0.2:9405/metrics";
+  b.last_error = "connect: Connection refused";
+  b.missed_slots = 2;
+  b.first_sample_unix = 1788310001.0;
+  b.last_sample_unix = 1788310143.25;
+  m.nodes["node-b"] = b;
+  CpuManifestNode a;
+  a.endpoint_url = "http://10.0.0.1:9405/metrics";
+  m.nodes["node-a"] = a;
+  return m;
+}
+
+TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
+  EXPECT_EQ(render_cpu_manifest(sample_manifest()),
+            R"({
+  "schema_version": 1,
+  "producer": "srt-slurm.cpu-power",
+  "producer_git_commit": "abc123",
+  "started_at_unix": 1788310000.5,
+  "stopped_at_unix": 1788310143.461,
+  "nodes": {
+    "node-a": {
+      "resolved_mode": "unknown",
+      "scrape_count": 0,
+      "error_count": 0,
+      "endpoint_url": "http://10.0.0.1:9405/metrics",
+      "last_error": null,
+      "missed_slots": 0,
+      "first_sample_unix": null,
+      "last_sample_unix": null
+    },
+    "node-b": {
+      "resolved_mode": "dcgm",
+      "scrape_count": 10,
+      "error_count": 1,
+      "endpoint_url": "http://10.0.0.2:9405/metrics",
+      "last_error": "connect: Connection refused",
+      "missed_slots": 2,
+      "first_sample_unix": 1788310001.0,
+      "last_sample_unix": 1788310143.25
+    }
+  }
+}
+)");
+}
+
+TEST(CpuManifest, NullsForANeverStartedCollectorAndNoNodes) {
+  CpuManifest m;
+  m.stopped_at_unix = 5;
+  const auto doc = nlohmann::json::parse(render_cpu_manifest(m));
+  EXPECT_TRUE(doc["producer_git_commit"].is_null());
+  EXPECT_TRUE(doc["started_at_unix"].is_null());
+  EXPECT_EQ(doc["stopped_at_unix"], 5.0);
+  EXPECT_TRUE(doc["nodes"].is_object());
+  EXPECT_TRUE(doc["nodes"].empty());
+}
+
+TEST(CpuManifest, InvalidUtf8IsReplacedNotThrown) {
+  CpuManifest m = sample_manifest();
+  m.nodes["node-a"].last_error = std::string("bad \xff byte");
+  std::string text;
+  EXPECT_NO_THROW(text = render_cpu_manifest(m));
+  EXPECT_NE(text.find("bad \xef\xbf\xbd byte"), std::string::npos);
+}
+
+TEST(CpuManifest, IsWrittenAtomicallyAndReadsBack) {
+  TempDir dir;
+  const auto path = dir.file("cpu_manifest.json");
+  spit(path, "old");
+  std::string error;
+  ASSERT_TRUE(write_cpu_manifest(path, sample_manifest(), &error)) << error;
+  EXPECT_EQ(slurp(path), render_cpu_manifest(sample_manifest()));
+  const auto doc = nlohmann::json::parse(slurp(path));
+  EXPECT_EQ(doc["nodes"]["node-b"]["scrape_count"], 10);
+  EXPECT_EQ(doc["nodes"]["node-b"]["resolved_mode"], "dcgm");
+  // No temporary file is left behind.
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(fs::path(path).parent_path())) {
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1u);
+}
+
+TEST(CpuManifest, WriteFailureIsReturned) {
+  std::string error;
+  EXPECT_FALSE(write_cpu_manifest("/nonexistent-dir/cpu_manifest.json", sample_manifest(), &error));
+  EXPECT_FALSE(error.empty());
+}
+
+}  // namespace
+}  // namespace cpupower::artifacts

@@ -1,0 +1,213 @@
+#include "expo/parser.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cpupower::expo {
+namespace {
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+Pairs labels_of(const Sample& s) {
+  Pairs out;
+  for (const auto& l : s.labels) out.emplace_back(std::string(l.name), std::string(l.value));
+  return out;
+}
+
+TEST(ExpoParser, ParsesTheReferenceAcpiLineWithHelpAndType) {
+  const std::string body =
+      "# HELP cpu_power_acpi_watts Grace CPU power from ACPI power_meter hwmon sensors.\n"
+      "# TYPE cpu_power_acpi_watts gauge\n"
+      "cpu_power_acpi_watts{sensor=\"hwmon3/power1\",type=\"total\",socket=\"0\","
+      "oem_info=\"Grace Power Socket 0\",source=\"acpi\"} 98.029000\n";
+  const auto r = parse(body);
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 1u);
+  const auto& s = r.samples[0];
+  EXPECT_EQ(s.name, "cpu_power_acpi_watts");
+  EXPECT_EQ(labels_of(s), (Pairs{{"sensor", "hwmon3/power1"},
+                                 {"type", "total"},
+                                 {"socket", "0"},
+                                 {"oem_info", "Grace Power Socket 0"},
+                                 {"source", "acpi"}}));
+  EXPECT_DOUBLE_EQ(s.value, 98.029);
+  EXPECT_FALSE(s.timestamp_ms.has_value());
+  EXPECT_EQ(s.label("socket"), std::optional<std::string_view>("0"));
+  EXPECT_FALSE(s.label("field_id").has_value());
+}
+
+TEST(ExpoParser, SkipsCommentsAndBlankLinesAndKeepsOrder) {
+  const std::string body =
+      "\n"
+      "# a free comment\n"
+      "   \t \n"
+      "a 1\n"
+      "#TYPE b gauge\n"
+      "b{x=\"1\"} 2\n"
+      "\n";
+  const auto r = parse(body);
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[0].name, "a");
+  EXPECT_TRUE(r.samples[0].labels.empty());
+  EXPECT_EQ(r.samples[1].name, "b");
+  EXPECT_EQ(r.samples[1].value, 2.0);
+}
+
+TEST(ExpoParser, EmptyBodyIsValidAndEmpty) {
+  const auto r = parse("");
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.samples.empty());
+}
+
+TEST(ExpoParser, DecodesTheThreeLabelEscapesAndKeepsUnknownOnesLiterally) {
+  const std::string body =
+      R"(m{a="back\\slash",b="say \"hi\"",c="two\nlines",d="tab\t",e="end\\"} 1)";
+  const auto r = parse(body);
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(labels_of(r.samples[0]), (Pairs{{"a", "back\\slash"},
+                                            {"b", "say \"hi\""},
+                                            {"c", "two\nlines"},
+                                            {"d", "tab\\t"},
+                                            {"e", "end\\"}}));
+}
+
+TEST(ExpoParser, EscapedValuesSurviveMovingTheResult) {
+  std::string body;
+  for (int i = 0; i < 200; ++i) {
+    body += "m{v=\"x\\\"" + std::to_string(i) + "\"} " + std::to_string(i) + "\n";
+  }
+  auto r = parse(body);
+  ASSERT_TRUE(r.ok());
+  const ParseResult moved = std::move(r);
+  ASSERT_EQ(moved.samples.size(), 200u);
+  EXPECT_EQ(moved.samples[0].label("v"), std::optional<std::string_view>("x\"0"));
+  EXPECT_EQ(moved.samples[199].label("v"), std::optional<std::string_view>("x\"199"));
+}
+
+TEST(ExpoParser, AcceptsNanAndInfinitiesInEverySpelling) {
+  const auto r = parse("a NaN\nb +Inf\nc -Inf\nd Inf\ne nan\nf -0.5e-3\ng +2\n");
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 7u);
+  EXPECT_TRUE(std::isnan(r.samples[0].value));
+  EXPECT_EQ(r.samples[1].value, INFINITY);
+  EXPECT_EQ(r.samples[2].value, -INFINITY);
+  EXPECT_EQ(r.samples[3].value, INFINITY);
+  EXPECT_TRUE(std::isnan(r.samples[4].value));
+  EXPECT_DOUBLE_EQ(r.samples[5].value, -0.0005);
+  EXPECT_EQ(r.samples[6].value, 2.0);
+}
+
+TEST(ExpoParser, ReadsOptionalTimestamps) {
+  const auto r = parse("a 1 1788310143461\nb{x=\"y\"} 2 -5\nc 3\n");
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 3u);
+  EXPECT_EQ(r.samples[0].timestamp_ms, std::optional<std::int64_t>(1788310143461));
+  EXPECT_EQ(r.samples[1].timestamp_ms, std::optional<std::int64_t>(-5));
+  EXPECT_FALSE(r.samples[2].timestamp_ms.has_value());
+}
+
+TEST(ExpoParser, StopsAtEof) {
+  const auto r = parse("a 1\n# EOF\nthis is not exposition at all\n");
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(r.samples[0].name, "a");
+}
+
+TEST(ExpoParser, ToleratesCrlfBlanksTrailingCommaAndMissingFinalNewline) {
+  const auto r = parse("a{ x = \"1\" , y=\"2\", }\t3  \r\nb 4");
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(labels_of(r.samples[0]), (Pairs{{"x", "1"}, {"y", "2"}}));
+  EXPECT_EQ(r.samples[0].value, 3.0);
+  EXPECT_EQ(r.samples[1].value, 4.0);
+}
+
+TEST(ExpoParser, EmptyLabelSetAndEmptyValues) {
+  const auto r = parse("a{} 1\nb{socket=\"\"} 2\n");
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  EXPECT_TRUE(r.samples[0].labels.empty());
+  EXPECT_EQ(r.samples[1].label("socket"), std::optional<std::string_view>(""));
+}
+
+struct Garbage {
+  std::string body;
+  std::size_t line;
+  std::string message_part;
+};
+
+class ExpoParserGarbage : public ::testing::TestWithParam<Garbage> {};
+
+TEST_P(ExpoParserGarbage, RefusesTheWholeBodyWithLineAndReason) {
+  const auto& g = GetParam();
+  const auto r = parse(g.body);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.samples.empty());
+  EXPECT_EQ(r.error->line, g.line) << describe(*r.error);
+  EXPECT_NE(describe(*r.error).find(g.message_part), std::string::npos) << describe(*r.error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bodies, ExpoParserGarbage,
+    ::testing::Values(Garbage{"malformed", 1, "missing sample value"},
+                      Garbage{"ok 1\n<html>\n", 2, "expected a metric name"},
+                      Garbage{"a 1\nb{x=\"1\" 2\n", 2, "expected ',' or '}'"},
+                      Garbage{"a{x=\"unterminated} 1\n", 1, "unterminated value of label \"x\""},
+                      Garbage{"a{x=1} 1\n", 1, "expected '\"' to open the value"},
+                      Garbage{"a{x} 1\n", 1, "expected '=' after label name \"x\""},
+                      Garbage{"a{9x=\"1\"} 1\n", 1, "expected a label name or '}'"},
+                      Garbage{"a{x=\"1\",x=\"2\"} 1\n", 1, "duplicate label \"x\""},
+                      Garbage{"a twelve\n", 1, "sample value 'twelve' is not a number"},
+                      Garbage{"a 1 12.5\n", 1, "is not an integer number of milliseconds"},
+                      Garbage{"a 1 2 3\n", 1, "unexpected '3' after timestamp"},
+                      Garbage{"a{x=\"1\"\n", 1, "expected ',' or '}'"},
+                      Garbage{"a-b 1\n", 1, "after metric name"},
+                      Garbage{"a +-1\n", 1, "is not a number"},
+                      Garbage{"\n\n{x=\"1\"} 1\n", 3, "expected a metric name"}));
+
+TEST(ExpoParser, ErrorDescriptionNamesLineAndColumn) {
+  const auto r = parse("good 1\nbad{x 1\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->line, 2u);
+  EXPECT_EQ(r.error->column, 7u);
+  EXPECT_EQ(describe(*r.error), "line 2, column 7: expected '=' after label name \"x\", found '1'");
+}
+
+TEST(ExpoParser, NonPrintableBytesAreShownEscaped) {
+  const auto r = parse(std::string("a\x01 1\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error->message.find("\\x01"), std::string::npos) << r.error->message;
+}
+
+TEST(ExpoParser, RefusesBodiesOverTheCap) {
+  const std::string body(kMaxBodyBytes + 1, '\n');
+  const auto r = parse(body);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->line, 0u);
+  EXPECT_EQ(describe(*r.error), "body is 1048577 bytes, over the 1048576-byte limit");
+  EXPECT_TRUE(parse(std::string(kMaxBodyBytes, '\n')).ok());
+  EXPECT_FALSE(parse("a 1\n", 3).ok());
+}
+
+TEST(ExpoParser, ParsesAManyThousandLineBody) {
+  std::string body;
+  for (int i = 0; i < 5000; ++i) {
+    body += "cpu_power_acpi_watts{sensor=\"hwmon" + std::to_string(i) +
+            "/power1\",type=\"total\",socket=\"" + std::to_string(i % 2) + "\"} " +
+            std::to_string(i) + ".5\n";
+  }
+  const auto r = parse(body);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.samples.size(), 5000u);
+  EXPECT_EQ(r.samples[4999].label("sensor"), std::optional<std::string_view>("hwmon4999/power1"));
+  EXPECT_EQ(r.samples[4999].value, 4999.5);
+  EXPECT_EQ(r.samples[4999].labels.size(), 3u);
+}
+
+}  // namespace
+}  // namespace cpupower::expo

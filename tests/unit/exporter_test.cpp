@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "exporter/render.hpp"
+#include "exporter/service.hpp"
+#include "test_tree.hpp"
+
+namespace cpupower::exporter {
+namespace {
+
+using cpupower::testing::TestTree;
+using namespace std::chrono_literals;
+
+sources::ResolvedSource acpi_source(const TestTree& t) {
+  sources::LadderOptions o;
+  o.hwmon_root = t.root();
+  o.read_interval = 10ms;
+  o.max_age = 1000ms;
+  return sources::resolve_source(o);
+}
+
+TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
+  TestTree t;
+  t.meter("hwmon0", "CPU Power Socket 0", "150000000", "power1");
+  t.meter("hwmon0", "Odd \"rail\"", "1000000", "power2");
+  t.meter("hwmon1", "Grace Power Socket 0", "0");
+  const auto d = sources::discover_acpi(t.root());
+  std::vector<sources::ChannelReading> readings(3);
+  readings[0].watts = 150.0;
+  readings[1].watts = 1.0;
+  std::string out;
+  render_acpi_family(out, d.channels, readings);
+  EXPECT_EQ(out,
+            "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
+            "# TYPE cpu_power_acpi_watts gauge\n"
+            "cpu_power_acpi_watts{sensor=\"hwmon0/power1\",type=\"cpu_rail\",socket=\"0\","
+            "oem_info=\"CPU Power Socket 0\",source=\"acpi\"} 150.000000\n"
+            "cpu_power_acpi_watts{sensor=\"hwmon0/power2\",type=\"other\",socket=\"\","
+            "oem_info=\"Odd \\\"rail\\\"\",source=\"acpi\"} 1.000000\n");
+}
+
+TEST(ExporterRender, HeaderOnlyWithoutReadings) {
+  std::string out;
+  render_acpi_family(out, {}, {});
+  EXPECT_EQ(out,
+            "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
+            "# TYPE cpu_power_acpi_watts gauge\n");
+}
+
+TEST(ExporterService, RoutesLikeTheReference) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  Service s(acpi_source(t), "9.9.9");
+  auto r = s.handle("GET", "/health");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "ok\n");
+  r = s.handle("GET", "/metrics?collect%5B%5D=x");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_NE(r.body.find("cpu_power_acpi_watts{sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\","
+                        "oem_info=\"Grace Power Socket 0\",source=\"acpi\"} 98.029000\n"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("cpu_power_exporter_info{version=\"9.9.9\",source=\"acpi\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("cpu_power_exporter_sample_age_seconds{sensor=\"hwmon2/power1\"} "),
+            std::string::npos);
+  EXPECT_NE(r.body.find("cpu_power_exporter_scrapes_total 1\n"), std::string::npos);
+  r = s.handle("HEAD", "/metrics");
+  EXPECT_EQ(r.status, 200u);
+  r = s.handle("GET", "/nope");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_EQ(r.body, "Not Found\n");
+  r = s.handle("POST", "/metrics");
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(r.allow, "GET, HEAD");
+  EXPECT_EQ(r.body, "Method Not Allowed\n");
+  r = s.handle("get", "/metrics");
+  EXPECT_EQ(r.status, 405u);  // methods are case-sensitive
+}
+
+TEST(ExporterService, BaseFamilyComesBeforeTheSelfMetrics) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  Service s(acpi_source(t), "1");
+  const auto body = s.render_metrics();
+  EXPECT_EQ(body.rfind("# HELP cpu_power_acpi_watts ", 0), 0u);
+  EXPECT_LT(body.find("cpu_power_acpi_watts{"), body.find("cpu_power_exporter_"));
+}
+
+}  // namespace
+}  // namespace cpupower::exporter

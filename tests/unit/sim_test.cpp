@@ -1,0 +1,824 @@
+// The simulated node must look like a real Grace node's hwmon tree to a consumer and behave
+// like its firmware, faults included: these tests read it only through the filesystem.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/text.hpp"
+#include "rails/rails.hpp"
+#include "sim/sim_node.hpp"
+#include "sim/tree_writer.hpp"
+
+namespace cpupower::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "sim_test.XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : std::string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_text(const std::string& path) {
+  return common::read_small_file(path).value_or("<unreadable>");
+}
+
+std::string link_target(const std::string& path) {
+  std::error_code ec;
+  const auto target = fs::read_symlink(path, ec);
+  return ec ? "<not a link>" : target.string();
+}
+
+std::optional<std::int64_t> read_microwatts(const std::string& path) {
+  const auto text = common::read_small_file(path);
+  if (!text) return std::nullopt;
+  return common::parse_i64(common::trim(*text));
+}
+
+double read_watts(const std::string& path) {
+  const auto uw = read_microwatts(path);
+  return uw ? static_cast<double>(*uw) / 1e6 : -1.0;
+}
+
+const ChannelInfo& channel(const SimNode& node, const std::string& key) {
+  for (const auto& c : node.channels()) {
+    if (c.key == key) return c;
+  }
+  throw std::runtime_error("no channel " + key);
+}
+
+// Polls until pred() holds or the deadline passes; returns the time it took, or nullopt.
+template <typename Pred>
+std::optional<milliseconds> wait_for(Pred pred, milliseconds limit) {
+  const auto start = Clock::now();
+  while (Clock::now() - start < limit) {
+    if (pred()) return std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return std::nullopt;
+}
+
+// A read of a possibly blocking file on a helper thread. If the test gives up on it, the
+// FIFO gets a writer of ours so that the helper (and the test binary) never hangs.
+class BlockingRead {
+ public:
+  explicit BlockingRead(std::string path) : path_(std::move(path)) {
+    thread_ = std::thread([this] {
+      const auto start = Clock::now();
+      auto text = common::read_small_file(path_, &error_);
+      took_ = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+      text_ = text.value_or("<error>");
+      done_ = true;
+    });
+  }
+  ~BlockingRead() {
+    if (!done_) {
+      const int fd = ::open(path_.c_str(), O_RDWR | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+    thread_.join();
+  }
+  bool done() const { return done_; }
+  bool wait(milliseconds limit) {
+    return wait_for([this] { return done(); }, limit).has_value();
+  }
+  const std::string& text() const { return text_; }
+  milliseconds took() const { return took_; }
+
+ private:
+  std::string path_;
+  std::atomic<bool> done_{false};
+  std::string text_, error_;
+  milliseconds took_{0};
+  std::thread thread_;
+};
+
+SimOptions constant_options(const std::string& root, Profile profile = Profile::gb200,
+                            Layout layout = Layout::modern) {
+  SimOptions o;
+  o.root = root;
+  o.profile = profile;
+  o.layout = layout;
+  o.model = Model::constant;
+  o.load = 0.5;
+  o.update_interval = milliseconds(20);
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------
+// Profiles and parsing
+
+TEST(SimProfiles, ParseNames) {
+  EXPECT_EQ(parse_profile("gb200"), Profile::gb200);
+  EXPECT_EQ(parse_profile("gh200"), Profile::gh200);
+  EXPECT_EQ(parse_profile("platform-uw"), Profile::platform_uw);
+  EXPECT_FALSE(parse_profile("platform_uw"));
+  EXPECT_FALSE(parse_profile("GB200"));
+  EXPECT_EQ(parse_layout("modern"), Layout::modern);
+  EXPECT_EQ(parse_layout("legacy"), Layout::legacy);
+  EXPECT_FALSE(parse_layout(""));
+  EXPECT_EQ(parse_model("trace"), Model::trace);
+  EXPECT_FALSE(parse_model("loads"));
+}
+
+TEST(SimProfiles, ChannelsInAcpiOrderAndClassifiable) {
+  const auto gb = profile_channels(Profile::gb200);
+  ASSERT_EQ(gb.size(), 6u);
+  const std::vector<std::string> gb_labels = {"Grace Power Socket 0", "CPU Power Socket 0",
+                                              "SysIO Power Socket 0", "Grace Power Socket 1",
+                                              "CPU Power Socket 1",   "SysIO Power Socket 1"};
+  const std::vector<std::string> gb_keys = {"total:0", "cpu_rail:0", "soc:0",
+                                            "total:1", "cpu_rail:1", "soc:1"};
+  for (std::size_t i = 0; i < gb.size(); ++i) {
+    EXPECT_EQ(gb[i].oem_info, gb_labels[i]);
+    EXPECT_EQ(gb[i].key, gb_keys[i]);
+  }
+  EXPECT_EQ(profile_channels(Profile::gh200).size(), 3u);
+
+  const auto uw = profile_channels(Profile::platform_uw);
+  ASSERT_EQ(uw.size(), 8u);
+  EXPECT_EQ(uw[3].oem_info, "DRAM Power in uW socket 0");
+  EXPECT_EQ(uw[3].key, "dram:0");
+  EXPECT_EQ(uw[4].oem_info, "Total Power in uW socket 1");
+
+  // The labels must mean to the shared classifier what the profile says they mean.
+  for (const auto profile : {Profile::gb200, Profile::gh200, Profile::platform_uw}) {
+    for (const auto& c : profile_channels(profile)) {
+      const auto cls = rails::classify_oem(c.oem_info);
+      EXPECT_EQ(cls.kind, c.kind) << c.oem_info;
+      EXPECT_EQ(rails::socket_index(cls.socket), c.socket) << c.oem_info;
+      EXPECT_EQ(c.key, channel_key(c.kind, c.socket));
+    }
+  }
+}
+
+TEST(SimFaults, ParsesGoodSpecs) {
+  std::string error;
+  auto f = parse_fault("total:1=slow:150@0-2000", &error);
+  ASSERT_TRUE(f) << error;
+  EXPECT_EQ(f->first, "total:1");
+  EXPECT_EQ(f->second.kind, Fault::Kind::slow);
+  EXPECT_EQ(f->second.delay, milliseconds(150));
+  EXPECT_EQ(f->second.from, milliseconds(0));
+  EXPECT_EQ(f->second.to, milliseconds(2000));
+
+  f = parse_fault("total:0=zero@0-1500", &error);
+  ASSERT_TRUE(f) << error;
+  EXPECT_EQ(f->second.kind, Fault::Kind::zero);
+  EXPECT_TRUE(f->second.active_at(milliseconds(1499)));
+  EXPECT_FALSE(f->second.active_at(milliseconds(1500)));
+
+  f = parse_fault("soc:1=hang@500", &error);
+  ASSERT_TRUE(f) << error;
+  EXPECT_EQ(f->second.kind, Fault::Kind::hang);
+  EXPECT_EQ(f->second.from, milliseconds(500));
+  EXPECT_FALSE(f->second.to);
+  EXPECT_FALSE(f->second.active_at(milliseconds(499)));
+  EXPECT_TRUE(f->second.active_at(milliseconds(100000)));
+
+  f = parse_fault("dram:0=unreadable", &error);
+  ASSERT_TRUE(f) << error;
+  EXPECT_EQ(f->second.kind, Fault::Kind::unreadable);
+  EXPECT_TRUE(f->second.active_at(milliseconds(0)));
+
+  f = parse_fault("grace:0=invalid", &error);  // legacy alias normalised
+  ASSERT_TRUE(f) << error;
+  EXPECT_EQ(f->first, "total:0");
+  EXPECT_EQ(parse_fault("cpu_rail:1=empty", &error)->second.kind, Fault::Kind::empty);
+}
+
+TEST(SimFaults, RejectsBadSpecs) {
+  for (const std::string spec :
+       {"total:0", "total=zero", "total:x=zero", "bogus:0=zero", "total:0=", "total:0=bogus",
+        "total:0=slow", "total:0=slow:0", "total:0=slow:abc", "total:0=zero:5", "total:0=zero@5-5",
+        "total:0=zero@10-5", "total:0=zero@a", "total:0=zero@5-", "total:0=zero@-5", "=zero"}) {
+    std::string error;
+    EXPECT_FALSE(parse_fault(spec, &error)) << spec;
+    EXPECT_NE(error.find(spec), std::string::npos) << spec << " -> " << error;
+  }
+}
+
+TEST(SimPowerModel, RailCoefficients) {
+  EXPECT_DOUBLE_EQ(model_watts(Profile::gb200, rails::Kind::cpu_rail, 0.0), 41.0);
+  EXPECT_DOUBLE_EQ(model_watts(Profile::gb200, rails::Kind::cpu_rail, 1.0), 203.0);
+  EXPECT_DOUBLE_EQ(model_watts(Profile::gb200, rails::Kind::total, 0.0), 96.0);
+  EXPECT_DOUBLE_EQ(model_watts(Profile::platform_uw, rails::Kind::total, 0.0), 96.0);
+  EXPECT_DOUBLE_EQ(model_watts(Profile::platform_uw, rails::Kind::dram, 1.0), 20.0);
+  EXPECT_DOUBLE_EQ(model_watts(Profile::gb200, rails::Kind::cpu_rail, 7.0), 203.0);  // clamped
+}
+
+TEST(SimPowerModel, ParsesProcStat) {
+  const auto cpus = parse_proc_stat(
+      "cpu  10 0 10 100 0 0 0 0 0 0\n"
+      "cpu0 1 2 3 40 5 6 7 8 100 100\n"
+      "cpu1 1 1 1 1\n"
+      "cpu2 garbage\n"
+      "intr 1 2 3\n");
+  ASSERT_EQ(cpus.size(), 2u);
+  EXPECT_EQ(cpus[0].cpu, 0u);
+  EXPECT_EQ(cpus[0].busy, 1u + 2 + 3 + 6 + 7 + 8);  // guest already inside user/nice
+  EXPECT_EQ(cpus[0].total, cpus[0].busy + 40 + 5);
+  EXPECT_EQ(cpus[1].busy, 3u);
+  EXPECT_EQ(cpus[1].total, 4u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Tree shape
+
+struct ShapeCase {
+  Profile profile;
+  Layout layout;
+};
+
+class SimTreeShape : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(SimTreeShape, LooksLikeSysClassHwmon) {
+  const auto [profile, layout] = GetParam();
+  const bool legacy = layout == Layout::legacy;
+  TempDir tmp;
+  const std::string root = tmp / "hwmon";
+  auto options = constant_options(root, profile, layout);
+  options.once = true;
+  SimNode node(options);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+
+  const auto specs = profile_channels(profile);
+  ASSERT_EQ(node.channels().size(), specs.size());
+
+  // String order puts hwmon10 before hwmon2; both exist, so only numeric order is right.
+  EXPECT_TRUE(fs::is_directory(root + "/hwmon2"));
+  EXPECT_TRUE(fs::is_directory(root + "/hwmon10"));
+
+  // Distractors.
+  EXPECT_EQ(read_text(root + "/hwmon0/name"), "acpitz\n");
+  EXPECT_EQ(read_text(root + "/hwmon0/temp1_input"), "45000\n");
+  const std::string nvme_attrs = legacy ? root + "/hwmon1/device" : root + "/hwmon1";
+  EXPECT_EQ(read_text(nvme_attrs + "/name"), "nvme\n");
+  EXPECT_EQ(read_text(nvme_attrs + "/power1_average"), "5000000\n");
+  EXPECT_EQ(fs::exists(root + "/hwmon1/name"), !legacy);
+  for (const auto& c : node.channels()) {
+    EXPECT_NE(c.hwmon, "hwmon0");
+    EXPECT_NE(c.hwmon, "hwmon1");
+  }
+
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto& c = node.channels()[i];
+    SCOPED_TRACE(c.key);
+    EXPECT_EQ(c.key, specs[i].key);
+    EXPECT_EQ(c.oem_info, specs[i].oem_info);
+    EXPECT_EQ(c.kind, specs[i].kind);
+    EXPECT_EQ(c.socket, specs[i].socket);
+    const std::string expect_hwmon = i == 0   ? "hwmon2"
+                                     : i == 1 ? "hwmon3"
+                                              : "hwmon" + std::to_string(8 + i);
+    EXPECT_EQ(c.hwmon, expect_hwmon);
+
+    char acpi[32];
+    std::snprintf(acpi, sizeof acpi, "ACPI000D:%02zu", i);
+    const std::string device_rel = std::string("devices/platform/") + acpi;
+    const std::string cls = root + "/" + c.hwmon;
+    EXPECT_EQ(link_target(cls), device_rel + "/hwmon/" + c.hwmon);  // relative
+    EXPECT_EQ(link_target(cls + "/device"), "../../");
+    EXPECT_EQ(fs::canonical(cls + "/device"), fs::canonical(root + "/" + device_rel));
+
+    const std::string attrs = legacy ? cls + "/device" : cls;
+    EXPECT_EQ(read_text(attrs + "/name"), "power_meter\n");
+    EXPECT_EQ(fs::exists(cls + "/name"), !legacy);
+    EXPECT_EQ(read_text(attrs + "/power1_oem_info"), specs[i].oem_info + "\n");
+    EXPECT_EQ(read_text(attrs + "/power1_average_interval"), "20\n");
+    EXPECT_EQ(read_text(attrs + "/power1_average_interval_min"), "50\n");
+    EXPECT_EQ(read_text(attrs + "/power1_average_interval_max"), "1000\n");
+    EXPECT_EQ(read_text(attrs + "/power1_accuracy"), "95.0%\n");
+    EXPECT_EQ(read_text(attrs + "/power1_is_battery"), "0\n");
+    EXPECT_EQ(read_text(attrs + "/power1_model_number"), "\n");
+
+    if (legacy) {
+      EXPECT_EQ(link_target(cls + "/power1_average"), "device/power1_average");
+    } else {
+      EXPECT_EQ(link_target(cls + "/power1_average"), "<not a link>");
+    }
+    // Both spellings reach the one file, and value_path is its real path.
+    EXPECT_EQ(fs::canonical(cls + "/power1_average").string(), c.value_path);
+    EXPECT_EQ(fs::canonical(attrs + "/power1_average").string(), c.value_path);
+    const auto expect_uw = std::llround(model_watts(profile, specs[i].kind, options.load) * 1e6);
+    EXPECT_EQ(read_text(c.value_path), std::to_string(expect_uw) + "\n");
+  }
+
+  // Relative links keep working when the tree is seen somewhere else (a bind mount onto
+  // /sys/class/hwmon); a rename stands in for the mount.
+  const std::string moved = tmp / "moved";
+  fs::rename(root, moved);
+  EXPECT_EQ(read_text(moved + "/hwmon2/" + (legacy ? "device/" : "") + "name"), "power_meter\n");
+  EXPECT_EQ(fs::exists(moved + "/hwmon10/power1_oem_info"), !legacy);
+  EXPECT_EQ(read_text(moved + "/hwmon10/" + (legacy ? "device/" : "") + "power1_oem_info"),
+            specs[2].oem_info + "\n");
+  EXPECT_TRUE(read_microwatts(moved + "/hwmon10/power1_average"));
+  EXPECT_TRUE(read_microwatts(moved + "/hwmon1/power1_average"));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllProfilesAndLayouts, SimTreeShape,
+                         ::testing::Values(ShapeCase{Profile::gb200, Layout::modern},
+                                           ShapeCase{Profile::gb200, Layout::legacy},
+                                           ShapeCase{Profile::gh200, Layout::modern},
+                                           ShapeCase{Profile::gh200, Layout::legacy},
+                                           ShapeCase{Profile::platform_uw, Layout::modern},
+                                           ShapeCase{Profile::platform_uw, Layout::legacy}),
+                         [](const auto& info) {
+                           return std::string(profile_name(info.param.profile) == "platform-uw"
+                                                  ? "platform_uw"
+                                                  : profile_name(info.param.profile)) +
+                                  "_" + std::string(layout_name(info.param.layout));
+                         });
+
+TEST(SimTree, RefusesForeignRootAndReusesItsOwn) {
+  TempDir tmp;
+  std::ofstream(tmp / "precious.txt") << "keep me\n";
+  {
+    SimNode node(constant_options(tmp.path()));
+    std::string error;
+    EXPECT_FALSE(node.start(&error));
+    EXPECT_NE(error.find("not empty"), std::string::npos) << error;
+  }
+  EXPECT_EQ(read_text(tmp / "precious.txt"), "keep me\n");
+
+  const std::string root = tmp / "root";
+  {
+    auto o = constant_options(root, Profile::platform_uw);
+    o.once = true;
+    SimNode node(o);
+    std::string error;
+    ASSERT_TRUE(node.start(&error)) << error;
+    EXPECT_TRUE(fs::exists(root + "/hwmon15"));
+  }
+  {
+    auto o = constant_options(root, Profile::gh200);
+    o.once = true;
+    SimNode node(o);
+    std::string error;
+    ASSERT_TRUE(node.start(&error)) << error;
+    EXPECT_FALSE(fs::exists(root + "/hwmon11"));  // the earlier profile's nodes are gone
+    EXPECT_TRUE(fs::exists(root + "/hwmon10"));
+  }
+}
+
+TEST(SimTree, UpdatesAreAtomicWithDotTemporaries) {
+  TempDir tmp;
+  auto o = constant_options(tmp.path());
+  o.update_interval = milliseconds(1);
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto dir = fs::path(channel(node, "total:0").value_path).parent_path();
+  const std::string expect = read_text(channel(node, "total:0").value_path);
+  int reads = 0;
+  const auto until = Clock::now() + milliseconds(300);
+  while (Clock::now() < until) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      const bool known = name == "device" || name == "name" || name.rfind("power1_", 0) == 0;
+      EXPECT_TRUE(name.front() == '.' || known) << name;
+      if (name.rfind("power1_average", 0) == 0 && name.find("tmp") != std::string::npos) {
+        ADD_FAILURE() << "temporary visible to power*_average globs: " << name;
+      }
+    }
+    // Never a torn or empty read while the file is replaced 1000 times a second.
+    ASSERT_EQ(read_text(channel(node, "total:0").value_path), expect);
+    ++reads;
+  }
+  EXPECT_GT(reads, 10);
+}
+
+// ---------------------------------------------------------------------------------------
+// Models
+
+TEST(SimModel, ConstantIsExact) {
+  TempDir tmp;
+  auto o = constant_options(tmp.path(), Profile::platform_uw);
+  o.load = 0.5;  // noise stays on: the constant model ignores it
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  std::this_thread::sleep_for(milliseconds(60));  // a few updates
+  EXPECT_EQ(read_text(channel(node, "cpu_rail:1").value_path), "122000000\n");
+  EXPECT_EQ(read_text(channel(node, "soc:0").value_path), "6250000\n");
+  EXPECT_EQ(read_text(channel(node, "dram:0").value_path), "14000000\n");
+  EXPECT_EQ(read_text(channel(node, "total:1").value_path), "183250000\n");  // 122+6.25+14+41
+  EXPECT_EQ(node.current_watts("total:1"), 183.25);
+  EXPECT_FALSE(node.current_watts("total:7"));
+}
+
+class FakeProcStat {
+ public:
+  FakeProcStat(std::string path, int cpus) : path_(std::move(path)), cpus_(cpus) {
+    busy_.assign(cpus, 1000);
+    idle_.assign(cpus, 100000);
+    write();
+  }
+  ~FakeProcStat() { stop(); }
+  // Every 10 ms each CPU gains 10 jiffies, busy ones in user time, the rest idle.
+  void run(std::function<bool(int cpu)> busy) {
+    busy_fn_ = std::move(busy);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        {
+          std::lock_guard lock(mutex_);
+          for (int c = 0; c < cpus_; ++c) (busy_fn_(c) ? busy_ : idle_)[c] += 10;
+        }
+        write();
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+    });
+  }
+  void set_busy(std::function<bool(int cpu)> busy) {
+    std::lock_guard lock(mutex_);
+    busy_fn_ = std::move(busy);
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void write() {
+    std::string text = "cpu  0 0 0 0 0 0 0 0 0 0\n";
+    for (int c = 0; c < cpus_; ++c) {
+      text += "cpu" + std::to_string(c) + " " + std::to_string(busy_[c]) + " 0 0 " +
+              std::to_string(idle_[c]) + " 0 0 0 0 0 0\n";
+    }
+    text += "intr 0\nctxt 0\n";
+    common::write_file_atomic(path_, text);
+  }
+  std::string path_;
+  int cpus_;
+  std::vector<std::uint64_t> busy_, idle_;
+  std::function<bool(int)> busy_fn_;
+  std::mutex mutex_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(SimModel, LoadFollowsProcStat) {
+  TempDir tmp;
+  FakeProcStat stat(tmp / "stat", 4);
+  stat.run([](int) { return false; });
+  SimOptions o;
+  o.root = tmp / "root";
+  o.proc_stat = tmp / "stat";
+  o.update_interval = milliseconds(20);
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+
+  std::this_thread::sleep_for(milliseconds(150));
+  const auto& total0 = channel(node, "total:0").value_path;
+  const auto& total1 = channel(node, "total:1").value_path;
+  const auto& rail0 = channel(node, "cpu_rail:0").value_path;
+  EXPECT_NEAR(read_watts(total0), 96.0, 0.31);  // idle, within the noise
+  EXPECT_NEAR(read_watts(total1), 96.0, 0.31);
+  EXPECT_NEAR(read_watts(rail0), 41.0, 0.31);
+
+  // Socket 0 owns the even CPUs; make them busy.
+  stat.set_busy([](int cpu) { return cpu % 2 == 0; });
+  const auto rose = wait_for([&] { return read_watts(rail0) > 195.0; }, milliseconds(3000));
+  ASSERT_TRUE(rose) << "cpu_rail:0 = " << read_watts(rail0);
+  EXPECT_GT(*rose, milliseconds(40));  // smoothed: not a step on the first update
+  EXPECT_GT(read_watts(total0), 240.0);
+  EXPECT_LT(read_watts(total0), 259.5);
+  EXPECT_NEAR(read_watts(total1), 96.0, 0.31);
+  EXPECT_NEAR(read_watts(channel(node, "cpu_rail:1").value_path), 41.0, 0.31);
+  node.stop();
+}
+
+TEST(SimModel, NoiseIsSeeded) {
+  TempDir tmp;
+  FakeProcStat stat(tmp / "stat", 2);
+  auto first_values = [&](const std::string& name, std::uint64_t seed) {
+    SimOptions o;
+    o.root = tmp / name;
+    o.proc_stat = tmp / "stat";
+    o.seed = seed;
+    o.once = true;
+    SimNode node(o);
+    std::string error;
+    EXPECT_TRUE(node.start(&error)) << error;
+    std::vector<std::string> values;
+    for (const auto& c : node.channels()) values.push_back(read_text(c.value_path));
+    return values;
+  };
+  const auto a = first_values("a", 7), b = first_values("b", 7), c = first_values("c", 8);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a[0], "96000000\n");  // noisy
+}
+
+TEST(SimModel, TraceStepHold) {
+  TempDir tmp;
+  std::ofstream(tmp / "trace.csv") << "time_s,total:0,cpu_rail:0\n"
+                                      "# comment\n"
+                                      "0,100,50\n"
+                                      "0.3,200,150.5\n"
+                                      "0.6,150,90\n";
+  auto o = constant_options(tmp / "root");
+  o.model = Model::trace;
+  o.trace_path = tmp / "trace.csv";
+  o.load = 0.0;
+  o.update_interval = milliseconds(10);
+  const auto started = Clock::now();
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto& total0 = channel(node, "total:0").value_path;
+  EXPECT_EQ(read_text(total0), "100000000\n");
+  EXPECT_EQ(read_text(channel(node, "soc:0").value_path), "6000000\n");  // not in the trace
+  EXPECT_EQ(read_text(channel(node, "total:1").value_path), "96000000\n");
+
+  std::vector<std::pair<milliseconds, std::string>> seen;
+  while (Clock::now() - started < milliseconds(900)) {
+    const auto v = read_text(total0);
+    if (seen.empty() || seen.back().second != v) {
+      seen.emplace_back(std::chrono::duration_cast<milliseconds>(Clock::now() - started), v);
+    }
+    std::this_thread::sleep_for(milliseconds(3));
+  }
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[1].second, "200000000\n");
+  EXPECT_GE(seen[1].first, milliseconds(300));
+  EXPECT_EQ(seen[2].second, "150000000\n");
+  EXPECT_GE(seen[2].first, milliseconds(600));
+  EXPECT_EQ(read_text(channel(node, "cpu_rail:0").value_path), "90000000\n");  // holds at end
+}
+
+TEST(SimModel, BadTraceNamesFileAndLine) {
+  TempDir tmp;
+  auto try_trace = [&](const std::string& content) {
+    const std::string path = tmp / "bad.csv";
+    std::ofstream(path) << content;
+    auto o = constant_options(tmp / "root");
+    o.model = Model::trace;
+    o.trace_path = path;
+    SimNode node(o);
+    std::string error;
+    EXPECT_FALSE(node.start(&error));
+    return error;
+  };
+  auto error = try_trace("time_s,total:0\n0,100\n0.5,lots\n");
+  EXPECT_NE(error.find(tmp / "bad.csv:3"), std::string::npos) << error;
+  error = try_trace("time_s,total:0,dram:0\n0,1,2\n");  // gb200 has no dram rail
+  EXPECT_NE(error.find("bad.csv:1"), std::string::npos) << error;
+  EXPECT_NE(error.find("dram:0"), std::string::npos) << error;
+  error = try_trace("time_s,total:0\n1,100\n0.5,100\n");
+  EXPECT_NE(error.find("bad.csv:3"), std::string::npos) << error;
+  error = try_trace("time_s,total:0\n0,100,7\n");
+  EXPECT_NE(error.find("bad.csv:2"), std::string::npos) << error;
+  error = try_trace("time_s,total:0\n");
+  EXPECT_NE(error.find("no data"), std::string::npos) << error;
+}
+
+TEST(SimModel, OverrideWinsAndReleases) {
+  TempDir tmp;
+  SimNode node(constant_options(tmp.path()));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto& path = channel(node, "total:0").value_path;
+  EXPECT_EQ(read_text(path), "177250000\n");
+  node.set_override("total:0", 123.456);
+  node.set_override("nope:0", 1.0);  // ignored
+  EXPECT_TRUE(wait_for([&] { return read_text(path) == "123456000\n"; }, milliseconds(1000)));
+  EXPECT_EQ(node.current_watts("total:0"), 123.456);
+  EXPECT_EQ(read_text(channel(node, "total:1").value_path), "177250000\n");
+  node.set_override("total:0", std::nullopt);
+  EXPECT_TRUE(wait_for([&] { return read_text(path) == "177250000\n"; }, milliseconds(1000)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Faults
+
+SimOptions with_fault(SimOptions o, const std::string& spec) {
+  std::string error;
+  auto f = parse_fault(spec, &error);
+  EXPECT_TRUE(f) << error;
+  if (f) o.faults[f->first] = f->second;
+  return o;
+}
+
+TEST(SimFaultInjection, BadContentKinds) {
+  TempDir tmp;
+  auto o = constant_options(tmp.path());
+  o = with_fault(o, "total:0=invalid");
+  o = with_fault(o, "cpu_rail:0=empty");
+  o = with_fault(o, "soc:0=zero@0-300");
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  EXPECT_EQ(read_text(channel(node, "total:0").value_path), "4294967295000\n");
+  EXPECT_EQ(read_text(channel(node, "cpu_rail:0").value_path), "");
+  const auto& soc = channel(node, "soc:0").value_path;
+  EXPECT_EQ(read_text(soc), "0\n");
+  EXPECT_FALSE(node.current_watts("total:0"));
+  EXPECT_FALSE(node.current_watts("cpu_rail:0"));
+  EXPECT_EQ(node.current_watts("soc:0"), 0.0);
+  const auto recovered =
+      wait_for([&] { return read_text(soc) == "6250000\n"; }, milliseconds(2000));
+  ASSERT_TRUE(recovered);
+  EXPECT_GE(*recovered, milliseconds(200));
+  EXPECT_EQ(node.current_watts("soc:0"), 6.25);
+  EXPECT_EQ(read_text(channel(node, "total:0").value_path), "4294967295000\n");  // no window
+}
+
+TEST(SimFaultInjection, UnreadableExistsButCannotBeOpened) {
+  TempDir tmp;
+  SimNode node(with_fault(constant_options(tmp.path()), "total:1=unreadable@0-300"));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto& path = channel(node, "total:1").value_path;
+  struct stat st {};
+  ASSERT_EQ(::stat((tmp / "hwmon11/power1_average").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  errno = 0;
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  EXPECT_LT(fd, 0);
+  EXPECT_EQ(errno, ENXIO);
+  if (fd >= 0) ::close(fd);
+  EXPECT_FALSE(node.current_watts("total:1"));
+  EXPECT_TRUE(wait_for([&] { return read_text(path) == "177250000\n"; }, milliseconds(2000)));
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST(SimFaultInjection, SlowReadTakesTheDelay) {
+  TempDir tmp;
+  SimNode node(with_fault(constant_options(tmp.path()), "total:1=slow:150@0-700"));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto& path = channel(node, "total:1").value_path;
+  for (int i = 0; i < 2; ++i) {
+    BlockingRead read(path);
+    ASSERT_TRUE(read.wait(milliseconds(1500))) << "slow read never completed";
+    EXPECT_EQ(read.text(), "177250000\n");
+    EXPECT_GE(read.took(), milliseconds(i == 0 ? 150 : 140));
+    EXPECT_LT(read.took(), milliseconds(600));
+  }
+  EXPECT_EQ(node.current_watts("total:1"), 177.25);
+  // After the window: an ordinary file again.
+  struct stat st {};
+  ASSERT_TRUE(wait_for([&] { return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode); },
+                       milliseconds(1500)));
+  const auto start = Clock::now();
+  EXPECT_EQ(read_text(path), "177250000\n");
+  EXPECT_LT(Clock::now() - start, milliseconds(50));
+}
+
+TEST(SimFaultInjection, SlowReaderThatLingersGetsOneValue) {
+  TempDir tmp;
+  SimNode node(with_fault(constant_options(tmp.path()), "soc:0=slow:100"));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto& path = channel(node, "soc:0").value_path;
+  std::atomic<bool> got_value{false};
+  std::string lingering;
+  std::thread reader([&] {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    char buf[64];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) lingering.append(buf, static_cast<std::size_t>(n));
+    got_value = true;
+    // Slow to come back for EOF: the writer must not start serving it a second value.
+    std::this_thread::sleep_for(milliseconds(250));
+    while ((n = ::read(fd, buf, sizeof buf)) > 0)
+      lingering.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+  });
+  ASSERT_TRUE(wait_for([&] { return got_value.load(); }, milliseconds(1500)));
+  {
+    BlockingRead next(path);  // a second reader meanwhile is served on its own
+    ASSERT_TRUE(next.wait(milliseconds(1500)));
+    EXPECT_EQ(next.text(), "6250000\n");
+    EXPECT_GE(next.took(), milliseconds(100));
+  }
+  reader.join();
+  EXPECT_EQ(lingering, "6250000\n");
+}
+
+TEST(SimFaultInjection, HangBlocksUntilTheWindowEnds) {
+  TempDir tmp;
+  const auto started = Clock::now();
+  SimNode node(with_fault(constant_options(tmp.path()), "soc:1=hang@0-500"));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto& path = channel(node, "soc:1").value_path;
+  EXPECT_FALSE(node.current_watts("soc:1"));
+  BlockingRead read(path);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(read.done()) << "open() of a hung channel returned";
+  ASSERT_TRUE(read.wait(milliseconds(1500))) << "the end of the window did not release it";
+  EXPECT_GE(Clock::now() - started, milliseconds(450));
+  EXPECT_EQ(read.text(), "6250000\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(read_text(path), "6250000\n");
+}
+
+TEST(SimFaultInjection, StopReleasesHangAndSlowReaders) {
+  TempDir tmp;
+  auto o = with_fault(constant_options(tmp.path()), "total:0=hang");
+  o = with_fault(o, "total:1=slow:5000");
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  BlockingRead hung(channel(node, "total:0").value_path);
+  BlockingRead slow(channel(node, "total:1").value_path);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(hung.done());
+  EXPECT_FALSE(slow.done());
+  const auto before = Clock::now();
+  node.stop();
+  EXPECT_LT(Clock::now() - before, milliseconds(500));
+  EXPECT_TRUE(hung.wait(milliseconds(500)));
+  EXPECT_TRUE(slow.wait(milliseconds(500)));
+  EXPECT_EQ(hung.text(), "177250000\n");
+  EXPECT_EQ(slow.text(), "177250000\n");
+  // Readers arriving after stop() find ordinary files.
+  EXPECT_EQ(read_text(channel(node, "total:0").value_path), "177250000\n");
+}
+
+// ---------------------------------------------------------------------------------------
+// Lifecycle
+
+TEST(SimLifecycle, StopIsIdempotentAndQuick) {
+  TempDir tmp;
+  auto o = constant_options(tmp.path());
+  o.update_interval = milliseconds(1000);  // stop must not wait for the next update
+  SimNode node(o);
+  node.stop();  // before start: nothing to do
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  EXPECT_FALSE(node.start(&error));
+  const auto before = Clock::now();
+  node.stop();
+  node.stop();
+  EXPECT_LT(Clock::now() - before, milliseconds(200));
+  // No more updates after stop.
+  node.set_override("total:0", 1.0);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(read_text(channel(node, "total:0").value_path), "177250000\n");
+}
+
+TEST(SimLifecycle, StartErrors) {
+  TempDir tmp;
+  {
+    SimNode node(with_fault(constant_options(tmp / "a"), "dram:0=zero"));  // gb200: no DRAM
+    std::string error;
+    EXPECT_FALSE(node.start(&error));
+    EXPECT_NE(error.find("dram:0"), std::string::npos) << error;
+  }
+  {
+    SimOptions o;
+    o.root = tmp / "b";
+    o.proc_stat = tmp / "missing-stat";
+    SimNode node(o);
+    std::string error;
+    EXPECT_FALSE(node.start(&error));
+    EXPECT_NE(error.find("missing-stat"), std::string::npos) << error;
+  }
+  {
+    auto o = with_fault(constant_options(tmp / "c"), "total:0=slow:10");
+    o.once = true;
+    SimNode node(o);
+    std::string error;
+    EXPECT_FALSE(node.start(&error));
+    EXPECT_NE(error.find("slow"), std::string::npos) << error;
+  }
+}
+
+}  // namespace
+}  // namespace cpupower::sim
