@@ -31,6 +31,9 @@ struct Options {
   unsigned read_interval_ms = 100;
   double max_age_s = 3.0;
   std::string log_level = "info";
+  std::string dcgm_lib;
+  std::string nvml_lib;
+  bool no_nvml = false;
 };
 
 bool is_ip_literal(const std::string& s) {
@@ -81,6 +84,11 @@ int main(int argc, char** argv) {
                  "Withhold a sensor whose last good reading is older than this")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--dcgm-lib", o.dcgm_lib,
+                 "DCGM library to load (default: libdcgm.so.4, .so.3, then .so)");
+  app.add_option("--nvml-lib", o.nvml_lib,
+                 "NVML library to load (default: libnvidia-ml.so.1, then .so)");
+  app.add_flag("--no-nvml", o.no_nvml, "Do not serve NVML superchip module power");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -105,10 +113,21 @@ int main(int argc, char** argv) {
   ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval = std::chrono::milliseconds(o.read_interval_ms);
   ladder.max_age = std::chrono::milliseconds(static_cast<long>(o.max_age_s * 1000.0));
+  ladder.dcgm.library = o.dcgm_lib;
+  ladder.dcgm.max_age = ladder.max_age;
   auto resolved = sources::resolve_source(ladder);
   if (!resolved.error.empty()) return fail(resolved.error);
 
-  exporter::Service service(std::move(resolved), kVersion);
+  std::unique_ptr<sources::NvmlModuleReader> nvml;
+  if (!o.no_nvml) {
+    sources::NvmlOptions n;
+    n.library = o.nvml_lib;
+    n.pci_root = o.pci_root;
+    n.cpu_sockets = resolved.cpu_sockets();
+    nvml = std::make_unique<sources::NvmlModuleReader>(std::move(n));
+    nvml->start();
+  }
+  exporter::Service service(std::move(resolved), std::move(nvml), kVersion);
   exporter::HttpServer server;
   std::string error;
   if (!server.start(
@@ -130,6 +149,6 @@ int main(int argc, char** argv) {
     exit_now(0);
   }).detach();
   server.stop();
-  if (service.source().acpi) service.source().acpi->stop(std::chrono::milliseconds(500));
+  service.stop(std::chrono::milliseconds(500));
   exit_now(0);
 }

@@ -104,9 +104,9 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
   daemon_ = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0), 0,
       nullptr, nullptr, &HttpServerAccess::answer, this, MHD_OPTION_LISTEN_SOCKET, listen_fd_,
-      MHD_OPTION_CONNECTION_LIMIT, limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-      limits.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
-      MHD_OPTION_END);
+      MHD_OPTION_THREAD_POOL_SIZE, limits.threads, MHD_OPTION_CONNECTION_LIMIT,
+      limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, limits.connection_timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit, MHD_OPTION_END);
   if (!daemon_) {
     *error = "start HTTP server on " + address_ + ": libmicrohttpd refused the configuration";
     ::close(listen_fd_);

@@ -1,7 +1,7 @@
 #pragma once
-// A small HTTP/1.1 server on libmicrohttpd: one epoll polling thread, bounded connections,
+// A small HTTP/1.1 server on libmicrohttpd: a small pool of epoll threads, bounded connections,
 // per-connection timeout and a request-header size limit answered with a 4xx. Handlers
-// must be fast and non-blocking: they run on the polling thread.
+// must be fast and non-blocking: they run on the polling threads.
 
 #include <cstdint>
 #include <functional>
@@ -22,6 +22,7 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(std::string_view method, std::string_view path)>;
 
 struct HttpLimits {
+  unsigned threads = 2;  // epoll threads sharing the listening socket
   unsigned connection_limit = 64;
   unsigned connection_timeout_s = 5;
   std::size_t header_limit_bytes = 8192;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "sources/acpi_reader.hpp"
+#include "sources/dcgm.hpp"
+#include "sources/nvml.hpp"
 
 namespace cpupower::exporter {
 
@@ -20,6 +22,30 @@ inline constexpr std::string_view kAcpiHelp = "Grace CPU power rail reading from
 void render_acpi_family(std::string& out, const std::vector<sources::AcpiChannel>& channels,
                         const std::vector<sources::ChannelReading>& readings);
 
+inline constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
+inline constexpr std::string_view kDcgmHelp =
+    "Grace CPU power via DCGM CPU-entity fields (W): field_id=1130 is the CPU rail (ACPI 'CPU "
+    "Power Socket N'), 1132 the SysIO rail; DCGM has no socket-envelope field.";
+inline constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
+inline constexpr std::string_view kNvmlHelp =
+    "Superchip module power from NVML field 185 (1 s average) at module scope (W): Grace, its "
+    "GPUs and the rest of the module; the mean of the socket's GPUs, never to be added to GPU "
+    "power.";
+
+// cpu_power_dcgm_watts{socket,field_id,source="dcgm"}: one sample per (entity, field) holding
+// a fresh value, entity-major with 1130 first per entity.
+void render_dcgm_family(std::string& out, const std::vector<sources::DcgmRow>& rows,
+                        const std::vector<sources::ChannelReading>& readings);
+
+// cpu_power_nvml_watts{type="module",socket,gpus,source="nvml"}: one sample per socket.
+void render_nvml_family(std::string& out, const std::vector<sources::ModuleSample>& samples);
+
+// One sensor row of the self metrics: its escaped label text and its reading.
+struct SelfRow {
+  std::string label_text;
+  sources::ChannelReading reading;
+};
+
 struct SelfStats {
   std::string_view version;
   std::string_view source;  // resolved mode
@@ -28,8 +54,7 @@ struct SelfStats {
 
 // cpu_power_exporter_* families: info, per-sensor sample age, read duration, read counters,
 // stale flags, scrapes served.
-void render_self_metrics(std::string& out, const std::vector<sources::AcpiChannel>& channels,
-                         const std::vector<sources::ChannelReading>& readings,
+void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats);
 
 }  // namespace cpupower::exporter

@@ -49,13 +49,13 @@ AcpiRung try_acpi(const LadderOptions& options) {
   const auto started = Clock::now();
   reader->start();
   // The probe reads through the reader threads, so a hung total only costs the deadline.
-  std::size_t live = reader->wait_live(totals, started, started + options.max_age);
+  std::size_t live = reader->table().wait_live(totals, started, started + options.max_age);
   constexpr int kProbes = 2;
   if (live == 0) {
     log->debug("no ACPI socket-total sensor reads positive; retrying probe attempt=1");
     std::this_thread::sleep_for(options.probe_retry_delay);
     const auto retry = Clock::now();
-    live = reader->wait_live(totals, retry, retry + options.max_age);
+    live = reader->table().wait_live(totals, retry, retry + options.max_age);
   }
   if (live == 0) {
     reader->stop(std::chrono::milliseconds(200));
@@ -97,16 +97,38 @@ ResolvedSource resolve_source(const LadderOptions& options) {
     reasons.push_back("ACPI: " + acpi.reason);
   }
 
-  // The DCGM rungs (fields 1130 + 1132, then 1130 alone) are not part of this build yet.
-  const std::string dcgm_reason =
-      "DCGM unavailable: the DCGM source is not built into this exporter";
-  if (options.request == SourceRequest::dcgm) {
-    out.error = dcgm_reason;
+  auto dcgm = try_dcgm(options.dcgm);
+  if (dcgm.reader) {
+    dcgm.reader->start();
+    out.mode = "dcgm";
+    out.dcgm = std::move(dcgm.reader);
     return out;
   }
-  reasons.push_back(dcgm_reason);
+  if (options.request == SourceRequest::dcgm) {
+    out.error = dcgm.reason;
+    return out;
+  }
+  reasons.push_back("DCGM: " + dcgm.reason);
   out.error = "no CPU power source could be established: ";
   for (std::size_t i = 0; i < reasons.size(); ++i) out.error += (i ? "; " : "") + reasons[i];
+  return out;
+}
+
+}  // namespace cpupower::sources
+
+namespace cpupower::sources {
+
+std::set<std::uint32_t> ResolvedSource::cpu_sockets() const {
+  std::set<std::uint32_t> out;
+  if (acpi) {
+    for (const auto& c : acpi->channels()) {
+      if (c.cls.kind != rails::Kind::total) continue;
+      if (const auto s = rails::socket_index(c.cls.socket)) out.insert(*s);
+    }
+  }
+  if (dcgm) {
+    for (const auto& r : dcgm->rows()) out.insert(r.entity);
+  }
   return out;
 }
 

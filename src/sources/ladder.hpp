@@ -3,16 +3,19 @@
 // prove itself before it is used: a node can expose channels that never report, and
 // publishing them would integrate to 0 J and pass for a measurement.
 //
-// auto: ACPI, live -> DCGM (a later rung) -> failure with the reasons of every rung.
+// auto: ACPI, live -> DCGM 1130 + 1132 -> DCGM 1130 alone -> failure with the reasons of
+// every rung. --source acpi and --source dcgm run only their own rungs.
 
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sources/acpi_reader.hpp"
+#include "sources/dcgm.hpp"
 
 namespace cpupower::sources {
 
@@ -25,6 +28,7 @@ struct LadderOptions {
   std::chrono::milliseconds read_interval{100};
   std::chrono::milliseconds max_age{3000};
   std::chrono::milliseconds probe_retry_delay{1000};
+  DcgmOptions dcgm;
 };
 
 // The outcome of the ACPI rung alone: a running reader, or the reason it is unusable.
@@ -40,9 +44,13 @@ struct AcpiRung {
 AcpiRung try_acpi(const LadderOptions& options);
 
 struct ResolvedSource {
-  std::string mode;                  // "acpi"
+  std::string mode;                  // "acpi" or "dcgm"
   std::unique_ptr<AcpiReader> acpi;  // set when mode == "acpi"
+  std::unique_ptr<DcgmReader> dcgm;  // set when mode == "dcgm"
   std::string error;                 // set when no source could be established
+
+  // The sockets the base source publishes power for (ACPI totals, DCGM entities).
+  std::set<std::uint32_t> cpu_sockets() const;
 };
 
 // Walks the ladder, logging each rung's outcome and every step down at WARN.

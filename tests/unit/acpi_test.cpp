@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <thread>
 
+#include "sim/sim_node.hpp"
 #include "sources/acpi_discovery.hpp"
 #include "sources/acpi_reader.hpp"
 #include "sources/ladder.hpp"
@@ -316,6 +320,55 @@ TEST(Ladder, ExplicitDcgmNeverConsultsAcpi) {
   auto a = resolve_source(o);
   EXPECT_TRUE(reader_waiting(t.path("hwmon2/power1_average")));
   answer(t.path("hwmon2/power1_average"), "1\n");
+}
+
+}  // namespace
+}  // namespace cpupower::sources
+
+// Discovery over the simulator's trees: every profile in both kernel layouts.
+namespace cpupower::sources {
+namespace {
+
+std::string real(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? buf : p;
+}
+
+TEST(AcpiDiscoveryOnSimulatedNodes, EveryProfileInBothLayouts) {
+  for (auto profile : {sim::Profile::gb200, sim::Profile::gh200, sim::Profile::platform_uw}) {
+    for (auto layout : {sim::Layout::modern, sim::Layout::legacy}) {
+      cpupower::testing::TestTree t;
+      sim::SimOptions o;
+      o.root = t.path("node");
+      o.profile = profile;
+      o.layout = layout;
+      o.model = sim::Model::constant;
+      o.noise = false;
+      o.once = true;
+      sim::SimNode node(o);
+      std::string error;
+      ASSERT_TRUE(node.start(&error)) << error;
+      const auto d = discover_acpi(o.root);
+      const auto& want = node.channels();
+      ASSERT_EQ(d.channels.size(), want.size())
+          << sim::profile_name(profile) << "/" << sim::layout_name(layout);
+      for (const auto& w : want) {
+        const auto it = std::find_if(d.channels.begin(), d.channels.end(),
+                                     [&](const AcpiChannel& c) { return c.hwmon == w.hwmon; });
+        ASSERT_NE(it, d.channels.end()) << w.hwmon;
+        EXPECT_EQ(it->cls.kind, w.kind) << w.oem_info;
+        EXPECT_EQ(rails::socket_index(it->cls.socket), w.socket) << w.oem_info;
+        EXPECT_EQ(it->oem_info, w.oem_info);
+        EXPECT_EQ(real(it->value_path), w.value_path);
+        const auto r = read_power_file(it->value_path);
+        ASSERT_TRUE(r.watts) << r.problem;
+        EXPECT_NEAR(*r.watts, *node.current_watts(w.key), 1e-6);
+      }
+      // Numeric order: hwmon2 and hwmon3 come before hwmon10.
+      EXPECT_EQ(d.channels[0].hwmon, "hwmon2");
+      EXPECT_EQ(d.channels[2].hwmon, "hwmon10");
+    }
+  }
 }
 
 }  // namespace

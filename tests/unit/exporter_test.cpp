@@ -51,7 +51,7 @@ TEST(ExporterRender, HeaderOnlyWithoutReadings) {
 TEST(ExporterService, RoutesLikeTheReference) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
-  Service s(acpi_source(t), "9.9.9");
+  Service s(acpi_source(t), nullptr, "9.9.9");
   auto r = s.handle("GET", "/health");
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.body, "ok\n");
@@ -83,7 +83,7 @@ TEST(ExporterService, RoutesLikeTheReference) {
 TEST(ExporterService, BaseFamilyComesBeforeTheSelfMetrics) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
-  Service s(acpi_source(t), "1");
+  Service s(acpi_source(t), nullptr, "1");
   const auto body = s.render_metrics();
   EXPECT_EQ(body.rfind("# HELP cpu_power_acpi_watts ", 0), 0u);
   EXPECT_LT(body.find("cpu_power_acpi_watts{"), body.find("cpu_power_exporter_"));

@@ -1,0 +1,77 @@
+#pragma once
+// DCGM CPU-entity power (fields 1130 CPU rail and 1132 SysIO), loaded with dlopen. DCGM has
+// no CPU power backend of its own: its sysmon module reads the same ACPI hwmon channels by
+// label, so 1130 is the CPU rail, about half of the socket envelope ACPI reports.
+//
+// The session owns the library handle, the DCGM handle (a running host engine, else an
+// embedded one), the entity group and the field group, and undoes each on every path. Reads
+// run on a poller thread into a SampleTable; scrapes never call DCGM.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sources/sample_table.hpp"
+
+namespace cpupower::sources {
+
+struct DcgmOptions {
+  std::string library;  // empty: libdcgm.so.4, then .so.3, then .so
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds poll_interval{100};
+  std::chrono::milliseconds max_age{3000};
+};
+
+struct DcgmRow {
+  std::uint32_t entity = 0;  // DCGM CPU entity id, published as `socket`
+  std::uint16_t field = 0;
+};
+
+// One value of a read: watts, or why there is none (non-OK status, blank, not positive).
+struct DcgmValue {
+  std::optional<double> watts;
+  std::string problem;
+};
+
+class DcgmSession;
+
+class DcgmReader {
+ public:
+  DcgmReader(std::unique_ptr<DcgmSession> session, std::chrono::milliseconds poll_interval,
+             std::chrono::milliseconds max_age);
+  ~DcgmReader();
+  DcgmReader(const DcgmReader&) = delete;
+  DcgmReader& operator=(const DcgmReader&) = delete;
+
+  void start();
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
+
+  // Entity-major, 1130 first per entity (old collectors take the first sample per socket).
+  const std::vector<DcgmRow>& rows() const;
+  std::vector<std::uint16_t> fields() const;
+  std::vector<ChannelReading> snapshot(SteadyTime now = std::chrono::steady_clock::now()) const;
+
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+struct DcgmRung {
+  std::unique_ptr<DcgmReader> reader;
+  std::string reason;
+};
+
+// Both DCGM rungs of the ladder: watch 1130 + 1132, or 1130 alone when the library refuses
+// the pair (WARN); accepted only when some CPU entity returns a positive 1130 on a first
+// read. A live 1132 alone never vouches: it would publish soc_w with no power_w.
+DcgmRung try_dcgm(const DcgmOptions& options);
+
+// Value rules, exposed for tests: non-OK status, DCGM blanks (>= 2^47 for doubles),
+// non-finite and non-positive values are missing.
+DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl, std::int64_t i64);
+
+}  // namespace cpupower::sources

@@ -1,0 +1,71 @@
+#pragma once
+// Superchip module power from NVML: field 185 (NVML_FI_DEV_POWER_AVERAGE, a 1 s average) at
+// module scope, the value nvidia-smi prints as module.power.draw.average. Each GPU of a
+// module reports the whole module (Grace + its GPUs + the rest), so a socket's value is the
+// mean of its GPUs' readings, withheld when they disagree by more than 5 % of that mean.
+//
+// Loading, initialization and reads all run on a background thread: NVML calls can block,
+// and scrapes must not wait for them. An independent watchdog warns once when
+// initialization takes longer than 3 s or readings go missing or stale, and logs recovery
+// at INFO, whether or not anyone scrapes.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cpupower::sources {
+
+struct NvmlOptions {
+  std::string library;  // empty: libnvidia-ml.so.1, then libnvidia-ml.so
+  std::string pci_root = "/sys/bus/pci/devices";
+  std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds max_age{3000};
+  std::chrono::milliseconds slow_init{3000};
+  double max_disagreement = 0.05;       // of the mean
+  std::set<std::uint32_t> cpu_sockets;  // sockets of the base source, for the startup check
+};
+
+struct ModuleSample {
+  std::uint32_t socket = 0;
+  std::vector<unsigned> gpus;  // ascending
+  double watts = 0;
+  double age_s = 0;
+};
+
+// The Grace socket of a GPU: <pci_root>/<bus id in lower case>/numa_node, a non-negative
+// integer. nullopt when missing, unparsable or -1.
+std::optional<std::uint32_t> socket_of_bus_id(const std::string& pci_root,
+                                              const std::string& bus_id);
+
+// The mean of one socket's GPU readings, or nullopt when they disagree by more than
+// `max_disagreement` of that mean (max - min > max_disagreement * mean).
+std::optional<double> agreeing_mean(const std::vector<double>& watts, double max_disagreement);
+
+class NvmlModuleReader {
+ public:
+  explicit NvmlModuleReader(NvmlOptions options);
+  ~NvmlModuleReader();
+  NvmlModuleReader(const NvmlModuleReader&) = delete;
+  NvmlModuleReader& operator=(const NvmlModuleReader&) = delete;
+
+  void start();
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
+
+  // False once NVML was found unusable (library, init, or no GPU on a socket): the family
+  // is then omitted for the process lifetime.
+  bool available() const;
+  // Sockets with a fresh, agreeing reading, ascending.
+  std::vector<ModuleSample> snapshot(
+      std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const;
+
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace cpupower::sources

@@ -1,0 +1,174 @@
+#include "sources/sample_table.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/log.hpp"
+
+namespace cpupower::sources {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+struct Row {
+  std::optional<double> watts;
+  SteadyTime read_at{};
+  SteadyTime last_start{};
+  bool completed_any = false;
+  std::optional<double> read_duration_s;
+  std::uint64_t reads_total = 0;
+  std::uint64_t read_errors_total = 0;
+  std::string last_problem;
+  bool stale_logged = false;
+};
+}  // namespace
+
+struct SampleTable::State {
+  std::vector<std::string> sensors;
+  std::chrono::milliseconds max_age;
+  std::string log_target;
+  std::string what;
+  SteadyTime started_at = Clock::now();
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable changed;
+  std::vector<Row> rows;
+  bool watchdog_running = false;
+  bool stopping = false;
+
+  bool is_stale(const Row& r, SteadyTime now) const {
+    if (r.watts) return now - r.read_at > max_age;
+    return now - started_at > max_age;  // never had a value although it should have by now
+  }
+};
+
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+void watchdog(std::shared_ptr<SampleTable::State> st, std::chrono::milliseconds period) {
+  auto log = common::logger(st->log_target);
+  std::unique_lock lock(st->mutex);
+  while (!st->changed.wait_for(lock, period, [&] { return st->stopping; })) {
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < st->rows.size(); ++i) {
+      auto& r = st->rows[i];
+      const bool stale = st->is_stale(r, now);
+      const auto problem = r.completed_any ? r.last_problem : std::string("read still in progress");
+      if (stale && !r.stale_logged) {
+        r.stale_logged = true;
+        if (r.watts) {
+          log->warn(
+              "{} is stale; withholding it sensor={} age_s={:.3f} max_age_s={:.3f} last_problem={}",
+              st->what, st->sensors[i], seconds(now - r.read_at), seconds(st->max_age),
+              common::quoted(problem));
+        } else {
+          log->warn("no {} yet; withholding the sensor sensor={} waited_s={:.3f} last_problem={}",
+                    st->what, st->sensors[i], seconds(now - st->started_at),
+                    common::quoted(problem));
+        }
+      } else if (!stale && r.stale_logged) {
+        r.stale_logged = false;
+        log->info("{} fresh again; publishing it sensor={}", st->what, st->sensors[i]);
+      }
+    }
+  }
+  st->watchdog_running = false;
+  st->changed.notify_all();
+}
+
+}  // namespace
+
+SampleTable::SampleTable(std::vector<std::string> sensors, std::chrono::milliseconds max_age,
+                         std::string log_target, std::string what)
+    : state_(std::make_shared<State>()) {
+  state_->rows.resize(sensors.size());
+  state_->sensors = std::move(sensors);
+  state_->max_age = max_age;
+  state_->log_target = std::move(log_target);
+  state_->what = std::move(what);
+}
+
+SampleTable::~SampleTable() {
+  stop();
+}
+
+void SampleTable::start_watchdog(std::chrono::milliseconds period) {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->started_at = Clock::now();
+    state_->watchdog_running = true;
+  }
+  std::thread(watchdog, state_, period).detach();
+}
+
+void SampleTable::stop() {
+  std::unique_lock lock(state_->mutex);
+  state_->stopping = true;
+  state_->changed.notify_all();
+  state_->changed.wait_for(lock, std::chrono::seconds(1),
+                           [&] { return !state_->watchdog_running; });
+}
+
+void SampleTable::record(std::size_t i, std::optional<double> watts, SteadyTime t0, SteadyTime t1,
+                         const std::string& problem) {
+  std::lock_guard lock(state_->mutex);
+  auto& r = state_->rows[i];
+  r.reads_total++;
+  r.completed_any = true;
+  r.last_start = t0;
+  r.read_duration_s = seconds(t1 - t0);
+  if (watts) {
+    r.watts = watts;
+    r.read_at = t0 + (t1 - t0) / 2;
+  } else {
+    r.read_errors_total++;
+  }
+  r.last_problem = problem;
+  state_->changed.notify_all();
+}
+
+std::size_t SampleTable::size() const {
+  return state_->rows.size();
+}
+
+std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<ChannelReading> out(state_->rows.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto& r = state_->rows[i];
+    auto& o = out[i];
+    o.reads_total = r.reads_total;
+    o.read_errors_total = r.read_errors_total;
+    o.read_duration_s = r.read_duration_s;
+    o.stale = state_->is_stale(r, now);
+    if (r.watts) {
+      o.age_s = std::max(0.0, seconds(now - r.read_at));
+      if (!o.stale) o.watts = r.watts;
+    }
+  }
+  return out;
+}
+
+std::size_t SampleTable::wait_live(const std::vector<std::size_t>& rows, SteadyTime since,
+                                   SteadyTime deadline) const {
+  std::unique_lock lock(state_->mutex);
+  state_->changed.wait_until(lock, deadline, [&] {
+    return std::all_of(rows.begin(), rows.end(), [&](std::size_t i) {
+      const auto& r = state_->rows[i];
+      return r.completed_any && r.last_start >= since;
+    });
+  });
+  std::size_t live = 0;
+  for (auto i : rows) {
+    const auto& r = state_->rows[i];
+    if (r.watts && r.read_at >= since) live++;
+  }
+  return live;
+}
+
+}  // namespace cpupower::sources

@@ -1,0 +1,58 @@
+#pragma once
+// The last good value of each sensor with the time it was read, shared by every source's
+// background readers and read by scrapes. A watchdog thread withholds a value once it is
+// older than max_age (WARN once; INFO when a fresh value returns), whether or not anyone
+// scrapes, so a wedged read shows as a gap instead of a frozen number.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpupower::sources {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct ChannelReading {
+  std::optional<double> watts;            // last good value, present only while fresh
+  std::optional<double> age_s;            // age of the last good value (also when stale)
+  std::optional<double> read_duration_s;  // duration of the last completed read
+  std::uint64_t reads_total = 0;
+  std::uint64_t read_errors_total = 0;  // reads that gave no value
+  bool stale = false;                   // had a value, or should have by now, and it is too old
+};
+
+class SampleTable {
+ public:
+  // `sensors` name the rows in log lines; `what` names the reading ("ACPI reading").
+  SampleTable(std::vector<std::string> sensors, std::chrono::milliseconds max_age,
+              std::string log_target, std::string what);
+  ~SampleTable();
+  SampleTable(const SampleTable&) = delete;
+  SampleTable& operator=(const SampleTable&) = delete;
+
+  void start_watchdog(std::chrono::milliseconds period);
+  void stop();  // stops the watchdog; records keep working
+
+  // One completed read of row `i` that started at t0 and ended at t1: a value, or none with
+  // the reason. The value is taken as read at the midpoint.
+  void record(std::size_t i, std::optional<double> watts, SteadyTime t0, SteadyTime t1,
+              const std::string& problem = {});
+
+  std::size_t size() const;
+  std::vector<ChannelReading> snapshot(SteadyTime now = std::chrono::steady_clock::now()) const;
+
+  // Waits until each row in `rows` has completed a read that started at or after `since`,
+  // or until `deadline`; returns how many then hold a value read since `since`.
+  std::size_t wait_live(const std::vector<std::size_t>& rows, SteadyTime since,
+                        SteadyTime deadline) const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace cpupower::sources
