@@ -1,0 +1,181 @@
+// cpu-power scrape: the head-node collector on its own. Scrapes the given exporters until the
+// duration ends or SIGINT/SIGTERM, then finalizes DIR/samples.csv and DIR/cpu_manifest.json.
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "apps/cpu-power/commands.hpp"
+#include "common/log.hpp"
+#include "common/signals.hpp"
+#include "common/text.hpp"
+#include "scrape/collector.hpp"
+
+namespace cpupower::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct ScrapeArgs {
+  std::vector<std::string> endpoints;
+  std::string endpoints_file;
+  std::string out;
+  std::int64_t interval_ms = 1000;
+  double request_timeout_s = 2.0;
+  double duration_s = 0.0;
+};
+
+struct ScrapePlan {
+  std::vector<scrape::Endpoint> endpoints;
+  scrape::CollectorOptions options;
+  std::optional<milliseconds> duration;
+};
+
+// Everything CLI11 cannot check by itself; thrown as usage errors (exit 2).
+ScrapePlan to_plan(const ScrapeArgs& args) {
+  ScrapePlan plan;
+  for (const auto& spec : args.endpoints) {
+    std::string error;
+    auto endpoint = scrape::parse_endpoint(spec, &error);
+    if (!endpoint) throw CLI::ValidationError("--endpoint", error);
+    plan.endpoints.push_back(std::move(*endpoint));
+  }
+  if (!args.endpoints_file.empty()) {
+    std::string error;
+    const auto text = common::read_small_file(args.endpoints_file, &error, 16u << 20);
+    if (!text) {
+      throw CLI::ValidationError("--endpoints-file",
+                                 "cannot read " + args.endpoints_file + ": " + error);
+    }
+    auto endpoints = scrape::parse_endpoints_text(*text, &error);
+    if (!endpoints)
+      throw CLI::ValidationError("--endpoints-file", args.endpoints_file + " " + error);
+    for (auto& e : *endpoints) plan.endpoints.push_back(std::move(e));
+  }
+  if (plan.endpoints.empty()) {
+    throw CLI::ValidationError(
+        "--endpoint", "no endpoints: give --endpoint HOST=ADDR:PORT or --endpoints-file F");
+  }
+  std::set<std::string> hosts;
+  for (const auto& e : plan.endpoints) {
+    if (!hosts.insert(e.hostname).second) {
+      throw CLI::ValidationError("--endpoint", "hostname '" + e.hostname +
+                                                   "' given more than once (rows are keyed by it)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(args.out, ec);
+  if (ec || !std::filesystem::is_directory(args.out)) {
+    throw CLI::ValidationError("--out", "cannot create directory " + args.out + ": " +
+                                            (ec ? ec.message() : "not a directory"));
+  }
+  plan.options.out_dir = args.out;
+  plan.options.collect_interval = milliseconds(args.interval_ms);
+  plan.options.request_timeout =
+      milliseconds(static_cast<std::int64_t>(args.request_timeout_s * 1000.0 + 0.5));
+  if (plan.options.request_timeout.count() <= 0) {
+    throw CLI::ValidationError("--request-timeout-s", "must be at least 0.001 s");
+  }
+  if (args.duration_s > 0) {
+    plan.duration = milliseconds(static_cast<std::int64_t>(args.duration_s * 1000.0 + 0.5));
+  }
+  return plan;
+}
+
+std::string status_text(const scrape::CollectorStats& stats) {
+  std::uint64_t missed = 0;
+  for (const auto& n : stats.nodes) missed += n.missed_slots;
+  const auto failing = stats.nodes_failing();
+  const auto ok = stats.nodes_ok();
+  return fmt::format("rows written {}, nodes ok {} / failing {}{}, missed slots {}",
+                     stats.rows_written, ok, failing,
+                     ok + failing < stats.nodes.size()
+                         ? fmt::format(" / waiting {}", stats.nodes.size() - ok - failing)
+                         : std::string(),
+                     missed);
+}
+
+int run_scrape(const ScrapePlan& plan) {
+  // Before any thread exists, so that the signals wait for us instead of killing the
+  // process between two rows.
+  common::block_shutdown_signals();
+  auto log = common::logger("cpu_power::scrape");
+  scrape::Collector collector(plan.endpoints, plan.options);
+  std::string error;
+  if (!collector.start(&error)) {
+    std::cerr << "Error: " << error << std::endl;
+    return 1;
+  }
+
+  // On a terminal, one status line redrawn in place; elsewhere (srun's .out files) a log
+  // line now and then, since carriage returns make a mess of a file.
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  const milliseconds redraw = tty ? milliseconds(250) : milliseconds(10000);
+  const auto started = Clock::now();
+  std::string reason = "duration";
+  while (true) {
+    auto wait = redraw;
+    if (plan.duration) {
+      const auto left = std::chrono::ceil<milliseconds>(*plan.duration - (Clock::now() - started));
+      if (left.count() <= 0) break;
+      wait = std::min(wait, left);
+    }
+    if (const int sig = common::wait_shutdown_signal(wait)) {
+      reason = common::signal_name(sig);
+      break;
+    }
+    const auto text = status_text(collector.stats());
+    if (tty) {
+      std::fputs(("\r\033[K" + text).c_str(), stdout);
+      std::fflush(stdout);
+    } else if (!plan.duration || Clock::now() - started < *plan.duration) {
+      log->info("status {}", text);
+    }
+  }
+  if (tty) {
+    std::fputs("\r\033[K", stdout);
+    std::fflush(stdout);
+  }
+  log->info("stopping reason={}", reason);
+  if (!collector.stop_and_finalize(&error))
+    log->warn("finalize incomplete error={}", common::quoted(error));
+  log->info("finished {} samples={} manifest={}", status_text(collector.stats()),
+            collector.samples_path(), collector.manifest_path());
+  return 0;  // best-effort: a collection problem never fails the caller
+}
+
+}  // namespace
+
+void add_scrape_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ScrapeArgs>();
+  auto* cmd = app.add_subcommand("scrape", "Scrape exporters into samples.csv and a manifest");
+  cmd->add_option("--endpoint", args->endpoints,
+                  "HOST=ADDR:PORT of one exporter, ADDR may be [IPv6] (repeatable)");
+  cmd->add_option("--endpoints-file", args->endpoints_file,
+                  "File with one HOST=ADDR:PORT per line; # starts a comment");
+  cmd->add_option("--out", args->out, "Directory for samples.csv and cpu_manifest.json (created)")
+      ->required();
+  cmd->add_option("--interval-ms", args->interval_ms, "Scrape interval per endpoint")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600000}))
+      ->capture_default_str();
+  cmd->add_option("--request-timeout-s", args->request_timeout_s,
+                  "Deadline per request, connect and read together")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--duration-s", args->duration_s,
+                  "Stop after this many seconds (default: SIGINT/SIGTERM)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([&action, args] {
+    auto plan = std::make_shared<ScrapePlan>(to_plan(*args));
+    action = [plan] { return run_scrape(*plan); };
+  });
+}
+
+}  // namespace cpupower::app

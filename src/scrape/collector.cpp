@@ -1,0 +1,896 @@
+#include "scrape/collector.hpp"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <queue>
+#include <set>
+
+#include "artifacts/cpu_manifest.hpp"
+#include "artifacts/cpu_samples.hpp"
+#include "common/log.hpp"
+#include "common/version.hpp"
+
+namespace cpupower::scrape {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Slots of different endpoints are at least this far apart, or together; and only spread
+// over the interval at all above this many endpoints (see Loop::run).
+constexpr milliseconds kMinPhaseGap{5};
+constexpr std::size_t kSpreadAbove = 64;
+
+// Endpoints per libcurl multi handle. libcurl 7.88 walks its whole connection cache each
+// time a transfer is removed (looking for CONNECT_ONLY connections), so one multi for a
+// thousand kept-alive connections costs a thousand steps per scrape; shards bound that.
+constexpr std::size_t kShardSize = 64;
+
+double to_unix_s(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string join_path(const std::string& dir, std::string_view name) {
+  if (dir.empty()) return std::string(name);
+  return dir.back() == '/' ? dir + std::string(name) : dir + "/" + std::string(name);
+}
+
+// Logs a failing thing without flooding: the first failure of each reason right away, then
+// at most one line per interval with how many failed since, and one line on recovery when
+// the failure had been announced.
+class RateLimitedLog {
+ public:
+  // Returns true when a line should be written now; `since` receives the failures that
+  // went unlogged since the previous line.
+  bool on_failure(std::string_view reason, Clock::time_point now, milliseconds interval,
+                  std::uint64_t* since) {
+    ++streak_;
+    ++unlogged_;
+    const bool new_reason = reasons_.insert(std::string(reason)).second;
+    if (!new_reason && last_line_ && now - *last_line_ < interval) return false;
+    *since = unlogged_;
+    unlogged_ = 0;
+    last_line_ = now;
+    announced_ = true;
+    return true;
+  }
+  // Returns true when the recovery should be logged; `streak` receives the failures it ends.
+  bool on_success(Clock::time_point now, std::uint64_t* streak) {
+    const bool log = streak_ > 0 && announced_;
+    *streak = streak_;
+    if (log) last_line_ = now;
+    streak_ = 0;
+    unlogged_ = 0;
+    announced_ = false;
+    return log;
+  }
+
+ private:
+  std::set<std::string> reasons_;
+  std::optional<Clock::time_point> last_line_;
+  std::uint64_t streak_ = 0;
+  std::uint64_t unlogged_ = 0;
+  bool announced_ = false;
+};
+
+bool is_ip_literal(const std::string& address) {
+  unsigned char buf[sizeof(in6_addr)];
+  const std::string bare = address.substr(0, address.find('%'));  // an IPv6 zone id
+  return ::inet_pton(AF_INET, bare.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, bare.c_str(), buf) == 1;
+}
+
+std::string_view reason_of(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return kReasonResolve;
+    case CURLE_COULDNT_CONNECT:
+      return kReasonConnect;
+    case CURLE_OPERATION_TIMEDOUT:
+      return kReasonTimeout;
+    case CURLE_FILESIZE_EXCEEDED:
+      return kReasonBodyTooLarge;
+    default:
+      return kReasonTransport;
+  }
+}
+
+}  // namespace
+
+std::size_t CollectorStats::nodes_ok() const {
+  return static_cast<std::size_t>(
+      std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.last_ok == true; }));
+}
+
+std::size_t CollectorStats::nodes_failing() const {
+  return static_cast<std::size_t>(
+      std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.last_ok == false; }));
+}
+
+// Everything the loop thread shares with the caller. Held through a shared pointer so that
+// a loop left behind by a join timeout still owns what it touches.
+struct detail::CollectorState {
+  std::vector<Endpoint> endpoints;
+  CollectorOptions options;
+  std::string samples_path;
+  std::string manifest_path;
+  std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::collector");
+  std::optional<double> started_at_unix;
+
+  mutable std::mutex stats_mutex;
+  std::vector<NodeStats> nodes;
+  std::uint64_t rows_dropped_unopened = 0;  // rows with no writer to take them
+
+  std::mutex writer_mutex;
+  std::unique_ptr<artifacts::CpuSamplesWriter> writer;
+  bool writer_closed = false;  // finalize closed it for good; never reopen
+
+  std::atomic<bool> stop_requested{false};
+  int wake_fd = -1;  // eventfd in the loop's epoll set: stop() writes to it
+
+  CollectorState() = default;
+  CollectorState(const CollectorState&) = delete;
+  CollectorState& operator=(const CollectorState&) = delete;
+  ~CollectorState() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+};
+
+namespace {
+
+// One endpoint's request state; lives at a fixed address for libcurl's callbacks.
+struct Transfer {
+  CURL* easy = nullptr;
+  std::size_t shard = 0;
+  std::string url;
+  std::string body;
+  std::size_t max_body_bytes = 0;
+  bool over_cap = false;
+  bool in_flight = false;
+  bool final_cycle = false;
+  Clock::time_point next_slot;
+  Clock::time_point slot;
+  Clock::time_point started;
+  std::chrono::system_clock::time_point started_wall;
+  char curl_error[CURL_ERROR_SIZE] = {};
+  // What was last written for the node, to tell a repeated scrape from a new reading.
+  std::optional<std::uint64_t> written_fingerprint;
+  std::optional<double> written_read_unix;  // when the exporter reported sample ages
+  double written_round_trip_s = 0;
+  RateLimitedLog failures;
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::size_t n = size * count;
+  if (t->body.size() + n > t->max_body_bytes) {
+    t->over_cap = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  t->body.append(data, n);
+  return n;
+}
+
+class Loop;
+
+// A libcurl multi handle and the endpoints it carries (see kShardSize).
+struct Shard {
+  Loop* loop = nullptr;
+  std::size_t index = 0;
+  CURLM* multi = nullptr;
+  std::optional<Clock::time_point> deadline;  // when libcurl wants its timers run
+};
+
+// The event loop: libcurl multi handles driven by socket_action over one epoll set, so each
+// wake-up touches only the transfers with activity (curl_multi_perform would visit every
+// transfer and poll each socket again), plus a heap of per-endpoint slots.
+class Loop {
+ public:
+  explicit Loop(std::shared_ptr<detail::CollectorState> state)
+      : s_(std::move(state)), transfers_(s_->endpoints.size()) {}
+
+  ~Loop() {
+    // In this order: removing handles and closing connections still calls on_socket.
+    for (auto& t : transfers_) {
+      if (!t.easy) continue;
+      if (t.in_flight) curl_multi_remove_handle(shards_[t.shard].multi, t.easy);
+      curl_easy_cleanup(t.easy);
+    }
+    for (auto& shard : shards_) {
+      if (shard.multi) curl_multi_cleanup(shard.multi);
+    }
+    if (ep_ >= 0) ::close(ep_);
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  bool setup(std::string* error);
+  void run();
+
+ private:
+  using Slot = std::pair<Clock::time_point, std::size_t>;
+
+  static int on_socket(CURL* easy, curl_socket_t fd, int what, void* shard, void* known);
+  static int on_timer(CURLM* multi, long timeout_ms, void* shard);
+
+  milliseconds interval() const { return s_->options.collect_interval; }
+  void fire_due_slots(Clock::time_point now);
+  void start_transfer(std::size_t i, Clock::time_point slot);
+  void run_curl_timers();
+  void wait_for_events(Clock::time_point until);
+  void handle_event(const epoll_event& ev);
+  void drive(Shard& shard, curl_socket_t fd, int mask);
+  void complete(std::size_t i, CURLcode code, Clock::time_point finished);
+  void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
+                      const std::string& detail);
+  bool same_reading(const Transfer& t, const Readings& readings, double read_unix,
+                    double round_trip_s) const;
+  void flush(Clock::time_point now);
+  int running() const;
+
+  std::shared_ptr<detail::CollectorState> s_;
+  std::vector<Shard> shards_;  // sized once: libcurl holds pointers to its elements
+  int ep_ = -1;
+  struct Socket {
+    std::uint32_t registered = 0;  // events the epoll set holds for this descriptor
+    bool wanted = false;           // libcurl is waiting on it
+    std::size_t shard = 0;         // whose multi handle it belongs to
+  };
+  std::vector<Socket> sockets_;  // by descriptor
+  std::vector<Transfer> transfers_;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<>> slots_;
+  Clock::time_point next_flush_;
+  Clock::time_point next_open_attempt_;
+  RateLimitedLog write_failures_;
+  std::vector<artifacts::CpuSampleRow> rows_;  // reused buffer
+};
+
+int Loop::on_socket(CURL*, curl_socket_t fd, int what, void* shard_ptr, void*) {
+  auto& shard = *static_cast<Shard*>(shard_ptr);
+  auto* self = shard.loop;
+  if (fd < 0) return 0;
+  const auto slot = static_cast<std::size_t>(fd);
+  if (slot >= self->sockets_.size()) self->sockets_.resize(slot + 1);
+  auto& sock = self->sockets_[slot];
+  sock.shard = shard.index;
+  // A kept-alive connection is removed after every transfer and added again for the next
+  // one. Leaving it in the epoll set saves two epoll_ctl calls per scrape; an event on it
+  // while libcurl does not want one takes it out then (see wait_for_events).
+  if (what == CURL_POLL_REMOVE) {
+    sock.wanted = false;
+    return 0;
+  }
+  const std::uint32_t events =
+      ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+  sock.wanted = true;
+  if (sock.registered == events) return 0;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  // The kernel drops a closed descriptor from the set by itself, so what we remember can be
+  // stale when libcurl reuses a number: fall back from MOD to ADD and back.
+  int rc = ::epoll_ctl(self->ep_, sock.registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+  if (rc != 0 && errno == ENOENT) rc = ::epoll_ctl(self->ep_, EPOLL_CTL_ADD, fd, &ev);
+  if (rc != 0 && errno == EEXIST) rc = ::epoll_ctl(self->ep_, EPOLL_CTL_MOD, fd, &ev);
+  sock.registered = rc == 0 ? events : 0;
+  return 0;
+}
+
+int Loop::on_timer(CURLM*, long timeout_ms, void* shard_ptr) {
+  auto& shard = *static_cast<Shard*>(shard_ptr);
+  if (timeout_ms < 0) {
+    shard.deadline.reset();
+  } else {
+    shard.deadline = Clock::now() + milliseconds(timeout_ms);
+  }
+  return 0;
+}
+
+bool Loop::setup(std::string* error) {
+  ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep_ < 0) {
+    *error = std::string("epoll_create1: ") + std::strerror(errno);
+    return false;
+  }
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.fd = s_->wake_fd;
+  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, s_->wake_fd, &wake) != 0) {
+    *error = std::string("epoll_ctl: ") + std::strerror(errno);
+    return false;
+  }
+  shards_.resize((transfers_.size() + kShardSize - 1) / kShardSize);
+  for (std::size_t k = 0; k < shards_.size(); ++k) {
+    auto& shard = shards_[k];
+    shard.loop = this;
+    shard.index = k;
+    shard.multi = curl_multi_init();
+    if (!shard.multi) {
+      *error = "curl_multi_init failed";
+      return false;
+    }
+    curl_multi_setopt(shard.multi, CURLMOPT_SOCKETFUNCTION, &Loop::on_socket);
+    curl_multi_setopt(shard.multi, CURLMOPT_SOCKETDATA, &shard);
+    curl_multi_setopt(shard.multi, CURLMOPT_TIMERFUNCTION, &Loop::on_timer);
+    curl_multi_setopt(shard.multi, CURLMOPT_TIMERDATA, &shard);
+    // The default cache (4 x the transfers in progress) is far smaller than the endpoint
+    // count when slots are spread, and would close the keep-alive connections we want.
+    curl_multi_setopt(shard.multi, CURLMOPT_MAXCONNECTS, static_cast<long>(kShardSize + 8));
+  }
+  for (std::size_t i = 0; i < transfers_.size(); ++i) {
+    auto& t = transfers_[i];
+    t.shard = i / kShardSize;
+    t.url = endpoint_url(s_->endpoints[i]);
+    t.max_body_bytes = s_->options.max_body_bytes;
+    t.easy = curl_easy_init();
+    if (!t.easy) {
+      *error = "curl_easy_init failed";
+      return false;
+    }
+    CURL* e = t.easy;
+    curl_easy_setopt(e, CURLOPT_URL, t.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.curl_error);
+    // One deadline for the whole request, connect included: a trickling exporter is cut
+    // off instead of stretching each read (the reference's per-operation timeout).
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(s_->options.request_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                     static_cast<curl_off_t>(s_->options.max_body_bytes));
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    // An http_proxy in the environment must not reroute scrapes of cluster-internal nodes.
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, (std::string("cpu-power/") + kVersion).c_str());
+    if (is_ip_literal(s_->endpoints[i].address)) {
+      // libcurl caches even literal addresses, and every transfer of a handle with an
+      // expiry sweeps the whole cache: with a thousand endpoints that sweep was the
+      // collector's largest cost. A literal never changes, so its entry may live forever.
+      curl_easy_setopt(e, CURLOPT_DNS_CACHE_TIMEOUT, -1L);
+      // With one address there is no second family to wait for, yet libcurl 7.88 driven by
+      // socket_action waits out the happy-eyeballs delay (200 ms) before it reports a
+      // refused connection, long enough to miss slots of a node whose exporter is down.
+      curl_easy_setopt(e, CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, 0L);
+    }
+  }
+  return true;
+}
+
+void Loop::run() {
+  const auto start = Clock::now();
+  const auto n = transfers_.size();
+  // Up to kSpreadAbove endpoints all start at once: their first rows come right away and
+  // the nodes' rows share nearly one time. Above it, endpoints are spread over a few phases
+  // of the interval, so that a thousand requests do not queue behind each other, and share
+  // them rather than each its own offset: every wake-up of the loop (and of the thread
+  // behind it) then starts or finishes a batch of transfers instead of one, which is most of
+  // what a thousand endpoints cost.
+  const auto step = std::chrono::duration_cast<Clock::duration>(interval());
+  const auto phases = static_cast<long>(std::clamp<std::size_t>(
+      static_cast<std::size_t>(step / kMinPhaseGap), 1, std::max<std::size_t>(n, 1)));
+  const bool spread = s_->options.spread_slots && n > kSpreadAbove;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto offset = Clock::duration::zero();
+    if (spread) offset = step * (static_cast<long>(i) * phases / static_cast<long>(n)) / phases;
+    transfers_[i].next_slot = start + offset;
+    slots_.emplace(transfers_[i].next_slot, i);
+  }
+  next_flush_ = start + interval();
+  next_open_attempt_ = start;
+
+  while (!s_->stop_requested.load()) {
+    fire_due_slots(Clock::now());
+    run_curl_timers();  // starts the transfers just added
+    const auto now = Clock::now();
+    if (now >= next_flush_) {
+      flush(now);
+      next_flush_ = std::max(next_flush_ + interval(), now);
+    }
+    auto wake = next_flush_;
+    if (!slots_.empty()) wake = std::min(wake, slots_.top().first);
+    wait_for_events(wake);
+  }
+
+  // The final cycle: one more scrape of every endpoint that is free, so the tail of a run
+  // is not lost (the reference skipped it). Busy endpoints finish their request instead.
+  const auto final_slot = Clock::now();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (transfers_[i].in_flight) continue;
+    transfers_[i].final_cycle = true;
+    start_transfer(i, final_slot);
+  }
+  const auto deadline = final_slot + s_->options.request_timeout + milliseconds(500);
+  while (Clock::now() < deadline) {
+    run_curl_timers();  // on loopback a transfer can finish right here
+    if (running() == 0) break;
+    wait_for_events(deadline);
+  }
+  flush(Clock::now());
+}
+
+void Loop::run_curl_timers() {
+  for (auto& shard : shards_) {
+    if (!shard.deadline || *shard.deadline > Clock::now()) continue;
+    drive(shard, CURL_SOCKET_TIMEOUT, 0);
+    // Ask rather than wait for the timer callback: it is not called again when the earliest
+    // timer did not change, e.g. when our clock ran a little ahead of libcurl's and nothing
+    // had expired yet, and a lost timer would stall a transfer.
+    long timeout_ms = -1;
+    curl_multi_timeout(shard.multi, &timeout_ms);
+    if (timeout_ms < 0) {
+      shard.deadline.reset();
+    } else {
+      shard.deadline = Clock::now() + milliseconds(timeout_ms);
+    }
+  }
+}
+
+// Sleeps until `until`, libcurl's next timer or socket activity, whichever comes first, and
+// hands the activity to libcurl. One batch per call: the loop fires due slots in between, so
+// a stream of completions cannot hold back the starts of the next requests.
+void Loop::wait_for_events(Clock::time_point until) {
+  for (const auto& shard : shards_) {
+    if (shard.deadline) until = std::min(until, *shard.deadline);
+  }
+  const auto wait =
+      std::chrono::ceil<milliseconds>(std::max(until - Clock::now(), Clock::duration{}));
+  std::array<epoll_event, 256> events;
+  const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()),
+                             static_cast<int>(std::min<long>(wait.count(), 1000)));
+  for (int k = 0; k < n; ++k) handle_event(events[static_cast<std::size_t>(k)]);
+}
+
+void Loop::handle_event(const epoll_event& ev) {
+  if (ev.data.fd == s_->wake_fd) {
+    std::uint64_t count = 0;
+    [[maybe_unused]] const auto r = ::read(s_->wake_fd, &count, sizeof count);
+    return;
+  }
+  const auto slot = static_cast<std::size_t>(ev.data.fd);
+  if (slot < sockets_.size() && !sockets_[slot].wanted) {
+    // An idle kept-alive connection became readable: the exporter closed it (or sent
+    // something unasked). Stop watching; libcurl finds out when it next uses it.
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, ev.data.fd, nullptr);
+    sockets_[slot].registered = 0;
+    return;
+  }
+  int mask = 0;
+  if (ev.events & EPOLLIN) mask |= CURL_CSELECT_IN;
+  if (ev.events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+  if (ev.events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
+  drive(shards_[sockets_[slot].shard], ev.data.fd, mask);
+}
+
+int Loop::running() const {
+  return static_cast<int>(std::count_if(transfers_.begin(), transfers_.end(),
+                                        [](const auto& t) { return t.in_flight; }));
+}
+
+void Loop::fire_due_slots(Clock::time_point now) {
+  const auto step = std::chrono::duration_cast<Clock::duration>(interval());
+  while (!slots_.empty() && slots_.top().first <= now) {
+    const auto i = slots_.top().second;
+    slots_.pop();
+    auto& t = transfers_[i];
+    std::uint64_t missed = 0;
+    // Slots that passed entirely while the loop was held up are missed, not replayed.
+    if (now - t.next_slot >= step) {
+      const auto behind = (now - t.next_slot) / step;
+      missed += static_cast<std::uint64_t>(behind);
+      t.next_slot += step * behind;
+    }
+    if (t.in_flight) {
+      ++missed;
+    } else {
+      start_transfer(i, t.next_slot);
+    }
+    t.next_slot += step;
+    slots_.emplace(t.next_slot, i);
+    if (missed > 0) {
+      std::lock_guard lock(s_->stats_mutex);
+      s_->nodes[i].missed_slots += missed;
+    }
+  }
+}
+
+void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
+  auto& t = transfers_[i];
+  t.body.clear();
+  if (t.body.capacity() > 64 * 1024) t.body.shrink_to_fit();  // after an oversized body
+  t.over_cap = false;
+  t.curl_error[0] = '\0';
+  t.slot = slot;
+  t.started = Clock::now();
+  t.started_wall = std::chrono::system_clock::now();
+  const CURLMcode rc = curl_multi_add_handle(shards_[t.shard].multi, t.easy);
+  if (rc != CURLM_OK) {
+    ScrapeEvent event;
+    event.endpoint_index = i;
+    event.slot = slot;
+    event.started = event.finished = t.started;
+    event.final_cycle = t.final_cycle;
+    record_failure(i, event, kReasonTransport,
+                   std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc));
+    if (s_->options.on_scrape) s_->options.on_scrape(event);
+    return;
+  }
+  t.in_flight = true;
+}
+
+void Loop::drive(Shard& shard, curl_socket_t fd, int mask) {
+  int still_running = 0;
+  curl_multi_socket_action(shard.multi, fd, mask, &still_running);
+  // Taken before any completion is processed, so that a batch of responses does not carry
+  // the time spent parsing the ones ahead of it.
+  const auto finished = Clock::now();
+  int queued = 0;
+  while (CURLMsg* msg = curl_multi_info_read(shard.multi, &queued)) {
+    if (msg->msg != CURLMSG_DONE) continue;
+    char* priv = nullptr;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+    const CURLcode code = msg->data.result;
+    complete(reinterpret_cast<std::size_t>(priv), code, finished);  // invalidates msg
+  }
+}
+
+void Loop::record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
+                          const std::string& detail) {
+  event.outcome = ScrapeOutcome::failed;
+  event.reason = reason;
+  const std::string text = std::string(reason) + ": " + detail;
+  {
+    std::lock_guard lock(s_->stats_mutex);
+    auto& node = s_->nodes[i];
+    ++node.scrape_count;
+    ++node.error_count;
+    node.last_error = text;
+    node.last_ok = false;
+  }
+  std::uint64_t since = 0;
+  if (transfers_[i].failures.on_failure(reason, event.finished, s_->options.log_interval, &since)) {
+    s_->log->warn("scrape failed host={} url={} reason={} error={} failures_since_last_line={}",
+                  common::quoted(s_->endpoints[i].hostname), transfers_[i].url, reason,
+                  common::quoted(detail), since);
+  }
+}
+
+bool Loop::same_reading(const Transfer& t, const Readings& readings, double read_unix,
+                        double round_trip_s) const {
+  if (t.written_fingerprint != readings.fingerprint) return false;
+  if (!readings.total_age_s || !t.written_read_unix) return true;
+  // Equal values, but the ages can still show a newer sensor read (a steady sensor). The
+  // read-time estimate is off by up to half a round trip on each side; a quarter interval
+  // on top keeps jitter from passing for a new read.
+  const double tolerance_s = seconds(interval()) / 4 + (round_trip_s + t.written_round_trip_s) / 2;
+  return std::abs(read_unix - *t.written_read_unix) <= tolerance_s;
+}
+
+void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
+  auto& t = transfers_[i];
+  ScrapeEvent event;
+  event.endpoint_index = i;
+  event.slot = t.slot;
+  event.started = t.started;
+  event.finished = finished;
+  event.final_cycle = t.final_cycle;
+  long status = 0;
+  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_multi_remove_handle(shards_[t.shard].multi, t.easy);
+  t.in_flight = false;
+
+  auto fail = [&](std::string_view reason, const std::string& detail) {
+    record_failure(i, event, reason, detail);
+    if (s_->options.on_scrape) s_->options.on_scrape(event);
+  };
+  if (t.over_cap || code == CURLE_FILESIZE_EXCEEDED) {
+    return fail(kReasonBodyTooLarge, "body over the " + std::to_string(t.max_body_bytes) +
+                                         "-byte cap; transfer aborted");
+  }
+  if (code != CURLE_OK) {
+    const std::string detail = t.curl_error[0] ? t.curl_error : curl_easy_strerror(code);
+    return fail(reason_of(code), detail);
+  }
+  if (status != 200) return fail(kReasonHttpStatus, "HTTP " + std::to_string(status));
+  const Readings readings = readings_from_body(t.body);
+  if (readings.error) return fail(kReasonMalformed, *readings.error);
+  if (readings.rows.empty()) {
+    return fail(kReasonNoSockets,
+                "no socket power in the body (mode " + std::string(mode_name(readings.mode)) + ")");
+  }
+
+  const auto round_trip = event.finished - event.started;
+  const double midpoint_unix = to_unix_s(t.started_wall) + seconds(round_trip) / 2;
+  const double read_unix = midpoint_unix - readings.total_age_s.value_or(0.0);
+  event.timestamp_unix = read_unix;
+  const bool unchanged = same_reading(t, readings, read_unix, seconds(round_trip));
+  event.outcome = unchanged ? ScrapeOutcome::unchanged : ScrapeOutcome::written;
+  const auto& hostname = s_->endpoints[i].hostname;
+  if (!unchanged) {
+    rows_.clear();
+    for (const auto& r : readings.rows) {
+      artifacts::CpuSampleRow row;
+      row.timestamp_unix = read_unix;
+      row.hostname = hostname;
+      row.source = r.source;
+      row.sensor = r.sensor;
+      row.socket_id = r.socket_id;
+      row.power_w = r.power_w;
+      row.cpu_rail_w = r.cpu_rail_w;
+      row.soc_w = r.soc_w;
+      row.dram_w = r.dram_w;
+      row.module_w = r.module_w;
+      row.total_power_w = r.total_power_w;
+      rows_.push_back(std::move(row));
+    }
+    {
+      std::lock_guard lock(s_->writer_mutex);
+      if (s_->writer && !s_->writer_closed) {
+        s_->writer->append(rows_);
+      } else {
+        std::lock_guard stats_lock(s_->stats_mutex);
+        s_->rows_dropped_unopened += rows_.size();
+      }
+    }
+    event.rows = rows_.size();
+    t.written_fingerprint = readings.fingerprint;
+    t.written_read_unix = readings.total_age_s ? std::optional(read_unix) : std::nullopt;
+    t.written_round_trip_s = seconds(round_trip);
+  }
+  {
+    std::lock_guard lock(s_->stats_mutex);
+    auto& node = s_->nodes[i];
+    ++node.scrape_count;
+    node.resolved_mode = readings.mode;
+    node.last_ok = true;
+    if (unchanged) {
+      ++node.unchanged_count;
+    } else {
+      node.rows_appended += event.rows;
+      if (!node.first_sample_unix) node.first_sample_unix = read_unix;
+      node.last_sample_unix = read_unix;
+    }
+  }
+  std::uint64_t streak = 0;
+  if (t.failures.on_success(event.finished, &streak)) {
+    s_->log->info("scrapes recovered host={} url={} failures={}", common::quoted(hostname), t.url,
+                  streak);
+  }
+  if (s_->options.on_scrape) s_->options.on_scrape(event);
+}
+
+void Loop::flush(Clock::time_point now) {
+  std::lock_guard lock(s_->writer_mutex);
+  if (s_->writer_closed) return;
+  if (!s_->writer) {
+    if (now < next_open_attempt_) return;
+    next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
+    std::string error;
+    s_->writer = artifacts::CpuSamplesWriter::open(s_->samples_path, &error);
+    std::uint64_t since = 0;
+    if (!s_->writer) {
+      if (write_failures_.on_failure("open", now, s_->options.log_interval, &since)) {
+        s_->log->error("cannot open samples.csv; rows are dropped until it opens error={}",
+                       common::quoted(error));
+      }
+      return;
+    }
+    if (write_failures_.on_success(now, &since)) {
+      s_->log->info("samples.csv opened after failing path={}", s_->samples_path);
+    }
+    return;
+  }
+  const auto errors_before = s_->writer->write_errors();
+  s_->writer->flush();
+  std::uint64_t n = 0;
+  if (s_->writer->write_errors() != errors_before) {
+    if (write_failures_.on_failure("write", now, s_->options.log_interval, &n)) {
+      s_->log->error("samples.csv write failed; rows dropped error={} rows_dropped={}",
+                     common::quoted(s_->writer->last_error()), s_->writer->rows_dropped());
+    }
+  } else if (write_failures_.on_success(now, &n)) {
+    s_->log->info("samples.csv writes recovered after {} failed flushes", n);
+  }
+}
+
+std::once_flag curl_init_once;
+CURLcode curl_init_result = CURLE_OK;
+
+}  // namespace
+
+Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options)
+    : state_(std::make_shared<detail::CollectorState>()) {
+  state_->endpoints = std::move(endpoints);
+  state_->options = std::move(options);
+  state_->samples_path = join_path(state_->options.out_dir, artifacts::kCpuSamplesFilename);
+  state_->manifest_path = join_path(state_->options.out_dir, artifacts::kCpuManifestFilename);
+  for (const auto& e : state_->endpoints) {
+    NodeStats node;
+    node.hostname = e.hostname;
+    node.endpoint_url = endpoint_url(e);
+    state_->nodes.push_back(std::move(node));
+  }
+}
+
+Collector::~Collector() {
+  if (started_ && !finalized_) stop_and_finalize();
+}
+
+std::string Collector::samples_path() const {
+  return state_->samples_path;
+}
+
+std::string Collector::manifest_path() const {
+  return state_->manifest_path;
+}
+
+bool Collector::start(std::string* error) {
+  auto fail = [&](std::string message) {
+    if (error) *error = std::move(message);
+    return false;
+  };
+  if (started_) return fail("collector already started");
+  const auto& o = state_->options;
+  if (o.collect_interval.count() <= 0) return fail("collect interval must be positive");
+  if (o.request_timeout.count() <= 0) return fail("request timeout must be positive");
+  if (o.max_body_bytes == 0) return fail("body cap must be positive");
+  std::set<std::string> hosts;
+  for (const auto& e : state_->endpoints) {
+    if (!hosts.insert(e.hostname).second) return fail("duplicate hostname '" + e.hostname + "'");
+  }
+  // curl_global_init is not thread-safe; do it once, before our thread exists.
+  std::call_once(curl_init_once, [] { curl_init_result = curl_global_init(CURL_GLOBAL_ALL); });
+  if (curl_init_result != CURLE_OK) {
+    return fail(std::string("curl_global_init: ") + curl_easy_strerror(curl_init_result));
+  }
+  if (state_->wake_fd < 0) state_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (state_->wake_fd < 0) return fail(std::string("eventfd: ") + std::strerror(errno));
+  auto loop = std::make_unique<Loop>(state_);
+  std::string why;
+  if (!loop->setup(&why)) return fail(why);
+
+  {
+    std::string open_error;
+    std::lock_guard lock(state_->writer_mutex);
+    // On failure the loop retries (and logs) every interval.
+    state_->writer = artifacts::CpuSamplesWriter::open(state_->samples_path, &open_error);
+  }
+  state_->started_at_unix = to_unix_s(std::chrono::system_clock::now());
+  state_->log->info("collector started endpoints={} interval_ms={} request_timeout_ms={} out={}",
+                    state_->endpoints.size(), o.collect_interval.count(), o.request_timeout.count(),
+                    state_->samples_path);
+  thread_ = std::thread([state = state_, loop = std::move(loop)]() mutable {
+    pthread_setname_np(pthread_self(), "cpu-power-coll");
+    loop->run();
+    loop.reset();
+    {
+      std::lock_guard lock(state->done_mutex);
+      state->done = true;
+    }
+    state->done_cv.notify_all();
+  });
+  started_ = true;
+  return true;
+}
+
+CollectorStats Collector::stats() const {
+  CollectorStats out;
+  std::uint64_t unopened = 0;
+  {
+    std::lock_guard lock(state_->stats_mutex);
+    out.nodes = state_->nodes;
+    unopened = state_->rows_dropped_unopened;
+  }
+  std::lock_guard lock(state_->writer_mutex);
+  if (state_->writer) {
+    out.rows_written = state_->writer->rows_written();
+    out.rows_dropped = state_->writer->rows_dropped();
+    out.write_errors = state_->writer->write_errors();
+  }
+  out.rows_dropped += unopened;
+  return out;
+}
+
+bool Collector::stop_and_finalize(std::string* error) {
+  if (finalized_) return true;
+  finalized_ = true;
+  auto& s = *state_;
+  bool ok = true;
+  std::string problems;
+  auto problem = [&](const std::string& text) {
+    ok = false;
+    problems += (problems.empty() ? "" : "; ") + text;
+  };
+
+  if (thread_.joinable()) {
+    s.stop_requested.store(true);
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto w = ::write(s.wake_fd, &one, sizeof one);
+    const auto join_timeout = s.options.join_timeout.value_or(
+        2 * (2 * s.options.request_timeout + milliseconds(1000)) + milliseconds(2000));
+    std::unique_lock lock(s.done_mutex);
+    const bool done = s.done_cv.wait_for(lock, join_timeout, [&] { return s.done; });
+    lock.unlock();
+    if (done) {
+      thread_.join();
+    } else {
+      // It owns its state through the shared pointer; the writer is closed under it below.
+      thread_.detach();
+      s.log->warn("collector thread did not stop within {}s; leaving it behind",
+                  std::chrono::duration<double>(join_timeout).count());
+      problem("collector thread did not stop in time");
+    }
+  }
+
+  {
+    std::lock_guard lock(s.writer_mutex);
+    s.writer_closed = true;
+    if (s.writer && !s.writer->close()) {
+      s.log->error("failed to close samples.csv error={}", common::quoted(s.writer->last_error()));
+      problem("closing samples.csv: " + s.writer->last_error());
+    }
+  }
+
+  const auto stats = this->stats();
+  artifacts::CpuManifest manifest;
+  manifest.producer_git_commit = s.options.producer_git_commit;
+  manifest.started_at_unix = s.started_at_unix;
+  manifest.stopped_at_unix = to_unix_s(std::chrono::system_clock::now());
+  for (const auto& node : stats.nodes) {
+    artifacts::CpuManifestNode m;
+    m.resolved_mode = std::string(mode_name(node.resolved_mode));
+    m.scrape_count = node.scrape_count;
+    m.error_count = node.error_count;
+    m.endpoint_url = node.endpoint_url;
+    m.last_error = node.last_error;
+    m.missed_slots = node.missed_slots;
+    m.first_sample_unix = node.first_sample_unix;
+    m.last_sample_unix = node.last_sample_unix;
+    manifest.nodes[node.hostname] = std::move(m);
+  }
+  std::string manifest_error;
+  if (!artifacts::write_cpu_manifest(s.manifest_path, manifest, &manifest_error)) {
+    s.log->error("failed to write cpu_manifest.json error={}", common::quoted(manifest_error));
+    problem("writing cpu_manifest.json: " + manifest_error);
+  }
+  std::uint64_t scrapes = 0, errors = 0, missed = 0, unchanged = 0;
+  for (const auto& node : stats.nodes) {
+    scrapes += node.scrape_count;
+    errors += node.error_count;
+    missed += node.missed_slots;
+    unchanged += node.unchanged_count;
+  }
+  s.log->info(
+      "collector stopped rows_written={} rows_dropped={} scrapes={} errors={} unchanged={} "
+      "missed_slots={}",
+      stats.rows_written, stats.rows_dropped, scrapes, errors, unchanged, missed);
+  if (!ok && error) *error = problems;
+  return ok;
+}
+
+}  // namespace cpupower::scrape

@@ -1,0 +1,145 @@
+#pragma once
+// The head-node collector: scrapes every worker's exporter on its own fixed-rate schedule,
+// turns each body into per-socket rows and appends them to samples.csv (v3); at the end it
+// writes cpu_manifest.json.
+//
+// One event loop thread drives every request through libcurl multi, so a thousand
+// endpoints cost one thread and keep-alive connections are reused. Each endpoint has its
+// own slots on the monotonic clock (collect_interval apart): a slot that comes while the
+// endpoint's previous request is still in flight is skipped and counted as missed, never
+// replayed later, so a slow or dead exporter loses only its own slots and never delays the
+// others. Each request has one deadline covering connect and read, and a body cap.
+//
+// Best-effort throughout: resolution, connection, timeout, HTTP status, malformed body and
+// write failures are counted per node and logged with rate limiting; nothing is thrown and
+// collection goes on.
+//
+// Row time: one timestamp per node per scrape, shared by all of that scrape's socket rows:
+// the wall clock at the midpoint of request start and response end, minus the mean age the
+// exporter reports for the socket totals (Readings::total_age_s) when it reports one.
+// A scrape carrying the readings already written for that node is not written again.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "scrape/endpoint.hpp"
+#include "scrape/readings.hpp"
+
+namespace cpupower::scrape {
+
+// What became of one completed request.
+enum class ScrapeOutcome {
+  written,    // rows appended
+  unchanged,  // the same readings as the last rows written for the node: nothing appended
+  failed,     // no rows: see ScrapeEvent::reason
+};
+
+// Reason codes of a failed scrape; NodeStats::last_error starts with one, then ": detail".
+inline constexpr std::string_view kReasonResolve = "resolve";  // name did not resolve
+inline constexpr std::string_view kReasonConnect = "connect";  // refused, unreachable
+inline constexpr std::string_view kReasonTimeout = "timeout";  // request deadline hit
+inline constexpr std::string_view kReasonBodyTooLarge = "body_too_large";
+inline constexpr std::string_view kReasonHttpStatus = "http_status";  // anything but 200
+inline constexpr std::string_view kReasonTransport = "transport";     // other libcurl errors
+inline constexpr std::string_view kReasonMalformed = "malformed";     // exposition refused
+inline constexpr std::string_view kReasonNoSockets = "no_sockets";    // no socket power
+
+// One completed request, reported to CollectorOptions::on_scrape on the loop thread.
+struct ScrapeEvent {
+  std::size_t endpoint_index = 0;
+  std::chrono::steady_clock::time_point slot;      // when its slot was due
+  std::chrono::steady_clock::time_point started;   // handed to libcurl
+  std::chrono::steady_clock::time_point finished;  // response complete, or failed
+  ScrapeOutcome outcome = ScrapeOutcome::failed;
+  std::string_view reason;    // a kReason* code when failed, else empty
+  std::size_t rows = 0;       // rows appended
+  double timestamp_unix = 0;  // the row time (written and unchanged scrapes)
+  bool final_cycle = false;   // the extra scrape after stop, off the slot grid
+};
+
+struct CollectorOptions {
+  std::string out_dir;  // samples.csv and cpu_manifest.json; must exist
+  std::chrono::milliseconds collect_interval{1000};
+  std::chrono::milliseconds request_timeout{2000};  // connect + read, per request
+  // How long stop_and_finalize() waits for the loop; unset: 2 x (2 x timeout + 1 s) + 2 s,
+  // the reference's derived default (12 s at the default timeout).
+  std::optional<std::chrono::milliseconds> join_timeout;
+  std::size_t max_body_bytes = std::size_t{1} << 20;
+  // Per node: the first failure of each reason is logged, then at most one line per this.
+  std::chrono::milliseconds log_interval{30000};
+  // Above 64 endpoints, spread their slots over the interval in phases at least 5 ms apart
+  // instead of firing all at once, so that a thousand requests do not queue behind each
+  // other. Fewer endpoints always start together.
+  bool spread_slots = true;
+  std::optional<std::string> producer_git_commit;
+  std::function<void(const ScrapeEvent&)> on_scrape;  // tests and benchmarks
+};
+
+struct NodeStats {
+  std::string hostname;
+  std::string endpoint_url;
+  Mode resolved_mode = Mode::unknown;  // the last mode a scrape resolved
+  std::uint64_t scrape_count = 0;      // completed requests, whatever their outcome
+  std::uint64_t error_count = 0;       // completed requests that failed
+  std::uint64_t unchanged_count = 0;   // completed requests that repeated the last readings
+  std::uint64_t missed_slots = 0;      // slots skipped: previous request still in flight
+  std::uint64_t rows_appended = 0;
+  std::optional<std::string> last_error;  // "<reason>: <detail>"
+  std::optional<double> first_sample_unix;
+  std::optional<double> last_sample_unix;
+  std::optional<bool> last_ok;  // outcome of the latest completed request; unset before one
+};
+
+struct CollectorStats {
+  std::vector<NodeStats> nodes;    // in endpoint order
+  std::uint64_t rows_written = 0;  // handed to the OS
+  std::uint64_t rows_dropped = 0;  // lost to write failures or a writer that would not open
+  std::uint64_t write_errors = 0;
+
+  std::size_t nodes_ok() const;       // latest request succeeded
+  std::size_t nodes_failing() const;  // latest request failed
+};
+
+namespace detail {
+struct CollectorState;  // shared with the loop thread
+}  // namespace detail
+
+class Collector {
+ public:
+  Collector(std::vector<Endpoint> endpoints, CollectorOptions options);
+  ~Collector();  // stop_and_finalize() if started and not finalized
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Starts the loop thread. False with `error` for options that cannot work (duplicate
+  // hostnames, a non-positive interval or timeout) or when libcurl cannot be set up. A
+  // samples.csv that cannot be opened is not fatal: it is retried every interval.
+  bool start(std::string* error = nullptr);
+
+  CollectorStats stats() const;
+
+  // Stops the schedule, scrapes every endpoint that is not busy once more, waits for the
+  // loop within the join timeout, closes samples.csv and writes cpu_manifest.json. False
+  // with `error` when the loop had to be left behind or the manifest could not be written.
+  // Safe to call once; later calls return true and do nothing.
+  bool stop_and_finalize(std::string* error = nullptr);
+
+  std::string samples_path() const;
+  std::string manifest_path() const;
+
+ private:
+  std::shared_ptr<detail::CollectorState> state_;
+  std::thread thread_;
+  bool started_ = false;
+  bool finalized_ = false;
+};
+
+}  // namespace cpupower::scrape

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# `cpu-power scrape` against real exporters on simulated Grace nodes over loopback: a row per
+# socket per slot with the node total, the v3 bytes; a killed exporter, a 5 s responder, a
+# garbage body and a 10 MB body beside healthy nodes whose cadence must not move; SIGKILL of
+# the collector; SIGTERM; IPv6; the terminal status line; usage errors (exit 2).
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+HEADER='schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,dram_w,module_w,total_power_w'
+
+# Readings must change between scrapes, or the collector rightly writes them once: the noisy
+# load model moves every 10 ms and the exporter reads every 20 ms, so each 100 ms scrape
+# carries a new reading.
+for n in a b c; do
+  start_sim "sim_$n" "$WORK/$n" --profile gb200 --update-ms 10 --seed "$RANDOM"
+  start_exporter "exp_$n" --hwmon-root "$WORK/$n" --read-interval-ms 20
+  eval "PORT_$n=$PORT PID_$n=$EXPORTER_PID"
+done
+
+# --- stand-ins for misbehaving exporters --------------------------------------------------
+cat >"$WORK/standin.py" <<'EOF'
+import sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODE = sys.argv[1]
+GOOD = (b'cpu_power_acpi_watts{sensor="hwmon2/power1",type="total",socket="0",'
+        b'oem_info="Grace Power Socket 0",source="acpi"} 95.5\n')
+HUGE = GOOD + b"#" * (10 << 20)
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if MODE == "slow":
+            time.sleep(5)
+            body = GOOD
+        elif MODE == "garbage":
+            body = b"\x00\x01 this is not an exposition {{{\n"
+        else:
+            body = HUGE
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            if MODE != "huge":  # the huge body streams with no length, to the close
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the collector hung up, as it should
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+print("listening", server.server_address[1], flush=True)
+server.serve_forever()
+EOF
+for mode in slow garbage huge; do
+  spawn "standin_$mode" "$PY" "$WORK/standin.py" "$mode"
+  wait_for_line "$WORK/standin_$mode.log" '^listening [0-9]+' 10
+  eval "PORT_$mode=$(awk '/^listening/ {print $2; exit}' "$WORK/standin_$mode.log")"
+done
+
+# check.py OUT_DIR SPEC...: the checks on samples.csv and cpu_manifest.json, in Python so
+# that they read the file the way the reference's consumers do (csv module, floats).
+cat >"$WORK/check.py" <<'EOF'
+import csv, io, json, sys
+
+out, checks = sys.argv[1], sys.argv[2:]
+HEADER = "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,dram_w,module_w,total_power_w"
+raw = open(out + "/samples.csv", "rb").read()
+manifest = json.load(open(out + "/cpu_manifest.json"))
+nodes = manifest["nodes"]
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr)
+    sys.exit(1)
+
+if not raw.startswith(HEADER.encode() + b"\r\n"):
+    fail("header bytes: %r" % raw[:140])
+if not raw.endswith(b"\r\n") or raw.count(b"\n") != raw.count(b"\r\n"):
+    fail("every line must end with CRLF")
+rows = list(csv.DictReader(io.StringIO(raw.decode())))
+by_host = {}
+for r in rows:
+    if len(r) != 12 or None in r:
+        fail("row with the wrong cell count: %r" % r)
+    by_host.setdefault(r["hostname"], []).append(r)
+
+def scrapes(host):
+    """{timestamp: [rows]} in file order."""
+    out = {}
+    for r in by_host.get(host, []):
+        out.setdefault(r["timestamp_unix"], []).append(r)
+    return out
+
+for spec in checks:
+    kind, host, *arg = spec.split(":")
+    node, got = nodes[host], scrapes(host)
+    times = [float(t) for t in got]
+    if kind == "every_slot":  # healthy: a row per socket per slot, on cadence
+        min_scrapes = int(arg[0])
+        if node["error_count"] or node["missed_slots"]:
+            fail("%s: errors=%d missed=%d" % (host, node["error_count"], node["missed_slots"]))
+        if node["scrape_count"] < min_scrapes:
+            fail("%s: %d scrapes, want >= %d" % (host, node["scrape_count"], min_scrapes))
+        # The final scrape after stop can repeat the last reading (and is then not written).
+        if len(got) < node["scrape_count"] - 1:
+            fail("%s: %d row times for %d scrapes" % (host, len(got), node["scrape_count"]))
+        for ts, rs in got.items():
+            if [r["socket_id"] for r in rs] != ["0", "1"]:
+                fail("%s @%s: sockets %r" % (host, ts, [r["socket_id"] for r in rs]))
+            p = [float(r["power_w"]) for r in rs]
+            for r in rs:
+                if float(r["total_power_w"]) != p[0] + p[1]:
+                    fail("%s @%s: total %s != %r" % (host, ts, r["total_power_w"], p[0] + p[1]))
+                if r["source"] != "acpi" or r["sensor"] != "CPU%s:cpuSidePowerUsageW" % r["socket_id"]:
+                    fail("%s: source/sensor %s %s" % (host, r["source"], r["sensor"]))
+                if not r["cpu_rail_w"] or not r["soc_w"] or r["dram_w"] or r["module_w"]:
+                    fail("%s: rail cells %r" % (host, r))
+                if r["schema_version"] != "3":
+                    fail("schema_version %r" % r["schema_version"])
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        # The last gap may be the final scrape, right after the last slot.
+        bad = [g for g in gaps[:-1] if not 0.05 <= g <= 0.15]
+        if bad:
+            fail("%s: gaps off the 100 ms cadence: %r" % (host, bad[:5]))
+        if nodes[host]["resolved_mode"] != "acpi":
+            fail("%s: mode %s" % (host, nodes[host]["resolved_mode"]))
+    elif kind == "killed":  # rows until the kill, then errors
+        if len(got) < 5 or node["error_count"] < int(arg[0]) or node["missed_slots"]:
+            fail("%s: %d row times, %d errors, %d missed" % (host, len(got), node["error_count"], node["missed_slots"]))
+        if not (node["last_error"] or "").startswith("connect: "):
+            fail("%s: last_error %r" % (host, node["last_error"]))
+    elif kind == "failing":  # never a row; every scrape an error of this reason
+        reason, min_missed = arg[0], int(arg[1])
+        if got or node["scrape_count"] < 1 or node["error_count"] != node["scrape_count"]:
+            fail("%s: rows=%d scrapes=%d errors=%d" % (host, len(got), node["scrape_count"], node["error_count"]))
+        if not (node["last_error"] or "").startswith(reason + ": "):
+            fail("%s: last_error %r" % (host, node["last_error"]))
+        if node["missed_slots"] < min_missed:
+            fail("%s: missed %d < %d" % (host, node["missed_slots"], min_missed))
+        if node["resolved_mode"] != "unknown":
+            fail("%s: mode %s" % (host, node["resolved_mode"]))
+    elif kind == "some":
+        if len(got) < int(arg[0]):
+            fail("%s: %d row times" % (host, len(got)))
+    else:
+        fail("unknown check " + spec)
+EOF
+
+# --- three healthy nodes at 100 ms for 3 s ----------------------------------------------
+"$BIN/cpu-power" scrape --endpoint "node-a=127.0.0.1:$PORT_a" --endpoint "node-b=127.0.0.1:$PORT_b" \
+  --endpoint "node-c=127.0.0.1:$PORT_c" --out "$WORK/healthy" --interval-ms 100 --duration-s 3 \
+  >"$WORK/healthy.log" 2>&1 || fail "scrape exited $? (log: $(cat "$WORK/healthy.log"))"
+$PY "$WORK/check.py" "$WORK/healthy" every_slot:node-a:30 every_slot:node-b:30 every_slot:node-c:30 ||
+  fail "healthy run"
+ok "3 nodes x 3 s at 100 ms: a row per socket per slot, node totals, v3 header bytes and CRLF"
+grep -q 'stopping reason=duration' "$WORK/healthy.log" || fail "no duration stop line"
+! grep -q $'\r' "$WORK/healthy.log" || fail "status line drawn into a file"
+ok "not a terminal: plain log lines, no carriage returns"
+
+# --- a killed exporter, a 5 s responder, garbage and 10 MB beside two healthy nodes --------
+spawn scrape_mixed "$BIN/cpu-power" scrape --out "$WORK/mixed" --interval-ms 100 --duration-s 4 \
+  --endpoint "node-a=127.0.0.1:$PORT_a" --endpoint "node-b=127.0.0.1:$PORT_b" \
+  --endpoint "node-c=127.0.0.1:$PORT_c" --endpoint "slow=127.0.0.1:$PORT_slow" \
+  --endpoint "garbage=127.0.0.1:$PORT_garbage" --endpoint "huge=127.0.0.1:$PORT_huge"
+SCRAPE=$LAST_PID
+sleep 1.5
+kill -KILL "$PID_c"
+wait "$SCRAPE" || fail "mixed scrape exited $?"
+$PY "$WORK/check.py" "$WORK/mixed" every_slot:node-a:40 every_slot:node-b:40 killed:node-c:15 \
+  failing:slow:timeout:15 failing:garbage:malformed:0 failing:huge:body_too_large:0 ||
+  fail "mixed run (log: $(cat "$WORK/scrape_mixed.log"))"
+ok "killed exporter: its errors grow; 5 s responder times out at 2 s; garbage and 10 MB refused"
+ok "healthy nodes beside them: every slot, 100 ms cadence untouched"
+for host in node-c slow garbage huge; do
+  n=$(grep -c "scrape failed host=$host " "$WORK/scrape_mixed.log" || true)
+  [ "$n" = 1 ] || fail "$n log lines for $host in 4 s (want 1: first failure, then rate-limited)"
+done
+ok "failures logged once per node and reason within the rate limit"
+
+# --- SIGKILL mid-run: every complete line is a whole row ----------------------------------
+spawn scrape_kill "$BIN/cpu-power" scrape --out "$WORK/killed" --interval-ms 20 \
+  --endpoint "node-a=127.0.0.1:$PORT_a" --endpoint "node-b=127.0.0.1:$PORT_b"
+for _ in $(seq 100); do
+  [ -f "$WORK/killed/samples.csv" ] && [ "$(wc -l <"$WORK/killed/samples.csv")" -ge 100 ] && break
+  sleep 0.05
+done
+kill -KILL "$LAST_PID"
+wait "$LAST_PID" 2>/dev/null || true  # bash reports the kill
+$PY - "$WORK/killed/samples.csv" "$HEADER" <<'EOF' || fail "CSV after SIGKILL"
+import csv, io, sys
+raw = open(sys.argv[1], "rb").read()
+lines = raw.split(b"\r\n")
+complete, torn = lines[:-1], lines[-1]  # what follows the last CRLF may be cut short
+assert complete[0].decode() == sys.argv[2], complete[0]
+assert len(complete) >= 100, len(complete)
+for line in complete[1:]:
+    cells = next(csv.reader(io.StringIO(line.decode())))
+    assert len(cells) == 12 and cells[0] == "3", line
+    float(cells[1]); float(cells[6]); float(cells[11])
+print("complete rows:", len(complete) - 1, "torn tail bytes:", len(torn))
+EOF
+ok "SIGKILL mid-run: every complete line of samples.csv has 12 cells"
+
+# --- endpoints file, IPv6, SIGTERM ------------------------------------------------------
+spawn exp_v6 "$BIN/cpu-power-exporter" --bind ::1 --port 0 --hwmon-root "$WORK/a" --read-interval-ms 20
+wait_for_line "$WORK/exp_v6.log" 'listening addr=' 15
+PORT_v6=$(grep -oE 'listening addr=.*:[0-9]+' "$WORK/exp_v6.log" | head -1 | sed 's/.*://' || true)
+[ -n "$PORT_v6" ] || fail "no port for the IPv6 exporter: $(cat "$WORK/exp_v6.log")"
+printf '# two nodes\nnode-a=127.0.0.1:%s\n\nnode-6=[::1]:%s  # v6\n' "$PORT_a" "$PORT_v6" >"$WORK/endpoints"
+spawn scrape_term "$BIN/cpu-power" scrape --endpoints-file "$WORK/endpoints" --out "$WORK/term" \
+  --interval-ms 100
+TERM_PID=$LAST_PID
+wait_for_line "$WORK/scrape_term.log" 'collector started' 10
+sleep 1
+kill -TERM "$TERM_PID"
+wait "$TERM_PID" || fail "exit $? after SIGTERM"
+grep -q 'stopping reason=SIGTERM' "$WORK/scrape_term.log" || fail "no SIGTERM stop line"
+$PY "$WORK/check.py" "$WORK/term" some:node-a:5 some:node-6:5 || fail "endpoints-file run"
+ok "--endpoints-file with comments and an IPv6 node; SIGTERM finalizes, exit 0"
+
+# --- a terminal gets a live status line ---------------------------------------------------
+script -qec "'$BIN/cpu-power' scrape --endpoint node-a=127.0.0.1:$PORT_a --out '$WORK/tty' \
+  --interval-ms 100 --duration-s 1" /dev/null >"$WORK/tty.out" 2>&1 || fail "scrape on a pty"
+grep -q $'\r\e\[Krows written [0-9]*, nodes ok 1 / failing 0' "$WORK/tty.out" ||
+  fail "no status line on a terminal: $(cat -A "$WORK/tty.out" | head -5)"
+ok "on a terminal: one status line redrawn with CR"
+
+# --- usage errors: exit 2 with the option and value named ---------------------------------
+usage() {
+  local want=$1
+  shift
+  local rc=0
+  "$BIN/cpu-power" scrape "$@" >"$WORK/usage.out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "exit $rc for $*: $(cat "$WORK/usage.out")"
+  grep -qF -- "$want" "$WORK/usage.out" || fail "no '$want' for $*: $(cat "$WORK/usage.out")"
+}
+printf 'node-a=127.0.0.1:1\nnode-b\n' >"$WORK/bad_endpoints"
+usage "--out" --endpoint a=127.0.0.1:1
+usage "no endpoints" --out "$WORK/u"
+usage "expected HOST=ADDR:PORT, got 'node-a'" --endpoint node-a --out "$WORK/u"
+usage "port must be 1-65535, got '99999'" --endpoint a=127.0.0.1:99999 --out "$WORK/u"
+usage "IPv6 address needs brackets" --endpoint a=::1:9405 --out "$WORK/u"
+usage "line 2: expected HOST=ADDR:PORT, got 'node-b'" --endpoints-file "$WORK/bad_endpoints" --out "$WORK/u"
+usage "given more than once" --endpoint a=127.0.0.1:1 --endpoint a=127.0.0.1:2 --out "$WORK/u"
+usage "--interval-ms" --endpoint a=127.0.0.1:1 --out "$WORK/u" --interval-ms 0
+usage "--request-timeout-s" --endpoint a=127.0.0.1:1 --out "$WORK/u" --request-timeout-s 0
+usage "--duration-s" --endpoint a=127.0.0.1:1 --out "$WORK/u" --duration-s -1
+usage "cannot create directory" --endpoint a=127.0.0.1:1 --out /proc/nope
+ok "usage errors exit 2 naming the option and the value"
+
+finish

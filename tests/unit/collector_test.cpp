@@ -1,0 +1,739 @@
+// The collector in-process against stand-in HTTP servers on loopback: rows and manifest,
+// row time, the unchanged-readings rule, every failure kind, the schedule (missed slots not
+// replayed, a stalled endpoint does not delay the others), keep-alive, the final cycle,
+// write failures and recovery, and a SIGKILL that leaves a loadable samples.csv.
+
+#include "scrape/collector.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "artifacts/cpu_samples.hpp"
+
+namespace cpupower::scrape {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// ---- a stand-in exporter ---------------------------------------------------------------
+
+struct Reply {
+  int status = 200;
+  std::string body;
+  bool content_length = true;  // false: no length, the body ends when the connection closes
+  milliseconds delay{0};
+  bool never = false;  // read the request, then never answer
+};
+
+struct Request {
+  std::size_t number = 0;  // 0-based, over the server's life
+  double received_unix = 0;
+};
+
+// A small threaded HTTP/1.1 server: one thread per connection, keep-alive honoured.
+class StandIn {
+ public:
+  using Handler = std::function<Reply(const Request&)>;
+
+  explicit StandIn(Handler handler, const std::string& bind = "127.0.0.1")
+      : handler_(std::move(handler)) {
+    const bool v6 = bind.find(':') != std::string::npos;
+    listen_fd_ = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (v6) {
+      sockaddr_in6 a{};
+      a.sin6_family = AF_INET6;
+      ::inet_pton(AF_INET6, bind.c_str(), &a.sin6_addr);
+      ok_ = ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    } else {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      ::inet_pton(AF_INET, bind.c_str(), &a.sin_addr);
+      ok_ = ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
+    ok_ = ok_ && ::listen(listen_fd_, 64) == 0;
+    sockaddr_storage got{};
+    socklen_t len = sizeof got;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&got), &len);
+    port_ = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&got)->sin6_port
+                     : reinterpret_cast<sockaddr_in*>(&got)->sin_port);
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+
+  ~StandIn() {
+    stop_ = true;
+    acceptor_.join();
+    {
+      std::lock_guard lock(mutex_);
+      for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
+    }
+    for (auto& t : workers_) t.join();
+    ::close(listen_fd_);
+  }
+
+  bool ok() const { return ok_; }
+  std::uint16_t port() const { return port_; }
+  std::size_t connections() const { return connections_.load(); }
+  std::size_t requests() const { return requests_.load(); }
+  std::vector<Request> log() const {
+    std::lock_guard lock(mutex_);
+    return log_;
+  }
+
+ private:
+  void accept_loop() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      ++connections_;
+      std::lock_guard lock(mutex_);
+      open_fds_.insert(fd);
+      workers_.emplace_back([this, fd] { serve(fd); });
+    }
+  }
+
+  // Sleeps up to `d` unless the server stops first.
+  void nap(milliseconds d) {
+    const auto until = Clock::now() + d;
+    while (!stop_ && Clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+  }
+
+  bool send_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  void serve(int fd) {
+    std::string in;
+    char buf[4096];
+    while (!stop_) {
+      const auto end = in.find("\r\n\r\n");
+      if (end == std::string::npos) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        in.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      in.erase(0, end + 4);
+      Request request{requests_++, now_unix()};
+      {
+        std::lock_guard lock(mutex_);
+        log_.push_back(request);
+      }
+      const Reply reply = handler_(request);
+      if (reply.never) {
+        nap(milliseconds(60000));
+        break;
+      }
+      nap(reply.delay);
+      std::string head = "HTTP/1.1 " + std::to_string(reply.status) + " X\r\n" +
+                         "Content-Type: text/plain; version=0.0.4\r\n";
+      head += reply.content_length
+                  ? "Content-Length: " + std::to_string(reply.body.size()) + "\r\n\r\n"
+                  : std::string("Connection: close\r\n\r\n");
+      // One send: a head and a body in two small writes meet Nagle and delayed ACKs (40 ms).
+      if (!send_all(fd, head + reply.body) || !reply.content_length) break;
+    }
+    std::lock_guard lock(mutex_);
+    open_fds_.erase(fd);
+    ::close(fd);
+  }
+
+  Handler handler_;
+  int listen_fd_ = -1;
+  bool ok_ = false;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+  mutable std::mutex mutex_;
+  std::vector<std::thread> workers_;
+  std::set<int> open_fds_;
+  std::vector<Request> log_;
+  std::atomic<std::size_t> connections_{0};
+  std::atomic<std::size_t> requests_{0};
+};
+
+// ---- bodies ----------------------------------------------------------------------------
+
+// The reference collector test's DCGM body (no field_id: an older exporter).
+std::string dcgm_body() {
+  return "cpu_power_dcgm_watts{socket=\"0\",source=\"dcgm\"} 43.878000\n"
+         "cpu_power_dcgm_watts{socket=\"1\",source=\"dcgm\"} 52.350000\n";
+}
+
+// Two ACPI sockets with a component rail each, optionally with the exporter's sample ages.
+std::string acpi_body(double total0_w, double total1_w, std::optional<double> age_s = {}) {
+  std::string body =
+      "cpu_power_acpi_watts{sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\","
+      "oem_info=\"Grace Power Socket 0\",source=\"acpi\"} " +
+      std::to_string(total0_w) +
+      "\n"
+      "cpu_power_acpi_watts{sensor=\"hwmon3/power1\",type=\"cpu_rail\",socket=\"0\","
+      "oem_info=\"CPU Power Socket 0\",source=\"acpi\"} 50.5\n"
+      "cpu_power_acpi_watts{sensor=\"hwmon11/power1\",type=\"total\",socket=\"1\","
+      "oem_info=\"Grace Power Socket 1\",source=\"acpi\"} " +
+      std::to_string(total1_w) + "\n";
+  if (age_s) {
+    body += "cpu_power_exporter_sample_age_seconds{sensor=\"hwmon2/power1\"} " +
+            std::to_string(*age_s) +
+            "\n"
+            "cpu_power_exporter_sample_age_seconds{sensor=\"hwmon11/power1\"} " +
+            std::to_string(*age_s) + "\n";
+  }
+  return body;
+}
+
+Reply ok_reply(std::string body) {
+  Reply r;
+  r.body = std::move(body);
+  return r;
+}
+
+// Readings that change with every request, as a live sensor's do.
+StandIn::Handler changing_acpi() {
+  return [](const Request& r) {
+    return ok_reply(acpi_body(90.0 + static_cast<double>(r.number % 1000) * 0.01, 100.0));
+  };
+}
+
+// ---- helpers ---------------------------------------------------------------------------
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/collector-test.XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+Endpoint local(const std::string& host, std::uint16_t port) {
+  return Endpoint{host, "127.0.0.1", port};
+}
+
+CollectorOptions options_for(const TempDir& dir, milliseconds interval,
+                             milliseconds timeout = milliseconds(1000)) {
+  CollectorOptions o;
+  o.out_dir = dir.path();
+  o.collect_interval = interval;
+  o.request_timeout = timeout;
+  return o;
+}
+
+// Scrape events, collected from the loop thread.
+class Events {
+ public:
+  std::function<void(const ScrapeEvent&)> sink() {
+    return [this](const ScrapeEvent& e) {
+      std::lock_guard lock(mutex_);
+      events_.push_back(e);
+    };
+  }
+  std::vector<ScrapeEvent> of(std::size_t endpoint) const {
+    std::lock_guard lock(mutex_);
+    std::vector<ScrapeEvent> out;
+    for (const auto& e : events_) {
+      if (e.endpoint_index == endpoint && !e.final_cycle) out.push_back(e);
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<ScrapeEvent> events_;
+};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+std::vector<artifacts::CpuSampleRow> rows_of(const artifacts::CpuSamplesFile& f,
+                                             const std::string& host) {
+  std::vector<artifacts::CpuSampleRow> out;
+  for (const auto& r : f.rows) {
+    if (r.hostname == host) out.push_back(r);
+  }
+  return out;
+}
+
+void run_for(Collector& c, milliseconds d) {
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  std::this_thread::sleep_for(d);
+  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+}
+
+// ---- endpoints -------------------------------------------------------------------------
+
+TEST(Endpoint, ParsesHostAddressAndPort) {
+  std::string error;
+  auto e = parse_endpoint("node-a=10.0.0.7:9405", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(*e, (Endpoint{"node-a", "10.0.0.7", 9405}));
+  EXPECT_EQ(endpoint_url(*e), "http://10.0.0.7:9405/metrics");
+
+  e = parse_endpoint("node-b=[fd00::7]:9405", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(e->address, "fd00::7");
+  EXPECT_EQ(endpoint_url(*e), "http://[fd00::7]:9405/metrics");
+  EXPECT_EQ(endpoint_url(Endpoint{"h", "fe80::1%eth0", 1}), "http://[fe80::1%25eth0]:1/metrics");
+
+  e = parse_endpoint("node-c=gpu-node-03.cluster:80", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(e->address, "gpu-node-03.cluster");
+}
+
+TEST(Endpoint, RefusesMalformedSpecsWithTheText) {
+  const std::map<std::string, std::string> bad = {
+      {"node-a", "expected HOST=ADDR:PORT"},
+      {"=1.2.3.4:5", "empty or blank hostname"},
+      {"a=1.2.3.4", "no port"},
+      {"a=1.2.3.4:0", "port must be 1-65535, got '0'"},
+      {"a=1.2.3.4:70000", "port must be 1-65535"},
+      {"a=1.2.3.4:x", "port must be 1-65535, got 'x'"},
+      {"a=fd00::7:9405", "IPv6 address needs brackets"},
+      {"a=[fd00::7:9405", "unterminated '['"},
+      {"a=[fd00::7]9405", "expected ':PORT' after ']'"},
+      {"a=:9405", "empty or blank address"},
+  };
+  for (const auto& [spec, want] : bad) {
+    std::string error;
+    EXPECT_FALSE(parse_endpoint(spec, &error)) << spec;
+    EXPECT_NE(error.find(want), std::string::npos) << spec << " -> " << error;
+    EXPECT_NE(error.find(spec), std::string::npos) << "error does not quote the spec: " << error;
+  }
+}
+
+TEST(Endpoint, ReadsAnEndpointsFileWithComments) {
+  std::string error;
+  auto list = parse_endpoints_text(
+      "# cluster A\n\nnode-a=10.0.0.1:9405\r\n  node-b=[fd00::2]:9405  # v6\n", &error);
+  ASSERT_TRUE(list) << error;
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1], (Endpoint{"node-b", "fd00::2", 9405}));
+
+  EXPECT_FALSE(parse_endpoints_text("node-a=10.0.0.1:9405\nnode-b\n", &error));
+  EXPECT_EQ(error.rfind("line 2: ", 0), 0u) << error;
+}
+
+// ---- rows and manifest -----------------------------------------------------------------
+
+TEST(Collector, WritesRowsAndManifestFromAReachableNode) {
+  StandIn server([](const Request&) { return ok_reply(dcgm_body()); });
+  ASSERT_TRUE(server.ok());
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(50)));
+  run_for(c, milliseconds(300));
+
+  const auto file = artifacts::read_cpu_samples(dir.path() + "/samples.csv");
+  EXPECT_TRUE(file.reasons.empty()) << file.reasons.front();
+  EXPECT_EQ(file.schema_version, 3);
+  // The body never changes, so its readings are written once, whatever the scrape count.
+  ASSERT_EQ(file.rows.size(), 2u);
+  const double total = 43.878 + 52.35;
+  for (const auto& row : file.rows) {
+    EXPECT_EQ(row.hostname, "node-a");
+    EXPECT_EQ(row.source, "dcgm");
+    EXPECT_EQ(row.cpu_rail_w, row.power_w);
+    EXPECT_EQ(row.total_power_w, total);
+    EXPECT_EQ(row.timestamp_unix, file.rows.front().timestamp_unix);
+  }
+  EXPECT_EQ(file.rows[0].socket_id, 0u);
+  EXPECT_EQ(file.rows[0].power_w, 43.878);
+  EXPECT_EQ(file.rows[0].sensor, "CPU0:cpuPowerUsageW");
+  EXPECT_EQ(file.rows[1].power_w, 52.35);
+
+  const auto stats = c.stats();
+  EXPECT_GE(stats.nodes[0].scrape_count, 4u);
+  EXPECT_EQ(stats.nodes[0].unchanged_count, stats.nodes[0].scrape_count - 1);
+
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_FALSE(m.is_discarded());
+  EXPECT_EQ(m["schema_version"], 1);
+  EXPECT_TRUE(m["started_at_unix"].is_number());
+  EXPECT_GE(m["stopped_at_unix"].get<double>(), m["started_at_unix"].get<double>());
+  const auto& node = m["nodes"]["node-a"];
+  EXPECT_EQ(node["resolved_mode"], "dcgm");
+  EXPECT_EQ(node["scrape_count"], stats.nodes[0].scrape_count);
+  EXPECT_EQ(node["error_count"], 0);
+  EXPECT_EQ(node["missed_slots"], 0);
+  EXPECT_TRUE(node["last_error"].is_null());
+  EXPECT_EQ(node["endpoint_url"], "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+  EXPECT_EQ(node["first_sample_unix"].get<double>(), file.rows.front().timestamp_unix);
+  EXPECT_EQ(node["last_sample_unix"].get<double>(), file.rows.back().timestamp_unix);
+}
+
+TEST(Collector, WritesEveryScrapeWhoseReadingsChanged) {
+  // Values change on every second request: each distinct reading is written exactly once.
+  StandIn server([](const Request& r) {
+    return ok_reply(acpi_body(90.0 + static_cast<double>(r.number / 2), 100.0));
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(40)));
+  run_for(c, milliseconds(600));
+
+  const auto rows = artifacts::read_cpu_samples(dir.path() + "/samples.csv").rows;
+  const auto stats = c.stats().nodes[0];
+  const auto distinct = (server.requests() + 1) / 2;
+  ASSERT_EQ(rows.size(), 2 * distinct);
+  EXPECT_EQ(stats.unchanged_count, server.requests() - distinct);
+  for (std::size_t i = 2; i < rows.size(); i += 2) {
+    EXPECT_EQ(rows[i].power_w, rows[i - 2].power_w + 1.0);
+    EXPECT_GT(rows[i].timestamp_unix, rows[i - 2].timestamp_unix);
+    EXPECT_EQ(rows[i].total_power_w, rows[i].power_w + rows[i + 1].power_w);
+  }
+}
+
+TEST(Collector, AgesTellANewReadOfASteadySensorFromTheSameRead) {
+  // "fresh": the exporter read its steady sensors just before each scrape. "same": one read
+  // at server start, served again and again with a growing age.
+  const double read_at_unix = now_unix();
+  StandIn fresh([](const Request&) { return ok_reply(acpi_body(95.0, 96.0, 0.002)); });
+  StandIn same([read_at_unix](const Request& r) {
+    return ok_reply(acpi_body(95.0, 96.0, r.received_unix - read_at_unix));
+  });
+  TempDir dir;
+  Collector c({local("fresh", fresh.port()), local("same", same.port())},
+              options_for(dir, milliseconds(60)));
+  run_for(c, milliseconds(500));
+
+  const auto file = artifacts::read_cpu_samples(dir.path() + "/samples.csv");
+  const auto stats = c.stats();
+  // Every scrape saw a new read; only the final one may come too soon after the last slot
+  // to tell apart.
+  EXPECT_GE(stats.nodes[0].scrape_count, 7u);
+  EXPECT_LE(stats.nodes[0].unchanged_count, 1u);
+  EXPECT_EQ(rows_of(file, "fresh").size(),
+            2 * (stats.nodes[0].scrape_count - stats.nodes[0].unchanged_count));
+  EXPECT_EQ(rows_of(file, "same").size(), 2u);
+  EXPECT_EQ(stats.nodes[1].unchanged_count, stats.nodes[1].scrape_count - 1);
+  EXPECT_NEAR(rows_of(file, "same")[0].timestamp_unix, read_at_unix, 0.02);
+}
+
+TEST(Collector, RowTimeIsTheRequestMidpointMinusTheReportedAge) {
+  auto handler = [](std::optional<double> age_s) {
+    return [age_s](const Request& r) {
+      Reply reply = ok_reply(acpi_body(90.0 + static_cast<double>(r.number), 100.0, age_s));
+      reply.delay = milliseconds(200);
+      return reply;
+    };
+  };
+  StandIn aged(handler(0.5));
+  StandIn plain(handler(std::nullopt));
+  TempDir dir;
+  Collector c({local("aged", aged.port()), local("plain", plain.port())},
+              options_for(dir, milliseconds(1000)));
+  run_for(c, milliseconds(100));  // the first slots, then the final cycle waits for them
+
+  const auto file = artifacts::read_cpu_samples(dir.path() + "/samples.csv");
+  for (const auto& [host, server, age_s] :
+       {std::tuple{"aged", &aged, 0.5}, std::tuple{"plain", &plain, 0.0}}) {
+    const auto rows = rows_of(file, host);
+    ASSERT_EQ(rows.size(), 2u) << host;
+    EXPECT_EQ(rows[0].timestamp_unix, rows[1].timestamp_unix) << "one time per node scrape";
+    // The request reached the server about when it started; the answer took 200 ms more.
+    const double received = server->log().front().received_unix;
+    EXPECT_NEAR(rows[0].timestamp_unix, received + 0.1 - age_s, 0.03) << host;
+  }
+}
+
+// ---- failures --------------------------------------------------------------------------
+
+TEST(Collector, CountsEveryKindOfFailureAndKeepsGoing) {
+  StandIn healthy(changing_acpi());
+  StandIn status([](const Request&) {
+    Reply r = ok_reply("oops\n");
+    r.status = 500;
+    return r;
+  });
+  StandIn garbage([](const Request&) { return ok_reply("<html>not metrics</html>\n{{{\n"); });
+  StandIn no_sockets([](const Request&) {
+    return ok_reply("cpu_power_nvml_watts{type=\"module\",socket=\"0\"} 498.7\n");
+  });
+  const std::string huge = acpi_body(90, 91) + std::string(10 << 20, '#');
+  StandIn big_length([&huge](const Request&) { return ok_reply(huge); });
+  StandIn big_stream([&huge](const Request&) {
+    Reply r = ok_reply(huge);
+    r.content_length = false;
+    return r;
+  });
+  // A port nobody listens on: bind, note the port, close.
+  std::uint16_t closed_port = 0;
+  {
+    closed_port = StandIn([](const Request&) { return Reply{}; }).port();
+  }
+
+  TempDir dir;
+  Collector c(
+      {
+          local("healthy", healthy.port()),
+          local("refused", closed_port),
+          Endpoint{"unresolvable", "no-such-host.invalid", 9405},
+          local("status", status.port()),
+          local("garbage", garbage.port()),
+          local("no-sockets", no_sockets.port()),
+          local("big-length", big_length.port()),
+          local("big-stream", big_stream.port()),
+      },
+      options_for(dir, milliseconds(100), milliseconds(1000)));
+  run_for(c, milliseconds(700));
+
+  const auto stats = c.stats();
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"refused", {"connect: "}},
+      {"unresolvable", {"resolve: ", "timeout: "}},  // a resolver with no DNS may only time out
+      {"status", {"http_status: HTTP 500"}},
+      {"garbage", {"malformed: line 1"}},
+      {"no-sockets", {"no_sockets: "}},
+      {"big-length", {"body_too_large: "}},
+      {"big-stream", {"body_too_large: "}},
+  };
+  for (const auto& node : stats.nodes) {
+    if (node.hostname == "healthy") {
+      EXPECT_EQ(node.error_count, 0u);
+      EXPECT_EQ(node.missed_slots, 0u);
+      EXPECT_GE(node.rows_appended, 14u);
+      EXPECT_EQ(node.last_ok, true);
+      continue;
+    }
+    SCOPED_TRACE(node.hostname);
+    EXPECT_GE(node.scrape_count, 1u);
+    EXPECT_EQ(node.error_count, node.scrape_count);
+    if (node.hostname == "refused" || node.hostname == "status" || node.hostname == "garbage") {
+      // Failures that take no time take no slots (libcurl 7.88 could sit on a refused
+      // connection for its 200 ms happy-eyeballs delay).
+      EXPECT_EQ(node.missed_slots, 0u);
+      EXPECT_GE(node.scrape_count, 7u);
+    }
+    EXPECT_EQ(node.rows_appended, 0u);
+    EXPECT_EQ(node.last_ok, false);
+    ASSERT_TRUE(node.last_error);
+    const auto& prefixes = want.at(node.hostname);
+    EXPECT_TRUE(std::any_of(prefixes.begin(), prefixes.end(), [&](const auto& p) {
+      return node.last_error->rfind(p, 0) == 0;
+    })) << *node.last_error;
+  }
+  const auto file = artifacts::read_cpu_samples(dir.path() + "/samples.csv");
+  EXPECT_TRUE(file.reasons.empty());
+  EXPECT_EQ(file.rows.size(), rows_of(file, "healthy").size());
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  EXPECT_EQ(m["nodes"].size(), 8u);
+  EXPECT_EQ(m["nodes"]["garbage"]["resolved_mode"], "unknown");
+  EXPECT_EQ(m["nodes"]["no-sockets"]["error_count"], stats.nodes[5].error_count);
+}
+
+TEST(Collector, WriteFailuresAreCountedAndCollectionRecovers) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  fs::create_symlink("/dev/full", samples);  // every write: ENOSPC, as on a full disk
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(50)));
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  std::this_thread::sleep_for(milliseconds(400));
+  const auto during = c.stats();
+  EXPECT_GE(during.rows_dropped, 4u);
+  EXPECT_EQ(during.rows_written, 0u);
+  EXPECT_GE(during.nodes[0].scrape_count, 4u);  // scraping goes on
+
+  fs::remove(samples);  // space again
+  std::this_thread::sleep_for(milliseconds(1500));
+  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+  const auto after = c.stats();
+  EXPECT_GE(after.rows_written, 10u);
+  const auto file = artifacts::read_cpu_samples(samples);
+  EXPECT_TRUE(file.reasons.empty());
+  EXPECT_EQ(file.rows.size(), after.rows_written);
+}
+
+// ---- schedule --------------------------------------------------------------------------
+
+TEST(Collector, MissedSlotsAreSkippedNeverReplayed) {
+  // Each answer takes 250 ms against a 100 ms interval: two of every three slots find the
+  // previous request in flight. They are counted, and no burst follows.
+  StandIn slow([](const Request& r) {
+    Reply reply = ok_reply(acpi_body(90.0 + static_cast<double>(r.number), 100.0));
+    reply.delay = milliseconds(250);
+    return reply;
+  });
+  TempDir dir;
+  Events events;
+  auto o = options_for(dir, milliseconds(100));
+  o.on_scrape = events.sink();
+  Collector c({local("slow", slow.port())}, o);
+  const auto t0 = Clock::now();
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  std::this_thread::sleep_for(milliseconds(1500));
+  const auto running = c.stats().nodes[0];
+  const auto elapsed = Clock::now() - t0;
+  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+
+  const auto ev = events.of(0);
+  ASSERT_GE(ev.size(), 4u);
+  for (std::size_t i = 1; i < ev.size(); ++i) {
+    const auto gap = ev[i].started - ev[i - 1].started;
+    // A replay would start right after the previous answer; a kept slot waits for the grid.
+    EXPECT_GE(gap, milliseconds(280)) << "request " << i;
+    EXPECT_EQ((ev[i].slot - ev[0].slot) % milliseconds(100), Clock::duration::zero())
+        << "slots stay on the grid";
+  }
+  const auto slots = static_cast<std::uint64_t>(elapsed / milliseconds(100));
+  EXPECT_NEAR(static_cast<double>(running.scrape_count + running.missed_slots),
+              static_cast<double>(slots), 2.0);
+  EXPECT_GE(running.missed_slots, 2 * (running.scrape_count - 1));
+  EXPECT_EQ(running.error_count, 0u);
+}
+
+TEST(Collector, AStalledEndpointDoesNotDelayTheOthers) {
+  StandIn healthy(changing_acpi());
+  StandIn stalled([](const Request&) {
+    Reply r;
+    r.never = true;
+    return r;
+  });
+  TempDir dir;
+  Events events;
+  auto o = options_for(dir, milliseconds(50), milliseconds(1000));
+  o.on_scrape = events.sink();
+  Collector c({local("stalled", stalled.port()), local("healthy", healthy.port())}, o);
+  const auto t0 = Clock::now();
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  std::this_thread::sleep_for(milliseconds(1500));
+  const auto running = c.stats();
+  const auto elapsed = Clock::now() - t0;
+  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+
+  const auto& h = running.nodes[1];
+  EXPECT_EQ(h.missed_slots, 0u);
+  EXPECT_EQ(h.error_count, 0u);
+  EXPECT_GE(h.scrape_count, static_cast<std::uint64_t>(elapsed / milliseconds(50)) - 1);
+  Clock::duration worst{};
+  for (const auto& e : events.of(1)) worst = std::max(worst, e.started - e.slot);
+  EXPECT_LT(worst, milliseconds(40)) << "healthy requests started late";
+
+  const auto& s = running.nodes[0];
+  EXPECT_EQ(s.scrape_count, 1u);  // one timeout at 1 s; the next request still waiting
+  EXPECT_EQ(s.error_count, 1u);
+  EXPECT_EQ(s.last_error->rfind("timeout: ", 0), 0u) << *s.last_error;
+  EXPECT_GE(s.missed_slots, 20u);
+}
+
+TEST(Collector, ReusesTheKeepAliveConnection) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_for(c, milliseconds(400));
+  EXPECT_GE(server.requests(), 10u);
+  EXPECT_EQ(server.connections(), 1u);
+}
+
+TEST(Collector, ScrapesIPv6Endpoints) {
+  StandIn server(changing_acpi(), "::1");
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here";
+  TempDir dir;
+  Collector c({Endpoint{"node-6", "::1", server.port()}}, options_for(dir, milliseconds(50)));
+  run_for(c, milliseconds(200));
+  EXPECT_EQ(c.stats().nodes[0].error_count, 0u);
+  EXPECT_GE(rows_of(artifacts::read_cpu_samples(c.samples_path()), "node-6").size(), 6u);
+}
+
+TEST(Collector, StopRunsOneFinalCycle) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(10000)));
+  run_for(c, milliseconds(200));
+  EXPECT_EQ(server.requests(), 2u);  // the first slot, then the final scrape
+  EXPECT_EQ(c.stats().nodes[0].scrape_count, 2u);
+  EXPECT_EQ(artifacts::read_cpu_samples(c.samples_path()).rows.size(), 4u);
+}
+
+TEST(Collector, RefusesDuplicateHostnames) {
+  TempDir dir;
+  Collector c({local("a", 1), local("a", 2)}, options_for(dir, milliseconds(100)));
+  std::string error;
+  EXPECT_FALSE(c.start(&error));
+  EXPECT_NE(error.find("duplicate hostname 'a'"), std::string::npos) << error;
+}
+
+TEST(Collector, SigkillLeavesACsvTheReaderLoads) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child scrapes the parent's server as fast as it can until it is killed.
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(2)));
+    if (!c.start()) ::_exit(3);
+    while (true) ::pause();
+  }
+  std::size_t lines = 0;
+  for (int i = 0; i < 400 && lines < 200; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    std::ifstream in(samples);
+    lines = static_cast<std::size_t>(
+        std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited by itself: " << status;
+  ASSERT_GE(lines, 200u) << "the child wrote too little before the kill";
+
+  const auto file = artifacts::read_cpu_samples(samples);
+  EXPECT_EQ(file.schema_version, 3);
+  EXPECT_GE(file.rows.size(), 198u);
+  for (const auto& reason : file.reasons) {
+    EXPECT_EQ(reason, artifacts::kReasonTornLastLine);  // the only damage a kill may do
+  }
+}
+
+}  // namespace
+}  // namespace cpupower::scrape
