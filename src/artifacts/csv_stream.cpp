@@ -1,0 +1,469 @@
+#include "artifacts/csv_stream.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+namespace cpupower::artifacts {
+namespace {
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The first ',', '\n' or '"' in [p, end), or end. Eight bytes at a time (SWAR): a byte
+// equal to c is found as a zero byte of x ^ c; the lowest flagged byte is always exact.
+// Reads only inside [p, end).
+inline const char* find_special(const char* p, const char* end) {
+  static_assert(std::endian::native == std::endian::little, "byte order of the SWAR scan");
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  const auto zero_bytes = [](std::uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  while (p + 8 <= end) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    const std::uint64_t hit = zero_bytes(w ^ (kOnes * ',')) | zero_bytes(w ^ (kOnes * '\n')) |
+                              zero_bytes(w ^ (kOnes * '"'));
+    if (hit != 0) return p + (__builtin_ctzll(hit) >> 3);
+    p += 8;
+  }
+  while (p < end && *p != ',' && *p != '\n' && *p != '"') ++p;
+  return p;
+}
+
+// Splits one record starting at `p`. Returns the start of the next record, or nullptr when
+// the record is not complete before `end` and more input may follow (`eof` false). `quote`
+// is set when the record used quoting; with `allow_quotes` false such a record is not
+// split (the caller rescans serially).
+class RecordSplitter {
+ public:
+  const char* split(const char* p, const char* end, bool eof, bool allow_quotes, bool* quote) {
+    cells_.clear();
+    pool_used_ = 0;
+    const char* cell = p;
+    while (true) {
+      const char* q = find_special(cell, end);
+      if (q < end && *q == '"') {
+        *quote = true;
+        if (!allow_quotes) return end;
+        return split_quoted(p, end, eof);
+      }
+      if (q == end) {
+        if (!eof) return nullptr;
+        push(cell, q, true);
+        return end;
+      }
+      if (*q == '\n') {
+        push(cell, q, true);
+        return q + 1;
+      }
+      push(cell, q, false);
+      cell = q + 1;
+    }
+  }
+
+  std::span<const std::string_view> cells() const { return cells_; }
+
+ private:
+  void push(const char* b, const char* e, bool last) {
+    if (last && e > b && e[-1] == '\r') --e;
+    cells_.emplace_back(b, static_cast<std::size_t>(e - b));
+  }
+
+  std::string& next_pooled() {
+    if (pool_used_ == pool_.size()) pool_.emplace_back();
+    std::string& s = pool_[pool_used_++];
+    s.clear();
+    return s;
+  }
+
+  // The general path: a cell that starts with a quote runs to the matching quote ("" is a
+  // literal quote, line breaks included); text after it up to the separator is kept, as the
+  // csv module does. Cells are copied into pooled strings.
+  const char* split_quoted(const char* p, const char* end, bool eof) {
+    cells_.clear();
+    pool_used_ = 0;
+    while (true) {
+      std::string& out = next_pooled();
+      const char* q = p;
+      if (q < end && *q == '"') {
+        ++q;
+        while (true) {
+          if (q == end) return eof ? finish_torn(out) : nullptr;
+          if (*q == '"') {
+            if (q + 1 == end && !eof) return nullptr;
+            if (q + 1 < end && q[1] == '"') {
+              out += '"';
+              q += 2;
+              continue;
+            }
+            ++q;
+            break;
+          }
+          out += *q++;
+        }
+      }
+      while (q < end && *q != ',' && *q != '\n') out += *q++;
+      if (q == end && !eof) return nullptr;
+      const bool last = q == end || *q == '\n';
+      if (last && !out.empty() && out.back() == '\r') out.pop_back();
+      cells_.emplace_back(out);
+      if (q == end) return end;
+      if (last) return q + 1;
+      p = q + 1;
+    }
+  }
+
+  const char* finish_torn(std::string& out) {
+    cells_.emplace_back(out);  // an unterminated quote at end of file: keep what is there
+    return nullptr;
+  }
+
+  std::vector<std::string_view> cells_;
+  std::vector<std::string> pool_;
+  std::size_t pool_used_ = 0;
+};
+
+bool record_is_blank(std::span<const std::string_view> cells) {
+  return cells.size() == 1 && cells[0].empty();
+}
+
+struct ChunkJob {
+  int fd = -1;
+  std::uint64_t begin = 0;  // first byte the chunk may start a record at
+  std::uint64_t end = 0;    // records starting at or after this belong to the next chunk
+  std::uint64_t file_size = 0;
+  bool allow_quotes = true;
+  bool skip_partial_line = false;  // begin is not known to be a line start
+  std::size_t index = 0;
+  std::atomic<bool>* quote_seen = nullptr;
+  const std::function<void(std::size_t, const CsvRecord&)>* on_record = nullptr;
+  std::string error;
+};
+
+constexpr std::size_t kBufferBytes = 4u << 20;
+
+// Reads [begin, ...) with pread and hands out complete records until one starts at `end`.
+void run_chunk(ChunkJob& job) {
+  std::vector<char> buf(kBufferBytes);
+  std::size_t have = 0;            // bytes valid in buf
+  std::size_t pos = 0;             // next unread byte in buf
+  std::uint64_t base = job.begin;  // file offset of buf[0]
+  bool eof = false;
+  auto refill = [&]() -> bool {
+    if (pos > 0) {
+      std::memmove(buf.data(), buf.data() + pos, have - pos);
+      base += pos;
+      have -= pos;
+      pos = 0;
+    }
+    if (have == buf.size()) buf.resize(buf.size() * 2);
+    const ssize_t n =
+        ::pread(job.fd, buf.data() + have, buf.size() - have, static_cast<off_t>(base + have));
+    if (n < 0) {
+      job.error = std::strerror(errno);
+      return false;
+    }
+    if (n == 0) eof = true;
+    have += static_cast<std::size_t>(n);
+    return true;
+  };
+  if (job.skip_partial_line) {
+    // The previous byte decides: a record starts here only right after a line break.
+    base = job.begin - 1;
+    while (true) {
+      if (!refill()) return;
+      const void* nl = std::memchr(buf.data() + pos, '\n', have - pos);
+      if (nl != nullptr) {
+        pos = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
+        break;
+      }
+      pos = have;
+      if (eof) return;
+    }
+  }
+  RecordSplitter splitter;
+  CsvRecord record;
+  while (true) {
+    if (base + pos >= job.end || base + pos >= job.file_size) return;
+    const char* start = buf.data() + pos;
+    bool quote = false;
+    const char* next = splitter.split(start, buf.data() + have, eof, job.allow_quotes, &quote);
+    if (quote && !job.allow_quotes) {
+      job.quote_seen->store(true);
+      return;
+    }
+    if (next == nullptr) {
+      if (eof) return;  // torn quoted record at end of file: dropped
+      if (!refill()) return;
+      continue;
+    }
+    pos = static_cast<std::size_t>(next - buf.data());
+    if (!record_is_blank(splitter.cells())) {
+      record.cells = splitter.cells();
+      (*job.on_record)(job.index, record);
+    }
+    if (!job.allow_quotes && job.quote_seen->load(std::memory_order_relaxed)) return;
+  }
+}
+
+std::vector<std::string> to_strings(std::span<const std::string_view> cells) {
+  return {cells.begin(), cells.end()};
+}
+
+// Reads the header record from the start of the file; returns the offset after it.
+std::optional<std::uint64_t> read_header(int fd, std::vector<std::string>* header,
+                                         std::string* error) {
+  std::string text;
+  std::vector<char> buf(64 * 1024);
+  std::uint64_t off = 0;
+  RecordSplitter splitter;
+  while (true) {
+    const ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(off));
+    if (n < 0) {
+      *error = std::strerror(errno);
+      return std::nullopt;
+    }
+    text.append(buf.data(), static_cast<std::size_t>(n));
+    off += static_cast<std::uint64_t>(n);
+    const bool eof = n == 0;
+    bool quote = false;
+    const char* next = splitter.split(text.data(), text.data() + text.size(), eof, true, &quote);
+    if (next != nullptr) {
+      // An empty file (or a blank first line) has no header at all.
+      *header = record_is_blank(splitter.cells()) ? std::vector<std::string>{}
+                                                  : to_strings(splitter.cells());
+      return static_cast<std::uint64_t>(next - text.data());
+    }
+    if (eof) {
+      *header = {};
+      return text.size();
+    }
+  }
+}
+
+}  // namespace
+
+CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& options,
+                            const std::function<bool(const std::vector<std::string>&)>& on_header,
+                            const std::function<void(std::size_t, const CsvRecord&)>& on_record,
+                            const std::function<void()>& on_reset) {
+  CsvScanResult result;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    result.missing = errno == ENOENT;
+    result.error = path + ": " + std::strerror(errno);
+    return result;
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  const auto body = read_header(fd, &result.header, &result.error);
+  if (!body) {
+    result.error = path + ": " + result.error;
+    ::close(fd);
+    return result;
+  }
+  if (result.header.empty() || !on_header(result.header)) {
+    ::close(fd);
+    result.ok = true;
+    return result;
+  }
+  const std::uint64_t body_bytes = file_size - *body;
+  std::size_t n = 1;
+  if (options.threads > 1 && options.min_chunk_bytes > 0) {
+    n = std::min<std::uint64_t>(options.threads, body_bytes / options.min_chunk_bytes + 1);
+  }
+  std::atomic<bool> quote_seen{false};
+  auto make_jobs = [&](std::size_t count, bool allow_quotes) {
+    std::vector<ChunkJob> jobs(count);
+    for (std::size_t k = 0; k < count; ++k) {
+      ChunkJob& j = jobs[k];
+      j.fd = fd;
+      j.begin = *body + body_bytes * k / count;
+      j.end = k + 1 == count ? file_size : *body + body_bytes * (k + 1) / count;
+      j.file_size = file_size;
+      j.allow_quotes = allow_quotes;
+      j.skip_partial_line = k > 0;
+      j.index = k;
+      j.quote_seen = &quote_seen;
+      j.on_record = &on_record;
+    }
+    return jobs;
+  };
+  std::vector<ChunkJob> jobs = make_jobs(n, n == 1);
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t k = 1; k < jobs.size(); ++k)
+      threads.emplace_back(run_chunk, std::ref(jobs[k]));
+    run_chunk(jobs[0]);
+    for (auto& t : threads) t.join();
+  }
+  if (quote_seen.load()) {
+    on_reset();
+    quote_seen.store(false);
+    jobs = make_jobs(1, true);
+    run_chunk(jobs[0]);
+  }
+  ::close(fd);
+  for (const auto& j : jobs) {
+    if (!j.error.empty()) {
+      result.error = path + ": " + j.error;
+      return result;
+    }
+  }
+  result.chunks = jobs.size();
+  result.ok = true;
+  return result;
+}
+
+CsvScanResult scan_csv_text(std::string_view text,
+                            const std::function<bool(const std::vector<std::string>&)>& on_header,
+                            const std::function<void(std::size_t, const CsvRecord&)>& on_record) {
+  CsvScanResult result;
+  RecordSplitter splitter;
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  bool quote = false;
+  const char* next = splitter.split(p, end, true, true, &quote);
+  result.ok = true;
+  if (next == nullptr && splitter.cells().empty()) return result;
+  result.header = to_strings(splitter.cells());
+  if (!on_header(result.header)) return result;
+  result.chunks = 1;
+  p = next == nullptr ? end : next;
+  CsvRecord record;
+  while (p < end) {
+    next = splitter.split(p, end, true, true, &quote);
+    if (!record_is_blank(splitter.cells())) {
+      record.cells = splitter.cells();
+      on_record(0, record);
+    }
+    if (next == nullptr) break;
+    p = next;
+  }
+  return result;
+}
+
+namespace {
+
+constexpr double kExactPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+enum class Decimal { exact, long_plain, other };
+
+// Clinger's fast path: a mantissa up to 2^53 and a power of ten up to 22 are both exact
+// doubles, so one IEEE division rounds correctly. `long_plain` is a plain decimal with too
+// many digits for that (time.time() stamps have 17): std::from_chars takes it, correctly
+// rounded. `other` is anything else (blanks, exponents, inf, nan, garbage).
+Decimal fast_decimal(std::string_view s, double* out) {
+  std::size_t i = 0;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) negative = s[i++] == '-';
+  std::uint64_t mantissa = 0;
+  int digits = 0;
+  int exp10 = 0;
+  bool any = false;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    any = true;
+    if (mantissa == 0 && s[i] == '0') continue;
+    if (++digits <= 19) mantissa = mantissa * 10 + static_cast<unsigned>(s[i] - '0');
+  }
+  if (i < s.size() && s[i] == '.') {
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      any = true;
+      --exp10;
+      if (mantissa == 0 && s[i] == '0') continue;
+      if (++digits <= 19) mantissa = mantissa * 10 + static_cast<unsigned>(s[i] - '0');
+    }
+  }
+  if (!any || i != s.size()) return Decimal::other;
+  if (digits > 19 || mantissa > (std::uint64_t{1} << 53) || exp10 < -22) {
+    return s[0] == '+' ? Decimal::other : Decimal::long_plain;  // from_chars takes no '+'
+  }
+  double v = static_cast<double>(mantissa);
+  v = exp10 < 0 ? v / kExactPow10[-exp10] : v;
+  *out = negative ? -v : v;
+  return Decimal::exact;
+}
+
+// Python float() semantics for anything the fast path does not take: blanks around the
+// number, exponents, inf, nan, and decimals too long for one exact operation.
+std::optional<double> parse_slow(std::string_view s) {
+  s = trim_blanks(s);
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  if (fast_decimal(s, &v) == Decimal::exact) return v;
+  bool negative = false;
+  if (s.front() == '+' || s.front() == '-') {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+    if (s.empty() || s.front() == '+' || s.front() == '-') return std::nullopt;
+  }
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (end != s.data() + s.size()) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) {
+    // Python rounds overflow to inf and underflow to 0; from_chars reports both as errors.
+    const std::size_t e = s.find_first_of("eE");
+    const bool huge = e != std::string_view::npos && e + 1 < s.size() && s[e + 1] != '-';
+    v = huge ? std::numeric_limits<double>::infinity() : 0.0;
+  } else if (ec != std::errc()) {
+    return std::nullopt;
+  }
+  return negative ? -v : v;
+}
+
+}  // namespace
+
+std::optional<double> parse_cell_double(std::string_view cell) {
+  if (cell.empty()) return std::nullopt;
+  // The collectors write plain decimals: parse those in one pass without trimming.
+  double v = 0;
+  switch (fast_decimal(cell, &v)) {
+    case Decimal::exact:
+      return v;
+    case Decimal::long_plain: {
+      const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
+      if (ec == std::errc() && end == cell.data() + cell.size()) return v;
+      break;
+    }
+    case Decimal::other:
+      break;
+  }
+  return parse_slow(cell);
+}
+
+std::optional<long long> parse_cell_int(std::string_view cell) {
+  std::string_view s = trim_blanks(cell);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::size_t> column_index(const std::vector<std::string>& header,
+                                        std::string_view name) {
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == name) return i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cpupower::artifacts

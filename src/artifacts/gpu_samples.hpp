@@ -1,0 +1,63 @@
+#pragma once
+// The GPU (DCGM) leg as the energy report reads it: <power_dir>/samples.csv, one row per
+// GPU per scrape (v1; v2 adds gpu_util_pct and sm_active; v3 adds temperature_c), and the
+// roles in manifest.json's expected_devices. Read by column name like the reference's
+// csv.DictReader; blank or unparsable cells are missing values, never zeros.
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cpupower::artifacts {
+
+inline constexpr std::string_view kGpuHeaderV1 =
+    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w";
+inline constexpr std::string_view kGpuHeaderV2 =
+    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"
+    "sm_active";
+inline constexpr std::string_view kGpuHeaderV3 =
+    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"
+    "sm_active,temperature_c";
+
+// Utilization columns the report summarises, in name order.
+inline constexpr std::string_view kGpuUtilColumns[] = {"gpu_util_pct", "sm_active"};
+
+struct GpuSampleRow {
+  double timestamp_unix = 0;
+  std::size_t host = 0;  // index into GpuSamplesFile::hosts
+  long long gpu_index = 0;
+  std::optional<double> power_w;
+  std::optional<double> util[2];  // kGpuUtilColumns order
+};
+
+struct GpuSamplesFile {
+  bool ok = false;
+  std::string error;  // when !ok: what was wrong, with the path
+  std::vector<std::string> hosts;
+  std::vector<GpuSampleRow> rows;  // file order
+  bool has_util_column[2] = {false, false};
+  std::size_t skipped_rows = 0;  // no timestamp, host or GPU index
+};
+
+GpuSamplesFile read_gpu_samples(const std::string& path);
+GpuSamplesFile parse_gpu_samples(std::string_view text);
+
+// (hostname, gpu_index) -> the worker roles assigned to that GPU.
+using GpuRoles = std::map<std::pair<std::string, long long>, std::set<std::string>>;
+
+struct GpuManifestRoles {
+  bool ok = false;
+  std::string error;  // unreadable or malformed manifest, with the path
+  GpuRoles roles;
+  std::size_t skipped_devices = 0;  // entries without hostname, gpu_index or assignments
+};
+
+GpuManifestRoles read_gpu_manifest_roles(const std::string& path);
+GpuManifestRoles parse_gpu_manifest_roles(std::string_view json_text);
+
+}  // namespace cpupower::artifacts

@@ -1,0 +1,86 @@
+#pragma once
+// What one chunk of a CPU samples file contributes, in file order: the per-row work of the
+// CPU loader. Chunks are merged in file order afterwards (cpu_load.cpp).
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "artifacts/csv_stream.hpp"
+#include "artifacts/host_samples.hpp"
+#include "report/cpu_data.hpp"
+#include "report/doubles.hpp"
+
+namespace cpupower::report {
+
+struct Column {
+  bool present = false;  // some row had a value; else `v` stays empty
+  Doubles v;
+};
+
+struct Pairs {
+  Doubles t;
+  Doubles w;
+};
+
+struct ChunkSensor {
+  std::string name;
+  SensorKind kind = SensorKind::other;
+  Pairs samples;
+};
+
+struct ChunkSocket {
+  std::size_t host = 0;  // chunk-local host index
+  long long socket = 0;
+  Doubles t;  // wide layout: one entry per row
+  Doubles power;
+  std::array<Column, 3> rails;
+  Column module;
+  std::vector<ChunkSensor> sensors;  // long layout
+  std::array<Pairs, 3> long_rails;   // long layout, rows of rail sensors
+  Pairs long_module;
+  std::array<Pairs, 5> util;
+  bool has_first_sensor = false;
+  std::string first_sensor;
+  std::vector<std::string> sources;
+  std::size_t last_sensor = 0;
+};
+
+struct ChunkHost {
+  std::string name;
+  Pairs totals;
+};
+
+class CpuChunk {
+ public:
+  // `row_bound`: at most this many rows can reach this chunk (its bytes / shortest row);
+  // columns reserve address space for that many values and are then written in place.
+  CpuChunk(const artifacts::CpuCsvColumns* columns, std::size_t row_bound)
+      : c_(columns), row_bound_(row_bound) {}
+  void add(const artifacts::CsvRecord& record);
+
+  std::vector<ChunkHost> hosts;
+  std::vector<ChunkSocket> sockets;
+  std::size_t rows = 0;
+  std::size_t skipped = 0;
+
+ private:
+  std::size_t host_id(std::string_view name);
+  std::size_t socket_id(std::size_t host, long long socket);
+  void add_wide(ChunkSocket& s, std::span<const std::string_view> cells, double t);
+  void add_long(ChunkSocket& s, std::span<const std::string_view> cells, double t);
+  void note_source(ChunkSocket& s, std::string_view source);
+
+  const artifacts::CpuCsvColumns* c_;
+  std::size_t row_bound_ = 0;
+  std::unordered_map<std::string, std::size_t> host_index_;
+  std::map<std::pair<std::size_t, long long>, std::size_t> socket_index_;
+  std::size_t last_host_ = SIZE_MAX;
+  std::size_t last_socket_ = SIZE_MAX;
+};
+
+}  // namespace cpupower::report

@@ -1,0 +1,62 @@
+#pragma once
+// The CPU leg of a run as the report sees it: per-socket tracks (power_w, rails, module_w,
+// utilization) and per-node total_power_w tracks, from any CPU samples layout.
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/track.hpp"
+
+namespace cpupower::report {
+
+// Sensor kinds of the one-row-per-rail layouts, in the reference's preference order for
+// picking a socket's power sensor (legacy_rail_rank).
+enum class SensorKind { total, dcgm, cpu_rail, soc, dram, module, other };
+SensorKind classify_sensor(std::string_view sensor);
+
+struct CpuSocket {
+  std::string host;
+  long long socket = 0;
+  Track power;                                // the socket's power_w (or chosen sensor)
+  std::array<std::optional<Track>, 3> rails;  // cpu_rail, soc, dram
+  std::optional<Track> module;                // superchip module_w
+  std::array<std::optional<Track>, 5> util;   // kCpuUtilColumns order; lists, not maps
+  std::string sensor;                         // provenance of power
+  std::vector<std::string> other_sensors;     // long layouts: the sensors not chosen
+  std::vector<std::string> sources;           // distinct `source` cells, first-seen order
+  bool dcgm = false;                          // power is DCGM field 1130, the CPU rail only
+
+  std::string label() const { return "cpu/" + host + "/socket" + std::to_string(socket); }
+};
+
+struct CpuNode {
+  std::string host;
+  Track total;  // total_power_w, one value per (host, timestamp), last row wins
+};
+
+struct CpuData {
+  std::string path;
+  std::string layout;  // "exporter v3", "host v4", ...
+  bool wide = false;
+  std::vector<CpuSocket> sockets;  // by (host, socket)
+  std::vector<CpuNode> nodes;      // by host; hosts with at least one total
+  std::vector<std::string> hosts;  // every host seen, sorted
+  std::size_t rows = 0;
+  std::size_t skipped_rows = 0;  // no parsable timestamp, or a bad socket id
+
+  const CpuSocket* find_socket(std::string_view host, long long socket) const;
+};
+
+struct CpuLoad {
+  std::optional<CpuData> data;
+  std::string error;
+};
+
+// Reads a CPU samples.csv of either leg. `threads` > 1 scans large files in parallel.
+CpuLoad load_cpu_samples(const std::string& path, unsigned threads);
+CpuLoad parse_cpu_samples_text(std::string_view text);
+
+}  // namespace cpupower::report

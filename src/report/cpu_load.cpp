@@ -1,0 +1,307 @@
+// Loading a CPU samples file: scan (in chunks, see cpu_chunk.cpp), then merge the chunks in
+// file order and give every socket and node its sorted tracks.
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <thread>
+
+#include "artifacts/csv_stream.hpp"
+#include "artifacts/host_samples.hpp"
+#include "rails/rails.hpp"
+#include "report/cpu_chunk.hpp"
+#include "report/cpu_data.hpp"
+
+namespace cpupower::report {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+int rank(SensorKind kind) {
+  return static_cast<int>(kind);
+}
+
+// Appends `from` and frees it at once, so that merging chunks never holds a column twice;
+// the first part is taken over without a copy.
+void append_and_free(Doubles& into, Doubles& from) {
+  if (into.empty()) {
+    into = std::move(from);
+    return;
+  }
+  into.append(std::span<const double>(from.data(), from.size()));
+  from.release();
+}
+
+// Sorts rows by time (stable) and collapses equal times, each column keeping its last
+// value (a blank cell does not overwrite): the reference's per-column dicts.
+void sort_and_collapse(Doubles& t, std::vector<Doubles*> cols) {
+  if (!std::is_sorted(t.begin(), t.end())) {
+    std::vector<std::size_t> order(t.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
+    const auto permute = [&](Doubles& v) {
+      Doubles out(v.size(), 0.0);
+      for (std::size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+      v = std::move(out);
+    };
+    permute(t);
+    for (auto* c : cols) permute(*c);
+  }
+  if (std::adjacent_find(t.begin(), t.end()) == t.end()) return;
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (out > 0 && t[out - 1] == t[i]) {
+      for (auto* c : cols) {
+        if (!std::isnan((*c)[i])) (*c)[out - 1] = (*c)[i];
+      }
+      continue;
+    }
+    t[out] = t[i];
+    for (auto* c : cols) (*c)[out] = (*c)[i];
+    ++out;
+  }
+  t.truncate(out);
+  for (auto* c : cols) c->truncate(out);
+}
+
+Track pairs_track(std::vector<Pairs*> parts, bool keep_last) {
+  Pairs all;
+  for (Pairs* p : parts) {
+    append_and_free(all.t, p->t);
+    append_and_free(all.w, p->w);
+  }
+  stable_sort_by_time(all.t, all.w, keep_last);
+  return make_track(std::move(all.t), std::move(all.w));
+}
+
+// One optional column over all chunks, NaN where a chunk never had it; nullopt when no chunk
+// did. Must run before the chunks' time columns are merged (it reads their lengths).
+template <typename Select>
+std::optional<Doubles> merge_column(std::vector<ChunkSocket*>& parts, Select select) {
+  if (std::none_of(parts.begin(), parts.end(),
+                   [&](ChunkSocket* p) { return select(*p).present; })) {
+    return std::nullopt;
+  }
+  Doubles out;
+  for (auto* p : parts) {
+    Column& c = select(*p);
+    if (c.present) {
+      append_and_free(out, c.v);
+    } else {
+      out.append_fill(p->t.size(), kNaN);
+    }
+  }
+  return out;
+}
+
+void merge_wide(std::vector<ChunkSocket*>& parts, CpuSocket& out) {
+  std::array<std::optional<Doubles>, 3> rails;
+  for (std::size_t i = 0; i < 3; ++i) {
+    rails[i] = merge_column(parts, [i](ChunkSocket& p) -> Column& { return p.rails[i]; });
+  }
+  std::optional<Doubles> module =
+      merge_column(parts, [](ChunkSocket& p) -> Column& { return p.module; });
+  Doubles t, power;
+  for (auto* p : parts) append_and_free(power, p->power);
+  for (auto* p : parts) append_and_free(t, p->t);
+  std::vector<Doubles*> cols{&power};
+  for (auto& r : rails) {
+    if (r) cols.push_back(&*r);
+  }
+  if (module) cols.push_back(&*module);
+  sort_and_collapse(t, cols);
+  out.power = Track(std::make_shared<const Doubles>(std::move(t)), std::move(power));
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (rails[i]) out.rails[i] = Track(out.power.t, std::move(*rails[i]));
+  }
+  if (module) out.module = Track(out.power.t, std::move(*module));
+  for (auto* p : parts) {
+    if (p->has_first_sensor) {
+      out.sensor = p->first_sensor;
+      break;
+    }
+  }
+  out.dcgm = std::find(out.sources.begin(), out.sources.end(), "dcgm") != out.sources.end();
+}
+
+void merge_long(std::vector<ChunkSocket*>& parts, CpuSocket& out) {
+  std::map<std::string, std::pair<SensorKind, std::vector<Pairs*>>> sensors;
+  for (auto* p : parts) {
+    for (auto& s : p->sensors) {
+      auto& entry = sensors[s.name];
+      entry.first = s.kind;
+      entry.second.push_back(&s.samples);
+    }
+  }
+  const auto best = std::min_element(sensors.begin(), sensors.end(), [](auto& a, auto& b) {
+    return std::pair(rank(a.second.first), a.first) < std::pair(rank(b.second.first), b.first);
+  });
+  if (best != sensors.end()) {
+    out.sensor = best->first;
+    out.power = pairs_track(best->second.second, true);
+    out.dcgm = best->second.first == SensorKind::dcgm;
+  }
+  for (const auto& [name, entry] : sensors) {
+    if (best != sensors.end() && name != best->first) out.other_sensors.push_back(name);
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::vector<Pairs*> rail;
+    for (auto* p : parts) rail.push_back(&p->long_rails[i]);
+    Track track = pairs_track(rail, true);
+    if (track.size() > 0) out.rails[i] = std::move(track);
+  }
+  std::vector<Pairs*> module;
+  for (auto* p : parts) module.push_back(&p->long_module);
+  Track m = pairs_track(module, true);
+  if (m.size() > 0) out.module = std::move(m);
+}
+
+CpuSocket merge_socket(const std::string& host, long long socket, std::vector<ChunkSocket*>& parts,
+                       bool wide) {
+  CpuSocket out;
+  out.host = host;
+  out.socket = socket;
+  for (auto* p : parts) {
+    for (auto& s : p->sources) {
+      if (std::find(out.sources.begin(), out.sources.end(), s) == out.sources.end()) {
+        out.sources.push_back(s);
+      }
+    }
+  }
+  if (wide) {
+    merge_wide(parts, out);
+  } else {
+    merge_long(parts, out);
+  }
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::vector<Pairs*> util;
+    for (auto* p : parts) util.push_back(&p->util[i]);
+    Track u = pairs_track(util, false);
+    if (u.size() > 0) out.util[i] = std::move(u);
+  }
+  return out;
+}
+
+CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide) {
+  CpuData data;
+  data.wide = wide;
+  std::map<std::pair<std::string, long long>, std::vector<ChunkSocket*>> sockets;
+  std::map<std::string, std::vector<Pairs*>> totals;
+  for (auto& c : chunks) {
+    data.rows += c.rows;
+    data.skipped_rows += c.skipped;
+    for (auto& h : c.hosts) totals[h.name].push_back(&h.totals);
+    for (auto& s : c.sockets) sockets[{c.hosts[s.host].name, s.socket}].push_back(&s);
+  }
+  for (auto& [key, parts] : sockets) {
+    data.sockets.push_back(merge_socket(key.first, key.second, parts, wide));
+  }
+  for (auto& [host, parts] : totals) {
+    data.hosts.push_back(host);
+    Track total = pairs_track(parts, true);
+    if (total.size() > 0) data.nodes.push_back(CpuNode{host, std::move(total)});
+  }
+  return data;
+}
+
+CpuLoad finish(std::vector<CpuChunk>& chunks, const artifacts::CpuCsvColumns& columns,
+               const std::vector<std::string>& header, const std::string& path) {
+  CpuLoad load;
+  load.data = merge_chunks(chunks, columns.wide);
+  load.data->path = path;
+  load.data->layout = artifacts::describe_cpu_header(header);
+  return load;
+}
+
+}  // namespace
+
+SensorKind classify_sensor(std::string_view sensor) {
+  const auto colon = sensor.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string_view suffix = sensor.substr(colon + 1);
+    if (suffix == "cpuSidePowerUsageW") return SensorKind::total;
+    if (suffix == "cpuRailPowerUsageW") return SensorKind::cpu_rail;
+    if (suffix == "socPowerUsageW") return SensorKind::soc;
+    if (suffix == "dramPowerUsageW") return SensorKind::dram;
+    if (suffix == "modulePowerUsageW") return SensorKind::module;
+    if (suffix == "cpuPowerUsageW") return SensorKind::dcgm;
+  }
+  switch (rails::classify_oem(sensor).kind) {
+    case rails::Kind::total:
+      return SensorKind::total;
+    case rails::Kind::cpu_rail:
+      return SensorKind::cpu_rail;
+    case rails::Kind::soc:
+      return SensorKind::soc;
+    case rails::Kind::dram:
+      return SensorKind::dram;
+    case rails::Kind::module:
+      return SensorKind::module;
+    default:
+      return SensorKind::other;
+  }
+}
+
+const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) const {
+  for (const auto& s : sockets) {
+    if (s.host == host && s.socket == socket) return &s;
+  }
+  return nullptr;
+}
+
+CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
+  artifacts::CpuCsvColumns columns;
+  std::vector<CpuChunk> chunks;
+  std::string missing;
+  artifacts::CsvScanOptions options;
+  options.threads = std::max(1u, threads);
+  // No row of any layout is shorter than 16 bytes; chunks split the file evenly.
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  const std::uintmax_t pieces =
+      std::min<std::uintmax_t>(options.threads, ec ? 1 : bytes / options.min_chunk_bytes + 1);
+  const std::size_t bound = ec ? 0 : static_cast<std::size_t>(bytes / pieces / 16 + 1024);
+  const auto scan = artifacts::scan_csv_file(
+      path, options,
+      [&](const std::vector<std::string>& header) {
+        columns = artifacts::CpuCsvColumns::from_header(header);
+        missing = columns.missing_required();
+        chunks.assign(options.threads, CpuChunk(&columns, bound));
+        return missing.empty();
+      },
+      [&](std::size_t chunk, const artifacts::CsvRecord& r) { chunks[chunk].add(r); },
+      [&] { chunks.assign(options.threads, CpuChunk(&columns, bound * pieces)); });
+  if (!scan.ok) return {std::nullopt, scan.error};
+  if (scan.header.empty()) {
+    // A collector that died before writing its header left a leg without samples; the
+    // other leg still reports.
+    CpuLoad empty{CpuData{}, ""};
+    empty.data->path = path;
+    empty.data->layout = "empty";
+    return empty;
+  }
+  if (!missing.empty()) return {std::nullopt, path + ": no '" + missing + "' column"};
+  return finish(chunks, columns, scan.header, path);
+}
+
+CpuLoad parse_cpu_samples_text(std::string_view text) {
+  artifacts::CpuCsvColumns columns;
+  std::vector<CpuChunk> chunks;
+  std::string missing;
+  const auto scan = artifacts::scan_csv_text(
+      text,
+      [&](const std::vector<std::string>& header) {
+        columns = artifacts::CpuCsvColumns::from_header(header);
+        missing = columns.missing_required();
+        chunks.assign(1, CpuChunk(&columns, 0));
+        return missing.empty();
+      },
+      [&](std::size_t, const artifacts::CsvRecord& r) { chunks[0].add(r); });
+  if (scan.header.empty()) return {std::nullopt, "empty file (no header)"};
+  if (!missing.empty()) return {std::nullopt, "no '" + missing + "' column"};
+  return finish(chunks, columns, scan.header, "");
+}
+
+}  // namespace cpupower::report

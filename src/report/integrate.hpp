@@ -1,0 +1,55 @@
+#pragma once
+// Energy of one track over one benchmark window, and the power statistics of the samples the
+// integral rests on. Two edge modes:
+//  - snap (the reference's): each window edge moves to the nearest sample (ties to the
+//    earlier one, at most 3 s away) and the trapezoid runs between the snapped samples, so
+//    the energy can include up to 3 s of power outside the window on either side;
+//  - interpolate (ours, the default): the trapezoid runs exactly from start to end, with the
+//    power at each edge interpolated linearly between the samples around it (each within
+//    3 s); a sample exactly on an edge is used as it is.
+// In both modes avg_power_w is joules / (end - start), the window's own duration.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "report/track.hpp"
+
+namespace cpupower::report {
+
+enum class Edges { interpolate, snap };
+
+std::string_view edges_name(Edges edges);
+std::optional<Edges> parse_edges(std::string_view name);
+
+// Farthest a sample may be from a window edge it stands for (the reference's
+// MAX_SAMPLE_GAP_SECONDS), and the largest interior gap we accept without a warning.
+inline constexpr double kMaxSampleGapS = 3.0;
+
+struct PowerStats {
+  double joules = 0;
+  double avg_power_w = 0;
+  double sample_start_unix = 0;  // first sample the integral rests on
+  double sample_end_unix = 0;    // last one
+  std::size_t samples = 0;
+  double mean_w = 0, min_w = 0, p5_w = 0, p50_w = 0, p95_w = 0, p99_w = 0, max_w = 0;
+  double largest_gap_s = 0;        // between consecutive samples the integral rests on
+  double largest_gap_at_unix = 0;  // where that gap starts
+};
+
+struct Breakdown {
+  std::string label;
+  PowerStats stats;
+};
+
+struct Integration {
+  std::optional<Breakdown> row;
+  std::string error;  // "<label>: ..." when row is empty
+};
+
+// `with_stats` false skips the sample statistics (mean, percentiles) when only the energy
+// is wanted.
+Integration integrate_window(const Track& track, double start_unix, double end_unix, Edges edges,
+                             const std::string& label, bool with_stats = true);
+
+}  // namespace cpupower::report

@@ -1,0 +1,152 @@
+// The reference's text table (R4 layout), with our module and edge-mode lines added.
+
+#include <fmt/core.h>
+
+#include "report/numeric.hpp"
+#include "report/render.hpp"
+
+namespace cpupower::report {
+namespace {
+
+std::string c2(double v) {
+  return py_fixed_commas(v, 2);
+}
+std::string c2_or_na(const std::optional<double>& v) {
+  return v ? c2(*v) : "n/a";
+}
+
+std::string header(const Window& w) {
+  if (!w.concurrency) return fmt::format("[{}]", w.benchmark_type);
+  return fmt::format("[{} concurrency={}]", w.benchmark_type, *w.concurrency);
+}
+
+std::string timing_line(const WindowReport& r) {
+  const Window& w = r.window;
+  const double D = w.duration_s();
+  std::string out =
+      fmt::format("computed start={:.3f} end={:.3f} duration={:.2f}s", w.start_unix, w.end_unix, D);
+  const ReportedTiming& rep = w.reported;
+  if (rep.source == "unavailable") {
+    out += " | reported: n/a";
+    if (rep.note) out += " (" + *rep.note + ")";
+  } else {
+    out += " | reported[" + rep.source + "]";
+    if (rep.start_unix || rep.end_unix) {
+      const auto f3 = [](const std::optional<double>& v) {
+        return v ? fmt::format("{:.3f}", *v) : std::string("n/a");
+      };
+      out += " start=" + f3(rep.start_unix) + " end=" + f3(rep.end_unix);
+    }
+    if (rep.duration_seconds) {
+      out += fmt::format(" duration={:.2f}s (computed-reported={:+.2f}s)", *rep.duration_seconds,
+                         D - *rep.duration_seconds);
+    }
+  }
+  if (r.coverage) {
+    out += fmt::format(" | samples cover {:.3f}..{:.3f} ({:.2f}s)", r.coverage->start_unix,
+                       r.coverage->end_unix, r.coverage->end_unix - r.coverage->start_unix);
+  }
+  return out;
+}
+
+std::string leg(const char* name, const std::optional<double>& watts,
+                const std::optional<double>& o, const std::optional<double>& t) {
+  if (!watts) return fmt::format("{}: n/a", name);
+  std::string ratios = "n/a";
+  if (o || t) {
+    const auto f4 = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.4f}", *v) : std::string("n/a");
+    };
+    ratios = "output " + f4(o) + " tok/s/W, total " + f4(t) + " tok/s/W";
+  }
+  return fmt::format("{} avg={} W -> {}", name, c2(*watts), ratios);
+}
+
+std::string perf_line(const PerfPerWatt& p) {
+  std::string out = fmt::format("output={} tok/s ({} tok/s/gpu across {} gpu(s)) total={} tok/s",
+                                c2_or_na(p.output_tps), c2_or_na(p.output_tps_per_gpu), p.num_gpus,
+                                c2_or_na(p.total_tps));
+  out += " | " + leg("gpu", p.gpu_w, p.o_gpu, p.t_gpu);
+  out += " | " + leg("cpu", p.cpu_w, p.o_cpu, p.t_cpu);
+  out += " | " + leg("combined", p.combined_w, p.o_comb, p.t_comb);
+  return out;
+}
+
+void row_lines(const std::vector<Breakdown>& rows, std::string& out) {
+  for (const auto& row : rows) {
+    const PowerStats& s = row.stats;
+    out += fmt::format("    {}: {} J ({} W avg; p50={} p95={} p99={} max={} W)\n", row.label,
+                       c2(s.joules), c2(s.avg_power_w), c2(s.p50_w), c2(s.p95_w), c2(s.p99_w),
+                       c2(s.max_w));
+  }
+}
+
+void utilization_lines(const WindowReport& r, std::string& out) {
+  std::vector<std::pair<std::string, std::string>> groups;  // label -> text, first-seen order
+  for (const auto* rows : {&r.cpu_utilization, &r.gpu_utilization}) {
+    for (const auto& u : *rows) {
+      const std::string part = fmt::format("{} mean={} max={}", u.column, c2(u.mean), c2(u.max));
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return g.first == u.label; });
+      if (it == groups.end()) {
+        groups.emplace_back(u.label, part);
+      } else {
+        it->second += "; " + part;
+      }
+    }
+  }
+  for (const auto& [label, text] : groups) out += "    " + label + " utilization: " + text + "\n";
+}
+
+void window_block(const WindowReport& r, std::string& out) {
+  const Window& w = r.window;
+  if (!r.error.empty()) {
+    out += header(w) + " error: " + r.error + "\n";
+    return;
+  }
+  out += fmt::format("{} window={:.2f}s\n", header(w), w.duration_s());
+  for (const auto& warning : r.warnings) out += "  warning: " + warning + "\n";
+  out += "  cpu total:      " + c2(r.cpu_total_joules.get<double>()) + " J\n";
+  out += "  gpu total:      " + c2(r.gpu_total_joules.get<double>()) + " J\n";
+  out += "  combined total: " + c2(r.combined_total_joules) + " J\n";
+  if (r.module_total_joules) {
+    out += "  module total:   " + c2(*r.module_total_joules) +
+           " J (superchip module_w: Grace + its GPUs + the rest of the module; GPU energy is "
+           "already inside it, never add it on top)\n";
+  }
+  if (w.output_tokens && w.input_tokens) {
+    out += fmt::format("  tokens: output={} input={}\n", py_fixed_commas(*w.output_tokens, 0),
+                       py_fixed_commas(*w.input_tokens, 0));
+  } else {
+    out += "  tokens: n/a\n";
+  }
+  const auto ms = [](const std::optional<double>& v) { return v ? c2(*v) + " ms" : "n/a"; };
+  out += "  TPOT: p50=" + ms(w.tpot_p50_ms) + " p90=" + ms(w.tpot_p90_ms) + "\n";
+  out += "  J/output-token: " + c2_or_na(r.joules_per_output_token) + "\n";
+  out += "  J/total-token:  " + c2_or_na(r.joules_per_total_token) + "\n";
+  out += "  timing: " + timing_line(r) + "\n";
+  out += "  perf/W: " + perf_line(r.perf) + "\n";
+  row_lines(r.cpu_per_socket, out);
+  row_lines(r.gpu_per_device, out);
+  row_lines(r.gpu_per_role, out);
+  row_lines(r.module_per_socket, out);
+  utilization_lines(r, out);
+}
+
+}  // namespace
+
+std::string render_text(const std::vector<WindowReport>& reports, Edges edges) {
+  std::string out;
+  double total = 0;
+  for (const auto& r : reports) {
+    window_block(r, out);
+    if (r.error.empty()) total += r.combined_total_joules;
+  }
+  out += "\ntotal energy across all concurrency points: " + c2(total) + " J\n";
+  out += edges == Edges::snap
+             ? "edges: snap (each window edge moved to its nearest sample, as the reference does)\n"
+             : "edges: interpolate (exact window, edge power interpolated between samples)\n";
+  return out;
+}
+
+}  // namespace cpupower::report

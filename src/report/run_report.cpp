@@ -1,0 +1,120 @@
+#include "report/run_report.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "artifacts/gpu_samples.hpp"
+#include "common/text.hpp"
+#include "report/discovery.hpp"
+#include "report/render.hpp"
+
+namespace cpupower::report {
+namespace {
+
+Window load_window(const WindowSource& s, const std::string& benchmark_out) {
+  switch (s.kind) {
+    case SourceKind::sa_bench:
+      return load_sa_bench_window(s.path, s.concurrency);
+    case SourceKind::aiperf_records:
+      return load_aiperf_records_window(s.path, s.concurrency, benchmark_out);
+    case SourceKind::aiperf_aggregate:
+      return load_aiperf_aggregate_window(s.path, s.concurrency, benchmark_out);
+    case SourceKind::session:
+      break;
+  }
+  return load_session_window(s.path);
+}
+
+unsigned scan_threads(unsigned requested) {
+  if (requested > 0) return requested;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+}
+
+// Loads both legs; an error text when a leg cannot be read at all.
+std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData& data,
+                      std::vector<std::string>* run_warnings) {
+  if (in.cpu_samples) {
+    CpuLoad cpu = load_cpu_samples(*in.cpu_samples, scan_threads(options.threads));
+    if (!cpu.data) return cpu.error;
+    if (cpu.data->layout == "empty")
+      run_warnings->push_back(*in.cpu_samples + ": empty file, no CPU samples");
+    data.cpu = std::move(cpu.data);
+  }
+  if (in.gpu_samples) {
+    const artifacts::GpuSamplesFile file = artifacts::read_gpu_samples(*in.gpu_samples);
+    if (!file.ok) return file.error;
+    artifacts::GpuRoles roles;
+    if (in.gpu_manifest) {
+      artifacts::GpuManifestRoles m = artifacts::read_gpu_manifest_roles(*in.gpu_manifest);
+      if (!m.ok) run_warnings->push_back(m.error + "; GPU roles not available");
+      roles = std::move(m.roles);
+    }
+    data.gpu = build_gpu_data(file, roles);
+    data.gpu->path = *in.gpu_samples;
+  }
+  build_module_nodes(data);
+  return "";
+}
+
+}  // namespace
+
+bool ReportRun::any_window_failed() const {
+  return std::any_of(windows.begin(), windows.end(),
+                     [](const WindowReport& w) { return !w.error.empty(); });
+}
+
+ReportRun build_reports(const std::string& log_dir, const ReportOptions& options) {
+  ReportRun run;
+  const Discovery found = discover_run(log_dir, options.cpu_samples);
+  if (!found.run) {
+    run.error = found.error;
+    return run;
+  }
+  std::vector<Window> windows;
+  for (const auto& s : found.run->sources)
+    windows.push_back(load_window(s, found.run->benchmark_out));
+  std::vector<std::string> run_warnings;
+  run.error = load_legs(*found.run, options, run.data, &run_warnings);
+  if (!run.error.empty()) return run;
+  for (const auto& w : windows) {
+    WindowReport r = build_window_report(w, run.data, options.edges);
+    r.warnings.insert(r.warnings.end(), run_warnings.begin(), run_warnings.end());
+    run.windows.push_back(std::move(r));
+  }
+  return run;
+}
+
+RunReportStatus write_run_report(const std::string& log_dir, const ReportOptions& options) {
+  RunReportStatus status;
+  try {
+    const ReportRun run = build_reports(log_dir, options);
+    if (!run.error.empty()) {
+      status.message = run.error;
+      return status;
+    }
+    status.windows = run.windows.size();
+    for (const auto& w : run.windows) status.failed_windows += w.error.empty() ? 0 : 1;
+    const std::string base = python_path_str(log_dir) + "/power_energy_report";
+    const std::pair<std::string, std::string> files[] = {
+        {base + ".json", render_json(run.windows)},
+        {base + ".txt", render_text(run.windows, options.edges)},
+        {base + ".svg", render_svg(run.data, run.windows)}};
+    for (const auto& [path, content] : files) {
+      std::string error;
+      if (!common::write_file_atomic(path, content, &error)) {
+        status.message = path + ": " + error;
+        return status;
+      }
+      status.written.push_back(path);
+    }
+    status.ok = status.failed_windows == 0;
+    if (!status.ok) status.message = std::to_string(status.failed_windows) + " window(s) failed";
+  } catch (const std::exception& e) {
+    status.message = std::string("energy report failed: ") + e.what();
+  } catch (...) {
+    status.message = "energy report failed";
+  }
+  return status;
+}
+
+}  // namespace cpupower::report

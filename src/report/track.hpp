@@ -1,0 +1,54 @@
+#pragma once
+// A track: one quantity over time, the unit every report computation works on. The times
+// are shared between the tracks of one CPU socket (its power_w, rails and module_w columns
+// come from the same rows), so a 10-million-row file costs one time array per socket, not
+// one per column. A NaN value marks a row without a value in that column: a blank cell is
+// a missing sample, never a zero.
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "report/doubles.hpp"
+
+namespace cpupower::report {
+
+using Times = std::shared_ptr<const Doubles>;
+
+class Track {
+ public:
+  Track() = default;
+  Track(Times times, Doubles values) : t(std::move(times)), v(std::move(values)) {}
+
+  Times t = std::make_shared<const Doubles>();  // ascending
+  Doubles v;                                    // same length; NaN = no value
+
+  std::size_t size() const { return v.size(); }
+  double time(std::size_t i) const { return (*t)[i]; }
+  bool has(std::size_t i) const { return !std::isnan(v[i]); }
+  // Whether some row has a value; computed once, since every window asks.
+  bool any_value() const;
+
+ private:
+  mutable signed char any_value_ = -1;  // unknown, 0 or 1
+};
+
+// A dense, owned series: the samples one computation rests on.
+struct Series {
+  std::vector<double> t;
+  std::vector<double> w;
+
+  std::size_t size() const { return t.size(); }
+  bool empty() const { return t.empty(); }
+};
+
+// Sorts (t, w) pairs by time, keeping file order among equal times (the reference's stable
+// sort). With `keep_last`, equal times collapse to the value of the last row, the
+// reference's dict semantics for CPU series; otherwise duplicates stay (GPU device lists).
+void stable_sort_by_time(Doubles& t, Doubles& w, bool keep_last);
+
+// Builds a Track owning its times.
+Track make_track(Doubles t, Doubles v);
+Track make_track(const std::vector<double>& t, const std::vector<double>& v);
+
+}  // namespace cpupower::report

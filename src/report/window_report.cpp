@@ -1,0 +1,243 @@
+#include "report/window_report.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "report/numeric.hpp"
+
+namespace cpupower::report {
+namespace {
+
+// Integrates one track; a coverage error fails the window (the first one is kept).
+bool add_row(const Track& track, const std::string& label, const WindowReport& r,
+             std::vector<Breakdown>* rows, std::string* error) {
+  Integration in = integrate_window(track, r.window.start_unix, r.window.end_unix, r.edges, label);
+  if (!in.row) {
+    if (error->empty()) *error = in.error;
+    return false;
+  }
+  rows->push_back(std::move(*in.row));
+  return true;
+}
+
+double sum_joules(const std::vector<Breakdown>& rows) {
+  double total = 0;  // Python's sum(): left to right
+  for (const auto& row : rows) total += row.stats.joules;
+  return total;
+}
+
+void cpu_rows(const CpuData& cpu, WindowReport& r, std::string* error) {
+  for (const auto& s : cpu.sockets) {
+    if (s.power.any_value()) add_row(s.power, s.label(), r, &r.cpu_per_socket, error);
+    r.cpu_sensors.push_back({s.label(), s.sensor, s.other_sensors});
+  }
+  for (const auto& n : cpu.nodes) add_row(n.total, "cpu/" + n.host, r, &r.cpu_per_node, error);
+  r.cpu_total_joules = r.cpu_per_node.empty() ? Json(0) : Json(sum_joules(r.cpu_per_node));
+}
+
+void gpu_rows(const GpuData& gpu, WindowReport& r, std::string* error) {
+  for (const auto& d : gpu.devices) {
+    if (d.power.size() > 0) add_row(d.power, d.label(), r, &r.gpu_per_device, error);
+  }
+  for (const auto& role : gpu.roles) add_row(role.power, role.label(), r, &r.gpu_per_role, error);
+  for (const auto& n : gpu.nodes) add_row(n.power, n.label(), r, &r.gpu_per_node, error);
+  r.gpu_total_joules = r.gpu_per_node.empty() ? Json(0) : Json(sum_joules(r.gpu_per_node));
+}
+
+// Module energy is reported, never summed with GPU energy: the GPUs are inside it. A
+// module series without coverage is a warning, not a failed window.
+void module_rows(const RunData& run, WindowReport& r) {
+  std::string problem;
+  for (const auto& s : run.cpu->sockets) {
+    if (!s.module || !s.module->any_value()) continue;
+    problem.clear();
+    if (!add_row(*s.module, s.label() + "/module", r, &r.module_per_socket, &problem)) {
+      r.warnings.push_back("module_w: " + problem);
+    }
+  }
+  for (const auto& [host, track] : run.module_nodes) {
+    problem.clear();
+    if (!add_row(track, "module/" + host, r, &r.module_per_node, &problem)) {
+      r.warnings.push_back("module_w: " + problem);
+    }
+  }
+  if (!r.module_per_node.empty()) r.module_total_joules = sum_joules(r.module_per_node);
+}
+
+void node_power(const RunData& run, WindowReport& r) {
+  std::map<std::string, NodePower> hosts;
+  for (const auto& row : r.cpu_per_node) hosts[row.label.substr(4)].cpu_w = row.stats.avg_power_w;
+  for (const auto& row : r.gpu_per_node) hosts[row.label.substr(4)].gpu_w = row.stats.avg_power_w;
+  static const char* kRailNames[] = {"cpu_rail", "soc", "dram"};
+  for (auto& [host, np] : hosts) {
+    np.host = host;
+    std::set<std::string> roles;
+    if (run.gpu) {
+      for (const auto& d : run.gpu->devices) {
+        if (d.host != host || d.power.size() == 0) continue;
+        ++np.gpu_count;
+        roles.insert(d.roles.begin(), d.roles.end());
+      }
+    }
+    np.roles.assign(roles.begin(), roles.end());
+    if (!run.cpu) continue;
+    double sums[3] = {0, 0, 0};
+    bool any[3] = {false, false, false};
+    for (const auto& s : run.cpu->sockets) {
+      if (s.host != host) continue;
+      ++np.socket_count;
+      for (int i = 0; i < 3; ++i) {
+        if (!s.rails[i]) continue;
+        const Integration in = integrate_window(*s.rails[i], r.window.start_unix, r.window.end_unix,
+                                                r.edges, "rail", false);
+        if (!in.row) continue;  // uncovered rails are left out, as in the reference
+        sums[i] += in.row->stats.avg_power_w;
+        any[i] = true;
+      }
+    }
+    for (int i = 0; i < 3; ++i) {
+      if (any[i]) np.cpu_rails_w.emplace_back(kRailNames[i], sums[i]);
+    }
+  }
+  for (auto& [host, np] : hosts) r.node_power.push_back(std::move(np));
+}
+
+void reference_warnings(const RunData& run, WindowReport& r,
+                        const std::vector<std::string>& cpu_util_warnings,
+                        const std::vector<std::string>& gpu_util_warnings) {
+  const double node = r.cpu_total_joules.get<double>();
+  if (node > 0 && !r.cpu_per_socket.empty()) {
+    const double sock = sum_joules(r.cpu_per_socket);
+    const double rel = std::abs(sock - node) / node;
+    if (rel > 0.02) {
+      r.warnings.push_back(fmt::format(
+          "CPU energy mismatch: per-socket sum {} J vs node total {} J ({:.1f}% apart) -- socket "
+          "series may be using the wrong sensor channel",
+          py_fixed_commas(sock, 0), py_fixed_commas(node, 0), rel * 100));
+    }
+  }
+  r.warnings.insert(r.warnings.end(), cpu_util_warnings.begin(), cpu_util_warnings.end());
+  if (run.gpu && r.gpu_per_role.empty()) {
+    r.warnings.push_back("GPU role breakdown unavailable (no manifest.json / expected_devices)");
+  }
+  r.warnings.insert(r.warnings.end(), gpu_util_warnings.begin(), gpu_util_warnings.end());
+  if (run.gpu && !run.cpu) {
+    r.warnings.push_back(
+        "combined perf/W unavailable: no CPU power leg in this run (GPU-only figures reported)");
+  }
+}
+
+// Ours, after the reference's: what it silently gets wrong.
+void our_warnings(const RunData& run, WindowReport& r) {
+  if (run.cpu) {
+    std::string dcgm;
+    for (const auto& s : run.cpu->sockets) {
+      if (s.dcgm) dcgm += (dcgm.empty() ? "" : ", ") + s.label();
+      if (s.sources.size() > 1) {
+        std::string list;
+        for (const auto& src : s.sources) list += (list.empty() ? "" : " -> ") + src;
+        r.warnings.push_back(fmt::format(
+            "{}: power_w switches source ({}) within the run; the series mixes readings of "
+            "different scope",
+            s.label(), list));
+      }
+    }
+    if (!dcgm.empty()) {
+      r.warnings.push_back(
+          "CPU rail only: " + dcgm +
+          " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
+          "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
+    }
+    for (const auto& host : run.cpu->hosts) {
+      const bool has_total = std::any_of(run.cpu->nodes.begin(), run.cpu->nodes.end(),
+                                         [&](const CpuNode& n) { return n.host == host; });
+      if (!has_total) {
+        r.warnings.push_back("cpu/" + host +
+                             ": no total_power_w samples; this node is not in cpu_total_joules");
+      }
+    }
+  }
+  for (const auto* rows : {&r.cpu_per_socket, &r.cpu_per_node, &r.gpu_per_device, &r.gpu_per_role,
+                           &r.gpu_per_node, &r.module_per_socket, &r.module_per_node}) {
+    for (const auto& row : *rows) {
+      if (row.stats.largest_gap_s <= kMaxSampleGapS) continue;
+      r.warnings.push_back(fmt::format(
+          "{}: samples {:.3f}s apart inside the window (from {:.3f}); the trapezoid bridges the "
+          "gap linearly",
+          row.label, row.stats.largest_gap_s, row.stats.largest_gap_at_unix));
+    }
+  }
+}
+
+}  // namespace
+
+void build_module_nodes(RunData& run) {
+  if (!run.cpu) return;
+  std::map<std::string, std::vector<const Track*>> by_host;
+  for (const auto& s : run.cpu->sockets) {
+    if (s.module && s.module->any_value()) by_host[s.host].push_back(&*s.module);
+  }
+  for (const auto& [host, tracks] : by_host) {
+    // Walk the sockets' sorted times together; keep instants every socket has a value for.
+    std::vector<std::size_t> pos(tracks.size(), 0);
+    std::vector<double> t, w;
+    const Track& lead = *tracks[0];
+    for (std::size_t i = 0; i < lead.size(); ++i) {
+      const double at = lead.time(i);
+      double sum = lead.v[i];
+      bool all = !std::isnan(sum);
+      for (std::size_t k = 1; k < tracks.size() && all; ++k) {
+        const auto& tk = *tracks[k]->t;
+        while (pos[k] < tk.size() && tk[pos[k]] < at) ++pos[k];
+        all = pos[k] < tk.size() && tk[pos[k]] == at && tracks[k]->has(pos[k]);
+        if (all) sum += tracks[k]->v[pos[k]];
+      }
+      if (!all) continue;
+      t.push_back(at);
+      w.push_back(sum);
+    }
+    if (!t.empty()) run.module_nodes.emplace_back(host, make_track(t, w));
+  }
+}
+
+WindowReport build_window_report(const Window& window, const RunData& run, Edges edges) {
+  WindowReport r;
+  r.window = window;
+  r.edges = edges;
+  if (!window.error.empty()) {
+    r.error = window.error;
+    return r;
+  }
+  std::string error;
+  if (run.cpu) cpu_rows(*run.cpu, r, &error);
+  if (run.gpu) gpu_rows(*run.gpu, r, &error);
+  if (!error.empty()) {
+    WindowReport failed;
+    failed.window = window;
+    failed.edges = edges;
+    failed.error = error;
+    return failed;
+  }
+  if (!run.cpu) r.cpu_total_joules = 0.0;
+  if (!run.gpu) r.gpu_total_joules = 0.0;
+  node_power(run, r);
+  std::vector<std::string> cpu_util_warnings, gpu_util_warnings;
+  if (run.cpu) {
+    summarize_cpu_utilization(*run.cpu, window.start_unix, window.end_unix, &r.cpu_utilization,
+                              &cpu_util_warnings);
+  }
+  if (run.gpu) {
+    summarize_gpu_utilization(*run.gpu, window.start_unix, window.end_unix, &r.gpu_utilization,
+                              &gpu_util_warnings);
+  }
+  derive_figures(run, r);
+  reference_warnings(run, r, cpu_util_warnings, gpu_util_warnings);
+  if (run.cpu) module_rows(run, r);
+  our_warnings(run, r);
+  return r;
+}
+
+}  // namespace cpupower::report

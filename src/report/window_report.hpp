@@ -1,0 +1,94 @@
+#pragma once
+// One benchmark window's report: every breakdown row, totals, per-token and per-watt
+// figures, timing, utilization and warnings. Plain data; rendering lives in render_*.cpp.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report/cpu_data.hpp"
+#include "report/gpu_data.hpp"
+#include "report/integrate.hpp"
+#include "report/json_value.hpp"
+#include "report/window.hpp"
+
+namespace cpupower::report {
+
+// Everything the windows share: the legs, loaded once.
+struct RunData {
+  std::optional<CpuData> cpu;
+  std::optional<GpuData> gpu;
+  std::vector<std::pair<std::string, Track>> module_nodes;  // (host, summed module_w)
+};
+
+// Builds the per-host module_w sums (timestamps where every module socket of the host has
+// a reading, so a missing socket never shows as a dip).
+void build_module_nodes(RunData& run);
+
+struct UtilRow {
+  std::string label;
+  std::string column;
+  double mean = 0;
+  double max = 0;
+  std::size_t samples = 0;
+};
+
+struct NodePower {
+  std::string host;
+  std::optional<double> gpu_w, cpu_w;
+  std::vector<std::pair<std::string, double>> cpu_rails_w;  // cpu_rail, soc, dram
+  std::size_t gpu_count = 0, socket_count = 0;
+  std::vector<std::string> roles;
+};
+
+struct SensorInfo {
+  std::string label;
+  std::string sensor;
+  std::vector<std::string> other_sensors;
+};
+
+struct PerfPerWatt {
+  std::optional<double> output_tps, total_tps;
+  long long num_gpus = 0;
+  std::optional<double> output_tps_per_gpu;
+  std::optional<double> gpu_w, cpu_w, combined_w;
+  std::optional<double> o_gpu, o_cpu, o_comb, t_gpu, t_cpu, t_comb;
+};
+
+struct Coverage {
+  double start_unix = 0, end_unix = 0;
+};
+
+struct WindowReport {
+  Window window;
+  Edges edges = Edges::interpolate;
+  std::string error;  // the window failed; only `window`'s identity is valid then
+  std::vector<Breakdown> cpu_per_socket, cpu_per_node;
+  Json cpu_total_joules = 0.0;
+  std::vector<NodePower> node_power;
+  std::vector<SensorInfo> cpu_sensors;
+  std::vector<Breakdown> gpu_per_device, gpu_per_role, gpu_per_node;
+  Json gpu_total_joules = 0.0;
+  double combined_total_joules = 0;
+  std::optional<double> joules_per_output_token, joules_per_total_token;
+  std::optional<Coverage> coverage;
+  PerfPerWatt perf;
+  std::vector<UtilRow> cpu_utilization, gpu_utilization;
+  std::vector<std::string> warnings;
+  std::vector<Breakdown> module_per_socket, module_per_node;
+  std::optional<double> module_total_joules;
+};
+
+WindowReport build_window_report(const Window& window, const RunData& run, Edges edges);
+
+// Utilization summaries (utilization.cpp): rows plus the no-coverage warnings.
+void summarize_cpu_utilization(const CpuData& cpu, double start, double end,
+                               std::vector<UtilRow>* rows, std::vector<std::string>* warnings);
+void summarize_gpu_utilization(const GpuData& gpu, double start, double end,
+                               std::vector<UtilRow>* rows, std::vector<std::string>* warnings);
+
+// perf/W, J/token and coverage from the totals (perf.cpp).
+void derive_figures(const RunData& run, WindowReport& r);
+
+}  // namespace cpupower::report

@@ -1,0 +1,164 @@
+// The energy arithmetic against the reference notes' worked examples (sections 7, 8, 11.3,
+// 13, 14): snapping, interpolation, statistics and numpy's summation and percentiles.
+
+#include <gtest/gtest.h>
+
+#include "report/integrate.hpp"
+#include "report/numeric.hpp"
+
+namespace cpupower::report {
+namespace {
+
+Track track(std::vector<double> t, std::vector<double> w) {
+  return make_track(t, w);
+}
+
+Breakdown ok(const Track& tr, double s, double e, Edges edges) {
+  Integration in = integrate_window(tr, s, e, edges, "x");
+  EXPECT_TRUE(in.row) << in.error;
+  return in.row.value_or(Breakdown{});
+}
+
+std::string err(const Track& tr, double s, double e, Edges edges) {
+  Integration in = integrate_window(tr, s, e, edges, "gpu/n/gpu0");
+  EXPECT_FALSE(in.row);
+  return in.error;
+}
+
+TEST(ReportIntegrate, ManualTrapezoidOverSnappedSamples) {  // T3 #5
+  const Breakdown b = ok(track({0, 1, 2, 3, 4}, {10, 20, 20, 10, 10}), 1, 3, Edges::snap);
+  EXPECT_DOUBLE_EQ(b.stats.joules, 35.0);
+  EXPECT_DOUBLE_EQ(b.stats.avg_power_w, 17.5);
+}
+
+TEST(ReportIntegrate, SnapsToNearestSampleOnEachSide) {  // T3 #6, #47
+  const Breakdown b = ok(track({0, .9, 2.1, 3}, {10, 10, 10, 10}), 1, 2, Edges::snap);
+  EXPECT_DOUBLE_EQ(b.stats.joules, 12.0);
+  EXPECT_DOUBLE_EQ(b.stats.sample_start_unix, .9);
+  EXPECT_DOUBLE_EQ(b.stats.sample_end_unix, 2.1);
+  EXPECT_EQ(b.stats.samples, 2u);
+}
+
+TEST(ReportIntegrate, SnapErrors) {  // T3 #7, #8, #9, #10
+  const Track far = track({100, 101, 102}, {1, 1, 1});
+  EXPECT_NE(err(far, 0, 101, Edges::snap).find("window start"), std::string::npos);
+  EXPECT_NE(err(far, 100, 500, Edges::snap).find("window end"), std::string::npos);
+  EXPECT_EQ(err(track({0, .1, .2}, {1, 1, 1}), .04, .05, Edges::snap),
+            "gpu/n/gpu0: window narrower than the sample spacing");
+  EXPECT_EQ(err(track({}, {}), 0, 1, Edges::snap), "gpu/n/gpu0: no power samples available");
+}
+
+TEST(ReportIntegrate, WorkedExample510JoulesAt51Watts) {  // notes 11.3, T3 #29
+  const Breakdown b = ok(track({9, 15, 21}, {40, 44, 42}), 10, 20, Edges::snap);
+  EXPECT_DOUBLE_EQ(b.stats.joules, 510.0);
+  EXPECT_DOUBLE_EQ(b.stats.avg_power_w, 51.0);  // above every sample: the window is 10 s
+  EXPECT_DOUBLE_EQ(b.stats.mean_w, 42.0);
+  EXPECT_DOUBLE_EQ(b.stats.min_w, 40.0);
+  EXPECT_DOUBLE_EQ(b.stats.max_w, 44.0);
+  EXPECT_DOUBLE_EQ(b.stats.p50_w, 42.0);
+  EXPECT_NEAR(b.stats.p5_w, 40.2, 1e-12);
+  EXPECT_NEAR(b.stats.p95_w, 43.8, 1e-12);
+  EXPECT_NEAR(b.stats.p99_w, 43.96, 1e-12);
+  EXPECT_EQ(b.stats.samples, 3u);
+  EXPECT_DOUBLE_EQ(b.stats.sample_start_unix, 9.0);
+  EXPECT_DOUBLE_EQ(b.stats.sample_end_unix, 21.0);
+}
+
+TEST(ReportIntegrate, InterpolationIntegratesExactlyOverTheWindow) {
+  // 41 W at t=10 and 42.5 W at t=20 by interpolation; nothing outside [10, 20] counts.
+  const Breakdown b =
+      ok(track({9, 11, 15, 19, 21}, {40, 42, 44, 43, 42}), 10, 20, Edges::interpolate);
+  EXPECT_DOUBLE_EQ(b.stats.joules, 430.25);
+  EXPECT_DOUBLE_EQ(b.stats.avg_power_w, 43.025);
+  EXPECT_EQ(b.stats.samples, 5u);  // the samples the integral rests on: 9 .. 21
+  // The 510 J example's samples are 5 s from the start on one side: no bracketing there.
+  EXPECT_NE(err(track({9, 15, 21}, {40, 44, 42}), 10, 20, Edges::interpolate)
+                .find("window start at 10.000 is not bracketed"),
+            std::string::npos);
+}
+
+TEST(ReportIntegrate, IncrementalFixtureSnapsTo1100Joules) {  // notes 11.3
+  const Track gpu = track({999.5, 1002, 1005, 1008, 1010.5}, {100, 100, 100, 100, 100});
+  const Breakdown snapped = ok(gpu, 1000, 1010, Edges::snap);
+  EXPECT_DOUBLE_EQ(snapped.stats.joules, 1100.0);
+  EXPECT_DOUBLE_EQ(snapped.stats.avg_power_w, 110.0);
+  const Breakdown exact = ok(gpu, 1000, 1010, Edges::interpolate);
+  EXPECT_DOUBLE_EQ(exact.stats.joules, 1000.0);
+  EXPECT_DOUBLE_EQ(exact.stats.avg_power_w, 100.0);
+}
+
+TEST(ReportIntegrate, SixSecondEndGapIsNoCoverage) {  // notes 11.3, the withheld case
+  const Track gpu = track({998, 1000, 1002, 1004}, {100, 100, 100, 100});
+  EXPECT_EQ(err(gpu, 1000, 1010, Edges::snap),
+            "gpu/n/gpu0: nearest sample to window end is 6.000s away, no coverage");
+  EXPECT_EQ(err(gpu, 1000, 1010, Edges::interpolate),
+            "gpu/n/gpu0: window end at 1010.000 is not bracketed by samples within 3.0s (previous "
+            "sample 6.000s before, next sample none), no coverage");
+}
+
+TEST(ReportIntegrate, InterpolationNeedsSamplesOnBothSidesOfAnEdge) {
+  const Track tr = track({10, 11, 12, 13}, {1, 1, 1, 1});
+  EXPECT_NE(err(tr, 9.5, 12, Edges::interpolate).find("window start"), std::string::npos);
+  EXPECT_TRUE(integrate_window(tr, 10, 13, Edges::interpolate, "x").row);  // samples on edges
+  EXPECT_TRUE(integrate_window(tr, 9.5, 12, Edges::snap, "x").row);        // snap accepts it
+}
+
+TEST(ReportIntegrate, SampleStatisticsOverTheIntegratedSamples) {  // T3 #54
+  const Breakdown b = ok(track({0, 1, 2, 3, 4, 5}, {100, 10, 20, 30, 40, 100}), 1, 4, Edges::snap);
+  EXPECT_EQ(b.stats.samples, 4u);
+  EXPECT_DOUBLE_EQ(b.stats.min_w, 10);
+  EXPECT_DOUBLE_EQ(b.stats.max_w, 40);
+  EXPECT_DOUBLE_EQ(b.stats.mean_w, 25);
+  EXPECT_DOUBLE_EQ(b.stats.avg_power_w, 25);
+  EXPECT_DOUBLE_EQ(b.stats.p5_w, 11.5);  // np.percentile([10,20,30,40], 5)
+  EXPECT_DOUBLE_EQ(b.stats.p50_w, 25.0);
+  EXPECT_DOUBLE_EQ(b.stats.p95_w, 38.5);
+  EXPECT_DOUBLE_EQ(b.stats.p99_w, 39.7);
+}
+
+TEST(ReportIntegrate, TimeWeightedAverageAndSampleMeanDiverge) {  // T3 #55
+  const Breakdown b = ok(track({0, 1, 2, 10}, {10, 10, 10, 100}), 0, 10, Edges::snap);
+  EXPECT_DOUBLE_EQ(b.stats.mean_w, 32.5);
+  EXPECT_DOUBLE_EQ(b.stats.avg_power_w, 46.0);
+  EXPECT_DOUBLE_EQ(b.stats.largest_gap_s, 8.0);  // our interior-gap check
+  EXPECT_DOUBLE_EQ(b.stats.largest_gap_at_unix, 2.0);
+}
+
+TEST(ReportIntegrate, BlankValuesAreMissingSamplesNotZeros) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Breakdown b = ok(track({0, 1, 2, 3, 4}, {10, nan, 10, nan, 10}), 0, 4, Edges::snap);
+  EXPECT_DOUBLE_EQ(b.stats.joules, 40.0);
+  EXPECT_EQ(b.stats.samples, 3u);
+}
+
+TEST(ReportNumeric, PairwiseSumMatchesNumpyBlocks) {
+  std::vector<double> v(300);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.1 * static_cast<double>(i % 7) + 1e-3;
+  double plain = 0;
+  for (const double x : v) plain += x;
+  EXPECT_NEAR(numpy_sum(v), plain, 1e-9);
+  EXPECT_DOUBLE_EQ(numpy_sum(std::vector<double>{1, 2, 3}), 6);
+  EXPECT_DOUBLE_EQ(numpy_trapezoid(std::vector<double>{0, 2}, std::vector<double>{1, 3}), 4);
+}
+
+TEST(ReportNumeric, PercentilesUseNumpysLerpBranches) {
+  std::vector<double> v = {5, 1, 4, 2, 3};
+  const Percentiles p = numpy_percentiles(v);
+  EXPECT_DOUBLE_EQ(p.p5, 1.2);
+  EXPECT_DOUBLE_EQ(p.p50, 3.0);
+  EXPECT_DOUBLE_EQ(p.p95, 4.8);
+  EXPECT_DOUBLE_EQ(p.p99, 4.96);
+  std::vector<double> one = {7};
+  EXPECT_DOUBLE_EQ(numpy_percentiles(one).p99, 7);
+}
+
+TEST(ReportNumeric, PythonCommaFormatting) {
+  EXPECT_EQ(py_fixed_commas(1000, 2), "1,000.00");
+  EXPECT_EQ(py_fixed_commas(1234567.891, 2), "1,234,567.89");
+  EXPECT_EQ(py_fixed_commas(-1234.5, 0), "-1,234");
+  EXPECT_EQ(py_fixed_commas(999.999, 2), "1,000.00");
+  EXPECT_EQ(py_fixed_commas(12.5, 0), "12");  // round half to even on the exact binary value
+}
+
+}  // namespace
+}  // namespace cpupower::report

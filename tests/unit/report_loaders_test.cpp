@@ -1,0 +1,273 @@
+// Sample loading for the energy report: every CPU layout by header name, GPU devices, node
+// and role sums, utilization columns, and the streaming CSV reader underneath.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "artifacts/csv_stream.hpp"
+#include "artifacts/gpu_samples.hpp"
+#include "artifacts/host_samples.hpp"
+#include "report/cpu_data.hpp"
+#include "report/gpu_data.hpp"
+
+namespace cpupower::report {
+namespace {
+
+const std::string kV1 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\n";
+const std::string kV2 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+    "dram_w,total_power_w\n";
+
+CpuData load(const std::string& text) {
+  CpuLoad l = parse_cpu_samples_text(text);
+  EXPECT_TRUE(l.data) << l.error;
+  return l.data.value_or(CpuData{});
+}
+
+std::vector<double> values(const Track& t) {
+  return t.v.to_vector();
+}
+std::vector<double> times(const Track& t) {
+  return t.t->to_vector();
+}
+
+TEST(ReportCpuLoad, LongRowsGroupPerSocketAndDedupeTheNodeTotal) {  // T3 #11
+  const CpuData d = load(kV1 +
+                         "1,10,node-a,dcgm,CPU0:cpuPowerUsageW,0,40,90\n"
+                         "1,10,node-a,dcgm,CPU1:cpuPowerUsageW,1,50,90\n"
+                         "1,11,node-a,dcgm,CPU0:cpuPowerUsageW,0,42,92\n"
+                         "1,11,node-a,dcgm,CPU1:cpuPowerUsageW,1,50,92\n");
+  ASSERT_EQ(d.sockets.size(), 2u);
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{40, 42}));
+  ASSERT_EQ(d.nodes.size(), 1u);
+  EXPECT_EQ(values(d.nodes[0].total), (std::vector<double>{90, 92}));  // deduped, not summed
+  EXPECT_TRUE(d.sockets[0].dcgm);
+}
+
+TEST(ReportCpuLoad, OneSensorPerSocketForAcpiMultiRailRows) {  // T3 #12, #58
+  std::string text = kV1;
+  for (int t = 10; t <= 12; ++t) {
+    for (const char* row : {"CPU0:cpuSidePowerUsageW,0,100", "CPU0:cpuRailPowerUsageW,0,40",
+                            "CPU0:socPowerUsageW,0,15", "CPU0:dramPowerUsageW,0,10"}) {
+      text += "1," + std::to_string(t) + ",node-a,acpi," + row + ",100\n";
+    }
+  }
+  const CpuData d = load(text);
+  ASSERT_EQ(d.sockets.size(), 1u);
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{100, 100, 100}));
+  EXPECT_EQ(d.sockets[0].sensor, "CPU0:cpuSidePowerUsageW");
+  EXPECT_EQ(d.sockets[0].other_sensors,
+            (std::vector<std::string>{"CPU0:cpuRailPowerUsageW", "CPU0:dramPowerUsageW",
+                                      "CPU0:socPowerUsageW"}));
+  ASSERT_TRUE(d.sockets[0].rails[0]);
+  EXPECT_EQ(values(*d.sockets[0].rails[1]), (std::vector<double>{15, 15, 15}));
+}
+
+TEST(ReportCpuLoad, WideLayoutIsReadDirectly) {  // T3 #13
+  std::string text = kV2;
+  for (int t = 10; t <= 12; ++t) {
+    const std::string ts = std::to_string(t);
+    text += "2," + ts + ",node-a,acpi,CPU0:cpuSidePowerUsageW,0,100,40,15,10,210\n";
+    text += "2," + ts + ",node-a,acpi,CPU1:cpuSidePowerUsageW,1,110,45,16,,210\n";
+    if (t != 11) text += "2," + ts + ",node-b,dcgm,CPU0:cpuPowerUsageW,0,50,,,,50\n";
+  }
+  const CpuData d = load(text);
+  ASSERT_EQ(d.sockets.size(), 3u);
+  EXPECT_TRUE(d.wide);
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{100, 100, 100}));
+  EXPECT_EQ(values(d.sockets[1].power), (std::vector<double>{110, 110, 110}));
+  EXPECT_EQ(values(d.sockets[2].power), (std::vector<double>{50, 50}));
+  EXPECT_EQ(values(d.nodes[0].total), (std::vector<double>{210, 210, 210}));
+  EXPECT_FALSE(d.sockets[0].dcgm);
+  EXPECT_TRUE(d.sockets[2].dcgm);
+}
+
+TEST(ReportCpuLoad, FallsBackToComponentRailsWithoutATotal) {  // T3 #14
+  const CpuData d = load(kV1 +
+                         "1,10,node-a,acpi,CPU Power Socket 0,0,40,\n"
+                         "1,10,node-a,acpi,SysIO Power Socket 0,0,15,\n"
+                         "1,11,node-a,acpi,CPU Power Socket 0,0,42,\n"
+                         "1,11,node-a,acpi,SysIO Power Socket 0,0,16,\n");
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{40, 42}));  // cpu_rail beats soc
+  EXPECT_TRUE(d.nodes.empty());
+}
+
+TEST(ReportCpuLoad, BlankTotalIsSkippedNotZero) {  // T3 #15
+  const CpuData d = load(kV1 +
+                         "1,10,node-a,acpi,Grace Power Socket 0,0,40,\n"
+                         "1,11,node-a,acpi,Grace Power Socket 0,0,42,92\n");
+  EXPECT_EQ(times(d.nodes[0].total), (std::vector<double>{11}));
+  EXPECT_EQ(values(d.nodes[0].total), (std::vector<double>{92}));
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{40, 42}));
+}
+
+TEST(ReportCpuLoad, UtilizationColumnsByName) {  // T3 #30, #31
+  const std::string header =
+      "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,"
+      "total_power_w,cpu_util_total,cpu_util_user,cpu_util_nice,cpu_util_sys,cpu_util_irq\n";
+  const CpuData d = load(header +
+                         "3,10,x,node-a,dcgm,CPU0:cpuPowerUsageW,0,40,80,0.5,0.4,,0.1,\n"
+                         "3,10,x,node-a,dcgm,CPU1:cpuPowerUsageW,1,40,80,,,,,\n"
+                         "3,11,x,node-a,dcgm,CPU0:cpuPowerUsageW,0,42,82,0.7,0.6,,0.1,\n"
+                         "3,11,x,node-a,dcgm,CPU1:cpuPowerUsageW,1,40,82,0.2,,,,\n");
+  ASSERT_TRUE(d.sockets[0].util[0]);
+  EXPECT_EQ(values(*d.sockets[0].util[0]), (std::vector<double>{.5, .7}));
+  EXPECT_FALSE(d.sockets[0].util[2]);  // nice: never populated
+  EXPECT_EQ(values(*d.sockets[1].util[0]), (std::vector<double>{.2}));
+  EXPECT_FALSE(load(kV1 + "1,10,a,acpi,Grace Power Socket 0,0,1,1\n").sockets[0].util[0]);
+}
+
+TEST(ReportCpuLoad, WideFileSwitchingSourceKeepsBothAndSaysSo) {  // loader test, wide v2/v3
+  const CpuData d = load(kV2 +
+                         "2,1000.0,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.0,40.0,5.0,,94.0\n"
+                         "2,1001.0,node-a,dcgm,CPU0:cpuPowerUsageW,0,50.0,,,,50.0\n");
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{94, 50}));
+  EXPECT_EQ(d.sockets[0].sources, (std::vector<std::string>{"acpi", "dcgm"}));
+  EXPECT_EQ(d.sockets[0].sensor, "CPU0:cpuSidePowerUsageW");  // the first row's
+}
+
+TEST(ReportCpuLoad, ModuleColumnBecomesItsOwnTrack) {
+  const std::string v3 =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\r\n";
+  const CpuData d = load(v3 +
+                         "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,,189.002\r\n"
+                         "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,94.29,,,,498.72,96.228\r\n");
+  ASSERT_TRUE(d.sockets[0].module);
+  EXPECT_TRUE(std::isnan(d.sockets[0].module->v[0]));
+  EXPECT_DOUBLE_EQ(d.sockets[0].module->v[1], 498.72);
+  EXPECT_EQ(d.layout, "exporter v3");
+}
+
+TEST(ReportCpuLoad, UnsortedRowsAreStableSortedAndLastRowWins) {
+  const CpuData d = load(kV1 +
+                         "1,12,n,acpi,Grace Power Socket 0,0,3,3\n"
+                         "1,10,n,acpi,Grace Power Socket 0,0,1,1\n"
+                         "1,10,n,acpi,Grace Power Socket 0,0,2,2\n");
+  EXPECT_EQ(times(d.sockets[0].power), (std::vector<double>{10, 12}));
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{2, 3}));
+  EXPECT_EQ(values(d.nodes[0].total), (std::vector<double>{2, 3}));
+}
+
+TEST(ReportCpuLoad, MissingRequiredColumnIsAnError) {
+  EXPECT_FALSE(parse_cpu_samples_text("timestamp_unix,hostname\n1,a\n").data);
+}
+
+TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
+  namespace fs = std::filesystem;
+  const std::string path = testing::TempDir() + "/report_parallel_samples.csv";
+  for (const bool quoted : {false, true}) {
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << kV2;
+      for (int i = 0; i < 200000; ++i) {
+        const std::string host =
+            quoted && i == 150000 ? "\"node,a\"" : "node-" + std::to_string(i % 3);
+        out << "2," << 1000 + i * 0.25 << "," << host << ",acpi,CPU0:cpuSidePowerUsageW," << i % 2
+            << "," << 90 + i % 17 << ",40,5,," << 180 + i % 5 << "\r\n";
+      }
+    }
+    const CpuLoad serial = load_cpu_samples(path, 1);
+    const CpuLoad parallel = load_cpu_samples(path, 4);
+    ASSERT_TRUE(serial.data && parallel.data);
+    EXPECT_GT(fs::file_size(path), 8u << 20);  // large enough to be split in chunks
+    ASSERT_EQ(serial.data->sockets.size(), parallel.data->sockets.size());
+    EXPECT_EQ(serial.data->sockets.size(), quoted ? 7u : 6u);
+    for (std::size_t i = 0; i < serial.data->sockets.size(); ++i) {
+      EXPECT_EQ(values(serial.data->sockets[i].power), values(parallel.data->sockets[i].power));
+      EXPECT_EQ(times(serial.data->sockets[i].power), times(parallel.data->sockets[i].power));
+    }
+    EXPECT_EQ(serial.data->rows, 200000u);
+    EXPECT_EQ(parallel.data->rows, 200000u);
+  }
+  fs::remove(path);
+}
+
+TEST(ReportCsv, QuotesCrLfBlankLinesAndShortRows) {
+  std::vector<std::vector<std::string>> rows;
+  artifacts::scan_csv_text(
+      "a,b,c\r\n\"x,\"\"y\"\"\",2,3\r\n\r\n1,\"multi\nline\"\nshort\n",
+      [](const std::vector<std::string>& h) { return h.size() == 3; },
+      [&](std::size_t, const artifacts::CsvRecord& r) {
+        rows.emplace_back(r.cells.begin(), r.cells.end());
+      });
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"x,\"y\"", "2", "3"}));
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"1", "multi\nline"}));
+  EXPECT_EQ(rows[2], (std::vector<std::string>{"short"}));
+}
+
+TEST(ReportCsv, NumbersParseLikePythonFloat) {
+  using artifacts::parse_cell_double;
+  EXPECT_EQ(parse_cell_double("1788310143.461"), 1788310143.461);
+  EXPECT_EQ(parse_cell_double("1789416029.2655346"), 1789416029.2655346);
+  EXPECT_EQ(parse_cell_double(" 94.29 "), 94.29);
+  EXPECT_EQ(parse_cell_double("1e-05"), 1e-05);
+  EXPECT_EQ(parse_cell_double("+7"), 7.0);
+  EXPECT_TRUE(std::isinf(*parse_cell_double("inf")));
+  EXPECT_TRUE(std::isnan(*parse_cell_double("nan")));
+  EXPECT_FALSE(parse_cell_double(""));
+  EXPECT_FALSE(parse_cell_double("12abc"));
+  EXPECT_EQ(artifacts::parse_cell_int(" 3 "), 3);
+  EXPECT_FALSE(artifacts::parse_cell_int("3.0"));
+}
+
+TEST(ReportHostSamples, HeaderVersions) {
+  const auto split = [](std::string_view h) {
+    std::vector<std::string> out;
+    std::size_t p = 0;
+    while (true) {
+      const std::size_t q = h.find(',', p);
+      out.emplace_back(h.substr(p, q - p));
+      if (q == std::string_view::npos) break;
+      p = q + 1;
+    }
+    return out;
+  };
+  EXPECT_EQ(artifacts::host_schema_version(split(artifacts::kHostHeaderV4)), 4);
+  EXPECT_EQ(artifacts::host_schema_version(split(artifacts::kHostHeaderV5)), 5);
+  EXPECT_EQ(artifacts::describe_cpu_header(split(artifacts::kHostHeaderV3)), "host v3");
+  EXPECT_TRUE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV4)).wide);
+  EXPECT_FALSE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV3)).wide);
+  EXPECT_TRUE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV5)).module_w);
+}
+
+TEST(ReportGpuLoad, RolesAndPerRoleSums) {  // T3 #26
+  const auto file = artifacts::parse_gpu_samples(
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n"
+      "1,10,0,node-a,0,GPU-a,100\n1,10,0,node-a,1,GPU-b,50\n"
+      "1,11,1,node-a,0,GPU-a,110\n1,11,1,node-a,1,GPU-b,55\n");
+  const auto roles = artifacts::parse_gpu_manifest_roles(
+      R"({"expected_devices": [{"hostname": "node-a", "gpu_index": 0, "assignments": [{"worker_role": "prefill"}]},
+                              {"hostname": "node-a", "gpu_index": 1, "assignments": [{"worker_role": "decode"}]}]})");
+  ASSERT_TRUE(roles.ok);
+  const GpuData d = build_gpu_data(file, roles.roles);
+  ASSERT_EQ(d.nodes.size(), 1u);
+  EXPECT_EQ(values(d.nodes[0].power), (std::vector<double>{150, 165}));
+  ASSERT_EQ(d.roles.size(), 2u);
+  EXPECT_EQ(d.roles[0].label(), "gpu/node-a/decode");
+  EXPECT_EQ(d.roles[1].label(), "gpu/node-a/prefill");
+  EXPECT_EQ(values(d.roles[1].power), (std::vector<double>{100, 110}));
+}
+
+TEST(ReportGpuLoad, UtilizationColumnsAndBlankPower) {  // T3 #32, #33
+  const auto file = artifacts::parse_gpu_samples(
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,"
+      "gpu_util_pct,sm_active\n"
+      "2,10,0,n,0,G0,80,70,0.7\n2,10,0,n,1,G1,,20,\n2,11,1,n,0,G0,90,80,0.8\n2,11,1,n,1,G1,5,,\n");
+  const GpuData d = build_gpu_data(file, {});
+  ASSERT_EQ(d.devices.size(), 2u);
+  EXPECT_EQ(values(*d.devices[1].util[0]), (std::vector<double>{20}));
+  EXPECT_FALSE(d.devices[1].util[1]);
+  EXPECT_EQ(values(d.devices[1].power), (std::vector<double>{5}));  // blank power: no sample
+  const auto v1 = artifacts::parse_gpu_samples(
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n1,1,0,n,0,G,"
+      "1\n");
+  EXPECT_FALSE(build_gpu_data(v1, {}).devices[0].util[0]);
+}
+
+}  // namespace
+}  // namespace cpupower::report
