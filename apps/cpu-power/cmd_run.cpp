@@ -1,0 +1,193 @@
+// cpu-power run [--config RECIPE] [--log-dir DIR] [--nodes LIST] [--simulate gb200|gh200]
+//               [--dry-run] -- CMD [ARGS...]
+// Runs CMD with CPU power telemetry around it (see launch/session.hpp) and exits with CMD's
+// status. Also the hidden `cpu-power node-address`, which run starts on every node through
+// srun to learn the address the collector should scrape there.
+
+#include <fmt/core.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "apps/cpu-power/commands.hpp"
+#include "config/load.hpp"
+#include "launch/node_address.hpp"
+#include "launch/process.hpp"
+#include "launch/session.hpp"
+#include "launch/session_plan.hpp"
+#include "report/run_report.hpp"
+
+namespace cpupower::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunArgs {
+  std::string config;
+  std::string log_dir;
+  std::string nodes;
+  std::string simulate;
+  bool dry_run = false;
+  std::vector<std::string> command;
+};
+
+std::string default_log_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  return std::string("cpu-power-run-") + stamp;
+}
+
+std::string short_hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  std::string name(buf);
+  return name.substr(0, name.find('.'));
+}
+
+// Without --config the scraper leg runs with every default, as if the recipe said
+// `telemetry: {enabled: true, cpu_power_exporter: {}}`.
+std::optional<config::Recipe> recipe_for(const RunArgs& args) {
+  if (args.config.empty()) {
+    config::Recipe r;
+    r.telemetry.enabled = true;
+    r.telemetry.cpu_power_exporter.emplace();
+    return r;
+  }
+  const auto result = config::load_recipe_file(args.config);
+  for (const auto& e : result.errors) std::cerr << config::format_error(e) << "\n";
+  return result.recipe;
+}
+
+// The energy report runs in a forked child: whatever goes wrong in it (a crash included)
+// stays there, and the session still exits with the command's status.
+void write_report(const std::string& log_dir) {
+  std::cout << std::flush;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    std::cout << "energy report not written: fork failed" << std::endl;
+    return;
+  }
+  if (pid == 0) {
+    int code = 1;
+    try {
+      const auto status = report::write_run_report(log_dir, report::ReportOptions{});
+      for (const auto& path : status.written) std::cout << "energy report: " << path << "\n";
+      if (!status.ok) std::cout << "energy report incomplete: " << status.message << "\n";
+      code = status.ok ? 0 : 1;
+    } catch (const std::exception& e) {
+      std::cout << "energy report failed: " << e.what() << "\n";
+    } catch (...) {
+      std::cout << "energy report failed\n";
+    }
+    std::cout << std::flush;
+    std::_Exit(code);
+  }
+  const auto status = launch::wait_for_exit(pid, std::chrono::minutes(10));
+  if (!status) {
+    ::kill(pid, SIGKILL);
+    launch::wait_for_exit(pid);
+    std::cout << "energy report abandoned after 10 minutes" << std::endl;
+  } else if (WIFSIGNALED(*status)) {
+    std::cout << "energy report crashed (" << launch::describe_status(*status)
+              << "); the run's artifacts are complete" << std::endl;
+  }
+}
+
+int run(const RunArgs& args) {
+  const auto started = Clock::now();
+  const auto recipe = recipe_for(args);
+  if (!recipe) return 2;  // nothing ran; the errors are printed
+
+  launch::PlanRequest request;
+  request.recipe = *recipe;
+  request.log_dir =
+      std::filesystem::absolute(args.log_dir.empty() ? default_log_dir() : args.log_dir)
+          .lexically_normal()
+          .string();
+  if (!args.nodes.empty()) request.nodes = args.nodes;
+  if (!args.simulate.empty()) request.simulate = args.simulate;
+  request.command = args.command;
+  request.env = launch::current_env();
+  request.exporter = launch::resolve_exporter(launch::ExporterLookup::from_process());
+  request.self_exe = launch::self_exe_path();
+  if (request.self_exe.empty()) request.self_exe = "cpu-power";
+  request.local_hostname = short_hostname();
+  request.expand = launch::scontrol_expander();
+  const auto plan = launch::make_plan(request);
+  if (!plan.error.empty()) {
+    std::cerr << "Error: " << plan.error << std::endl;
+    return 2;
+  }
+  if (args.dry_run) {
+    std::cout << launch::describe_plan(plan) << std::flush;
+    return 0;
+  }
+
+  // Before any thread exists, so that every thread started later has the signals blocked.
+  launch::SignalForwarder signals;
+  signals.start();
+  const auto result = launch::run_session(plan, signals, started);
+  signals.stop();
+  std::cout << launch::summary_text(result) << std::flush;
+  if (plan.telemetry && result.command_started) write_report(plan.log_dir);
+  return result.exit_code;
+}
+
+int node_address(const std::string& interface) {
+  std::optional<std::string> iface;
+  if (!interface.empty()) iface = interface;
+  std::optional<std::string> route;
+  if (const char* launcher = std::getenv("SLURM_LAUNCH_NODE_IPADDR")) {
+    route = launch::route_source_address(launcher);
+  }
+  std::string error;
+  const auto address =
+      launch::choose_node_address(launch::local_interface_addresses(), iface, route, &error);
+  const char* slurm_name = std::getenv("SLURMD_NODENAME");
+  const std::string node = slurm_name && *slurm_name ? slurm_name : short_hostname();
+  if (!address) {
+    std::cerr << "Error: " << node << ": " << error << std::endl;
+    return 1;
+  }
+  std::cout << launch::resolver_line(node, *address) << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run a command with CPU power telemetry around it");
+  cmd->add_option("--config", args->config, "srtctl recipe (YAML) with a telemetry: block")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--log-dir", args->log_dir,
+                  "Run directory for logs and <storage_subdir>/cpu/ (default: "
+                  "./cpu-power-run-<UTC time>)");
+  cmd->add_option("--nodes", args->nodes,
+                  "Worker nodes, comma-separated (Slurm ranges allowed; default: the allocation)");
+  cmd->add_option("--simulate", args->simulate,
+                  "Simulated nodes and local exporters instead of real ones")
+      ->check(CLI::IsMember({"gb200", "gh200"}));
+  cmd->add_flag("--dry-run", args->dry_run, "Print the plan (srun argv per group) and run nothing");
+  cmd->add_option("command", args->command, "The command to run, after --")->required();
+  cmd->callback([&action, args] { action = [args] { return run(*args); }; });
+
+  // run's helper on the nodes; not for people.
+  auto iface = std::make_shared<std::string>();
+  auto* helper = app.add_subcommand("node-address", "Print this node's scrape address (internal)");
+  helper->group("");
+  helper->add_option("--interface", *iface, "Take the address of this interface");
+  helper->callback([&action, iface] { action = [iface] { return node_address(*iface); }; });
+}
+
+}  // namespace cpupower::app

@@ -1,0 +1,80 @@
+#include "config/describe.hpp"
+
+#include <fmt/core.h>
+
+namespace cpupower::config {
+namespace {
+
+std::string yes_no(bool b) {
+  return b ? "true" : "false";
+}
+
+std::string seconds(double s) {
+  return fmt::format("{}", s);
+}
+
+std::string given_or_default(const Recipe& r, const std::string& path) {
+  return r.marks.count(path) ? "" : "  (default)";
+}
+
+}  // namespace
+
+std::string describe_recipe(const Recipe& r) {
+  const auto& t = r.telemetry;
+  std::string out;
+  auto line = [&](const std::string& key, const std::string& value, const std::string& note = "") {
+    out += key + ": " + value + note + "\n";
+  };
+  auto field = [&](const std::string& key, const std::string& value) {
+    line(key, value, given_or_default(r, key));
+  };
+  field("telemetry.enabled", yes_no(t.enabled));
+  field("telemetry.collect_interval_ms", std::to_string(t.collect_interval_ms));
+  field("telemetry.storage_subdir", t.storage_subdir);
+  field("telemetry.required", yes_no(t.required));
+  field("telemetry.startup_timeout_seconds", seconds(t.startup_timeout_seconds));
+  field("telemetry.request_timeout_seconds", seconds(t.request_timeout_seconds));
+  line("telemetry.collector_join_timeout_seconds", seconds(resolved_join_timeout_s(t)),
+       t.collector_join_timeout_seconds ? "" : "  (derived: 2 x (2 x request timeout + 1) + 2)");
+  if (t.dcgm_exporter) {
+    const auto& d = *t.dcgm_exporter;
+    line("telemetry.dcgm_exporter.container_image", d.container_image);
+    line("telemetry.dcgm_exporter.port", std::to_string(d.port));
+    line("telemetry.dcgm_exporter.command", d.command.value_or("(default)"));
+    line("telemetry.dcgm_exporter.binary", d.binary.value_or("(none)"));
+  } else {
+    line("telemetry.dcgm_exporter", "(absent)");
+  }
+  if (t.cpu_power_exporter) {
+    field("telemetry.cpu_power_exporter.port", std::to_string(t.cpu_power_exporter->port));
+    field("telemetry.cpu_power_exporter.source", t.cpu_power_exporter->source);
+  } else {
+    line("telemetry.cpu_power_exporter", "(absent)");
+  }
+  const auto& c = t.cpu_power;
+  field("telemetry.cpu_power.enabled", yes_no(c.enabled));
+  field("telemetry.cpu_power.source", c.source);
+  field("telemetry.cpu_power.sample_interval_seconds", seconds(c.sample_interval_seconds));
+  field("telemetry.cpu_power.startup_timeout_seconds", seconds(c.startup_timeout_seconds));
+  field("telemetry.cpu_power.required", yes_no(c.required));
+  field("telemetry.cpu_power.storage_subdir", c.storage_subdir);
+  line("runtime.network_interface", r.runtime.network_interface.value_or("(none)"));
+  std::string srun;
+  for (const auto& [k, v] : r.runtime.srun_options) {
+    srun += (srun.empty() ? "" : " ") + ("--" + k) + (v ? "=" + *v : "");
+  }
+  line("runtime.srun_options", srun.empty() ? "(none)" : srun);
+  line("observability.tachometer.enabled", yes_no(r.tachometer.is_enabled()));
+
+  std::string legs;
+  auto leg = [&](bool on, const std::string& text) {
+    if (on) legs += (legs.empty() ? "" : ", ") + text;
+  };
+  leg(t.enabled && t.dcgm_exporter.has_value(), "GPU DCGM (not run by cpu-power)");
+  leg(scraper_leg_enabled(t), "CPU exporter scrape -> <log_dir>/" + t.storage_subdir + "/cpu/");
+  leg(t.enabled && c.enabled, "CPU host collector (not run by cpu-power yet)");
+  line("legs", legs.empty() ? "none (telemetry off)" : legs);
+  return out;
+}
+
+}  // namespace cpupower::config

@@ -1,0 +1,438 @@
+#include "config/load.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "common/text.hpp"
+#include "config/validate.hpp"
+
+namespace cpupower::config {
+namespace {
+
+// Levenshtein distance, for "did you mean" on unknown keys.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string suggestion(const std::string& key, const std::vector<std::string>& known) {
+  std::string best;
+  std::size_t best_d = 3;  // farther than this is a different word, not a typo
+  for (const auto& k : known) {
+    const auto d = edit_distance(common::to_lower(key), k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  return best.empty() ? std::string() : " (did you mean \"" + best + "\"?)";
+}
+
+std::string node_kind(const YAML::Node& n) {
+  if (n.IsMap()) return "a mapping";
+  if (n.IsSequence()) return "a sequence";
+  if (n.IsNull()) return "null";
+  return "\"" + n.Scalar() + "\"";
+}
+
+// What PyYAML would have made of a plain (unquoted) scalar that is not a string.
+bool plain_non_string(const YAML::Node& n) {
+  if (n.Tag() != "?") return false;  // quoted, or explicitly tagged
+  const std::string lower = common::to_lower(n.Scalar());
+  static const std::set<std::string> words = {"true", "false", "yes",   "no",    "on",
+                                              "off",  ".inf",  "-.inf", "+.inf", ".nan"};
+  return words.count(lower) || common::parse_i64(n.Scalar()) || common::parse_double(n.Scalar());
+}
+
+class Loader {
+ public:
+  Loader(const std::string& file, Recipe& recipe, std::vector<ConfigError>& errors)
+      : file_(file), recipe_(recipe), errors_(errors) {}
+
+  void load(const YAML::Node& root) {
+    if (!root || root.IsNull()) return;  // an empty recipe: every default
+    if (!root.IsMap()) return fail(root, "a recipe must be a mapping, got " + node_kind(root));
+    // Only the sections read here; the rest of an srtctl recipe is not ours to judge.
+    entries(root, "", false, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+      if (key == "telemetry") return telemetry(k, v), true;
+      if (key == "runtime") return runtime(k, v), true;
+      if (key == "observability") return observability(k, v), true;
+      if (key == "benchmark") return benchmark(k, v), true;
+      return true;
+    });
+  }
+
+ private:
+  using Field =
+      std::function<bool(const std::string& key, const YAML::Node& k, const YAML::Node& v)>;
+
+  static Mark mark_of(const YAML::Node& n) {
+    const auto m = n.Mark();
+    if (m.is_null()) return {};
+    return {m.line + 1, m.column + 1};
+  }
+
+  void fail(const YAML::Node& n, const std::string& message) {
+    errors_.push_back({file_, mark_of(n), message});
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  // Records where a field sits: its value when that is a scalar, else its key.
+  void note(const std::string& path, const YAML::Node& k, const YAML::Node& v) {
+    recipe_.marks[path] = mark_of(v.IsScalar() ? v : k);
+  }
+
+  // Visits each entry of `map`; duplicate keys are errors everywhere, unknown keys (the
+  // visitor returns false) only where `strict`.
+  void entries(const YAML::Node& map, const std::string& path, bool strict, const Field& field,
+               const std::vector<std::string>& known = {}) {
+    std::set<std::string> seen;
+    for (const auto entry : map) {  // by value: yaml-cpp's iterators hand out temporaries
+      const YAML::Node k = entry.first;
+      const YAML::Node v = entry.second;
+      if (!k.IsScalar()) {
+        fail(k, (path.empty() ? std::string("recipe") : path) + ": keys must be plain names");
+        continue;
+      }
+      const std::string key = k.Scalar();
+      if (!seen.insert(key).second) {
+        fail(k, join(path, key) + ": duplicate key");
+        continue;
+      }
+      if (!field(key, k, v) && strict) {
+        fail(k, "unknown key \"" + key + "\" in " + path + suggestion(key, known));
+      }
+    }
+  }
+
+  // A mapping section: null is "not given" (nullopt), anything else but a map is an error.
+  bool is_section(const std::string& path, const YAML::Node& v) {
+    if (v.IsNull()) return false;
+    if (!v.IsMap()) {
+      fail(v, path + ": expected a mapping, got " + node_kind(v));
+      return false;
+    }
+    return true;
+  }
+
+  bool scalar(const std::string& path, const YAML::Node& v, const char* what) {
+    if (v.IsScalar()) return true;
+    fail(v, path + ": expected " + what + ", got " + node_kind(v));
+    return false;
+  }
+
+  void read(const std::string& path, const YAML::Node& v, bool& out) {
+    if (!scalar(path, v, "true or false")) return;
+    const std::string s = common::to_lower(v.Scalar());
+    if (s == "true" || s == "yes" || s == "on") {
+      out = true;
+    } else if (s == "false" || s == "no" || s == "off") {
+      out = false;
+    } else {
+      fail(v, path + ": expected true or false, got " + node_kind(v));
+    }
+  }
+
+  void read(const std::string& path, const YAML::Node& v, std::int64_t& out) {
+    if (!scalar(path, v, "an integer")) return;
+    if (const auto n = common::parse_i64(v.Scalar()); n && v.Tag() == "?") {
+      out = *n;
+    } else {
+      fail(v, path + ": expected an integer, got " + node_kind(v));
+    }
+  }
+
+  void read(const std::string& path, const YAML::Node& v, double& out) {
+    if (!scalar(path, v, "a number")) return;
+    const std::string s = common::to_lower(v.Scalar());
+    std::optional<double> n;
+    if (s == ".inf" || s == "+.inf") {
+      n = std::numeric_limits<double>::infinity();
+    } else if (s == "-.inf") {
+      n = -std::numeric_limits<double>::infinity();
+    } else if (s == ".nan") {
+      n = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      n = common::parse_double(v.Scalar());
+    }
+    if (n && v.Tag() == "?") {
+      out = *n;
+    } else {
+      fail(v, path + ": expected a number, got " + node_kind(v));
+    }
+  }
+
+  void read(const std::string& path, const YAML::Node& v, std::string& out) {
+    if (!scalar(path, v, "a string")) return;
+    if (plain_non_string(v)) {
+      fail(v, path + ": expected a string, got " + v.Scalar() + " (quote it to make it one)");
+      return;
+    }
+    out = v.Scalar();
+  }
+
+  // Optional fields: null leaves them unset.
+  template <typename T>
+  void read(const std::string& path, const YAML::Node& v, std::optional<T>& out) {
+    if (v.IsNull()) return out.reset();
+    T value{};
+    const auto before = errors_.size();
+    read(path, v, value);
+    if (errors_.size() == before) out = std::move(value);
+  }
+
+  // Required (non-nullable) fields: null is an error, as srtctl's schema has it.
+  template <typename T>
+  void required(const std::string& path, const YAML::Node& v, T& out) {
+    if (v.IsNull()) return fail(v, path + ": may not be null");
+    read(path, v, out);
+  }
+
+  void telemetry(const YAML::Node& k, const YAML::Node& v) {
+    const std::string p = "telemetry";
+    note(p, k, v);
+    if (!is_section(p, v)) return;
+    auto& t = recipe_.telemetry;
+    static const std::vector<std::string> known = {"enabled",
+                                                   "dcgm_exporter",
+                                                   "collect_interval_ms",
+                                                   "storage_subdir",
+                                                   "required",
+                                                   "startup_timeout_seconds",
+                                                   "clock_sync_check",
+                                                   "request_timeout_seconds",
+                                                   "collector_join_timeout_seconds",
+                                                   "cpu_power_exporter",
+                                                   "cpu_power"};
+    entries(
+        v, p, true,
+        [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+          const std::string path = join(p, key);
+          note(path, fk, fv);
+          if (key == "enabled") return required(path, fv, t.enabled), true;
+          if (key == "collect_interval_ms") return required(path, fv, t.collect_interval_ms), true;
+          if (key == "storage_subdir") return required(path, fv, t.storage_subdir), true;
+          if (key == "required") return required(path, fv, t.required), true;
+          if (key == "startup_timeout_seconds")
+            return required(path, fv, t.startup_timeout_seconds), true;
+          if (key == "request_timeout_seconds")
+            return required(path, fv, t.request_timeout_seconds), true;
+          if (key == "collector_join_timeout_seconds")
+            return read(path, fv, t.collector_join_timeout_seconds), true;
+          if (key == "clock_sync_check") {  // GPU leg only; accepted so such recipes load
+            bool ignored = true;
+            return required(path, fv, ignored), true;
+          }
+          if (key == "dcgm_exporter") return dcgm_exporter(path, fv), true;
+          if (key == "cpu_power_exporter") return cpu_power_exporter(path, fv), true;
+          if (key == "cpu_power") return cpu_power(path, fv), true;
+          return false;
+        },
+        known);
+  }
+
+  void dcgm_exporter(const std::string& p, const YAML::Node& v) {
+    if (!is_section(p, v)) return recipe_.telemetry.dcgm_exporter.reset();
+    auto& d = recipe_.telemetry.dcgm_exporter.emplace();
+    bool image = false, port = false;
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "container_image")
+                return image = true, required(path, fv, d.container_image), true;
+              if (key == "port") return port = true, required(path, fv, d.port), true;
+              if (key == "command") return read(path, fv, d.command), true;
+              if (key == "binary") return read(path, fv, d.binary), true;
+              return false;
+            },
+            {"container_image", "port", "command", "binary"});
+    if (!image) fail(v, p + ".container_image: missing required field");
+    if (!port) fail(v, p + ".port: missing required field");
+  }
+
+  void cpu_power_exporter(const std::string& p, const YAML::Node& v) {
+    // `cpu_power_exporter: {}` turns the leg on with the defaults; null leaves it off.
+    if (!is_section(p, v)) return recipe_.telemetry.cpu_power_exporter.reset();
+    auto& c = recipe_.telemetry.cpu_power_exporter.emplace();
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "port") return required(path, fv, c.port), true;
+              if (key == "source") return required(path, fv, c.source), true;
+              return false;
+            },
+            {"port", "source"});
+  }
+
+  void cpu_power(const std::string& p, const YAML::Node& v) {
+    if (!is_section(p, v)) return;
+    auto& c = recipe_.telemetry.cpu_power;
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "enabled") return required(path, fv, c.enabled), true;
+              if (key == "source") return required(path, fv, c.source), true;
+              if (key == "sample_interval_seconds")
+                return required(path, fv, c.sample_interval_seconds), true;
+              if (key == "startup_timeout_seconds")
+                return required(path, fv, c.startup_timeout_seconds), true;
+              if (key == "required") return required(path, fv, c.required), true;
+              if (key == "storage_subdir") return required(path, fv, c.storage_subdir), true;
+              return false;
+            },
+            {"enabled", "source", "sample_interval_seconds", "startup_timeout_seconds", "required",
+             "storage_subdir"});
+  }
+
+  void runtime(const YAML::Node& k, const YAML::Node& v) {
+    const std::string p = "runtime";
+    note(p, k, v);
+    if (!is_section(p, v)) return;
+    entries(v, p, false, [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+      const std::string path = join(p, key);
+      if (key == "network_interface") {
+        note(path, fk, fv);
+        read(path, fv, recipe_.runtime.network_interface);
+      } else if (key == "srun_options") {
+        note(path, fk, fv);
+        srun_options(path, fv);
+      }
+      return true;
+    });
+  }
+
+  void srun_options(const std::string& p, const YAML::Node& v) {
+    if (!is_section(p, v)) return;
+    entries(v, p, false, [&](const std::string& key, const YAML::Node&, const YAML::Node& fv) {
+      const std::string path = join(p, key);
+      if (fv.IsNull()) {
+        recipe_.runtime.srun_options.emplace_back(key, std::nullopt);
+      } else if (scalar(path, fv, "a value or null")) {
+        const std::string s = common::to_lower(fv.Scalar());
+        if (fv.Tag() == "?" && (s == "true" || s == "yes" || s == "on")) {
+          recipe_.runtime.srun_options.emplace_back(key, std::nullopt);  // a bare flag
+        } else if (fv.Tag() == "?" && (s == "false" || s == "no" || s == "off")) {
+          // A flag switched off: not passed.
+        } else {
+          recipe_.runtime.srun_options.emplace_back(key, fv.Scalar());
+        }
+      }
+      return true;
+    });
+  }
+
+  void observability(const YAML::Node& k, const YAML::Node& v) {
+    note("observability", k, v);
+    if (!is_section("observability", v)) return;
+    entries(v, "observability", false,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              if (key == "tachometer") tachometer(fk, fv);
+              return true;
+            });
+  }
+
+  void tachometer(const YAML::Node& k, const YAML::Node& v) {
+    const std::string p = "observability.tachometer";
+    note(p, k, v);
+    if (!is_section(p, v)) return;
+    auto& t = recipe_.tachometer;
+    entries(v, p, false, [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+      const std::string path = join(p, key);
+      if (key == "enabled") {
+        note(path, fk, fv);
+        read(path, fv, t.enabled);
+      } else if (key == "dcgm_exporter" || key == "node_exporter") {
+        note(path, fk, fv);
+        auto& port = key == "dcgm_exporter" ? t.dcgm_exporter_port : t.node_exporter_port;
+        if (!is_section(path, fv)) return true;
+        entries(fv, path, false,
+                [&](const std::string& sub, const YAML::Node& sk, const YAML::Node& sv) {
+                  if (sub == "port") {
+                    note(path + ".port", sk, sv);
+                    if (!sv.IsNull()) read(path + ".port", sv, port);  // null: built-in default
+                  }
+                  return true;
+                });
+      }
+      return true;
+    });
+  }
+
+  void benchmark(const YAML::Node& k, const YAML::Node& v) {
+    note("benchmark", k, v);
+    if (!is_section("benchmark", v)) return;
+    entries(v, "benchmark", false,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              if (key == "type") {
+                note("benchmark.type", fk, fv);
+                read("benchmark.type", fv, recipe_.benchmark_type);
+              }
+              return true;
+            });
+  }
+
+  const std::string& file_;
+  Recipe& recipe_;
+  std::vector<ConfigError>& errors_;
+};
+
+}  // namespace
+
+Recipe parse_recipe_text(std::string_view text, const std::string& file,
+                         std::vector<ConfigError>& errors) {
+  Recipe recipe;
+  recipe.file = file;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    Mark mark;
+    if (!e.mark.is_null()) mark = {e.mark.line + 1, e.mark.column + 1};
+    errors.push_back({file, mark, "invalid YAML: " + e.msg});
+    return recipe;
+  }
+  try {
+    Loader(file, recipe, errors).load(root);
+  } catch (const YAML::Exception& e) {  // yaml-cpp's own conversions; not expected
+    errors.push_back({file, {}, std::string("invalid recipe: ") + e.what()});
+  }
+  return recipe;
+}
+
+LoadResult load_recipe_text(std::string_view text, const std::string& file) {
+  LoadResult result;
+  Recipe recipe = parse_recipe_text(text, file, result.errors);
+  if (!result.errors.empty()) return result;  // rules on half-read fields would only add noise
+  result.errors = validate_recipe(recipe);
+  if (result.errors.empty()) result.recipe = std::move(recipe);
+  return result;
+}
+
+LoadResult load_recipe_file(const std::string& path) {
+  std::string error;
+  const auto text = common::read_small_file(path, &error, std::size_t{16} << 20);
+  if (!text) {
+    LoadResult result;
+    result.errors.push_back({path, {}, "cannot read recipe: " + error});
+    return result;
+  }
+  return load_recipe_text(*text, path);
+}
+
+}  // namespace cpupower::config

@@ -1,0 +1,31 @@
+#pragma once
+// Loads a recipe: YAML syntax, types and keys, then the validation rules. A whole srtctl
+// recipe loads: top-level sections other than telemetry, runtime, observability and
+// benchmark are not read at all, and inside the sections read only the fields named in
+// recipe.hpp matter. Inside `telemetry:` every key must be known: a misspelt key is an error
+// naming it, since a silently ignored `colect_interval_ms` would run with the default.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/error.hpp"
+#include "config/recipe.hpp"
+
+namespace cpupower::config {
+
+struct LoadResult {
+  std::optional<Recipe> recipe;     // set when `errors` is empty
+  std::vector<ConfigError> errors;  // in file order for syntax and types, then rule order
+};
+
+// `file` names the source in errors.
+LoadResult load_recipe_text(std::string_view text, const std::string& file);
+LoadResult load_recipe_file(const std::string& path);
+
+// Parsing only, no rules: what load_recipe_* validates. Errors are appended to `errors`.
+Recipe parse_recipe_text(std::string_view text, const std::string& file,
+                         std::vector<ConfigError>& errors);
+
+}  // namespace cpupower::config

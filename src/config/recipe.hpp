@@ -1,0 +1,107 @@
+#pragma once
+// The parts of an srtctl recipe that CPU power telemetry reads: the `telemetry:` block, field
+// for field as srtctl's TelemetryConfig (defaults included), plus the few settings outside it
+// that decide how the exporters are launched and what their port may collide with.
+// Plain data; loading is in config/load.hpp and the rules in config/validate.hpp.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cpupower::config {
+
+// A place in the recipe file, 1-based; line 0 means "not in the file" (a default).
+struct Mark {
+  int line = 0;
+  int column = 0;
+};
+
+// telemetry.dcgm_exporter: the GPU DCGM leg (not run by this project; validated so that a
+// recipe shared with srtctl is judged the same way).
+struct DcgmExporterConfig {
+  std::string container_image;
+  std::int64_t port = 0;
+  std::optional<std::string> command;
+  std::optional<std::string> binary;
+};
+
+// telemetry.cpu_power_exporter: the scraper leg. Its presence turns the leg on.
+struct CpuPowerExporterConfig {
+  std::int64_t port = 9405;
+  std::string source = "auto";
+};
+
+// telemetry.cpu_power: the host-collector leg (needs enabled: true to run).
+struct CpuPowerHostConfig {
+  bool enabled = false;
+  std::string source = "auto";
+  double sample_interval_seconds = 0.1;
+  double startup_timeout_seconds = 30.0;
+  bool required = false;
+  std::string storage_subdir = "cpu_power";
+};
+
+struct TelemetryConfig {
+  bool enabled = false;
+  std::optional<DcgmExporterConfig> dcgm_exporter;
+  std::int64_t collect_interval_ms = 1000;
+  std::string storage_subdir = "power";
+  bool required = false;
+  double startup_timeout_seconds = 30.0;
+  double request_timeout_seconds = 2.0;
+  std::optional<double> collector_join_timeout_seconds;  // unset: derived
+  std::optional<CpuPowerExporterConfig> cpu_power_exporter;
+  CpuPowerHostConfig cpu_power;
+};
+
+// observability.tachometer: its exporters run on every worker node too, so their resolved
+// ports are part of the collision set. `enabled` is a tri-state whose unset means on.
+struct TachometerConfig {
+  std::optional<bool> enabled;
+  std::int64_t dcgm_exporter_port = 9401;
+  std::int64_t node_exporter_port = 9101;
+
+  bool is_enabled() const { return enabled.value_or(true); }
+};
+
+struct RuntimeConfig {
+  std::optional<std::string> network_interface;  // the address the collector scrapes
+  // runtime.srun_options, in file order: --key=value, or --key when the value is unset.
+  std::vector<std::pair<std::string, std::optional<std::string>>> srun_options;
+};
+
+struct Recipe {
+  std::string file;  // as given; "" for a recipe built in code
+  TelemetryConfig telemetry;
+  RuntimeConfig runtime;
+  TachometerConfig tachometer;
+  std::optional<std::string> benchmark_type;  // benchmark.type
+  // Where each field given in the file sits, by dotted path ("telemetry.cpu_power.enabled").
+  std::map<std::string, Mark> marks;
+};
+
+// The reference's COLLECT_CYCLE_TIMEOUT_GRACE_SECONDS: one collector cycle may take
+// 2 x request timeout + this grace.
+inline constexpr double kCollectCycleGraceS = 1.0;
+// The largest gap between two samples an energy window tolerates.
+inline constexpr double kMaxSampleGapS = 3.0;
+
+// One collector cycle's worst case: 2 x request timeout + grace.
+inline double collector_cycle_s(const TelemetryConfig& t) {
+  return 2.0 * t.request_timeout_seconds + kCollectCycleGraceS;
+}
+
+// The explicit join timeout, else 2 x cycle + 2 s (12 s at the default 2 s request timeout).
+inline double resolved_join_timeout_s(const TelemetryConfig& t) {
+  return t.collector_join_timeout_seconds.value_or(2.0 * collector_cycle_s(t) + 2.0);
+}
+
+// Whether the scraper leg runs: telemetry on and the block present.
+inline bool scraper_leg_enabled(const TelemetryConfig& t) {
+  return t.enabled && t.cpu_power_exporter.has_value();
+}
+
+}  // namespace cpupower::config

@@ -1,0 +1,236 @@
+#include "config/validate.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+
+#include "common/text.hpp"
+
+namespace cpupower::config {
+namespace {
+
+constexpr std::int64_t kMaxCollectIntervalMs = 3000;  // kMaxSampleGapS in ms
+
+bool finite_positive(double v) {
+  return std::isfinite(v) && v > 0.0;
+}
+
+bool port_in_range(std::int64_t port) {
+  return port >= 1 && port <= 65535;
+}
+
+// Python's repr of a float, as the reference's messages print it ("5.0", "0.25").
+std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+class Rules {
+ public:
+  explicit Rules(const Recipe& r) : r_(r), t_(r.telemetry) {}
+
+  std::vector<ConfigError> run() {
+    // A Literal field in srtctl's schema: refused at load, whatever else is set.
+    source_is_known("telemetry.cpu_power.source", t_.cpu_power.source);
+    if (!t_.enabled) {
+      disabled();
+      return std::move(errors_);
+    }
+    always_checked();
+    if (t_.cpu_power.enabled) {
+      host_leg();
+    } else {
+      inert_demand();
+    }
+    if (t_.dcgm_exporter) gpu_leg();
+    if (!t_.dcgm_exporter && !t_.cpu_power_exporter && !t_.cpu_power.enabled) {
+      fail("telemetry.enabled",
+           "telemetry.enabled requires telemetry.dcgm_exporter, telemetry.cpu_power_exporter, or "
+           "telemetry.cpu_power.enabled; otherwise there is nothing to collect");
+    }
+    collector_budget();
+    if (t_.cpu_power_exporter) scraper_leg();
+    return std::move(errors_);
+  }
+
+ private:
+  // The mark of `path`, else of its nearest ancestor that the file gives.
+  Mark mark(std::string path) const {
+    while (!path.empty()) {
+      if (const auto it = r_.marks.find(path); it != r_.marks.end()) return it->second;
+      const auto dot = path.rfind('.');
+      path = dot == std::string::npos ? std::string() : path.substr(0, dot);
+    }
+    return {};
+  }
+
+  void fail(const std::string& path, std::string message) {
+    errors_.push_back({r_.file, mark(path), std::move(message)});
+  }
+
+  void source_is_known(const std::string& path, const std::string& source) {
+    if (source != "auto" && source != "acpi" && source != "dcgm") {
+      fail(path, path + " must be one of: \"auto\", \"acpi\", \"dcgm\"");
+    }
+  }
+
+  void safe_subpath(const std::string& path, const std::string& value) {
+    if (!is_safe_relative_subpath(value)) {
+      fail(path, path + " must be a safe relative path below the run log directory");
+    }
+  }
+
+  // With telemetry off nothing runs, so only a demand that can never be met is an error;
+  // cpu_power_exporter is not looked at (the reference ignores it silently too).
+  void disabled() {
+    if (t_.cpu_power.enabled) {
+      fail("telemetry.cpu_power.enabled", "telemetry.cpu_power.enabled requires telemetry.enabled");
+      return;
+    }
+    inert_demand();
+  }
+
+  void inert_demand() {
+    const auto& c = t_.cpu_power;
+    if (c.required) {
+      fail("telemetry.cpu_power.required",
+           "telemetry.cpu_power.required has no effect unless telemetry.cpu_power.enabled");
+    }
+    if (c.source == "acpi" || c.source == "dcgm") {
+      fail("telemetry.cpu_power.source",
+           "telemetry.cpu_power.source: \"" + c.source +
+               "\" has no effect unless telemetry.cpu_power.enabled; it names a mandatory "
+               "provider for a leg that will not run");
+    }
+  }
+
+  // The checks the reference applies only with the GPU leg, applied to every enabled
+  // configuration: every leg samples at collect_interval_ms and writes below storage_subdir.
+  void always_checked() {
+    if (t_.collect_interval_ms <= 0 || t_.collect_interval_ms > kMaxCollectIntervalMs) {
+      fail("telemetry.collect_interval_ms",
+           fmt::format("telemetry.collect_interval_ms={} must be > 0 and <= {} (the {}s max "
+                       "sample gap)",
+                       t_.collect_interval_ms, kMaxCollectIntervalMs, py_float(kMaxSampleGapS)));
+    }
+    safe_subpath("telemetry.storage_subdir", t_.storage_subdir);
+  }
+
+  void host_leg() {
+    const auto& c = t_.cpu_power;
+    for (const auto& [name, value] :
+         {std::pair{"sample_interval_seconds", c.sample_interval_seconds},
+          std::pair{"startup_timeout_seconds", c.startup_timeout_seconds}}) {
+      if (!finite_positive(value)) {
+        fail(std::string("telemetry.cpu_power.") + name,
+             std::string("telemetry.cpu_power.") + name + " must be finite and positive");
+      }
+    }
+    if (finite_positive(c.sample_interval_seconds) && c.sample_interval_seconds > kMaxSampleGapS) {
+      fail("telemetry.cpu_power.sample_interval_seconds",
+           "telemetry.cpu_power.sample_interval_seconds=" + py_float(c.sample_interval_seconds) +
+               " exceeds the " + py_float(kMaxSampleGapS) +
+               "s max sample gap; every window would fail sample_gap_exceeded");
+    }
+    safe_subpath("telemetry.cpu_power.storage_subdir", c.storage_subdir);
+    if (c.storage_subdir == t_.storage_subdir) {
+      fail("telemetry.cpu_power.storage_subdir",
+           "telemetry.cpu_power.storage_subdir must differ from telemetry.storage_subdir; the "
+           "two legs write their own samples and manifest");
+    }
+  }
+
+  void gpu_leg() {
+    const auto& d = *t_.dcgm_exporter;
+    if (common::trim(d.container_image).empty()) {
+      fail("telemetry.dcgm_exporter.container_image",
+           "telemetry.dcgm_exporter.container_image must not be empty");
+    }
+    if (!port_in_range(d.port)) {
+      fail("telemetry.dcgm_exporter.port", "telemetry.dcgm_exporter.port must be in 1..65535");
+    }
+    if (!finite_positive(t_.startup_timeout_seconds)) {
+      fail("telemetry.startup_timeout_seconds",
+           "telemetry.startup_timeout_seconds must be finite and positive");
+    }
+    static const char* const kTypes[] = {"sa-bench", "agentic", "agentx", "custom", "manual"};
+    if (r_.benchmark_type) {
+      bool known = false;
+      for (const char* type : kTypes) known = known || *r_.benchmark_type == type;
+      if (!known) {
+        fail("benchmark.type",
+             "telemetry.dcgm_exporter requires benchmark.type to be one of: \"sa-bench\", "
+             "\"agentic\", \"agentx\", \"custom\", \"manual\" (got \"" +
+                 *r_.benchmark_type + "\")");
+      }
+    }
+  }
+
+  // stop_and_finalize must be able to wait out two full cycles, or a cycle in flight at
+  // shutdown would be cut off and its rows lost.
+  void collector_budget() {
+    if (!finite_positive(t_.request_timeout_seconds)) {
+      fail("telemetry.request_timeout_seconds",
+           "telemetry.request_timeout_seconds must be finite and positive");
+      return;
+    }
+    const double join = resolved_join_timeout_s(t_);
+    const double two_cycles = 2.0 * collector_cycle_s(t_);
+    if (!finite_positive(join)) {
+      fail("telemetry.collector_join_timeout_seconds",
+           "telemetry.collector_join_timeout_seconds must be finite and positive");
+    } else if (!(join > two_cycles)) {
+      fail("telemetry.collector_join_timeout_seconds",
+           "telemetry.collector_join_timeout_seconds=" + py_float(join) +
+               " must be greater than two full collector cycles (2 x (2 x "
+               "request_timeout_seconds + " +
+               py_float(kCollectCycleGraceS) + ") = " + py_float(two_cycles) + "s)");
+    }
+  }
+
+  void scraper_leg() {
+    const auto& c = *t_.cpu_power_exporter;
+    const std::string p = "telemetry.cpu_power_exporter";
+    if (!port_in_range(c.port)) fail(p + ".port", p + ".port must be in 1..65535");
+    source_is_known(p + ".source", c.source);
+    // Everything else that listens on every worker node.
+    std::vector<std::pair<std::string, std::int64_t>> others;
+    if (t_.dcgm_exporter) others.emplace_back("telemetry.dcgm_exporter", t_.dcgm_exporter->port);
+    if (r_.tachometer.is_enabled()) {
+      others.emplace_back("observability.tachometer.dcgm_exporter",
+                          r_.tachometer.dcgm_exporter_port);
+      others.emplace_back("observability.tachometer.node_exporter",
+                          r_.tachometer.node_exporter_port);
+    }
+    for (const auto& [name, port] : others) {
+      if (port == c.port) {
+        fail(p + ".port", fmt::format("{}.port={} collides with {}.port; both run on every worker "
+                                      "node",
+                                      p, c.port, name));
+      }
+    }
+  }
+
+  const Recipe& r_;
+  const TelemetryConfig& t_;
+  std::vector<ConfigError> errors_;
+};
+
+}  // namespace
+
+bool is_safe_relative_subpath(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.front() == '~') return false;
+  for (const auto& part : common::split(path, '/')) {
+    if (part.empty() || part == "..") return false;
+  }
+  return true;
+}
+
+std::vector<ConfigError> validate_recipe(const Recipe& recipe) {
+  return Rules(recipe).run();
+}
+
+}  // namespace cpupower::config

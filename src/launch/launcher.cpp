@@ -1,0 +1,261 @@
+#include "launch/launcher.hpp"
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include "common/log.hpp"
+#include "common/text.hpp"
+#include "launch/node_address.hpp"
+#include "launch/process.hpp"
+#include "launch/srun_argv.hpp"
+#include "sim/sim_node.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::shared_ptr<spdlog::logger> log() {
+  return common::logger("cpu_power::run");
+}
+
+// The port of "listening addr=<ip>:<port>" (also "[v6]:port"), the exporter's readiness line.
+std::optional<long> listening_port(const std::string& text) {
+  static const std::regex re(R"(listening addr=\S*:([0-9]+))");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return std::nullopt;
+  const auto port = common::parse_u64(m[1].str());
+  return port ? std::optional<long>(static_cast<long>(*port)) : std::nullopt;
+}
+
+}  // namespace
+
+Launcher::Launcher(const SessionPlan& plan) : plan_(plan) {}
+
+Launcher::~Launcher() {
+  stop();
+}
+
+std::optional<pid_t> Launcher::spawn(const std::string& name, const std::vector<std::string>& argv,
+                                     const std::string& log_path) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.output_path = log_path;
+  std::string error;
+  const auto child = spawn_process(o, &error);
+  if (!child) {
+    log()->warn("CPU power exporter launch failed name={} error={}", name, common::quoted(error));
+    return std::nullopt;
+  }
+  processes_.push_back({name, child->pid, log_path});
+  return child->pid;
+}
+
+std::vector<scrape::Endpoint> Launcher::start(Clock::time_point deadline,
+                                              const std::function<bool()>& give_up) {
+  if (plan_.exporter.kind == ExporterKind::none) return {};
+  if (plan_.exporter.kind == ExporterKind::native) {
+    log()->info("CPU power exporter: using binary {} ({})", plan_.exporter.path,
+                plan_.exporter.origin);
+  } else {
+    log()->info("CPU power exporter: binary not found, falling back to Python exporter {}",
+                plan_.exporter.path);
+  }
+  std::vector<scrape::Endpoint> endpoints;
+  switch (plan_.mode) {
+    case LaunchMode::slurm:
+      endpoints = start_slurm(deadline);
+      break;
+    case LaunchMode::local:
+      endpoints = start_local(deadline, give_up);
+      break;
+    case LaunchMode::simulate:
+      endpoints = start_simulated(deadline, give_up);
+      break;
+  }
+  report_early_exits();
+  return endpoints;
+}
+
+std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) {
+  const long port = plan_.recipe.telemetry.cpu_power_exporter->port;
+  for (const auto& g : plan_.groups) {
+    log()->info("CPU power exporters starting name={} nodes={} argv={}", g.process_name,
+                g.group.nodes.size(), common::quoted(shell_quote_argv(g.exporter_srun)));
+    spawn(g.process_name, g.exporter_srun, g.srun_log);
+  }
+  // Every group's resolver at once; each returns by the deadline.
+  std::vector<std::map<std::string, std::string>> answers(plan_.groups.size());
+  std::vector<std::thread> resolvers;
+  for (std::size_t i = 0; i < plan_.groups.size(); ++i) {
+    resolvers.emplace_back([&, i] {
+      const auto& g = plan_.groups[i];
+      const auto result = run_capture(g.resolver_srun, deadline, g.resolver_log);
+      answers[i] = parse_resolver_output(result.output);
+      if (!result.error.empty()) {
+        log()->warn("CPU power node address resolver failed name={} error={}", g.process_name,
+                    common::quoted(result.error));
+      } else if (!result.status) {
+        log()->warn("CPU power node address resolver hit the startup deadline name={} log={}",
+                    g.process_name, g.resolver_log);
+      }
+    });
+  }
+  for (auto& t : resolvers) t.join();
+  std::map<std::string, std::string> address;
+  for (const auto& a : answers) address.insert(a.begin(), a.end());
+
+  // Nodes without an answer: name resolution on this host, all at once, by the same deadline.
+  std::vector<std::string> missing;
+  for (const auto& n : plan_.nodes) {
+    if (!address.count(n)) missing.push_back(n);
+  }
+  std::vector<std::optional<std::string>> looked_up(missing.size());
+  std::vector<std::thread> lookups;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    lookups.emplace_back([&, i] { looked_up[i] = resolve_name(missing[i], deadline); });
+  }
+  for (auto& t : lookups) t.join();
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (!looked_up[i]) continue;
+    if (is_loopback_address(*looked_up[i])) {
+      log()->warn("CPU power endpoint for {} resolved by name to loopback address {}", missing[i],
+                  *looked_up[i]);
+    } else {
+      log()->info("CPU power endpoint for {} resolved by name on this host", missing[i]);
+    }
+    address[missing[i]] = *looked_up[i];
+  }
+
+  std::vector<scrape::Endpoint> endpoints;
+  std::size_t on_node = 0;
+  for (const auto& a : answers) on_node += a.size();
+  log()->info("CPU power endpoints resolved on_node={} by_name={} of={}", on_node,
+              address.size() - on_node, plan_.nodes.size());
+  for (const auto& n : plan_.nodes) {
+    const auto it = address.find(n);
+    if (it == address.end()) {
+      log()->warn("CPU power endpoint resolution failed for {}; it is left out", n);
+      continue;
+    }
+    endpoints.push_back({n, it->second, static_cast<std::uint16_t>(port)});
+  }
+  return endpoints;
+}
+
+std::optional<long> Launcher::wait_listening(Process& p, Clock::time_point deadline,
+                                             const std::function<bool()>& give_up) {
+  while (Clock::now() < deadline && !(give_up && give_up())) {
+    if (const auto text = common::read_small_file(p.log, nullptr, 1 << 20)) {
+      if (const auto port = listening_port(*text)) return port;
+    }
+    int status = 0;
+    if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+      log()->warn("CPU power exporter exited at startup name={} status={} log={}", p.name,
+                  describe_status(status), p.log);
+      p.pid = -1;  // reaped: nothing left to stop
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+std::vector<scrape::Endpoint> Launcher::start_local(Clock::time_point deadline,
+                                                    const std::function<bool()>& give_up) {
+  const auto& node = plan_.nodes.front();
+  const auto log_path = exporter_log_for_node(plan_.log_dir, -1, false, node);
+  log()->info("CPU power exporter starting locally argv={}",
+              common::quoted(shell_quote_argv(plan_.exporter_command)));
+  if (!spawn("telemetry_cpu_power_exporter", plan_.exporter_command, log_path)) return {};
+  // Scraped over loopback: this host is the node. Readiness is /health, not the log line.
+  (void)deadline;
+  (void)give_up;
+  return {{node, "127.0.0.1",
+           static_cast<std::uint16_t>(plan_.recipe.telemetry.cpu_power_exporter->port)}};
+}
+
+std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadline,
+                                                        const std::function<bool()>& give_up) {
+  const auto profile = sim::parse_profile(plan_.simulate_profile);
+  std::vector<std::pair<std::string, std::size_t>> started;  // node, process index
+  for (std::size_t i = 0; i < plan_.nodes.size(); ++i) {
+    const auto& node = plan_.nodes[i];
+    sim::SimOptions o;
+    o.root = plan_.log_dir + "/sim/" + std::to_string(i + 1) + "/hwmon";
+    o.profile = profile.value_or(sim::Profile::gb200);
+    o.seed = i + 1;
+    std::error_code ec;
+    std::filesystem::create_directories(o.root, ec);
+    auto sim_node = std::make_unique<sim::SimNode>(o);
+    std::string error;
+    if (!sim_node->start(&error)) {
+      log()->warn("simulated node failed to start node={} error={}", node, common::quoted(error));
+      continue;
+    }
+    sims_.push_back(std::move(sim_node));
+    auto argv = plan_.exporter_command;
+    argv.insert(argv.end(), {"--hwmon-root", o.root});
+    const auto log_path = exporter_log_for_node(plan_.log_dir, -1, false, node);
+    if (spawn("telemetry_cpu_power_exporter." + node, argv, log_path)) {
+      started.emplace_back(node, processes_.size() - 1);
+    }
+  }
+  log()->info("simulated {} node{} profile={} under {}/sim", sims_.size(),
+              sims_.size() == 1 ? "" : "s", plan_.simulate_profile, plan_.log_dir);
+  std::vector<scrape::Endpoint> endpoints;
+  for (const auto& [node, index] : started) {
+    const auto port = wait_listening(processes_[index], deadline, give_up);
+    if (!port) {
+      log()->warn("CPU power exporter for {} never reported listening; it is left out", node);
+      continue;
+    }
+    endpoints.push_back({node, "127.0.0.1", static_cast<std::uint16_t>(*port)});
+  }
+  return endpoints;
+}
+
+void Launcher::report_early_exits() {
+  any_running();
+}
+
+bool Launcher::any_running() {
+  bool running = false;
+  for (auto& p : processes_) {
+    if (p.pid <= 0) continue;
+    int status = 0;
+    if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+      log()->warn("CPU power exporter exited early name={} status={} log={}", p.name,
+                  describe_status(status), p.log);
+      p.pid = -1;
+    } else {
+      running = true;
+    }
+  }
+  return running;
+}
+
+void Launcher::stop(milliseconds grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  // All at once: a slow srun teardown must not add up over the groups.
+  std::vector<std::thread> stoppers;
+  for (auto& p : processes_) {
+    if (p.pid <= 0) continue;
+    stoppers.emplace_back([&p, grace] {
+      const int status = terminate_process(p.pid, grace, true);
+      log()->info("CPU power exporter stopped name={} status={}", p.name, describe_status(status));
+      p.pid = -1;
+    });
+  }
+  for (auto& t : stoppers) t.join();
+  for (auto& s : sims_) s->stop();
+  sims_.clear();
+}
+
+}  // namespace cpupower::launch

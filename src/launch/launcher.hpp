@@ -1,0 +1,69 @@
+#pragma once
+// Starts a plan's exporters and finds where to scrape them, then stops them. Best-effort
+// throughout: a group whose srun fails, a node that does not resolve, an exporter that never
+// says it listens, is logged and left out; the others go on.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch/session_plan.hpp"
+#include "scrape/endpoint.hpp"
+
+namespace cpupower::sim {
+class SimNode;
+}
+
+namespace cpupower::launch {
+
+class Launcher {
+ public:
+  explicit Launcher(const SessionPlan& plan);
+  ~Launcher();  // stop() with the default grace
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  // Starts the exporters and resolves their endpoints, all by `deadline`; `give_up` ends the
+  // waiting early (a signal). Endpoints are in node order.
+  std::vector<scrape::Endpoint> start(std::chrono::steady_clock::time_point deadline,
+                                      const std::function<bool()>& give_up);
+
+  // Whether any exporter process (srun or local exporter) is still running; reaps and logs
+  // those that ended. Nothing is worth waiting for once none is.
+  bool any_running();
+
+  // Exporters (srun steps, local exporters) get SIGTERM, then SIGKILL after `grace`; then
+  // the simulated nodes stop. Idempotent.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+
+ private:
+  struct Process {
+    std::string name;
+    pid_t pid = -1;
+    std::string log;  // where its output goes, for the messages
+  };
+
+  std::vector<scrape::Endpoint> start_slurm(std::chrono::steady_clock::time_point deadline);
+  std::vector<scrape::Endpoint> start_local(std::chrono::steady_clock::time_point deadline,
+                                            const std::function<bool()>& give_up);
+  std::vector<scrape::Endpoint> start_simulated(std::chrono::steady_clock::time_point deadline,
+                                                const std::function<bool()>& give_up);
+  std::optional<pid_t> spawn(const std::string& name, const std::vector<std::string>& argv,
+                             const std::string& log);
+  // Waits for the exporter's "listening addr=<ip:port>" line; the port, or nullopt.
+  std::optional<long> wait_listening(Process& p, std::chrono::steady_clock::time_point deadline,
+                                     const std::function<bool()>& give_up);
+  void report_early_exits();
+
+  const SessionPlan& plan_;
+  std::vector<Process> processes_;
+  std::vector<std::unique_ptr<sim::SimNode>> sims_;
+  bool stopped_ = false;
+};
+
+}  // namespace cpupower::launch

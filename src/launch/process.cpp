@@ -1,0 +1,190 @@
+#include "launch/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace cpupower::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// posix_spawn's resources, released on every path.
+struct SpawnSetup {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  SpawnSetup() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
+
+}  // namespace
+
+std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, int* error_number) {
+  auto fail = [&](const std::string& what, int err) -> std::optional<Child> {
+    if (error) *error = what + ": " + std::strerror(err);
+    if (error_number) *error_number = err;
+    return std::nullopt;
+  };
+  if (o.argv.empty()) return fail("spawn", EINVAL);
+  SpawnSetup s;
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (o.own_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&s.attr, 0);
+  }
+  posix_spawnattr_setflags(&s.attr, flags);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&s.attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&s.attr, &defaults);
+
+  if (o.null_stdin) posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0);
+  if (o.output_path) {
+    const int out_fd = o.capture_stdout ? 2 : 1;
+    posix_spawn_file_actions_addopen(&s.actions, out_fd, o.output_path->c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (!o.capture_stdout) posix_spawn_file_actions_adddup2(&s.actions, 1, 2);
+  }
+  int pipe_fds[2] = {-1, -1};
+  if (o.capture_stdout) {
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail("pipe", errno);
+    posix_spawn_file_actions_adddup2(&s.actions, pipe_fds[1], 1);
+  }
+
+  std::vector<char*> argv;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], &s.actions, &s.attr, argv.data(), environ);
+  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+  if (rc != 0) {
+    if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
+    return fail(o.argv[0], rc);
+  }
+  return Child{pid, pipe_fds[0]};
+}
+
+std::optional<int> wait_for_exit(pid_t pid, std::optional<milliseconds> timeout) {
+  const auto deadline = timeout ? Clock::now() + *timeout : Clock::time_point::max();
+  auto nap = milliseconds(1);
+  while (true) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, timeout ? WNOHANG : 0);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return 0;  // not our child (already reaped): nothing to wait for
+    if (r == 0) {
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, milliseconds(20));
+    }
+  }
+}
+
+int exit_code_from_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return std::string("killed by SIG") + (name ? name : std::to_string(WTERMSIG(status)).c_str());
+  }
+  return "status " + std::to_string(status);
+}
+
+int terminate_process(pid_t pid, milliseconds grace, bool group) {
+  const pid_t target = group ? -pid : pid;
+  ::kill(target, SIGTERM);
+  if (const auto status = wait_for_exit(pid, grace)) {
+    if (group) ::kill(target, SIGKILL);  // whatever it started and left behind
+    return *status;
+  }
+  ::kill(target, SIGKILL);
+  return wait_for_exit(pid).value_or(0);
+}
+
+CaptureResult run_capture(const std::vector<std::string>& argv, Clock::time_point deadline,
+                          const std::optional<std::string>& stderr_path) {
+  CaptureResult result;
+  SpawnOptions o;
+  o.argv = argv;
+  o.capture_stdout = true;
+  o.output_path = stderr_path;
+  auto child = spawn_process(o, &result.error);
+  if (!child) return result;
+  char buf[4096];
+  bool open = true;
+  while (open) {
+    const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{child->stdout_fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    const ssize_t got = ::read(child->stdout_fd, buf, sizeof buf);
+    if (got > 0) {
+      result.output.append(buf, static_cast<std::size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      open = false;
+    }
+  }
+  ::close(child->stdout_fd);
+  if (open) {  // the deadline came first
+    terminate_process(child->pid, milliseconds(1000), true);
+    return result;
+  }
+  const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+  result.status = wait_for_exit(child->pid, std::max(left, milliseconds(0)));
+  if (!result.status) terminate_process(child->pid, milliseconds(1000), true);
+  return result;
+}
+
+std::string shell_quote_argv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789_-./=:,+%@") == std::string::npos;
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+}  // namespace cpupower::launch

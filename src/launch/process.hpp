@@ -1,0 +1,64 @@
+#pragma once
+// Child processes started as an argv (never through a shell), so that node names and paths
+// with spaces or shell metacharacters reach the program exactly as given.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpupower::launch {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
+  // stdout and stderr go to this file (created, truncated); unset: inherited.
+  std::optional<std::string> output_path;
+  bool capture_stdout = false;  // stdout to a pipe (Child::stdout_fd); stderr as above
+  // Its own process group, so that a terminal's Ctrl-C reaches it only through us, and so
+  // that stopping it reaches whatever it started.
+  bool own_process_group = true;
+  bool null_stdin = true;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // with capture_stdout; the caller closes it
+};
+
+// Starts the child with default signal dispositions and an empty signal mask (whatever
+// this process blocks or ignores). nullopt with `error` when it could not be started (the
+// program not found, not executable, ...), and its errno in `error_number`.
+std::optional<Child> spawn_process(const SpawnOptions& options, std::string* error,
+                                   int* error_number = nullptr);
+
+// Waits for `pid` to exit, up to `timeout` (forever when unset), and reaps it. The raw wait
+// status, or nullopt on timeout.
+std::optional<int> wait_for_exit(pid_t pid,
+                                 std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+// Its exit code, or 128 + the signal that killed it (as shells report it).
+int exit_code_from_status(int wait_status);
+std::string describe_status(int wait_status);  // "exit 3", "killed by SIGKILL"
+
+// SIGTERM, then SIGKILL once `grace` has passed; to the whole group when `group`. Returns
+// the wait status (reaped).
+int terminate_process(pid_t pid, std::chrono::milliseconds grace, bool group);
+
+struct CaptureResult {
+  std::string output;         // stdout
+  std::optional<int> status;  // unset when it had to be stopped at the deadline
+  std::string error;          // could not be started
+};
+
+// Runs argv to completion with stdout captured, stopping it (SIGTERM, then SIGKILL after
+// 1 s) at `deadline`. stderr goes to `stderr_path` when given, else is inherited.
+CaptureResult run_capture(const std::vector<std::string>& argv,
+                          std::chrono::steady_clock::time_point deadline,
+                          const std::optional<std::string>& stderr_path = std::nullopt);
+
+// argv joined for display, each word quoted for a POSIX shell only where needed.
+std::string shell_quote_argv(const std::vector<std::string>& argv);
+
+}  // namespace cpupower::launch

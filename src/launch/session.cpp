@@ -1,0 +1,237 @@
+#include "launch/session.hpp"
+
+#include <curl/curl.h>
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "common/log.hpp"
+#include "launch/launcher.hpp"
+#include "launch/process.hpp"
+#include "launch/readiness.hpp"
+#include "launch/session_record.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::size_t kSpreadAboveNodes = 64;
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+milliseconds to_ms(double seconds) {
+  return milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+scrape::CollectorOptions collector_options(const SessionPlan& plan) {
+  const auto& t = plan.recipe.telemetry;
+  scrape::CollectorOptions o;
+  o.out_dir = plan.cpu_dir;
+  o.collect_interval = milliseconds(t.collect_interval_ms);
+  o.request_timeout = to_ms(t.request_timeout_seconds);
+  o.join_timeout = to_ms(config::resolved_join_timeout_s(t));
+  // Spreading the slots over an interval keeps a thousand requests from queueing behind each
+  // other; a few dozen do not queue, and all-at-once gives every node its first row at once.
+  o.spread_slots = plan.nodes.size() > kSpreadAboveNodes;
+  return o;
+}
+
+// Polls the collector until `satisfied(index, node)` holds for every node, or the deadline.
+template <typename Satisfied>
+bool wait_for_rows(const scrape::Collector& collector, Clock::time_point deadline,
+                   Satisfied satisfied, const std::function<bool()>& give_up) {
+  while (true) {
+    const auto nodes = collector.stats().nodes;
+    bool all = true;
+    for (std::size_t i = 0; i < nodes.size(); ++i) all = all && satisfied(i, nodes[i]);
+    if (all) return true;
+    if (Clock::now() >= deadline || give_up()) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+// An energy window needs a sample at or before its start and one at or after its end, so
+// the command starts once every exporter that answered has a row (bounded: one collect
+// interval and one request past readiness, never past the startup deadline), and the
+// collector is finalized once every node has a row from after the command's end.
+milliseconds row_wait(const SessionPlan& plan) {
+  const auto& t = plan.recipe.telemetry;
+  return milliseconds(t.collect_interval_ms) + to_ms(t.request_timeout_seconds) + milliseconds(250);
+}
+
+// Starts everything the CPU leg needs; nullptr when the collector could not start. Never
+// throws and never fails the session.
+std::unique_ptr<scrape::Collector> start_telemetry(const SessionPlan& plan, Launcher& launcher,
+                                                   SignalForwarder& signals,
+                                                   Clock::time_point started,
+                                                   Clock::time_point deadline) {
+  auto log = common::logger("cpu_power::run");
+  const auto give_up = [&signals] { return signals.interrupted(); };
+  const auto endpoints = launcher.start(deadline, give_up);
+  // Polling /health is pointless once every exporter process has ended (a node without any
+  // power source exits at once): stop waiting then, not at the deadline.
+  const auto ready =
+      wait_until_ready(endpoints, deadline, [&] { return give_up() || !launcher.any_running(); });
+  std::size_t ready_count = 0;
+  std::string waiting;
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    if (ready[i]) {
+      ++ready_count;
+    } else {
+      waiting += (waiting.empty() ? "" : ",") + endpoints[i].hostname;
+    }
+  }
+  if (ready_count == endpoints.size()) {
+    log->info("CPU power exporters ready count={}", ready_count);
+  } else {
+    log->warn("CPU power exporters not ready by the startup deadline ready={} of={} waiting={}",
+              ready_count, endpoints.size(), common::quoted(waiting));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(plan.cpu_dir, ec);
+  auto collector = std::make_unique<scrape::Collector>(endpoints, collector_options(plan));
+  std::string error;
+  if (!collector->start(&error)) {
+    log->warn("CPU power collector did not start error={}", common::quoted(error));
+    return nullptr;
+  }
+  log->info("CPU power telemetry started (artifacts under {})", plan.cpu_dir);
+  const auto rows_by = std::min(deadline, Clock::now() + row_wait(plan));
+  const bool first_rows = wait_for_rows(
+      *collector, rows_by,
+      [&](std::size_t i, const scrape::NodeStats& n) {
+        return !ready[i] || n.first_sample_unix.has_value();
+      },
+      give_up);
+  log->info("CPU power first rows {} after {:.3f} s",
+            first_rows ? "from every ready node" : "missing for some nodes",
+            std::chrono::duration<double>(Clock::now() - started).count());
+  return collector;
+}
+
+// Runs the command in our process group (it keeps the terminal) and waits for it.
+void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResult& result,
+                 SessionRecord& record) {
+  auto log = common::logger("cpu_power::run");
+  SpawnOptions o;
+  o.argv = plan.command;
+  o.own_process_group = false;
+  o.null_stdin = false;
+  std::string error;
+  int error_number = 0;
+  record.command = plan.command;
+  record.start_unix = now_unix();
+  const auto t0 = Clock::now();
+  const auto child = spawn_process(o, &error, &error_number);
+  result.command_started = true;
+  if (!child) {
+    log->error("command could not be started error={}", common::quoted(error));
+    // As a shell reports it: 127 not found, 126 found but not runnable.
+    record.exit_code = error_number == ENOENT ? 127 : 126;
+  } else {
+    signals.set_target(child->pid);
+    const int status = wait_for_exit(child->pid).value_or(0);
+    signals.set_target(0);
+    record.exit_code = exit_code_from_status(status);
+    log->info("command finished {} after {:.3f} s", describe_status(status),
+              std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  record.end_unix = now_unix();
+  result.command_seconds = record.end_unix - record.start_unix;
+  result.exit_code = record.exit_code;
+}
+
+}  // namespace
+
+SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
+                          Clock::time_point started) {
+  auto log = common::logger("cpu_power::run");
+  SessionResult result;
+  std::error_code ec;
+  std::filesystem::create_directories(plan.log_dir, ec);
+  if (ec) log->warn("cannot create log dir {}: {}", plan.log_dir, ec.message());
+  for (const auto& w : plan.warnings) log->warn("{}", w);
+
+  Launcher launcher(plan);
+  std::unique_ptr<scrape::Collector> collector;
+  if (plan.telemetry) {
+    // libcurl's global state, set up while this is still the only thread that uses curl.
+    curl_global_init(CURL_GLOBAL_ALL);
+    const auto deadline = started + to_ms(plan.recipe.telemetry.startup_timeout_seconds);
+    collector = start_telemetry(plan, launcher, signals, started, deadline);
+  }
+
+  SessionRecord record;
+  if (signals.interrupted()) {
+    log->warn("interrupted before the command started; it is not run");
+    result.exit_code = 128 + signals.last_signal();
+  } else {
+    run_command(plan, signals, result, record);
+  }
+
+  // Finalize while the exporters still answer, so that the last scrape has something to read.
+  if (collector && result.command_started) {
+    const double end_unix = record.end_unix;
+    const bool last_rows = wait_for_rows(
+        *collector, Clock::now() + row_wait(plan),
+        [&](std::size_t, const scrape::NodeStats& n) {
+          return !n.last_sample_unix || *n.last_sample_unix >= end_unix;
+        },
+        [] { return false; });  // bounded, and the artifacts are worth the wait
+    if (!last_rows) log->warn("CPU power rows after the command's end missing for some nodes");
+  }
+  if (collector) {
+    std::string error;
+    if (!collector->stop_and_finalize(&error)) {
+      log->warn("CPU power collector finalize incomplete error={}", common::quoted(error));
+    }
+    result.stats = collector->stats();
+    result.samples_path = collector->samples_path();
+    result.manifest_path = collector->manifest_path();
+  }
+  launcher.stop();
+  if (result.command_started) {
+    const std::string path = plan.log_dir + "/session.json";
+    std::string error;
+    if (write_session_record(path, record, &error)) {
+      result.session_path = path;
+    } else {
+      log->warn("cannot write {} error={}", path, common::quoted(error));
+    }
+  }
+  return result;
+}
+
+std::string summary_text(const SessionResult& r) {
+  std::string out = fmt::format("cpu-power run: command exit code {} after {:.1f} s\n", r.exit_code,
+                                r.command_seconds);
+  if (!r.stats) return out + "CPU power: no telemetry collected\n";
+  const auto& s = *r.stats;
+  out += fmt::format("CPU power: {} rows in {} ({} dropped), manifest {}\n", s.rows_written,
+                     r.samples_path, s.rows_dropped, r.manifest_path);
+  std::size_t width = 4;
+  for (const auto& n : s.nodes) width = std::max(width, n.hostname.size());
+  out += fmt::format("  {:<{}}  {:>7} {:>8} {:>7} {:>7} {:>9}  {}\n", "node", width, "rows",
+                     "scrapes", "errors", "missed", "span_s", "last error");
+  for (const auto& n : s.nodes) {
+    const double span = n.first_sample_unix && n.last_sample_unix
+                            ? *n.last_sample_unix - *n.first_sample_unix
+                            : 0.0;
+    out += fmt::format("  {:<{}}  {:>7} {:>8} {:>7} {:>7} {:>9.1f}  {}\n", n.hostname, width,
+                       n.rows_appended, n.scrape_count, n.error_count, n.missed_slots, span,
+                       n.last_error.value_or("-"));
+  }
+  if (s.nodes.empty()) out += "  (no endpoints)\n";
+  return out;
+}
+
+}  // namespace cpupower::launch

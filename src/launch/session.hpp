@@ -1,0 +1,35 @@
+#pragma once
+// The `cpu-power run` session: exporters up and resolved under the startup deadline, the
+// collector started, the command run to its end, then the collector finalized while the
+// exporters still answer (its last scrape), the exporters stopped, and session.json written.
+// The command's exit status is the session's: CPU telemetry never changes it.
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "launch/session_plan.hpp"
+#include "launch/signal_forwarder.hpp"
+#include "scrape/collector.hpp"
+
+namespace cpupower::launch {
+
+struct SessionResult {
+  int exit_code = 0;
+  bool command_started = false;
+  double command_seconds = 0;
+  std::optional<scrape::CollectorStats> stats;  // when the collector ran
+  std::string samples_path;
+  std::string manifest_path;
+  std::string session_path;  // empty when not written
+};
+
+// `signals` must already be started (before any thread exists). `started` is when the
+// session began: the startup deadline counts from it.
+SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
+                          std::chrono::steady_clock::time_point started);
+
+// Rows per node from the collector's counters, for the end of a run.
+std::string summary_text(const SessionResult& result);
+
+}  // namespace cpupower::launch

@@ -1,0 +1,195 @@
+#include "launch/session_plan.hpp"
+
+#include <fmt/core.h>
+
+#include "launch/process.hpp"
+#include "launch/srun_argv.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+std::vector<std::string> resolver_command(const SessionPlan& plan, const std::string& self_exe) {
+  std::vector<std::string> argv{self_exe, "node-address"};
+  if (const auto& iface = plan.recipe.runtime.network_interface) {
+    argv.insert(argv.end(), {"--interface", *iface});
+  }
+  return argv;
+}
+
+void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                std::vector<std::string> nodes, SessionPlan& plan) {
+  if (allocation) plan.job_id = allocation->job_id;
+  const GroupedNodes grouped = group_nodes(nodes, allocation);
+  for (const auto& e : grouped.errors) {
+    plan.warnings.push_back("CPU power exporter launch failed for " + e + "; it is left out");
+  }
+  const bool several = grouped.groups.size() > 1;
+  for (const auto& g : grouped.groups) {
+    GroupPlan gp;
+    gp.group = g;
+    gp.process_name = exporter_process_name(g.het_group, several);
+    gp.srun_log = plan.log_dir + "/" + gp.process_name + ".srun.log";
+    gp.resolver_log = plan.log_dir + "/telemetry_cpu_power_resolver" +
+                      group_suffix(g.het_group, several) + ".log";
+    SrunStep step;
+    step.job_id = plan.job_id;
+    step.group = g;
+    step.srun_options = plan.recipe.runtime.srun_options;
+    step.output = exporter_log_pattern(plan.log_dir, g.het_group, several);
+    step.command = plan.exporter_command;
+    gp.exporter_srun = srun_argv(step);
+    step.output.reset();  // the resolver's stdout is read back
+    step.command = resolver_command(plan, r.self_exe);
+    gp.resolver_srun = srun_argv(step);
+    for (const auto& n : g.nodes) plan.nodes.push_back(n);
+    plan.groups.push_back(std::move(gp));
+  }
+}
+
+}  // namespace
+
+std::string_view mode_name(LaunchMode mode) {
+  switch (mode) {
+    case LaunchMode::slurm:
+      return "slurm";
+    case LaunchMode::simulate:
+      return "simulate";
+    case LaunchMode::local:
+      break;
+  }
+  return "local";
+}
+
+SessionPlan make_plan(const PlanRequest& r) {
+  SessionPlan plan;
+  plan.recipe = r.recipe;
+  plan.log_dir = r.log_dir;
+  plan.command = r.command;
+  plan.exporter = r.exporter;
+  const auto& t = r.recipe.telemetry;
+  plan.telemetry = config::scraper_leg_enabled(t);
+  plan.cpu_dir = r.log_dir + "/" + t.storage_subdir + "/cpu";
+  if (r.command.empty()) {
+    plan.error = "no command to run: give it after --";
+    return plan;
+  }
+
+  std::string error;
+  std::optional<Allocation> allocation;
+  if (!r.simulate) {
+    allocation = allocation_from_env(r.env, r.expand, &error);
+    if (!error.empty()) {
+      plan.error = "cannot read the Slurm allocation: " + error;
+      return plan;
+    }
+  }
+  std::vector<std::string> nodes;
+  if (r.nodes) {
+    // Simulated node names are only names: no Slurm to expand a range.
+    const HostlistExpander no_ranges = [](const std::string& expr, std::string* e) {
+      if (e) *e = "--simulate takes plain node names, not the range " + expr;
+      return std::optional<std::vector<std::string>>();
+    };
+    auto parsed = parse_node_list(*r.nodes, r.simulate ? no_ranges : r.expand, &error);
+    if (!parsed) {
+      plan.error = "--nodes: " + error;
+      return plan;
+    }
+    if (parsed->empty()) {
+      plan.error = "--nodes: no node names in '" + *r.nodes + "'";
+      return plan;
+    }
+    nodes = std::move(*parsed);
+  }
+
+  if (!plan.telemetry) {
+    plan.mode = r.simulate                ? LaunchMode::simulate
+                : (allocation || r.nodes) ? LaunchMode::slurm
+                                          : LaunchMode::local;
+    plan.warnings.push_back(
+        "CPU power telemetry is off in the recipe (telemetry.enabled and "
+        "telemetry.cpu_power_exporter); running the command only");
+    return plan;
+  }
+
+  const auto& exporter = *t.cpu_power_exporter;
+  for (const auto& w : r.exporter.warnings) plan.warnings.push_back(w);
+  if (r.exporter.kind == ExporterKind::none) {
+    plan.warnings.push_back("CPU power exporter launch failed: no exporter to start");
+  }
+  std::string source_warning;
+  if (r.simulate) {
+    plan.mode = LaunchMode::simulate;
+    plan.simulate_profile = *r.simulate;
+    plan.nodes = nodes.empty() ? std::vector<std::string>{"sim1"} : nodes;
+    // Port 0: simulated nodes share this host's loopback, each exporter takes a free port.
+    plan.exporter_command =
+        exporter_argv(r.exporter, 0, exporter.source, {"--bind", "127.0.0.1"}, &source_warning);
+  } else if (allocation || r.nodes) {
+    plan.mode = LaunchMode::slurm;
+    if (nodes.empty()) {
+      for (const auto& g : allocation->groups)
+        nodes.insert(nodes.end(), g.nodes.begin(), g.nodes.end());
+    }
+    plan.exporter_command =
+        exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
+    if (r.exporter.kind != ExporterKind::none) plan_slurm(r, allocation, nodes, plan);
+  } else {
+    plan.mode = LaunchMode::local;
+    plan.nodes = {r.local_hostname};
+    plan.exporter_command =
+        exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
+  }
+  if (!source_warning.empty()) plan.warnings.push_back(source_warning);
+  return plan;
+}
+
+std::string describe_plan(const SessionPlan& p) {
+  std::string out;
+  auto line = [&](const std::string& key, const std::string& value) {
+    out += fmt::format("{:<10} {}\n", key + ":", value);
+  };
+  line("mode", std::string(mode_name(p.mode)) + (p.job_id ? " (job " + *p.job_id + ")" : ""));
+  line("log dir", p.log_dir);
+  line("command", shell_quote_argv(p.command));
+  if (!p.telemetry) {
+    line("telemetry", "off");
+  } else {
+    const auto& t = p.recipe.telemetry;
+    line("samples", p.cpu_dir + "/samples.csv every " + std::to_string(t.collect_interval_ms) +
+                        " ms, manifest " + p.cpu_dir + "/cpu_manifest.json");
+    std::string kind = p.exporter.kind == ExporterKind::native            ? "binary"
+                       : p.exporter.kind == ExporterKind::python_fallback ? "python fallback"
+                                                                          : "none";
+    line("exporter", kind + (p.exporter.path.empty() ? "" : " " + p.exporter.path) +
+                         (p.exporter.origin.empty() ? "" : " (" + p.exporter.origin + ")"));
+    if (p.mode == LaunchMode::slurm) {
+      for (const auto& g : p.groups) {
+        out += fmt::format("group {} ({}, {} node{}):\n", g.process_name,
+                           g.group.het_group >= 0 ? "het group " + std::to_string(g.group.het_group)
+                                                  : std::string("no het group"),
+                           g.group.nodes.size(), g.group.nodes.size() == 1 ? "" : "s");
+        out += "  exporter: " + shell_quote_argv(g.exporter_srun) + "\n";
+        out += "  resolver: " + shell_quote_argv(g.resolver_srun) + "\n";
+      }
+    } else {
+      line("exporter", shell_quote_argv(p.exporter_command) +
+                           (p.mode == LaunchMode::simulate ? " --hwmon-root <sim root>" : ""));
+    }
+    std::string endpoints;
+    const long port = t.cpu_power_exporter->port;
+    for (const auto& n : p.nodes) {
+      if (!endpoints.empty()) endpoints += ", ";
+      endpoints += p.mode == LaunchMode::slurm
+                       ? n + " -> <address resolved on the node>:" + std::to_string(port)
+                   : p.mode == LaunchMode::simulate ? n + " -> 127.0.0.1:<free port>"
+                                                    : n + " -> 127.0.0.1:" + std::to_string(port);
+    }
+    line("endpoints", endpoints.empty() ? "(none)" : endpoints);
+    if (p.mode == LaunchMode::simulate) line("simulate", p.simulate_profile);
+  }
+  for (const auto& w : p.warnings) line("warning", w);
+  return out;
+}
+
+}  // namespace cpupower::launch

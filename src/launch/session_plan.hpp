@@ -1,0 +1,69 @@
+#pragma once
+// What `cpu-power run` is going to do, decided before anything starts (and all that
+// --dry-run prints): where the exporters run and how they are started, where the samples
+// go, and the command. Pure: the machine's facts come in through PlanRequest.
+//
+// Modes: `simulate` (--simulate: simulated nodes and local exporters, any machine), `slurm`
+// (inside an allocation, or --nodes: one srun per node group), `local` (neither: one exporter
+// on this host, started as it would be on a node).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/recipe.hpp"
+#include "launch/exporter_binary.hpp"
+#include "launch/node_set.hpp"
+
+namespace cpupower::launch {
+
+enum class LaunchMode { slurm, local, simulate };
+std::string_view mode_name(LaunchMode mode);
+
+struct PlanRequest {
+  config::Recipe recipe;
+  std::string log_dir;                  // absolute
+  std::optional<std::string> nodes;     // --nodes
+  std::optional<std::string> simulate;  // --simulate profile
+  std::vector<std::string> command;
+  Env env;
+  ExporterChoice exporter;
+  std::string self_exe;        // this cpu-power, run on the nodes as the address resolver
+  std::string local_hostname;  // the local mode's node name
+  HostlistExpander expand;
+};
+
+// One srun group: the exporter step and the address resolver step on the same nodes.
+struct GroupPlan {
+  NodeGroup group;
+  std::string process_name;  // telemetry_cpu_power_exporter[_gG]
+  std::vector<std::string> exporter_srun;
+  std::vector<std::string> resolver_srun;
+  std::string srun_log;      // srun's own messages for the exporter step
+  std::string resolver_log;  // the resolver step's stderr
+};
+
+struct SessionPlan {
+  LaunchMode mode = LaunchMode::local;
+  bool telemetry = false;  // the scraper leg runs
+  config::Recipe recipe;
+  std::string log_dir;
+  std::string cpu_dir;  // <log_dir>/<storage_subdir>/cpu
+  std::optional<std::string> job_id;
+  ExporterChoice exporter;
+  std::vector<std::string> exporter_command;  // as started on each node
+  std::vector<GroupPlan> groups;              // slurm mode
+  std::vector<std::string> nodes;             // every node, in launch order
+  std::string simulate_profile;
+  std::vector<std::string> command;
+  std::vector<std::string> warnings;  // logged when the session starts
+  std::string error;                  // set: the plan cannot run (a usage error)
+};
+
+SessionPlan make_plan(const PlanRequest& request);
+
+// The plan as --dry-run prints it: argvs shell-quoted, one per line.
+std::string describe_plan(const SessionPlan& plan);
+
+}  // namespace cpupower::launch

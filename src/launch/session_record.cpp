@@ -1,0 +1,25 @@
+#include "launch/session_record.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/text.hpp"
+
+namespace cpupower::launch {
+
+std::string session_json(const SessionRecord& r) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = kSessionSchemaVersion;
+  j["command"] = r.command;
+  j["start_unix"] = r.start_unix;
+  j["end_unix"] = r.end_unix;
+  j["exit_code"] = r.exit_code;
+  // Invalid UTF-8 in an argument is replaced rather than refused: the record must be written.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+bool write_session_record(const std::string& path, const SessionRecord& record,
+                          std::string* error) {
+  return common::write_file_atomic(path, session_json(record), error, true);
+}
+
+}  // namespace cpupower::launch

@@ -1,0 +1,62 @@
+#include "launch/signal_forwarder.hpp"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "common/log.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+sigset_t forwarded_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+SignalForwarder::~SignalForwarder() {
+  stop();
+}
+
+void SignalForwarder::start() {
+  sigset_t set = forwarded_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  thread_ = std::thread([this] {
+    auto log = common::logger("cpu_power::run");
+    const sigset_t waited = forwarded_set();
+    while (!stop_.load()) {
+      siginfo_t info{};
+      const timespec tick{0, 100 * 1000 * 1000};  // to notice stop()
+      const int sig = sigtimedwait(&waited, &info, &tick);
+      if (sig <= 0) continue;
+      last_signal_.store(sig);
+      const pid_t target = target_.load();
+      if (target <= 0) {
+        log->warn("received {} before the command started; the session stops",
+                  sig == SIGINT ? "SIGINT" : "SIGTERM");
+        continue;
+      }
+      if (info.si_code == SI_KERNEL) {
+        log->info("received {} from the terminal; the command got it too",
+                  sig == SIGINT ? "SIGINT" : "SIGTERM");
+        continue;
+      }
+      log->info("forwarding {} to the command pid={}", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                target);
+      ::kill(target, sig);
+    }
+  });
+}
+
+void SignalForwarder::stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace cpupower::launch

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `cpu-power run` and `cpu-power check-config` without Slurm: simulated nodes, the local
+# exporter, signal forwarding, the python fallback exporter, and the exit status rules
+# (the command's status is the session's; a bad recipe runs nothing).
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+RECIPES="$FIXTURES/recipes"
+cd "$WORK"
+
+# A recipe that samples fast, so that a few seconds give many rows.
+cat >"$WORK/fast.yaml" <<'EOF'
+telemetry:
+  enabled: true
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  cpu_power_exporter: {}
+EOF
+
+# rows_per_node SAMPLES: "host rows" lines.
+rows_per_node() {
+  $PY - "$1" <<'EOF'
+import csv, sys, collections
+rows = collections.Counter(r["hostname"] for r in csv.DictReader(open(sys.argv[1])))
+for host in sorted(rows):
+    print(host, rows[host])
+EOF
+}
+
+json_get() { $PY -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval("d" + sys.argv[2]))' "$1" "$2"; }
+
+# --- check-config ------------------------------------------------------------------------
+"$BIN/cpu-power" check-config "$RECIPES/srtctl_full.yaml" >"$WORK/cc.out"
+grep -q '^telemetry.collect_interval_ms: 500$' "$WORK/cc.out" || fail "check-config did not resolve the recipe"
+grep -q '^legs: GPU DCGM (not run by cpu-power), CPU exporter scrape -> <log_dir>/power/cpu/' "$WORK/cc.out" ||
+  fail "check-config legs: $(grep legs "$WORK/cc.out")"
+ok "check-config prints the resolved settings of a full srtctl recipe"
+
+rc=0
+"$BIN/cpu-power" check-config "$RECIPES/typo.yaml" >"$WORK/cc.out" 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] || fail "check-config on a typo exited $rc, want 1"
+grep -qF "typo.yaml:3:3: unknown key \"colect_interval_ms\" in telemetry (did you mean \"collect_interval_ms\"?)" "$WORK/cc.err" ||
+  fail "check-config error: $(cat "$WORK/cc.err")"
+ok "check-config names the unknown key with file:line:column and exits 1"
+
+# --- a simulated run ---------------------------------------------------------------------
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a,b --config "$WORK/fast.yaml" --log-dir "$WORK/sim" \
+  -- sh -c 'sleep 2; exit 3' >"$WORK/sim.log" 2>&1 || rc=$?
+[ "$rc" = 3 ] || { cat "$WORK/sim.log"; fail "simulated run exited $rc, want the command's 3"; }
+rows=$(rows_per_node "$WORK/sim/power/cpu/samples.csv")
+for host in a b; do
+  n=$(awk -v h=$host '$1 == h {print $2}' <<<"$rows")
+  ((${n:-0} >= 10)) || fail "simulated node $host has ${n:-0} rows, want >= 10 (2 s at 200 ms, 2 sockets)"
+done
+[ "$(json_get "$WORK/sim/power/cpu/cpu_manifest.json" '["nodes"]["a"]["error_count"]')" = 0 ] ||
+  fail "simulated node a has scrape errors"
+[ "$(json_get "$WORK/sim/session.json" '["exit_code"]')" = 3 ] || fail "session.json exit_code"
+[ "$(json_get "$WORK/sim/session.json" '["command"]')" = "['sh', '-c', 'sleep 2; exit 3']" ] ||
+  fail "session.json command: $(cat "$WORK/sim/session.json")"
+[ "$(json_get "$WORK/sim/session.json" '["schema_version"]')" = 1 ] || fail "session.json schema_version"
+$PY - "$WORK/sim" <<'EOF' || fail "session window not covered by every node's rows"
+import csv, json, sys
+d = sys.argv[1]
+s = json.load(open(d + "/session.json"))
+assert 1.9 < s["end_unix"] - s["start_unix"] < 10, s
+for host in ("a", "b"):
+    t = [float(r["timestamp_unix"]) for r in csv.DictReader(open(d + "/power/cpu/samples.csv")) if r["hostname"] == host]
+    assert min(t) <= s["start_unix"] and max(t) >= s["end_unix"], (host, min(t), max(t), s)
+EOF
+grep -q 'listening addr=127.0.0.1:' "$WORK/sim/telemetry_cpu_power_exporter.a.out" || fail "exporter log for node a"
+ok "simulated run: rows for both nodes cover the command's window, session.json, exit status kept"
+
+# --- SIGTERM to the session reaches the command; artifacts are still finalized -------------
+"$BIN/cpu-power" run --simulate gh200 --config "$WORK/fast.yaml" --log-dir "$WORK/term" \
+  -- sh -c "trap 'echo got-term >$WORK/term.mark; exit 9' TERM; sleep 30 & wait" >"$WORK/term.log" 2>&1 &
+RUN_PID=$!
+PIDS+=("$RUN_PID")
+wait_for_line "$WORK/term.log" 'first rows' 20
+sleep 0.5
+kill -TERM "$RUN_PID"
+rc=0
+wait "$RUN_PID" || rc=$?
+[ "$rc" = 9 ] || { cat "$WORK/term.log"; fail "SIGTERM run exited $rc, want the command's 9"; }
+grep -q got-term "$WORK/term.mark" || fail "the command never saw SIGTERM"
+grep -q 'forwarding SIGTERM to the command' "$WORK/term.log" || fail "no forwarding log line"
+[ "$(json_get "$WORK/term/power/cpu/cpu_manifest.json" '["stopped_at_unix"] is not None')" = True ] ||
+  fail "manifest not finalized after SIGTERM"
+[ "$(json_get "$WORK/term/session.json" '["exit_code"]')" = 9 ] || fail "session.json after SIGTERM"
+ok "SIGTERM is forwarded to the command and the artifacts are finalized"
+
+# --- exporter resolution: CPU_POWER_EXPORTER_BIN first, then the python fallback -----------
+cat >"$WORK/exporter-wrapper" <<EOF
+#!/bin/sh
+echo "wrapper used" >&2
+exec "$BIN/cpu-power-exporter" "\$@"
+EOF
+chmod +x "$WORK/exporter-wrapper"
+CPU_POWER_EXPORTER_BIN="$WORK/exporter-wrapper" "$BIN/cpu-power" run --simulate gb200 \
+  --log-dir "$WORK/env" -- true >"$WORK/env.log" 2>&1 || fail "run with CPU_POWER_EXPORTER_BIN"
+grep -q "using binary $WORK/exporter-wrapper (CPU_POWER_EXPORTER_BIN)" "$WORK/env.log" || fail "env binary not chosen"
+grep -q 'wrapper used' "$WORK/env/telemetry_cpu_power_exporter.sim1.out" || fail "wrapper not run"
+ok "CPU_POWER_EXPORTER_BIN wins"
+
+# A cpu-power with no exporter beside it and none on PATH: the source tree's python fallback.
+mkdir -p "$WORK/lonely"
+cp "$BIN/cpu-power" "$WORK/lonely/cpu-power"
+printf 'telemetry:\n  enabled: true\n  collect_interval_ms: 200\n  request_timeout_seconds: 0.5\n  cpu_power_exporter: {source: acpi}\n' >"$WORK/acpi.yaml"
+rc=0
+PATH=/usr/bin:/bin "$WORK/lonely/cpu-power" run --simulate gb200 --config "$WORK/acpi.yaml" \
+  --log-dir "$WORK/py" -- sleep 2 >"$WORK/py.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/py.log"; fail "fallback run exited $rc"; }
+grep -q 'falling back to Python exporter .*cpu_power_exporter_fallback.py' "$WORK/py.log" || fail "fallback not chosen"
+grep -q 'source=acpi requested, but the Python fallback exporter is ACPI-only and has no --source flag; this request cannot be honored' \
+  "$WORK/py.log" || fail "no cannot-be-honored warning"
+grep -q 'listening addr=127.0.0.1:' "$WORK/py/telemetry_cpu_power_exporter.sim1.out" || fail "fallback exporter log"
+n=$(rows_per_node "$WORK/py/power/cpu/samples.csv" | awk '$1 == "sim1" {print $2}')
+((${n:-0} >= 8)) || fail "python fallback gave ${n:-0} rows"
+ok "python fallback exporter serves the same family and the collector reads it"
+
+# --- best effort: no power source at all changes nothing for the command -----------------
+# This machine has no /sys/class/hwmon: the local exporter exits at once, and the session
+# must notice that instead of polling /health until the 30 s startup deadline.
+printf 'telemetry:\n  enabled: true\n  cpu_power_exporter: {port: %d}\n' \
+  $((20000 + RANDOM % 20000)) >"$WORK/local.yaml"
+rc=0
+started=$SECONDS
+"$BIN/cpu-power" run --config "$WORK/local.yaml" --log-dir "$WORK/local" --\
+  sh -c 'exit 4' >"$WORK/local.log" 2>&1 || rc=$?
+[ "$rc" = 4 ] || { cat "$WORK/local.log"; fail "local run exited $rc, want 4"; }
+((SECONDS - started < 15)) || fail "waited $((SECONDS - started)) s for an exporter that had exited"
+grep -q 'CPU power exporter exited early' "$WORK/local.log" || fail "early exit not logged"
+[ -f "$WORK/local/power/cpu/cpu_manifest.json" ] || fail "no manifest without a power source"
+[ "$(json_get "$WORK/local/session.json" '["exit_code"]')" = 4 ] || fail "session.json (local)"
+ok "a node without any power source: exit status unchanged, manifest and session.json written"
+
+# --- nothing runs on a bad recipe, on --dry-run; a missing command is 127 ------------------
+rc=0
+"$BIN/cpu-power" run --config "$RECIPES/typo.yaml" --log-dir "$WORK/bad" -- touch "$WORK/ran" \
+  >"$WORK/bad.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "bad recipe exited $rc, want 2"
+[ ! -e "$WORK/ran" ] || fail "the command ran despite a bad recipe"
+grep -q 'typo.yaml:3:3: unknown key' "$WORK/bad.log" || fail "bad recipe error not shown"
+"$BIN/cpu-power" run --dry-run --nodes x1,x2 --log-dir "$WORK/dry" -- touch "$WORK/ran" >"$WORK/dry.log"
+if [ -e "$WORK/ran" ] || [ -e "$WORK/dry" ]; then fail "--dry-run ran something"; fi
+grep -qF "exporter: srun --overlap --nodes 2 --ntasks 2 --nodelist x1,x2 --output $WORK/dry/telemetry_cpu_power_exporter.%N.out" \
+  "$WORK/dry.log" || fail "dry-run plan: $(cat "$WORK/dry.log")"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --log-dir "$WORK/nf" -- /no/such/benchmark >"$WORK/nf.log" 2>&1 || rc=$?
+[ "$rc" = 127 ] || fail "missing command exited $rc, want 127"
+ok "bad recipe and --dry-run run nothing; a missing command exits 127"
+finish

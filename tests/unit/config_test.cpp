@@ -1,0 +1,415 @@
+// The recipe: loading (syntax, types, unknown keys, places in errors) and every telemetry
+// validation rule with its exact message.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/describe.hpp"
+#include "config/load.hpp"
+#include "config/validate.hpp"
+
+namespace cpupower::config {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const std::string kRecipes = std::string(CPUPOWER_FIXTURES) + "/recipes/";
+
+std::vector<std::string> errors_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& e : load_recipe_text(text, "r.yaml").errors) out.push_back(format_error(e));
+  return out;
+}
+
+// Only the messages, for rules whose place is tested elsewhere.
+std::vector<std::string> messages_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& e : load_recipe_text(text, "r.yaml").errors) out.push_back(e.message);
+  return out;
+}
+
+Recipe loaded(const std::string& text) {
+  auto result = load_recipe_text(text, "r.yaml");
+  EXPECT_THAT(result.errors, IsEmpty())
+      << (result.errors.empty() ? "" : format_error(result.errors[0]));
+  return result.recipe.value_or(Recipe{});
+}
+
+// A valid CPU-only recipe plus `extra` lines inside telemetry.
+std::string cpu_only(const std::string& extra) {
+  return "telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n" + extra;
+}
+
+TEST(ConfigLoad, EmptyRecipeIsEveryDefaultWithTelemetryOff) {
+  const Recipe r = loaded("");
+  EXPECT_FALSE(r.telemetry.enabled);
+  EXPECT_EQ(r.telemetry.collect_interval_ms, 1000);
+  EXPECT_EQ(r.telemetry.storage_subdir, "power");
+  EXPECT_FALSE(r.telemetry.required);
+  EXPECT_EQ(r.telemetry.startup_timeout_seconds, 30.0);
+  EXPECT_EQ(r.telemetry.request_timeout_seconds, 2.0);
+  EXPECT_FALSE(r.telemetry.collector_join_timeout_seconds.has_value());
+  EXPECT_DOUBLE_EQ(resolved_join_timeout_s(r.telemetry), 12.0);
+  EXPECT_FALSE(r.telemetry.dcgm_exporter.has_value());
+  EXPECT_FALSE(r.telemetry.cpu_power_exporter.has_value());
+  EXPECT_FALSE(r.telemetry.cpu_power.enabled);
+  EXPECT_EQ(r.telemetry.cpu_power.source, "auto");
+  EXPECT_EQ(r.telemetry.cpu_power.sample_interval_seconds, 0.1);
+  EXPECT_EQ(r.telemetry.cpu_power.storage_subdir, "cpu_power");
+  EXPECT_FALSE(r.runtime.network_interface.has_value());
+  EXPECT_TRUE(r.tachometer.is_enabled());
+  EXPECT_FALSE(scraper_leg_enabled(r.telemetry));
+}
+
+TEST(ConfigLoad, AFullSrtctlRecipeLoads) {
+  const auto result = load_recipe_file(kRecipes + "srtctl_full.yaml");
+  ASSERT_THAT(result.errors, IsEmpty()) << format_error(result.errors.at(0));
+  const Recipe& r = *result.recipe;
+  const auto& t = r.telemetry;
+  EXPECT_TRUE(t.enabled);
+  EXPECT_EQ(t.collect_interval_ms, 500);
+  EXPECT_EQ(t.startup_timeout_seconds, 45.0);
+  EXPECT_FALSE(t.collector_join_timeout_seconds.has_value());
+  ASSERT_TRUE(t.dcgm_exporter.has_value());
+  EXPECT_EQ(t.dcgm_exporter->container_image, "/containers/dcgm-exporter-4.2.3.sqsh");
+  EXPECT_EQ(t.dcgm_exporter->port, 9400);
+  ASSERT_TRUE(t.cpu_power_exporter.has_value());
+  EXPECT_EQ(t.cpu_power_exporter->port, 9405);
+  EXPECT_EQ(t.cpu_power_exporter->source, "auto");
+  EXPECT_TRUE(t.cpu_power.enabled);
+  EXPECT_EQ(t.cpu_power.source, "acpi");
+  EXPECT_EQ(r.runtime.network_interface, "ib0");
+  using Opt = std::pair<std::string, std::optional<std::string>>;
+  EXPECT_THAT(r.runtime.srun_options, ElementsAre(Opt{"mpi", "pmix"}, Opt{"cpu-bind", "none"},
+                                                  Opt{"exclusive", std::nullopt}));
+  EXPECT_EQ(r.benchmark_type, "sa-bench");
+  EXPECT_TRUE(scraper_leg_enabled(t));
+}
+
+TEST(ConfigLoad, TheReferenceExamplesLoad) {
+  for (const char* name : {"cpu_only.yaml", "all_legs.yaml"}) {
+    const auto result = load_recipe_file(kRecipes + name);
+    EXPECT_THAT(result.errors, IsEmpty()) << name;
+  }
+}
+
+TEST(ConfigLoad, UnknownKeyInsideTelemetryIsAnErrorNamingItWithItsPlace) {
+  const auto result = load_recipe_file(kRecipes + "typo.yaml");
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_EQ(format_error(result.errors[0]),
+            kRecipes +
+                "typo.yaml:3:3: unknown key \"colect_interval_ms\" in telemetry (did you mean "
+                "\"collect_interval_ms\"?)");
+  EXPECT_FALSE(result.recipe.has_value());
+}
+
+TEST(ConfigLoad, UnknownKeysInNestedTelemetryBlocksAreErrors) {
+  EXPECT_THAT(errors_of("telemetry:\n  enabled: true\n  cpu_power_exporter:\n    prot: 9405\n"),
+              ElementsAre("r.yaml:4:5: unknown key \"prot\" in telemetry.cpu_power_exporter (did "
+                          "you mean \"port\"?)"));
+  EXPECT_THAT(errors_of("telemetry:\n  cpu_power:\n    prometheus_port: 9401\n"),
+              ElementsAre("r.yaml:3:5: unknown key \"prometheus_port\" in telemetry.cpu_power"));
+  EXPECT_THAT(errors_of("telemetry:\n  dcgm_exporter: {container_image: x, port: 1, img: y}\n"),
+              ElementsAre(HasSubstr("unknown key \"img\" in telemetry.dcgm_exporter")));
+}
+
+TEST(ConfigLoad, OtherSectionsAndUnknownKeysOutsideTelemetryAreIgnored) {
+  const Recipe r = loaded(
+      "name: x\nfrontend: {type: dynamo, whatever: [1, 2]}\nruntime: {nodes: 3, "
+      "network_interface: eth1}\nobservability: {prometheus: {port: 1}}\n" +
+      cpu_only(""));
+  EXPECT_EQ(r.runtime.network_interface, "eth1");
+}
+
+TEST(ConfigLoad, TypeErrorsNameTheFieldTheValueAndThePlace) {
+  EXPECT_THAT(errors_of(cpu_only("  collect_interval_ms: fast\n")),
+              ElementsAre("r.yaml:4:24: telemetry.collect_interval_ms: expected an integer, got "
+                          "\"fast\""));
+  EXPECT_THAT(errors_of("telemetry:\n  enabled: maybe\n"),
+              ElementsAre("r.yaml:2:12: telemetry.enabled: expected true or false, got \"maybe\""));
+  EXPECT_THAT(errors_of(cpu_only("  storage_subdir: 123\n")),
+              ElementsAre("r.yaml:4:19: telemetry.storage_subdir: expected a string, got 123 "
+                          "(quote it to make it one)"));
+  EXPECT_THAT(errors_of(cpu_only("  request_timeout_seconds: [1]\n")),
+              ElementsAre("r.yaml:4:28: telemetry.request_timeout_seconds: expected a number, got "
+                          "a sequence"));
+  EXPECT_THAT(errors_of("telemetry: [1, 2]\n"),
+              ElementsAre("r.yaml:1:12: telemetry: expected a mapping, got a sequence"));
+  EXPECT_THAT(errors_of("telemetry:\n  cpu_power_exporter: {port: \"9405\"}\n"),
+              ElementsAre(HasSubstr("telemetry.cpu_power_exporter.port: expected an integer")));
+  EXPECT_THAT(errors_of("telemetry:\n  collect_interval_ms: null\n"),
+              ElementsAre("r.yaml:2:24: telemetry.collect_interval_ms: may not be null"));
+  EXPECT_THAT(errors_of("- a\n- b\n"),
+              ElementsAre("r.yaml:1:1: a recipe must be a mapping, got a sequence"));
+}
+
+TEST(ConfigLoad, YamlSyntaxErrorsCarryTheirPlace) {
+  const auto errors = errors_of("telemetry:\n  enabled: true\n  port: [1, 2\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], ::testing::StartsWith("r.yaml:"));
+  EXPECT_THAT(errors[0], HasSubstr("invalid YAML"));
+}
+
+TEST(ConfigLoad, DuplicateKeysAreErrors) {
+  EXPECT_THAT(errors_of("telemetry:\n  enabled: true\n  enabled: false\n"),
+              ElementsAre("r.yaml:3:3: telemetry.enabled: duplicate key"));
+}
+
+TEST(ConfigLoad, MissingRequiredDcgmFields) {
+  EXPECT_THAT(messages_of("telemetry:\n  dcgm_exporter: {command: x}\n"),
+              ElementsAre("telemetry.dcgm_exporter.container_image: missing required field",
+                          "telemetry.dcgm_exporter.port: missing required field"));
+}
+
+TEST(ConfigLoad, NullBlocksAreAbsentAndEmptyBlocksArePresent) {
+  EXPECT_FALSE(loaded("telemetry:\n  cpu_power_exporter:\n").telemetry.cpu_power_exporter);
+  const Recipe r = loaded(cpu_only(""));
+  ASSERT_TRUE(r.telemetry.cpu_power_exporter.has_value());
+  EXPECT_EQ(r.telemetry.cpu_power_exporter->port, 9405);
+  EXPECT_EQ(r.telemetry.cpu_power_exporter->source, "auto");
+}
+
+TEST(ConfigLoad, YamlBooleansAndSpecialFloats) {
+  EXPECT_TRUE(loaded("telemetry: {enabled: yes, cpu_power_exporter: {}}").telemetry.enabled);
+  EXPECT_THAT(messages_of(cpu_only("  request_timeout_seconds: .inf\n")),
+              ElementsAre("telemetry.request_timeout_seconds must be finite and positive"));
+}
+
+TEST(ConfigLoad, UnreadableFile) {
+  const auto result = load_recipe_file(kRecipes + "does-not-exist.yaml");
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_THAT(format_error(result.errors[0]), HasSubstr("does-not-exist.yaml: cannot read recipe"));
+}
+
+// --- rule 1: telemetry disabled -----------------------------------------------------------
+
+TEST(ConfigRules, HostLegWithoutTelemetry) {
+  EXPECT_THAT(errors_of("telemetry:\n  cpu_power:\n    enabled: true\n"),
+              ElementsAre("r.yaml:3:14: telemetry.cpu_power.enabled requires telemetry.enabled"));
+}
+
+TEST(ConfigRules, InertDemandWithTelemetryOff) {
+  EXPECT_THAT(messages_of("telemetry:\n  cpu_power: {required: true}\n"),
+              ElementsAre("telemetry.cpu_power.required has no effect unless "
+                          "telemetry.cpu_power.enabled"));
+  for (const char* source : {"acpi", "dcgm"}) {
+    EXPECT_THAT(messages_of(std::string("telemetry:\n  cpu_power: {source: ") + source + "}\n"),
+                ElementsAre(std::string("telemetry.cpu_power.source: \"") + source +
+                            "\" has no effect unless telemetry.cpu_power.enabled; it names a "
+                            "mandatory provider for a leg that will not run"));
+  }
+}
+
+TEST(ConfigRules, ScraperBlockIsNotValidatedWithTelemetryOff) {
+  EXPECT_THAT(errors_of("telemetry:\n  cpu_power_exporter: {port: 0, source: nvml}\n"), IsEmpty());
+}
+
+// --- rule 2: host leg ---------------------------------------------------------------------
+
+TEST(ConfigRules, HostLegIntervals) {
+  const std::string base = "telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n";
+  EXPECT_THAT(messages_of(base + "    sample_interval_seconds: 0\n"),
+              ElementsAre("telemetry.cpu_power.sample_interval_seconds must be finite and "
+                          "positive"));
+  EXPECT_THAT(messages_of(base + "    startup_timeout_seconds: -1\n"),
+              ElementsAre("telemetry.cpu_power.startup_timeout_seconds must be finite and "
+                          "positive"));
+  EXPECT_THAT(messages_of(base + "    sample_interval_seconds: .nan\n"),
+              ElementsAre("telemetry.cpu_power.sample_interval_seconds must be finite and "
+                          "positive"));
+  EXPECT_THAT(messages_of(base + "    sample_interval_seconds: 5\n"),
+              ElementsAre("telemetry.cpu_power.sample_interval_seconds=5.0 exceeds the 3.0s max "
+                          "sample gap; every window would fail sample_gap_exceeded"));
+}
+
+TEST(ConfigRules, HostLegStorage) {
+  const std::string base = "telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n";
+  EXPECT_THAT(messages_of(base + "    storage_subdir: ../up\n"),
+              ElementsAre("telemetry.cpu_power.storage_subdir must be a safe relative path below "
+                          "the run log directory"));
+  EXPECT_THAT(messages_of(base + "    storage_subdir: power\n"),
+              ElementsAre("telemetry.cpu_power.storage_subdir must differ from "
+                          "telemetry.storage_subdir; the two legs write their own samples and "
+                          "manifest"));
+  EXPECT_THAT(messages_of(base + "    source: nvml\n"),
+              ElementsAre("telemetry.cpu_power.source must be one of: \"auto\", \"acpi\", "
+                          "\"dcgm\""));
+  EXPECT_THAT(messages_of(base), IsEmpty());  // the host leg alone is something to collect
+}
+
+TEST(ConfigRules, InertDemandWithTelemetryOnAndHostLegOff) {
+  EXPECT_THAT(messages_of(cpu_only("  cpu_power: {required: true}\n")),
+              ElementsAre("telemetry.cpu_power.required has no effect unless "
+                          "telemetry.cpu_power.enabled"));
+}
+
+// --- rule 4: GPU leg ----------------------------------------------------------------------
+
+TEST(ConfigRules, GpuLeg) {
+  const std::string base = "telemetry:\n  enabled: true\n";
+  EXPECT_THAT(messages_of(base + "  dcgm_exporter: {container_image: ' ', port: 9400}\n"),
+              ElementsAre("telemetry.dcgm_exporter.container_image must not be empty"));
+  EXPECT_THAT(messages_of(base + "  dcgm_exporter: {container_image: x, port: 0}\n"),
+              ElementsAre("telemetry.dcgm_exporter.port must be in 1..65535"));
+  EXPECT_THAT(messages_of(base + "  startup_timeout_seconds: 0\n  dcgm_exporter: "
+                                 "{container_image: x, port: 9400}\n"),
+              ElementsAre("telemetry.startup_timeout_seconds must be finite and positive"));
+  EXPECT_THAT(messages_of("benchmark: {type: mmlu}\n" + base +
+                          "  dcgm_exporter: {container_image: x, port: 9400}\n"),
+              ElementsAre("telemetry.dcgm_exporter requires benchmark.type to be one of: "
+                          "\"sa-bench\", \"agentic\", \"agentx\", \"custom\", \"manual\" (got "
+                          "\"mmlu\")"));
+  EXPECT_THAT(messages_of("benchmark: {type: manual}\n" + base +
+                          "  dcgm_exporter: {container_image: x, port: 9400}\n"),
+              IsEmpty());
+}
+
+// --- rule 5: nothing to collect -----------------------------------------------------------
+
+TEST(ConfigRules, NothingToCollect) {
+  EXPECT_THAT(errors_of("telemetry:\n  enabled: true\n"),
+              ElementsAre("r.yaml:2:12: telemetry.enabled requires telemetry.dcgm_exporter, "
+                          "telemetry.cpu_power_exporter, or telemetry.cpu_power.enabled; "
+                          "otherwise there is nothing to collect"));
+  EXPECT_THAT(errors_of(cpu_only("")), IsEmpty());  // the scraper leg alone is enough
+}
+
+// --- rule 6: collector budget -------------------------------------------------------------
+
+TEST(ConfigRules, CollectorBudget) {
+  EXPECT_THAT(messages_of(cpu_only("  request_timeout_seconds: 0\n")),
+              ElementsAre("telemetry.request_timeout_seconds must be finite and positive"));
+  EXPECT_THAT(messages_of(cpu_only("  collector_join_timeout_seconds: 10\n")),
+              ElementsAre("telemetry.collector_join_timeout_seconds=10.0 must be greater than "
+                          "two full collector cycles (2 x (2 x request_timeout_seconds + 1.0) = "
+                          "10.0s)"));
+  EXPECT_THAT(messages_of(cpu_only("  collector_join_timeout_seconds: -1\n")),
+              ElementsAre("telemetry.collector_join_timeout_seconds must be finite and positive"));
+  EXPECT_THAT(messages_of(cpu_only("  collector_join_timeout_seconds: 10.5\n")), IsEmpty());
+  // Derived budgets always clear the bar.
+  const Recipe r = loaded(cpu_only("  request_timeout_seconds: 4\n"));
+  EXPECT_DOUBLE_EQ(resolved_join_timeout_s(r.telemetry), 20.0);
+}
+
+// --- rule 7: scraper leg ------------------------------------------------------------------
+
+TEST(ConfigRules, ScraperPortAndSource) {
+  for (const char* port : {"0", "65536", "-5"}) {
+    EXPECT_THAT(messages_of(std::string("telemetry:\n  enabled: true\n  cpu_power_exporter: "
+                                        "{port: ") +
+                            port + "}\n"),
+                ElementsAre("telemetry.cpu_power_exporter.port must be in 1..65535"))
+        << port;
+  }
+  EXPECT_THAT(errors_of("telemetry:\n  enabled: true\n  cpu_power_exporter:\n    source: nvml\n"),
+              ElementsAre("r.yaml:4:13: telemetry.cpu_power_exporter.source must be one of: "
+                          "\"auto\", \"acpi\", \"dcgm\""));
+  for (const char* source : {"auto", "acpi", "dcgm"}) {
+    EXPECT_THAT(messages_of(std::string("telemetry:\n  enabled: true\n  cpu_power_exporter: "
+                                        "{source: ") +
+                            source + "}\n"),
+                IsEmpty());
+  }
+}
+
+TEST(ConfigRules, ScraperPortCollisions) {
+  EXPECT_THAT(
+      messages_of("telemetry:\n  enabled: true\n  dcgm_exporter: {container_image: x, port: "
+                  "9402}\n  cpu_power_exporter: {port: 9402}\n"),
+      ElementsAre("telemetry.cpu_power_exporter.port=9402 collides with "
+                  "telemetry.dcgm_exporter.port; both run on every worker node"));
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power_exporter: {port: 9401}\n"),
+              ElementsAre("telemetry.cpu_power_exporter.port=9401 collides with "
+                          "observability.tachometer.dcgm_exporter.port; both run on every worker "
+                          "node"));
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power_exporter: {port: 9101}\n"),
+              ElementsAre("telemetry.cpu_power_exporter.port=9101 collides with "
+                          "observability.tachometer.node_exporter.port; both run on every worker "
+                          "node"));
+  EXPECT_THAT(messages_of("observability: {tachometer: {dcgm_exporter: {port: 9411}}}\n"
+                          "telemetry:\n  enabled: true\n  cpu_power_exporter: {port: 9411}\n"),
+              ElementsAre(HasSubstr("collides with observability.tachometer.dcgm_exporter.port")));
+  // A configured port moves the default out of the way; a disabled tachometer has none.
+  EXPECT_THAT(messages_of("observability: {tachometer: {dcgm_exporter: {port: 9411}}}\n"
+                          "telemetry:\n  enabled: true\n  cpu_power_exporter: {port: 9401}\n"),
+              IsEmpty());
+  EXPECT_THAT(messages_of("observability: {tachometer: {enabled: false}}\n"
+                          "telemetry:\n  enabled: true\n  cpu_power_exporter: {port: 9101}\n"),
+              IsEmpty());
+}
+
+TEST(ConfigRules, CollisionErrorPointsAtThePortGiven) {
+  EXPECT_THAT(errors_of("telemetry:\n  enabled: true\n  cpu_power_exporter:\n    port: 9101\n"),
+              ElementsAre(::testing::StartsWith("r.yaml:4:11: ")));
+}
+
+// --- the checks the reference forgets -----------------------------------------------------
+
+TEST(ConfigRules, CollectIntervalIsCheckedWithoutTheGpuLeg) {
+  for (const char* ms : {"0", "-1", "60000"}) {
+    EXPECT_THAT(messages_of(cpu_only(std::string("  collect_interval_ms: ") + ms + "\n")),
+                ElementsAre(std::string("telemetry.collect_interval_ms=") + ms +
+                            " must be > 0 and <= 3000 (the 3.0s max sample gap)"));
+  }
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: 3000\n")), IsEmpty());
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: 1\n")), IsEmpty());
+}
+
+TEST(ConfigRules, StorageSubdirIsCheckedWithoutTheGpuLeg) {
+  for (const char* dir : {"/abs", "~/x", "a/../b", "a//b", "a/", "''"}) {
+    EXPECT_THAT(messages_of(cpu_only(std::string("  storage_subdir: ") + dir + "\n")),
+                ElementsAre("telemetry.storage_subdir must be a safe relative path below the run "
+                            "log directory"))
+        << dir;
+  }
+}
+
+TEST(ConfigRules, ADefaultedFieldIsReportedAtItsBlock) {
+  // collect_interval_ms is not in the file; the error points at the telemetry block.
+  Recipe r;
+  r.file = "x.yaml";
+  r.telemetry.enabled = true;
+  r.telemetry.cpu_power_exporter.emplace();
+  r.telemetry.collect_interval_ms = 0;
+  r.marks["telemetry"] = {3, 1};
+  const auto errors = validate_recipe(r);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(format_error(errors[0]), ::testing::StartsWith("x.yaml:3:1: "));
+}
+
+TEST(ConfigRules, EveryFailingRuleIsReported) {
+  EXPECT_EQ(messages_of(cpu_only("  collect_interval_ms: 0\n  storage_subdir: /x\n  "
+                                 "request_timeout_seconds: 0\n"))
+                .size(),
+            3u);
+}
+
+TEST(ConfigRules, SafeRelativeSubpath) {
+  EXPECT_TRUE(is_safe_relative_subpath("power"));
+  EXPECT_TRUE(is_safe_relative_subpath("a/b/c"));
+  EXPECT_TRUE(is_safe_relative_subpath("a.b/..c"));
+  EXPECT_FALSE(is_safe_relative_subpath(""));
+  EXPECT_FALSE(is_safe_relative_subpath("/power"));
+  EXPECT_FALSE(is_safe_relative_subpath("~power"));
+  EXPECT_FALSE(is_safe_relative_subpath(".."));
+  EXPECT_FALSE(is_safe_relative_subpath("a/../b"));
+  EXPECT_FALSE(is_safe_relative_subpath("a//b"));
+}
+
+TEST(ConfigDescribe, ShowsResolvedAndDerivedValues) {
+  const std::string text = describe_recipe(loaded(cpu_only("  collect_interval_ms: 250\n")));
+  EXPECT_THAT(text, HasSubstr("telemetry.collect_interval_ms: 250\n"));
+  EXPECT_THAT(text, HasSubstr("telemetry.storage_subdir: power  (default)\n"));
+  EXPECT_THAT(text, HasSubstr("telemetry.collector_join_timeout_seconds: 12  (derived"));
+  EXPECT_THAT(text, HasSubstr("telemetry.cpu_power_exporter.port: 9405  (default)\n"));
+  EXPECT_THAT(text, HasSubstr("legs: CPU exporter scrape -> <log_dir>/power/cpu/\n"));
+}
+
+}  // namespace
+}  // namespace cpupower::config

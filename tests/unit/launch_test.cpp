@@ -1,0 +1,492 @@
+// The launch module: the exact srun argv, het grouping, exporter binary resolution order,
+// node addresses (IPv6 bracketing included), the plan per mode, processes and session.json.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "launch/exporter_binary.hpp"
+#include "launch/node_address.hpp"
+#include "launch/node_set.hpp"
+#include "launch/process.hpp"
+#include "launch/readiness.hpp"
+#include "launch/session_plan.hpp"
+#include "launch/session_record.hpp"
+#include "launch/srun_argv.hpp"
+#include "scrape/endpoint.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using Argv = std::vector<std::string>;
+
+// Expands "n[1-3]"-style ranges without Slurm, and records what it was asked.
+HostlistExpander fake_expander(std::vector<std::string>* asked = nullptr) {
+  return [asked](const std::string& expr,
+                 std::string* error) -> std::optional<std::vector<std::string>> {
+    if (asked) asked->push_back(expr);
+    const auto open = expr.find('['), dash = expr.find('-'), close = expr.find(']');
+    if (open == std::string::npos || dash == std::string::npos || close == std::string::npos) {
+      if (error) *error = "bad range " + expr;
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    const int from = std::stoi(expr.substr(open + 1, dash - open - 1));
+    const int to = std::stoi(expr.substr(dash + 1, close - dash - 1));
+    for (int i = from; i <= to; ++i) out.push_back(expr.substr(0, open) + std::to_string(i));
+    return out;
+  };
+}
+
+ExporterChoice native(const std::string& path = "/opt/bin/cpu-power-exporter") {
+  return {ExporterKind::native, path, "beside cpu-power", {}};
+}
+
+PlanRequest request(Env env = {}) {
+  PlanRequest r;
+  r.recipe.telemetry.enabled = true;
+  r.recipe.telemetry.cpu_power_exporter.emplace();
+  r.log_dir = "/logs/run 1";
+  r.command = {"bench", "--fast"};
+  r.env = std::move(env);
+  r.exporter = native();
+  r.self_exe = "/opt/bin/cpu-power";
+  r.local_hostname = "head";
+  r.expand = fake_expander();
+  return r;
+}
+
+// --- srun argv ---------------------------------------------------------------------------
+
+TEST(SrunArgv, ExactlyAsTheReferenceBuildsIt) {
+  SrunStep step;
+  step.job_id = "4242";
+  step.group = {-1, {"n1", "n2"}};
+  step.output = exporter_log_pattern("/logs", -1, false);
+  step.command = {"/opt/bin/cpu-power-exporter", "--port", "9405", "--source", "auto"};
+  EXPECT_THAT(
+      srun_argv(step),
+      ElementsAre("srun", "--jobid", "4242", "--overlap", "--nodes", "2", "--ntasks", "2",
+                  "--nodelist", "n1,n2", "--output", "/logs/telemetry_cpu_power_exporter.%N.out",
+                  "/opt/bin/cpu-power-exporter", "--port", "9405", "--source", "auto"));
+}
+
+TEST(SrunArgv, NoJobIdOutsideAnAllocation) {
+  SrunStep step;
+  step.group = {-1, {"n1"}};
+  step.command = {"x"};
+  EXPECT_THAT(srun_argv(step), ElementsAre("srun", "--overlap", "--nodes", "1", "--ntasks", "1",
+                                           "--nodelist", "n1", "x"));
+}
+
+TEST(SrunArgv, HetGroupAndSrunOptions) {
+  SrunStep step;
+  step.job_id = "7";
+  step.group = {1, {"b1", "b2", "b3"}};
+  step.output = exporter_log_pattern("/l", 1, true);
+  step.srun_options = {{"mpi", "pmix"}, {"exclusive", std::nullopt}};
+  step.command = {"e"};
+  EXPECT_THAT(
+      srun_argv(step),
+      ElementsAre("srun", "--jobid", "7", "--overlap", "--nodes", "3", "--ntasks", "3",
+                  "--nodelist", "b1,b2,b3", "--het-group=1", "--output",
+                  "/l/telemetry_cpu_power_exporter.g1.%N.out", "--mpi=pmix", "--exclusive", "e"));
+}
+
+TEST(SrunArgv, NamesAndLogsPerGroup) {
+  EXPECT_EQ(exporter_process_name(-1, false), "telemetry_cpu_power_exporter");
+  EXPECT_EQ(exporter_process_name(2, true), "telemetry_cpu_power_exporter_g2");
+  EXPECT_EQ(exporter_log_for_node("/l", 0, true, "n$1"),
+            "/l/telemetry_cpu_power_exporter.g0.n$1.out");
+  EXPECT_EQ(exporter_log_for_node("/l", -1, false, "n1"), "/l/telemetry_cpu_power_exporter.n1.out");
+  // srun would expand a '%' in the directory; "%%" is its literal percent sign.
+  EXPECT_EQ(exporter_log_pattern("/l/50%", -1, false),
+            "/l/50%%/telemetry_cpu_power_exporter.%N.out");
+}
+
+// --- node set and het grouping -----------------------------------------------------------
+
+TEST(NodeSet, ParseNodeListExpandsRangesOnlyAndKeepsMetacharacters) {
+  std::vector<std::string> asked;
+  std::string error;
+  const auto nodes = parse_node_list("n[1-2], m$(id);x ,n2,,a b'c", fake_expander(&asked), &error);
+  ASSERT_TRUE(nodes) << error;
+  EXPECT_THAT(*nodes, ElementsAre("n1", "n2", "m$(id);x", "a b'c"));
+  EXPECT_THAT(asked, ElementsAre("n[1-2]"));
+}
+
+TEST(NodeSet, CommasInsideBracketsDoNotSplit) {
+  std::vector<std::string> asked;
+  std::string error;
+  const auto nodes = parse_node_list(
+      "x[1-2,5],y",
+      [&](const std::string& e, std::string*) {
+        asked.push_back(e);
+        return std::optional<std::vector<std::string>>({"x1", "x2", "x5"});
+      },
+      &error);
+  ASSERT_TRUE(nodes);
+  EXPECT_THAT(*nodes, ElementsAre("x1", "x2", "x5", "y"));
+  EXPECT_THAT(asked, ElementsAre("x[1-2,5]"));
+}
+
+TEST(NodeSet, AllocationFromEnv) {
+  std::string error;
+  EXPECT_FALSE(allocation_from_env({}, fake_expander(), &error));
+  const auto plain = allocation_from_env({{"SLURM_JOB_ID", "9"}, {"SLURM_JOB_NODELIST", "n[1-3]"}},
+                                         fake_expander(), &error);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->job_id, "9");
+  EXPECT_THAT(plain->groups, ElementsAre(NodeGroup{-1, {"n1", "n2", "n3"}}));
+  const auto het = allocation_from_env({{"SLURM_JOB_ID", "4"},
+                                        {"SLURM_HET_SIZE", "2"},
+                                        {"SLURM_JOB_NODELIST_HET_GROUP_0", "n1"},
+                                        {"SLURM_JOB_NODELIST_HET_GROUP_1", "n[2-3]"}},
+                                       fake_expander(), &error);
+  ASSERT_TRUE(het);
+  EXPECT_THAT(het->groups, ElementsAre(NodeGroup{0, {"n1"}}, NodeGroup{1, {"n2", "n3"}}));
+}
+
+TEST(NodeSet, HetGroupingByComponent) {
+  Allocation a{"4", {{0, {"p1"}}, {1, {"d1", "d2"}}, {2, {"s1"}}}};
+  const auto grouped = group_nodes({"d2", "p1", "x9", "d1"}, a);
+  EXPECT_THAT(grouped.groups, ElementsAre(NodeGroup{0, {"p1"}}, NodeGroup{1, {"d2", "d1"}}));
+  EXPECT_THAT(grouped.errors, ElementsAre("node 'x9' not in any het component"));
+  // Without a het allocation every node is one group, without --het-group.
+  EXPECT_THAT(group_nodes({"a", "b"}, std::nullopt).groups, ElementsAre(NodeGroup{-1, {"a", "b"}}));
+  EXPECT_THAT(group_nodes({"a"}, Allocation{"1", {{-1, {"a"}}}}).groups,
+              ElementsAre(NodeGroup{-1, {"a"}}));
+}
+
+// --- the plan ----------------------------------------------------------------------------
+
+TEST(SessionPlan, HetAllocationIsOneSrunPerGroup) {
+  auto r = request({{"SLURM_JOB_ID", "4"},
+                    {"SLURM_HET_SIZE", "2"},
+                    {"SLURM_JOB_NODELIST_HET_GROUP_0", "n1"},
+                    {"SLURM_JOB_NODELIST_HET_GROUP_1", "n[2-3]"}});
+  r.recipe.runtime.network_interface = "ib0";
+  const auto plan = make_plan(r);
+  ASSERT_EQ(plan.error, "");
+  EXPECT_EQ(plan.mode, LaunchMode::slurm);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  EXPECT_THAT(plan.groups[0].exporter_srun,
+              ElementsAre("srun", "--jobid", "4", "--overlap", "--nodes", "1", "--ntasks", "1",
+                          "--nodelist", "n1", "--het-group=0", "--output",
+                          "/logs/run 1/telemetry_cpu_power_exporter.g0.%N.out",
+                          "/opt/bin/cpu-power-exporter", "--port", "9405", "--source", "auto"));
+  EXPECT_THAT(plan.groups[1].exporter_srun,
+              ElementsAre("srun", "--jobid", "4", "--overlap", "--nodes", "2", "--ntasks", "2",
+                          "--nodelist", "n2,n3", "--het-group=1", "--output",
+                          "/logs/run 1/telemetry_cpu_power_exporter.g1.%N.out",
+                          "/opt/bin/cpu-power-exporter", "--port", "9405", "--source", "auto"));
+  EXPECT_THAT(plan.groups[1].resolver_srun,
+              ElementsAre("srun", "--jobid", "4", "--overlap", "--nodes", "2", "--ntasks", "2",
+                          "--nodelist", "n2,n3", "--het-group=1", "/opt/bin/cpu-power",
+                          "node-address", "--interface", "ib0"));
+  EXPECT_EQ(plan.groups[1].process_name, "telemetry_cpu_power_exporter_g1");
+  EXPECT_THAT(plan.nodes, ElementsAre("n1", "n2", "n3"));
+  EXPECT_EQ(plan.cpu_dir, "/logs/run 1/power/cpu");
+}
+
+TEST(SessionPlan, NodesOutsideTheHetComponentsAreLeftOutWithAWarning) {
+  auto r = request(
+      {{"SLURM_JOB_ID", "4"}, {"SLURM_HET_SIZE", "1"}, {"SLURM_JOB_NODELIST_HET_GROUP_0", "n1"}});
+  r.nodes = "n1,ghost";
+  const auto plan = make_plan(r);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_THAT(plan.nodes, ElementsAre("n1"));
+  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("node 'ghost' not in any het component")));
+}
+
+TEST(SessionPlan, ExplicitNodesWithoutAnAllocationUseSrunWithoutJobId) {
+  auto r = request();
+  r.nodes = "a,b";
+  r.recipe.telemetry.cpu_power_exporter->port = 9500;
+  r.recipe.telemetry.cpu_power_exporter->source = "acpi";
+  const auto plan = make_plan(r);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_THAT(plan.groups[0].exporter_srun,
+              ElementsAre("srun", "--overlap", "--nodes", "2", "--ntasks", "2", "--nodelist", "a,b",
+                          "--output", "/logs/run 1/telemetry_cpu_power_exporter.%N.out",
+                          "/opt/bin/cpu-power-exporter", "--port", "9500", "--source", "acpi"));
+}
+
+TEST(SessionPlan, LocalAndSimulatedModes) {
+  const auto local = make_plan(request());
+  EXPECT_EQ(local.mode, LaunchMode::local);
+  EXPECT_THAT(local.nodes, ElementsAre("head"));
+  EXPECT_THAT(local.exporter_command,
+              ElementsAre("/opt/bin/cpu-power-exporter", "--port", "9405", "--source", "auto"));
+  auto r = request({{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "n1"}});
+  r.simulate = "gh200";
+  r.nodes = "s1,s2";
+  const auto sim = make_plan(r);
+  EXPECT_EQ(sim.mode, LaunchMode::simulate);  // even inside an allocation
+  EXPECT_THAT(sim.nodes, ElementsAre("s1", "s2"));
+  EXPECT_THAT(sim.exporter_command, ElementsAre("/opt/bin/cpu-power-exporter", "--port", "0",
+                                                "--source", "auto", "--bind", "127.0.0.1"));
+  r.nodes = "s[1-2]";
+  EXPECT_THAT(make_plan(r).error, HasSubstr("plain node names"));
+}
+
+TEST(SessionPlan, PythonFallbackHasNoSourceAndWarns) {
+  auto r = request();
+  r.exporter = {
+      ExporterKind::python_fallback, "/src/tools/cpu_power_exporter_fallback.py", "fallback", {}};
+  r.recipe.telemetry.cpu_power_exporter->source = "dcgm";
+  const auto plan = make_plan(r);
+  EXPECT_THAT(
+      plan.exporter_command,
+      ElementsAre("python3", "/src/tools/cpu_power_exporter_fallback.py", "--port", "9405"));
+  EXPECT_THAT(plan.warnings,
+              ElementsAre("telemetry.cpu_power_exporter.source=dcgm requested, but the Python "
+                          "fallback exporter is ACPI-only and has no --source flag; this request "
+                          "cannot be honored"));
+}
+
+TEST(SessionPlan, TelemetryOffRunsTheCommandOnly) {
+  auto r = request();
+  r.recipe.telemetry.cpu_power_exporter.reset();
+  const auto plan = make_plan(r);
+  EXPECT_FALSE(plan.telemetry);
+  EXPECT_EQ(plan.error, "");
+  EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("running the command only")));
+}
+
+TEST(SessionPlan, UsageErrors) {
+  auto r = request();
+  r.command.clear();
+  EXPECT_THAT(make_plan(r).error, HasSubstr("no command"));
+  r = request();
+  r.nodes = " , ";
+  EXPECT_THAT(make_plan(r).error, HasSubstr("no node names"));
+}
+
+TEST(SessionPlan, DryRunDescriptionShowsEveryArgv) {
+  auto r = request({{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "n[1-2]"}});
+  const std::string text = describe_plan(make_plan(r));
+  EXPECT_THAT(text, HasSubstr("mode:      slurm (job 4)"));
+  EXPECT_THAT(text,
+              HasSubstr("  exporter: srun --jobid 4 --overlap --nodes 2 --ntasks 2 --nodelist "
+                        "n1,n2 --output '/logs/run 1/telemetry_cpu_power_exporter.%N.out' "
+                        "/opt/bin/cpu-power-exporter --port 9405 --source auto\n"));
+  EXPECT_THAT(text, HasSubstr("command:   bench --fast\n"));
+}
+
+// --- exporter binary resolution ----------------------------------------------------------
+
+struct FakeMachine {
+  std::set<std::string> executables;
+  std::set<std::string> files;
+  ExporterLookup lookup() const {
+    ExporterLookup l;
+    l.self_dir = "/opt/cpu-power/bin";
+    l.path_env = "/usr/local/bin::/usr/bin";
+    l.fallback_scripts = {"/opt/cpu-power/bin/cpu_power_exporter_fallback.py",
+                          "/src/tools/cpu_power_exporter_fallback.py"};
+    l.is_executable_file = [this](const std::string& p) { return executables.count(p) > 0; };
+    l.is_readable_file = [this](const std::string& p) { return files.count(p) > 0; };
+    return l;
+  }
+};
+
+TEST(ExporterBinary, ResolutionOrder) {
+  FakeMachine m;
+  m.executables = {"/custom/exporter", "/opt/cpu-power/bin/cpu-power-exporter",
+                   "/usr/bin/cpu-power-exporter"};
+  m.files = {"/src/tools/cpu_power_exporter_fallback.py"};
+  auto l = m.lookup();
+  l.env_bin = "/custom/exporter";
+  auto c = resolve_exporter(l);
+  EXPECT_EQ(c.kind, ExporterKind::native);
+  EXPECT_EQ(c.path, "/custom/exporter");
+  EXPECT_EQ(c.origin, "CPU_POWER_EXPORTER_BIN");
+
+  l.env_bin = "/missing/exporter";  // unusable: warned about, then the next candidate
+  c = resolve_exporter(l);
+  EXPECT_EQ(c.path, "/opt/cpu-power/bin/cpu-power-exporter");
+  EXPECT_EQ(c.origin, "beside cpu-power");
+  EXPECT_THAT(c.warnings, ElementsAre(HasSubstr("CPU_POWER_EXPORTER_BIN=/missing/exporter is not "
+                                                "an executable file")));
+
+  m.executables.erase("/opt/cpu-power/bin/cpu-power-exporter");
+  c = resolve_exporter(m.lookup());
+  EXPECT_EQ(c.path, "/usr/bin/cpu-power-exporter");
+  EXPECT_EQ(c.origin, "PATH");
+
+  m.executables.insert("./cpu-power-exporter");  // the empty PATH entry is the working directory
+  EXPECT_EQ(resolve_exporter(m.lookup()).path, "./cpu-power-exporter");
+
+  m.executables.clear();
+  c = resolve_exporter(m.lookup());
+  EXPECT_EQ(c.kind, ExporterKind::python_fallback);
+  EXPECT_EQ(c.path, "/src/tools/cpu_power_exporter_fallback.py");
+
+  m.files.insert("/opt/cpu-power/bin/cpu_power_exporter_fallback.py");  // installed beats source
+  EXPECT_EQ(resolve_exporter(m.lookup()).path, "/opt/cpu-power/bin/cpu_power_exporter_fallback.py");
+
+  m.files.clear();
+  c = resolve_exporter(m.lookup());
+  EXPECT_EQ(c.kind, ExporterKind::none);
+  EXPECT_THAT(c.warnings, ElementsAre(HasSubstr("no cpu-power-exporter")));
+}
+
+TEST(ExporterBinary, ArgvPerKind) {
+  std::string warning;
+  EXPECT_THAT(exporter_argv(native("/e"), 9405, "acpi", {"--bind", "127.0.0.1"}, &warning),
+              ElementsAre("/e", "--port", "9405", "--source", "acpi", "--bind", "127.0.0.1"));
+  EXPECT_EQ(warning, "");
+  const ExporterChoice py{ExporterKind::python_fallback, "/f.py", "fallback", {}};
+  EXPECT_THAT(exporter_argv(py, 9405, "auto", {}, &warning),
+              ElementsAre("python3", "/f.py", "--port", "9405"));
+  EXPECT_EQ(warning, "");  // auto is what the fallback does anyway
+  EXPECT_THAT(exporter_argv(ExporterChoice{}, 9405, "auto", {}, &warning), IsEmpty());
+}
+
+TEST(ExporterBinary, TheRealProcessFindsTheFallbackInTheSourceTree) {
+  const auto l = ExporterLookup::from_process();
+  bool found = false;
+  for (const auto& s : l.fallback_scripts) found = found || l.is_readable_file(s);
+  EXPECT_TRUE(found);
+}
+
+// --- node addresses ----------------------------------------------------------------------
+
+std::vector<InterfaceAddress> node_interfaces() {
+  return {{"lo", "127.0.0.1", false, true, false, true},
+          {"lo", "::1", true, true, false, true},
+          {"eth0", "fe80::1", true, false, true, true},
+          {"eth0", "fd00::7", true, false, false, true},
+          {"eth0", "10.0.0.7", false, false, false, true},
+          {"ib0", "fd01::7", true, false, false, true},
+          {"ib1", "192.168.9.7", false, false, false, false}};
+}
+
+TEST(NodeAddress, Choice) {
+  std::string error;
+  EXPECT_EQ(choose_node_address(node_interfaces(), "ib0", std::nullopt, &error), "fd01::7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), "eth0", "10.9.9.9", &error), "10.0.0.7");
+  EXPECT_FALSE(choose_node_address(node_interfaces(), "ib1", std::nullopt, &error));  // down
+  EXPECT_EQ(error, "interface ib1 has no usable address");
+  EXPECT_FALSE(choose_node_address(node_interfaces(), "ib9", std::nullopt, &error));
+  // No interface named: the route back to the launching host, else the first routable one.
+  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, "fd00::7", &error), "fd00::7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, "127.0.0.1", &error), "10.0.0.7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, std::nullopt, &error), "10.0.0.7");
+  EXPECT_FALSE(choose_node_address({{"lo", "127.0.0.1", false, true, false, true}}, std::nullopt,
+                                   std::nullopt, &error));
+}
+
+TEST(NodeAddress, ResolverOutputIgnoresNoise) {
+  const std::string text = resolver_line("n$(id)1", "10.0.0.1") + "srun: warning: blah\n" +
+                           resolver_line("n2", "fd00::2") +
+                           "cpu-power-node-address\tn3\tnot-an-ip\n";
+  EXPECT_THAT(parse_resolver_output(text),
+              ElementsAre(std::pair<const std::string, std::string>{"n$(id)1", "10.0.0.1"},
+                          std::pair<const std::string, std::string>{"n2", "fd00::2"}));
+}
+
+TEST(NodeAddress, ScrapesGoToLiteralAddressesWithIpv6Bracketed) {
+  const scrape::Endpoint v6{"n1", "fd00::7", 9405};
+  EXPECT_EQ(scrape::endpoint_url(v6), "http://[fd00::7]:9405/metrics");
+  EXPECT_EQ(health_url(v6), "http://[fd00::7]:9405/health");
+  EXPECT_EQ(health_url({"n2", "10.0.0.7", 9405}), "http://10.0.0.7:9405/health");
+}
+
+TEST(NodeAddress, RealLookups) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  EXPECT_EQ(resolve_name("127.0.0.1", deadline), "127.0.0.1");
+  EXPECT_FALSE(resolve_name("no-such-host.invalid", deadline));
+  EXPECT_EQ(route_source_address("127.0.0.1"), "127.0.0.1");
+  EXPECT_FALSE(route_source_address("not-an-address"));
+  EXPECT_TRUE(is_loopback_address("127.0.0.5"));
+  EXPECT_TRUE(is_loopback_address("::1"));
+  EXPECT_FALSE(is_loopback_address("10.0.0.1"));
+}
+
+// --- processes and the session record ----------------------------------------------------
+
+SpawnOptions argv_only(Argv argv) {
+  SpawnOptions o;
+  o.argv = std::move(argv);
+  return o;
+}
+
+TEST(Process, ExitCodesAsAShellReportsThem) {
+  std::string error;
+  auto child = spawn_process(argv_only({"sh", "-c", "exit 7"}), &error);
+  ASSERT_TRUE(child) << error;
+  const auto status = wait_for_exit(child->pid, std::chrono::seconds(10));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(exit_code_from_status(*status), 7);
+  EXPECT_EQ(describe_status(*status), "exit 7");
+  child = spawn_process(argv_only({"sh", "-c", "kill -TERM $$"}), &error);
+  ASSERT_TRUE(child);
+  const auto killed = wait_for_exit(child->pid, std::chrono::seconds(10));
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(exit_code_from_status(*killed), 128 + SIGTERM);
+  EXPECT_EQ(describe_status(*killed), "killed by SIGTERM");
+}
+
+TEST(Process, ArgvIsNeverAShellCommand) {
+  const auto result = run_capture({"printf", "%s|", "a b", "$(id)", "'q'"},
+                                  std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(result.status);
+  EXPECT_EQ(result.output, "a b|$(id)|'q'|");
+}
+
+TEST(Process, MissingProgramIsReportedWithItsErrno) {
+  std::string error;
+  int err = 0;
+  EXPECT_FALSE(spawn_process(argv_only({"/no/such/program"}), &error, &err));
+  EXPECT_EQ(err, ENOENT);
+  EXPECT_THAT(error, HasSubstr("/no/such/program"));
+}
+
+TEST(Process, TerminateEscalatesToKillAfterTheGrace) {
+  std::string error;
+  // Ignores SIGTERM: only SIGKILL ends it.
+  auto child =
+      spawn_process(argv_only({"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}), &error);
+  ASSERT_TRUE(child);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = terminate_process(child->pid, std::chrono::milliseconds(300), true);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
+  EXPECT_EQ(describe_status(status), "killed by SIGKILL");
+}
+
+TEST(Process, CaptureStopsAtTheDeadline) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result =
+      run_capture({"sh", "-c", "echo early; sleep 30"}, t0 + std::chrono::milliseconds(300));
+  EXPECT_FALSE(result.status);
+  EXPECT_EQ(result.output, "early\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST(Process, ShellQuotingForDisplay) {
+  EXPECT_EQ(shell_quote_argv({"srun", "--output", "/a b/x.%N.out", "it's", ""}),
+            "srun --output '/a b/x.%N.out' 'it'\\''s' ''");
+}
+
+TEST(SessionRecord, Json) {
+  SessionRecord r{{"sh", "-c", "exit 3"}, 1700000000.25, 1700000005.5, 3};
+  EXPECT_EQ(session_json(r),
+            "{\n  \"schema_version\": 1,\n  \"command\": [\n    \"sh\",\n    \"-c\",\n    \"exit "
+            "3\"\n  ],\n  \"start_unix\": 1700000000.25,\n  \"end_unix\": 1700000005.5,\n  "
+            "\"exit_code\": 3\n}\n");
+}
+
+}  // namespace
+}  // namespace cpupower::launch
