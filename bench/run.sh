@@ -7,5 +7,13 @@ here=$(dirname "$0")
 echo "## Exporter: /metrics under load"
 bash "$here/exporter_load.sh" "$BIN" 5
 echo
+echo "## Exporter: /metrics while every DCGM and NVML call takes 2 s (stand-in libraries)"
+MODE=hang STANDINS="$(dirname "$BIN")/standins" bash "$here/exporter_load.sh" "$BIN" 5
+echo
 echo "## Exporter: sampling fidelity"
 /usr/bin/python3 "$here/sampling_fidelity.py" "$BIN" 150 10
+bash "$here/report_bench.sh" "$BIN"
+echo
+echo "## Collector: 1,000 endpoints at 10 Hz, then one stalled"
+"$BIN/collector_scale_bench" --endpoints 1000 --interval-ms 100 --duration-s 20
+bash "$here/launch_bench.sh" "$BIN"

@@ -11,7 +11,7 @@ packages=(
   libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   # test and benchmark tools
   prometheus curl wrk slurm-wlm munge iproute2 procps
-  python3 python3-numpy python3-pandas python3-yaml
+  python3 python3-numpy python3-pandas python3-yaml chromium
 )
 
 missing=()

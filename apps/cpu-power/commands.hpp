@@ -12,5 +12,9 @@ namespace cpupower::app {
 using Action = std::function<int()>;
 
 void add_sim_node_command(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
+void add_check_config_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
+void add_scrape_command(CLI::App& app, Action& action);
 
 }  // namespace cpupower::app

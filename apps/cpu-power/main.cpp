@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
 
   cpupower::app::Action action;
   cpupower::app::add_sim_node_command(app, action);
+  cpupower::app::add_run_command(app, action);
+  cpupower::app::add_check_config_command(app, action);
+  cpupower::app::add_report_command(app, action);
+  cpupower::app::add_scrape_command(app, action);
 
   try {
     app.parse(argc, argv);
