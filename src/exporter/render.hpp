@@ -42,7 +42,7 @@ void render_nvml_family(std::string& out, const std::vector<sources::ModuleSampl
 
 // One sensor row of the self metrics: its escaped label text and its reading.
 struct SelfRow {
-  std::string label_text;
+  std::string_view label_text;  // owned by the caller; built once, not per scrape
   sources::ChannelReading reading;
 };
 
