@@ -2,18 +2,9 @@
 # A heterogeneous job on a real local Slurm cluster: one exporter srun per het component,
 # each with its own --het-group and its own .g<G> logs, and every node of every component
 # collected.
-source "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PY=/usr/bin/python3
-CLUSTER="$WORK/cluster"
-cluster_down() { bash "$ROOT/scripts/slurm-down.sh" "$CLUSTER" >&2 || true; }
-trap 'cluster_down; cleanup' EXIT
-[ "$(id -u)" = 0 ] || fail "needs root (network and mount namespaces, slurmd)"
+source "$(dirname "$0")/slurm_lib.sh"
 
-bash "$ROOT/scripts/slurm-up.sh" --sim "$BIN" "$CLUSTER" 3 >"$WORK/up.log" 2>&1 ||
-  { cat "$WORK/up.log"; fail "slurm-up"; }
-export SLURM_CONF="$CLUSTER/slurm.conf"
-cd "$WORK"
+start_cluster 3
 ok "cluster up"
 
 # The plan first: two groups, each with its --het-group.

@@ -3,23 +3,14 @@
 # Slurm cluster: every srun is an argv, never a shell line, so nothing is expanded or
 # executed, each node writes its own exporter log (%N is the node's name on these fake nodes,
 # as on a cluster), and the rows carry the names exactly.
-source "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PY=/usr/bin/python3
-CLUSTER="$WORK/cluster"
-cluster_down() { bash "$ROOT/scripts/slurm-down.sh" "$CLUSTER" >&2 || true; }
-trap 'cluster_down; cleanup' EXIT
-[ "$(id -u)" = 0 ] || fail "needs root (network and mount namespaces, slurmd)"
+source "$(dirname "$0")/slurm_lib.sh"
 
 # Slurm itself refuses whitespace, ',', '#' and brackets in node names, and its slurmd cannot
 # signal a step on a node whose name is not a valid regular expression ("sockname regex
 # compilation failed": '(', '{', ...), so these stick to shell metacharacters Slurm handles.
 # The first name creates a file named PWNED if any shell ever evaluates it.
 NODES=('n;touch>PWNED;1' "n'2\"!" 'n&3<x%~')
-bash "$ROOT/scripts/slurm-up.sh" --sim "$BIN" "$CLUSTER" "${NODES[@]}" >"$WORK/up.log" 2>&1 ||
-  { cat "$WORK/up.log"; fail "slurm-up"; }
-export SLURM_CONF="$CLUSTER/slurm.conf"
-cd "$WORK"
+start_cluster "${NODES[@]}"
 ok "cluster up with nodes ${NODES[*]}"
 
 LOGDIR="$WORK/log dir \$(touch PWNED) ; 'q' & \"x\" 50%"

@@ -5,19 +5,10 @@
 #  1. inside an allocation: one exporter per node, rows from all, manifest entries, finalize;
 #  2. one node's link cut mid-run: its gap shows in its rows and counts, the other nodes keep
 #     every slot, and the benchmark's exit status is unchanged.
-source "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-PY=/usr/bin/python3
-CLUSTER="$WORK/cluster"
-cluster_down() { bash "$ROOT/scripts/slurm-down.sh" "$CLUSTER" >&2 || true; }
-trap 'cluster_down; cleanup' EXIT
-[ "$(id -u)" = 0 ] || fail "needs root (network and mount namespaces, slurmd)"
+source "$(dirname "$0")/slurm_lib.sh"
 
-bash "$ROOT/scripts/slurm-up.sh" --sim "$BIN" "$CLUSTER" 3 >"$WORK/up.log" 2>&1 ||
-  { cat "$WORK/up.log"; fail "slurm-up"; }
-export SLURM_CONF="$CLUSTER/slurm.conf"
+start_cluster 3
 BRIDGE=$(cat "$CLUSTER/run/bridge")
-cd "$WORK"
 ok "cluster up: $(tail -2 "$WORK/up.log" | head -1)"
 
 cat >"$WORK/fast.yaml" <<'EOF'
