@@ -13,6 +13,10 @@
 #include <limits>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace cpupower::artifacts {
 namespace {
 
@@ -56,8 +60,38 @@ class RecordSplitter {
     cells_.clear();
     pool_used_ = 0;
     const char* cell = p;
+    const char* scan = p;
+#if defined(__SSE2__)
+    // Sixteen bytes at a time: one mask of every separator, line end and quote in them.
+    const __m128i comma = _mm_set1_epi8(',');
+    const __m128i newline = _mm_set1_epi8('\n');
+    const __m128i dquote = _mm_set1_epi8('"');
+    for (; scan + 16 <= end; scan += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scan));
+      auto mask = static_cast<unsigned>(_mm_movemask_epi8(
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_cmpeq_epi8(v, newline)),
+                       _mm_cmpeq_epi8(v, dquote))));
+      while (mask != 0) {
+        const char* q = scan + __builtin_ctz(mask);
+        mask &= mask - 1;
+        if (*q == ',') {
+          push(cell, q, false);
+          cell = q + 1;
+          continue;
+        }
+        if (*q == '\n') {
+          push(cell, q, true);
+          return q + 1;
+        }
+        *quote = true;
+        if (!allow_quotes) return end;
+        return split_quoted(p, end, eof);
+      }
+    }
+#endif
     while (true) {
-      const char* q = find_special(cell, end);
+      const char* q = find_special(scan, end);
+      scan = q + 1;
       if (q < end && *q == '"') {
         *quote = true;
         if (!allow_quotes) return end;
@@ -77,10 +111,12 @@ class RecordSplitter {
     }
   }
 
-  std::span<const std::string_view> cells() const { return cells_; }
+  std::span<const std::string_view> cells() const {
+    return cells_;
+  }
 
  private:
-  void push(const char* b, const char* e, bool last) {
+  [[gnu::always_inline]] void push(const char* b, const char* e, bool last) {
     if (last && e > b && e[-1] == '\r') --e;
     cells_.emplace_back(b, static_cast<std::size_t>(e - b));
   }
@@ -362,54 +398,13 @@ CsvScanResult scan_csv_text(std::string_view text,
 
 namespace {
 
-constexpr double kExactPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-enum class Decimal { exact, long_plain, other };
-
-// Clinger's fast path: a mantissa up to 2^53 and a power of ten up to 22 are both exact
-// doubles, so one IEEE division rounds correctly. `long_plain` is a plain decimal with too
-// many digits for that (time.time() stamps have 17): std::from_chars takes it, correctly
-// rounded. `other` is anything else (blanks, exponents, inf, nan, garbage).
-Decimal fast_decimal(std::string_view s, double* out) {
-  std::size_t i = 0;
-  bool negative = false;
-  if (i < s.size() && (s[i] == '-' || s[i] == '+')) negative = s[i++] == '-';
-  std::uint64_t mantissa = 0;
-  int digits = 0;
-  int exp10 = 0;
-  bool any = false;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    any = true;
-    if (mantissa == 0 && s[i] == '0') continue;
-    if (++digits <= 19) mantissa = mantissa * 10 + static_cast<unsigned>(s[i] - '0');
-  }
-  if (i < s.size() && s[i] == '.') {
-    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-      any = true;
-      --exp10;
-      if (mantissa == 0 && s[i] == '0') continue;
-      if (++digits <= 19) mantissa = mantissa * 10 + static_cast<unsigned>(s[i] - '0');
-    }
-  }
-  if (!any || i != s.size()) return Decimal::other;
-  if (digits > 19 || mantissa > (std::uint64_t{1} << 53) || exp10 < -22) {
-    return s[0] == '+' ? Decimal::other : Decimal::long_plain;  // from_chars takes no '+'
-  }
-  double v = static_cast<double>(mantissa);
-  v = exp10 < 0 ? v / kExactPow10[-exp10] : v;
-  *out = negative ? -v : v;
-  return Decimal::exact;
-}
-
 // Python float() semantics for anything the fast path does not take: blanks around the
 // number, exponents, inf, nan, and decimals too long for one exact operation.
 std::optional<double> parse_slow(std::string_view s) {
   s = trim_blanks(s);
   if (s.empty()) return std::nullopt;
   double v = 0;
-  if (fast_decimal(s, &v) == Decimal::exact) return v;
+  if (detail::fast_decimal(s, &v) == detail::Decimal::exact) return v;
   bool negative = false;
   if (s.front() == '+' || s.front() == '-') {
     negative = s.front() == '-';
@@ -431,22 +426,24 @@ std::optional<double> parse_slow(std::string_view s) {
 
 }  // namespace
 
-std::optional<double> parse_cell_double(std::string_view cell) {
-  if (cell.empty()) return std::nullopt;
-  // The collectors write plain decimals: parse those in one pass without trimming.
+bool parse_number_slow(std::string_view cell, double* out) {
   double v = 0;
-  switch (fast_decimal(cell, &v)) {
-    case Decimal::exact:
-      return v;
-    case Decimal::long_plain: {
-      const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
-      if (ec == std::errc() && end == cell.data() + cell.size()) return v;
-      break;
+  if (detail::fast_decimal(cell, &v) == detail::Decimal::long_plain) {
+    const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
+    if (ec == std::errc() && end == cell.data() + cell.size()) {
+      *out = v;
+      return true;
     }
-    case Decimal::other:
-      break;
   }
-  return parse_slow(cell);
+  const auto slow = parse_slow(cell);
+  if (slow) *out = *slow;
+  return slow.has_value();
+}
+
+std::optional<double> parse_cell_double(std::string_view cell) {
+  double v = 0;
+  if (!parse_number(cell, &v)) return std::nullopt;
+  return v;
 }
 
 std::optional<long long> parse_cell_int(std::string_view cell) {

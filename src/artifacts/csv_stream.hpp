@@ -7,6 +7,8 @@
 // size; large files are cut into chunks at line starts and scanned on several threads.
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <span>
@@ -50,8 +52,107 @@ CsvScanResult scan_csv_text(std::string_view text,
                             const std::function<bool(const std::vector<std::string>&)>& on_header,
                             const std::function<void(std::size_t, const CsvRecord&)>& on_record);
 
+namespace detail {
+
+inline constexpr double kExactPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                         1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                         1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+enum class Decimal { exact, long_plain, other };
+
+// Clinger's fast path: a mantissa up to 2^53 and a power of ten up to 22 are both exact
+// doubles, so one IEEE division rounds correctly. `long_plain` is a plain decimal with too
+// many digits for that (time.time() stamps have 17): std::from_chars takes it, correctly
+// rounded. `other` is anything else (blanks, exponents, inf, nan, garbage).
+inline constexpr std::uint64_t kPow10U64[] = {1ULL,
+                                              10ULL,
+                                              100ULL,
+                                              1000ULL,
+                                              10000ULL,
+                                              100000ULL,
+                                              1000000ULL,
+                                              10000000ULL,
+                                              100000000ULL,
+                                              1000000000ULL,
+                                              10000000000ULL,
+                                              100000000000ULL,
+                                              1000000000000ULL,
+                                              10000000000000ULL,
+                                              100000000000000ULL,
+                                              1000000000000000ULL,
+                                              10000000000000000ULL,
+                                              100000000000000000ULL,
+                                              1000000000000000000ULL,
+                                              10000000000000000000ULL};
+
+inline Decimal fast_decimal(std::string_view s, double* out) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  const bool negative = p < end && *p == '-';
+  if (p < end && (*p == '-' || *p == '+')) ++p;
+  // The integer and fraction digits accumulate separately (two short dependency chains
+  // instead of one long one) and are joined at the end. Up to 19 digits in all cannot
+  // overflow; longer numbers (leading zeros included) go the long way.
+  const char* const int_start = p;
+  std::uint64_t int_part = 0;
+  while (p < end && static_cast<unsigned>(*p - '0') < 10) {
+    int_part = int_part * 10 + static_cast<unsigned>(*p - '0');
+    ++p;
+  }
+  const auto int_digits = p - int_start;
+  std::ptrdiff_t frac_digits = 0;
+  std::uint64_t frac_part = 0;
+  if (p < end && *p == '.') {
+    const char* const frac_start = ++p;
+    while (p < end && static_cast<unsigned>(*p - '0') < 10) {
+      frac_part = frac_part * 10 + static_cast<unsigned>(*p - '0');
+      ++p;
+    }
+    frac_digits = p - frac_start;
+  }
+  if (p != end || int_digits + frac_digits == 0) return Decimal::other;
+  if (int_digits + frac_digits > 19) return s[0] == '+' ? Decimal::other : Decimal::long_plain;
+  const std::uint64_t mantissa = int_part * kPow10U64[frac_digits] + frac_part;
+  if (mantissa > (std::uint64_t{1} << 53)) {
+#if (defined(__x86_64__) || defined(__i386__)) && __LDBL_MANT_DIG__ == 64
+    // x87 extended precision holds every 19-digit mantissa and power of ten up to 10^19
+    // exactly, so the quotient is correctly rounded to 64 bits. Rounding that to 53 bits
+    // gives the correctly rounded double unless the quotient sits exactly halfway between
+    // two doubles (its 11 dropped bits are 100 0000 0000), where the exact value may lie on
+    // either side: only those go the long way.
+    const long double q =
+        static_cast<long double>(mantissa) / static_cast<long double>(kPow10U64[frac_digits]);
+    std::uint64_t significand = 0;
+    std::memcpy(&significand, &q, sizeof significand);
+    if ((significand & 0x7FF) != 0x400) {
+      const auto v = static_cast<double>(q);
+      *out = negative ? -v : v;
+      return Decimal::exact;
+    }
+#endif
+    return s[0] == '+' ? Decimal::other : Decimal::long_plain;  // from_chars takes no '+'
+  }
+  const double v = static_cast<double>(mantissa) / kExactPow10[frac_digits];
+  *out = negative ? -v : v;
+  return Decimal::exact;
+}
+
+}  // namespace detail
+
+// Everything parse_number's inline fast path leaves (see below).
+bool parse_number_slow(std::string_view cell, double* out);
+
 // Python float() for one cell: surrounding blanks allowed, decimal or exponent notation,
-// inf and nan. nullopt for an empty or unparsable cell. Correctly rounded.
+// inf and nan. False (and `out` untouched) for an empty or unparsable cell. Correctly
+// rounded. The plain decimals the collectors write are parsed inline; this is the loaders'
+// per-cell hot path, so it returns a flag rather than an optional.
+inline bool parse_number(std::string_view cell, double* out) {
+  if (cell.empty()) return false;
+  if (detail::fast_decimal(cell, out) == detail::Decimal::exact) return true;
+  return parse_number_slow(cell, out);
+}
+
+// The same as an optional.
 std::optional<double> parse_cell_double(std::string_view cell);
 
 // Python int() for one cell (surrounding blanks allowed). nullopt when not an integer.

@@ -17,14 +17,26 @@ std::string_view cell(std::span<const std::string_view> cells,
 // Appends this row's value (or NaN) to a column that only materialises at its first value,
 // so that files without rails or module_w cost nothing for them.
 void push_column(Column& col, std::size_t row, std::string_view text, std::size_t bound) {
-  const auto v = artifacts::parse_cell_double(text);
+  double v = kNaN;
+  const bool ok = artifacts::parse_number(text, &v);
   if (!col.present) {
-    if (!v) return;
+    if (!ok) return;
     col.present = true;
     col.v.reserve_address_space(bound);
     col.v.append_fill(row, kNaN);
   }
-  col.v.push_back(v ? *v : kNaN);
+  col.v.push_back(v);
+}
+
+// Socket ids are single digits in practice; anything else takes Python int()'s rules.
+bool parse_socket(std::string_view text, long long* out) {
+  if (text.size() == 1 && static_cast<unsigned>(text[0] - '0') < 10) {
+    *out = text[0] - '0';
+    return true;
+  }
+  const auto v = artifacts::parse_cell_int(text);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 int rail_slot(SensorKind kind) {
@@ -43,34 +55,49 @@ int rail_slot(SensorKind kind) {
 }  // namespace
 
 std::size_t CpuChunk::host_id(std::string_view name) {
+  // Rows cycle through a handful of hosts: a scan of the known names beats hashing (and
+  // never allocates); the map only serves files with many hosts.
   if (last_host_ != SIZE_MAX && hosts[last_host_].name == name) return last_host_;
-  const auto [it, inserted] = host_index_.try_emplace(std::string(name), hosts.size());
-  if (inserted) {
-    hosts.push_back(ChunkHost{std::string(name), {}});
+  std::size_t found = SIZE_MAX;
+  if (hosts.size() <= kLinearHosts) {
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      if (hosts[i].name == name) {
+        found = i;
+        break;
+      }
+    }
+  } else if (const auto it = host_index_.find(name); it != host_index_.end()) {
+    found = it->second;
+  }
+  if (found == SIZE_MAX) {
+    found = hosts.size();
+    hosts.push_back(ChunkHost{std::string(name), {}, {}, {}});
     hosts.back().totals.t.reserve_address_space(row_bound_);
     hosts.back().totals.w.reserve_address_space(row_bound_);
+    if (hosts.size() > kLinearHosts) {
+      for (std::size_t i = host_index_.size(); i < hosts.size(); ++i) {
+        host_index_.emplace(hosts[i].name, i);
+      }
+    }
   }
-  last_host_ = it->second;
-  return last_host_;
+  last_host_ = found;
+  return found;
 }
 
 std::size_t CpuChunk::socket_id(std::size_t host, long long socket) {
-  if (last_socket_ != SIZE_MAX && sockets[last_socket_].host == host &&
-      sockets[last_socket_].socket == socket) {
-    return last_socket_;
+  for (const auto& [id, index] : hosts[host].sockets) {
+    if (id == socket) return index;
   }
-  const auto [it, inserted] = socket_index_.try_emplace({host, socket}, sockets.size());
-  if (inserted) {
-    sockets.emplace_back();
-    sockets.back().host = host;
-    sockets.back().socket = socket;
-    if (c_->wide) {
-      sockets.back().t.reserve_address_space(row_bound_);
-      sockets.back().power.reserve_address_space(row_bound_);
-    }
+  const std::size_t index = sockets.size();
+  hosts[host].sockets.emplace_back(socket, index);
+  sockets.emplace_back();
+  sockets.back().host = host;
+  sockets.back().socket = socket;
+  if (c_->wide) {
+    sockets.back().t.reserve_address_space(row_bound_);
+    sockets.back().power.reserve_address_space(row_bound_);
   }
-  last_socket_ = it->second;
-  return last_socket_;
+  return index;
 }
 
 void CpuChunk::note_source(ChunkSocket& s, std::string_view source) {
@@ -84,8 +111,9 @@ void CpuChunk::note_source(ChunkSocket& s, std::string_view source) {
 void CpuChunk::add_wide(ChunkSocket& s, std::span<const std::string_view> cells, double t) {
   const std::size_t row = s.t.size();
   s.t.push_back(t);
-  const auto power = artifacts::parse_cell_double(cell(cells, c_->power_w));
-  s.power.push_back(power ? *power : kNaN);
+  double power = kNaN;
+  artifacts::parse_number(cell(cells, c_->power_w), &power);
+  s.power.push_back(power);
   for (std::size_t i = 0; i < 3; ++i) {
     push_column(s.rails[i], row, cell(cells, c_->rails[i]), row_bound_);
   }
@@ -98,8 +126,8 @@ void CpuChunk::add_wide(ChunkSocket& s, std::span<const std::string_view> cells,
 }
 
 void CpuChunk::add_long(ChunkSocket& s, std::span<const std::string_view> cells, double t) {
-  const auto power = artifacts::parse_cell_double(cell(cells, c_->power_w));
-  if (!power) return;
+  double power = 0;
+  if (!artifacts::parse_number(cell(cells, c_->power_w), &power)) return;
   const std::string_view name = cell(cells, c_->sensor);
   if (s.last_sensor >= s.sensors.size() || s.sensors[s.last_sensor].name != name) {
     s.last_sensor = s.sensors.size();
@@ -112,60 +140,68 @@ void CpuChunk::add_long(ChunkSocket& s, std::span<const std::string_view> cells,
   }
   ChunkSensor& sensor = s.sensors[s.last_sensor];
   sensor.samples.t.push_back(t);
-  sensor.samples.w.push_back(*power);
+  sensor.samples.w.push_back(power);
   const int slot = rail_slot(sensor.kind);
   Pairs* extra = slot >= 0                           ? &s.long_rails[static_cast<std::size_t>(slot)]
                  : sensor.kind == SensorKind::module ? &s.long_module
                                                      : nullptr;
   if (extra != nullptr) {
     extra->t.push_back(t);
-    extra->w.push_back(*power);
+    extra->w.push_back(power);
   }
 }
 
 void CpuChunk::add(const artifacts::CsvRecord& record) {
   const auto cells = record.cells;
   ++rows;
-  const auto t = artifacts::parse_cell_double(cell(cells, c_->timestamp_unix));
-  if (!t) {
-    ++skipped;
-    return;
+  const std::string_view time_text = cell(cells, c_->timestamp_unix);
+  double t = 0;
+  if (!last_time_.lookup(time_text, &t)) {
+    if (!artifacts::parse_number(time_text, &t)) {
+      ++skipped;
+      return;
+    }
+    last_time_.store(time_text, t);
   }
   const std::size_t host = host_id(cell(cells, c_->hostname));
   const std::string_view socket_text = cell(cells, c_->socket_id);
   if (!socket_text.empty()) {
-    const auto socket = artifacts::parse_cell_int(socket_text);
-    if (!socket) {
+    long long socket = 0;
+    if (!parse_socket(socket_text, &socket)) {
       ++skipped;
       return;
     }
-    ChunkSocket& s = sockets[socket_id(host, *socket)];
+    ChunkSocket& s = sockets[socket_id(host, socket)];
     if (c_->wide) {
-      add_wide(s, cells, *t);
+      add_wide(s, cells, t);
     } else {
-      add_long(s, cells, *t);
+      add_long(s, cells, t);
     }
     note_source(s, cell(cells, c_->source));
     for (std::size_t i = 0; i < 5; ++i) {
-      const auto u = artifacts::parse_cell_double(cell(cells, c_->util[i]));
-      if (!u) continue;
-      s.util[i].t.push_back(*t);
-      s.util[i].w.push_back(*u);
+      double u = 0;
+      if (!artifacts::parse_number(cell(cells, c_->util[i]), &u)) continue;
+      s.util[i].t.push_back(t);
+      s.util[i].w.push_back(u);
     }
   }
   const std::string_view total_text = cell(cells, c_->total_power_w);
   if (total_text.empty()) return;  // a scrape without a node total: skipped, never a zero
-  const auto total = artifacts::parse_cell_double(total_text);
-  if (!total) return;
-  Pairs& totals = hosts[host].totals;
+  ChunkHost& h = hosts[host];
+  Pairs& totals = h.totals;
   // Every socket row of a scrape repeats the node total; collapse the repeats as they come
   // so that memory follows scrapes, not rows (the last row wins, as in the reference).
-  if (!totals.t.empty() && totals.t.back() == *t) {
-    totals.w.back() = *total;
+  const bool same_time = !totals.t.empty() && totals.t.back() == t;
+  double total = 0;
+  if (same_time && h.last_total.lookup(total_text, &total)) return;  // the same value again
+  if (!artifacts::parse_number(total_text, &total)) return;
+  h.last_total.store(total_text, total);
+  if (same_time) {
+    totals.w.back() = total;
     return;
   }
-  totals.t.push_back(*t);
-  totals.w.push_back(*total);
+  totals.t.push_back(t);
+  totals.w.push_back(total);
 }
 
 }  // namespace cpupower::report

@@ -4,8 +4,11 @@
 
 #include <array>
 #include <cstddef>
-#include <map>
+#include <cstdint>
+#include <cstring>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,9 +53,37 @@ struct ChunkSocket {
   std::size_t last_sensor = 0;
 };
 
+// The text of the last number parsed from one column and its value. The rows of one scrape
+// repeat its timestamp and node total, so comparing a few bytes replaces most parses (a
+// 17-digit timestamp is the costliest cell of a row).
+class CachedNumber {
+ public:
+  bool lookup(std::string_view text, double* value) const {
+    if (text.size() != len_ || std::memcmp(text.data(), text_, len_) != 0) return false;
+    *value = value_;
+    return true;
+  }
+  void store(std::string_view text, double value) {
+    if (text.size() > sizeof text_) {
+      len_ = SIZE_MAX;
+      return;
+    }
+    std::memcpy(text_, text.data(), text.size());
+    len_ = text.size();
+    value_ = value;
+  }
+
+ private:
+  char text_[32] = {};
+  std::size_t len_ = SIZE_MAX;
+  double value_ = 0;
+};
+
 struct ChunkHost {
   std::string name;
   Pairs totals;
+  CachedNumber last_total;                                 // the text behind totals.w.back()
+  std::vector<std::pair<long long, std::size_t>> sockets;  // socket id -> index in `sockets`
 };
 
 class CpuChunk {
@@ -77,10 +108,14 @@ class CpuChunk {
 
   const artifacts::CpuCsvColumns* c_;
   std::size_t row_bound_ = 0;
-  std::unordered_map<std::string, std::size_t> host_index_;
-  std::map<std::pair<std::size_t, long long>, std::size_t> socket_index_;
+  static constexpr std::size_t kLinearHosts = 16;
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> host_index_;
   std::size_t last_host_ = SIZE_MAX;
-  std::size_t last_socket_ = SIZE_MAX;
+  CachedNumber last_time_;
 };
 
 }  // namespace cpupower::report

@@ -2,6 +2,7 @@
 // file order and give every socket and node its sorted tracks.
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -29,8 +30,7 @@ void append_and_free(Doubles& into, Doubles& from) {
     into = std::move(from);
     return;
   }
-  into.append(std::span<const double>(from.data(), from.size()));
-  from.release();
+  into.append_consuming(from);
 }
 
 // Sorts rows by time (stable) and collapses equal times, each column keeping its last
@@ -184,7 +184,21 @@ CpuSocket merge_socket(const std::string& host, long long socket, std::vector<Ch
   return out;
 }
 
-CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide) {
+// Runs job(i) for every i in [0, n) on up to `threads` threads.
+template <typename Job>
+void parallel_for(std::size_t n, unsigned threads, const Job& job) {
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) job(i);
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t k = 1; k < std::min<std::size_t>(threads, n); ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+// Sockets and nodes are merged independently of each other, on `threads` threads.
+CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide, unsigned threads) {
   CpuData data;
   data.wide = wide;
   std::map<std::pair<std::string, long long>, std::vector<ChunkSocket*>> sockets;
@@ -195,21 +209,37 @@ CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide) {
     for (auto& h : c.hosts) totals[h.name].push_back(&h.totals);
     for (auto& s : c.sockets) sockets[{c.hosts[s.host].name, s.socket}].push_back(&s);
   }
-  for (auto& [key, parts] : sockets) {
-    data.sockets.push_back(merge_socket(key.first, key.second, parts, wide));
-  }
+  std::vector<std::pair<const std::pair<std::string, long long>*, std::vector<ChunkSocket*>*>>
+      socket_jobs;
+  for (auto& [key, parts] : sockets) socket_jobs.emplace_back(&key, &parts);
+  std::vector<std::pair<const std::string*, std::vector<Pairs*>*>> node_jobs;
   for (auto& [host, parts] : totals) {
     data.hosts.push_back(host);
-    Track total = pairs_track(parts, true);
-    if (total.size() > 0) data.nodes.push_back(CpuNode{host, std::move(total)});
+    node_jobs.emplace_back(&host, &parts);
+  }
+  data.sockets.resize(socket_jobs.size());
+  std::vector<Track> node_tracks(node_jobs.size());
+  parallel_for(socket_jobs.size() + node_jobs.size(), threads, [&](std::size_t i) {
+    if (i < socket_jobs.size()) {
+      const auto& [key, parts] = socket_jobs[i];
+      data.sockets[i] = merge_socket(key->first, key->second, *parts, wide);
+    } else {
+      node_tracks[i - socket_jobs.size()] =
+          pairs_track(*node_jobs[i - socket_jobs.size()].second, true);
+    }
+  });
+  for (std::size_t i = 0; i < node_jobs.size(); ++i) {
+    if (node_tracks[i].size() > 0)
+      data.nodes.push_back(CpuNode{*node_jobs[i].first, std::move(node_tracks[i])});
   }
   return data;
 }
 
 CpuLoad finish(std::vector<CpuChunk>& chunks, const artifacts::CpuCsvColumns& columns,
-               const std::vector<std::string>& header, const std::string& path) {
+               const std::vector<std::string>& header, const std::string& path, unsigned threads) {
   CpuLoad load;
-  load.data = merge_chunks(chunks, columns.wide);
+  load.data = merge_chunks(chunks, columns.wide, threads);
+
   load.data->path = path;
   load.data->layout = artifacts::describe_cpu_header(header);
   return load;
@@ -283,7 +313,7 @@ CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
     return empty;
   }
   if (!missing.empty()) return {std::nullopt, path + ": no '" + missing + "' column"};
-  return finish(chunks, columns, scan.header, path);
+  return finish(chunks, columns, scan.header, path, options.threads);
 }
 
 CpuLoad parse_cpu_samples_text(std::string_view text) {
@@ -301,7 +331,7 @@ CpuLoad parse_cpu_samples_text(std::string_view text) {
       [&](std::size_t, const artifacts::CsvRecord& r) { chunks[0].add(r); });
   if (scan.header.empty()) return {std::nullopt, "empty file (no header)"};
   if (!missing.empty()) return {std::nullopt, "no '" + missing + "' column"};
-  return finish(chunks, columns, scan.header, "");
+  return finish(chunks, columns, scan.header, "", 1);
 }
 
 }  // namespace cpupower::report

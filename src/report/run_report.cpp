@@ -1,6 +1,7 @@
 #include "report/run_report.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "artifacts/gpu_samples.hpp"
@@ -52,7 +53,7 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     data.gpu = build_gpu_data(file, roles);
     data.gpu->path = *in.gpu_samples;
   }
-  build_module_nodes(data);
+  build_module_nodes(data, scan_threads(options.threads));
   return "";
 }
 
@@ -76,11 +77,22 @@ ReportRun build_reports(const std::string& log_dir, const ReportOptions& options
   std::vector<std::string> run_warnings;
   run.error = load_legs(*found.run, options, run.data, &run_warnings);
   if (!run.error.empty()) return run;
-  for (const auto& w : windows) {
-    WindowReport r = build_window_report(w, run.data, options.edges);
-    r.warnings.insert(r.warnings.end(), run_warnings.begin(), run_warnings.end());
-    run.windows.push_back(std::move(r));
-  }
+  // Windows only read the loaded data: report them on every core, each into its own slot.
+  run.windows.resize(windows.size());
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < windows.size(); i = next++) {
+      run.windows[i] = build_window_report(windows[i], run.data, options.edges);
+      run.windows[i].warnings.insert(run.windows[i].warnings.end(), run_warnings.begin(),
+                                     run_warnings.end());
+    }
+  };
+  const unsigned workers =
+      std::min<unsigned>(scan_threads(options.threads), static_cast<unsigned>(windows.size()));
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < workers; ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
   return run;
 }
 

@@ -15,7 +15,7 @@ namespace cpupower::report {
 struct ReportOptions {
   std::optional<std::string> cpu_samples;  // --cpu-samples
   Edges edges = Edges::interpolate;
-  unsigned threads = 0;  // CSV scan threads; 0 = one per core, at most 8
+  unsigned threads = 0;  // CSV scan and window threads; 0 = one per core, at most 8
 };
 
 struct ReportRun {

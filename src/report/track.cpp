@@ -6,10 +6,12 @@
 namespace cpupower::report {
 
 bool Track::any_value() const {
-  if (any_value_ < 0) {
-    any_value_ = std::any_of(v.begin(), v.end(), [](double x) { return !std::isnan(x); }) ? 1 : 0;
+  signed char known = any_value_.load(std::memory_order_relaxed);
+  if (known < 0) {
+    known = std::any_of(v.begin(), v.end(), [](double x) { return !std::isnan(x); }) ? 1 : 0;
+    any_value_.store(known, std::memory_order_relaxed);
   }
-  return any_value_ == 1;
+  return known == 1;
 }
 
 void stable_sort_by_time(Doubles& t, Doubles& w, bool keep_last) {

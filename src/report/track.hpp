@@ -5,6 +5,7 @@
 // one per column. A NaN value marks a row without a value in that column: a blank cell is
 // a missing sample, never a zero.
 
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -19,6 +20,21 @@ class Track {
  public:
   Track() = default;
   Track(Times times, Doubles values) : t(std::move(times)), v(std::move(values)) {}
+  Track(const Track& o) : t(o.t), v(o.v), any_value_(o.any_value_.load()) {}
+  Track(Track&& o) noexcept
+      : t(std::move(o.t)), v(std::move(o.v)), any_value_(o.any_value_.load()) {}
+  Track& operator=(const Track& o) {
+    t = o.t;
+    v = o.v;
+    any_value_ = o.any_value_.load();
+    return *this;
+  }
+  Track& operator=(Track&& o) noexcept {
+    t = std::move(o.t);
+    v = std::move(o.v);
+    any_value_ = o.any_value_.load();
+    return *this;
+  }
 
   Times t = std::make_shared<const Doubles>();  // ascending
   Doubles v;                                    // same length; NaN = no value
@@ -26,11 +42,12 @@ class Track {
   std::size_t size() const { return v.size(); }
   double time(std::size_t i) const { return (*t)[i]; }
   bool has(std::size_t i) const { return !std::isnan(v[i]); }
-  // Whether some row has a value; computed once, since every window asks.
+  // Whether some row has a value; computed once, since every window asks (windows are
+  // reported on several threads at once, hence the atomic).
   bool any_value() const;
 
  private:
-  mutable signed char any_value_ = -1;  // unknown, 0 or 1
+  mutable std::atomic<signed char> any_value_{-1};  // unknown, 0 or 1
 };
 
 // A dense, owned series: the samples one computation rests on.

@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "report/numeric.hpp"
 
@@ -174,32 +176,60 @@ void our_warnings(const RunData& run, WindowReport& r) {
 
 }  // namespace
 
-void build_module_nodes(RunData& run) {
+namespace {
+
+// The instants of `tracks[0]` at which every track of the host has a value, with the sum.
+Track module_sum(const std::vector<const Track*>& tracks) {
+  // Walk the sockets' sorted times together; keep instants every socket has a value for.
+  std::vector<std::size_t> pos(tracks.size(), 0);
+  const Track& lead = *tracks[0];
+  Doubles t, w;
+  t.reserve(lead.size());
+  w.reserve(lead.size());
+  for (std::size_t i = 0; i < lead.size(); ++i) {
+    const double at = lead.time(i);
+    double sum = lead.v[i];
+    bool all = !std::isnan(sum);
+    for (std::size_t k = 1; k < tracks.size() && all; ++k) {
+      const auto& tk = *tracks[k]->t;
+      while (pos[k] < tk.size() && tk[pos[k]] < at) ++pos[k];
+      all = pos[k] < tk.size() && tk[pos[k]] == at && tracks[k]->has(pos[k]);
+      if (all) sum += tracks[k]->v[pos[k]];
+    }
+    if (!all) continue;
+    t.push_back(at);
+    w.push_back(sum);
+  }
+  return make_track(std::move(t), std::move(w));
+}
+
+}  // namespace
+
+void build_module_nodes(RunData& run, unsigned threads) {
   if (!run.cpu) return;
   std::map<std::string, std::vector<const Track*>> by_host;
   for (const auto& s : run.cpu->sockets) {
     if (s.module && s.module->any_value()) by_host[s.host].push_back(&*s.module);
   }
+  std::vector<std::pair<std::string, Track>> sums;
+  std::vector<const std::vector<const Track*>*> inputs;
   for (const auto& [host, tracks] : by_host) {
-    // Walk the sockets' sorted times together; keep instants every socket has a value for.
-    std::vector<std::size_t> pos(tracks.size(), 0);
-    std::vector<double> t, w;
-    const Track& lead = *tracks[0];
-    for (std::size_t i = 0; i < lead.size(); ++i) {
-      const double at = lead.time(i);
-      double sum = lead.v[i];
-      bool all = !std::isnan(sum);
-      for (std::size_t k = 1; k < tracks.size() && all; ++k) {
-        const auto& tk = *tracks[k]->t;
-        while (pos[k] < tk.size() && tk[pos[k]] < at) ++pos[k];
-        all = pos[k] < tk.size() && tk[pos[k]] == at && tracks[k]->has(pos[k]);
-        if (all) sum += tracks[k]->v[pos[k]];
-      }
-      if (!all) continue;
-      t.push_back(at);
-      w.push_back(sum);
-    }
-    if (!t.empty()) run.module_nodes.emplace_back(host, make_track(t, w));
+    sums.emplace_back(host, Track{});
+    inputs.push_back(&tracks);
+  }
+  // Hosts are independent: one at a time on each of `threads` threads.
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < sums.size(); i = next++)
+      sums[i].second = module_sum(*inputs[i]);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < std::min<std::size_t>(threads, sums.size()); ++k)
+    pool.emplace_back(work);
+  work();
+  for (auto& p : pool) p.join();
+  for (auto& [host, track] : sums) {
+    if (track.size() > 0) run.module_nodes.emplace_back(host, std::move(track));
   }
 }
 

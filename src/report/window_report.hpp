@@ -24,7 +24,7 @@ struct RunData {
 
 // Builds the per-host module_w sums (timestamps where every module socket of the host has
 // a reading, so a missing socket never shows as a dip).
-void build_module_nodes(RunData& run);
+void build_module_nodes(RunData& run, unsigned threads = 1);
 
 struct UtilRow {
   std::string label;

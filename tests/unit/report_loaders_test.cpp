@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <random>
+
 #include <filesystem>
 #include <fstream>
 
@@ -213,6 +216,47 @@ TEST(ReportCsv, NumbersParseLikePythonFloat) {
   EXPECT_FALSE(parse_cell_double("12abc"));
   EXPECT_EQ(artifacts::parse_cell_int(" 3 "), 3);
   EXPECT_FALSE(artifacts::parse_cell_int("3.0"));
+}
+
+// The inline fast paths (Clinger's, and the extended-precision one for 17 to 19 digits)
+// against std::from_chars, which is correctly rounded: random decimals of every length and
+// point position, and integers at, just below and just above the midpoint between two
+// adjacent doubles, where rounding twice would go wrong.
+TEST(ReportCsv, FastNumberPathsAreCorrectlyRounded) {
+  const auto oracle = [](const std::string& text) {
+    double v = 0;
+    std::from_chars(text.data(), text.data() + text.size(), v);
+    return v;
+  };
+  const auto check = [&](const std::string& text) {
+    double v = -1;
+    ASSERT_TRUE(artifacts::parse_number(text, &v)) << text;
+    ASSERT_EQ(v, oracle(text)) << text;
+  };
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300000; ++i) {
+    const int digits = 1 + static_cast<int>(rng() % 19);
+    std::string text;
+    for (int d = 0; d < digits; ++d) text += static_cast<char>('0' + rng() % 10);
+    const auto point = static_cast<std::size_t>(rng() % (digits + 1));
+    if (point < text.size()) text.insert(point, ".");
+    check(text);
+  }
+  for (int i = 0; i < 100000; ++i) {
+    // A double between 2^54 and 2^63: its neighbours are 4 or more apart, so the midpoint
+    // and the integers beside it are exact.
+    const int exponent = 54 + static_cast<int>(rng() % 9);
+    const std::uint64_t x = (std::uint64_t{1} << exponent) | (rng() >> (64 - exponent));
+    const double d = static_cast<double>(x);
+    const auto lo = static_cast<std::uint64_t>(d);
+    const auto hi = static_cast<std::uint64_t>(std::nextafter(d, 1e300));
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    for (const std::uint64_t m : {mid - 1, mid, mid + 1}) {
+      const std::string text = std::to_string(m);
+      check(text);
+      check(text.substr(0, 10) + "." + text.substr(10));  // the shape of a time.time() stamp
+    }
+  }
 }
 
 TEST(ReportHostSamples, HeaderVersions) {
