@@ -66,7 +66,7 @@ class RecordSplitter {
     const __m128i comma = _mm_set1_epi8(',');
     const __m128i newline = _mm_set1_epi8('\n');
     const __m128i dquote = _mm_set1_epi8('"');
-    for (; scan + 16 <= end; scan += 16) {
+    for (; end - scan >= 16; scan += 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scan));
       auto mask = static_cast<unsigned>(_mm_movemask_epi8(
           _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_cmpeq_epi8(v, newline)),
@@ -91,7 +91,6 @@ class RecordSplitter {
 #endif
     while (true) {
       const char* q = find_special(scan, end);
-      scan = q + 1;
       if (q < end && *q == '"') {
         *quote = true;
         if (!allow_quotes) return end;
@@ -107,7 +106,7 @@ class RecordSplitter {
         return q + 1;
       }
       push(cell, q, false);
-      cell = q + 1;
+      cell = scan = q + 1;
     }
   }
 

@@ -203,6 +203,31 @@ TEST(ReportCsv, QuotesCrLfBlankLinesAndShortRows) {
   EXPECT_EQ(rows[2], (std::vector<std::string>{"short"}));
 }
 
+// Records longer than one 16-byte block of the vector splitter: separators at every offset,
+// a quote that first shows up deep in a record, CR LF, and a last line without a line end.
+TEST(ReportCsv, LongRecordsSplitAtEveryOffset) {
+  std::string text = "h\n";
+  std::vector<std::vector<std::string>> expected;
+  for (std::size_t width = 0; width < 40; ++width) {
+    std::vector<std::string> row;
+    for (std::size_t k = 0; k < 5; ++k) row.push_back(std::string(width + k, 'a' + k));
+    expected.push_back(row);
+    for (std::size_t k = 0; k < row.size(); ++k) text += (k ? "," : "") + row[k];
+    text += width % 2 ? "\r\n" : "\n";
+  }
+  text += std::string(37, 'q') + ",\"quoted, \"\"cell\"\"\"," + std::string(20, 'z') + "\n";
+  expected.push_back({std::string(37, 'q'), "quoted, \"cell\"", std::string(20, 'z')});
+  text += std::string(18, 'e') + "," + std::string(3, 'f');  // no line end at the end
+  expected.push_back({std::string(18, 'e'), std::string(3, 'f')});
+  std::vector<std::vector<std::string>> rows;
+  artifacts::scan_csv_text(
+      text, [](const std::vector<std::string>&) { return true; },
+      [&](std::size_t, const artifacts::CsvRecord& r) {
+        rows.emplace_back(r.cells.begin(), r.cells.end());
+      });
+  EXPECT_EQ(rows, expected);
+}
+
 TEST(ReportCsv, NumbersParseLikePythonFloat) {
   using artifacts::parse_cell_double;
   EXPECT_EQ(parse_cell_double("1788310143.461"), 1788310143.461);
