@@ -60,23 +60,20 @@ double numpy_trapezoid(std::span<const double> x, std::span<const double> y) {
 Percentiles numpy_percentiles(std::vector<double>& values) {
   const std::size_t n = values.size();
   const double qs[4] = {5 / 100.0, 50 / 100.0, 95 / 100.0, 99 / 100.0};
-  // The order statistics each percentile needs, selected in ascending order so that every
-  // nth_element works on the part above the previous one.
-  std::size_t need[8];
-  std::size_t count = 0;
+  // Every percentile reads the order statistics k and k+1. They are put in place in
+  // ascending order: k by nth_element over the part above the last one placed, k+1 as the
+  // minimum of what lies above k (a plain scan, far cheaper than another selection).
+  const auto at = [&](std::size_t i) { return values.begin() + static_cast<std::ptrdiff_t>(i); };
+  std::size_t from = 0;  // positions below this that were placed are final
   for (const double q : qs) {
-    const double v = static_cast<double>(n - 1) * q;
-    const auto k = static_cast<std::size_t>(std::floor(v));
-    need[count++] = std::min(k, n - 1);
-    need[count++] = std::min(k + 1, n - 1);
-  }
-  std::sort(need, need + count);
-  std::size_t from = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (i > 0 && need[i] == need[i - 1]) continue;
-    std::nth_element(values.begin() + static_cast<std::ptrdiff_t>(from),
-                     values.begin() + static_cast<std::ptrdiff_t>(need[i]), values.end());
-    from = need[i] + 1;
+    const auto k =
+        std::min(static_cast<std::size_t>(std::floor(static_cast<double>(n - 1) * q)), n - 1);
+    if (k >= from) std::nth_element(at(from), at(k), values.end());
+    from = std::max(from, k + 1);
+    if (k + 1 < n && k + 1 >= from) {
+      std::iter_swap(std::min_element(at(k + 1), values.end()), at(k + 1));
+      from = k + 2;
+    }
   }
   double out[4];
   for (int i = 0; i < 4; ++i) {

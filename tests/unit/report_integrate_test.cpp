@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "report/integrate.hpp"
 #include "report/numeric.hpp"
 
@@ -150,6 +154,35 @@ TEST(ReportNumeric, PercentilesUseNumpysLerpBranches) {
   EXPECT_DOUBLE_EQ(p.p99, 4.96);
   std::vector<double> one = {7};
   EXPECT_DOUBLE_EQ(numpy_percentiles(one).p99, 7);
+}
+
+// Selection must give exactly what interpolating over a fully sorted copy gives (numpy sorts),
+// for every length, with ties and signed zeros.
+TEST(ReportNumeric, PercentilesEqualAFullSort) {
+  std::mt19937_64 rng(11);
+  for (std::size_t n = 1; n < 400; ++n) {
+    std::vector<double> v(n);
+    for (auto& x : v) x = static_cast<double>(rng() % 50) - 25.0 + (rng() % 3 == 0 ? 0.5 : 0.0);
+    if (n % 7 == 0) v[0] = -0.0;
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const auto expect = [&](double q) {
+      const double pos = static_cast<double>(n - 1) * q;
+      if (pos >= static_cast<double>(n - 1)) return sorted[n - 1];
+      const auto k = static_cast<std::size_t>(std::floor(pos));
+      const double g = pos - std::floor(pos);
+      const double a = sorted[k], b = sorted[k + 1], d = b - a;
+      return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
+    };
+    const Percentiles p = numpy_percentiles(v);
+    const auto same = [](double x, double y) {
+      return x == y && std::signbit(x) == std::signbit(y);
+    };
+    EXPECT_TRUE(same(p.p5, expect(0.05))) << n;
+    EXPECT_TRUE(same(p.p50, expect(0.50))) << n;
+    EXPECT_TRUE(same(p.p95, expect(0.95))) << n;
+    EXPECT_TRUE(same(p.p99, expect(0.99))) << n;
+  }
 }
 
 TEST(ReportNumeric, PythonCommaFormatting) {
