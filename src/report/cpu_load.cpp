@@ -2,7 +2,6 @@
 // file order and give every socket and node its sorted tracks.
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -13,6 +12,7 @@
 #include "rails/rails.hpp"
 #include "report/cpu_chunk.hpp"
 #include "report/cpu_data.hpp"
+#include "report/parallel.hpp"
 
 namespace cpupower::report {
 namespace {
@@ -182,19 +182,6 @@ CpuSocket merge_socket(const std::string& host, long long socket, std::vector<Ch
     if (u.size() > 0) out.util[i] = std::move(u);
   }
   return out;
-}
-
-// Runs job(i) for every i in [0, n) on up to `threads` threads.
-template <typename Job>
-void parallel_for(std::size_t n, unsigned threads, const Job& job) {
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) job(i);
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t k = 1; k < std::min<std::size_t>(threads, n); ++k) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
 }
 
 // Sockets and nodes are merged independently of each other, on `threads` threads.

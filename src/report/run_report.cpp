@@ -1,12 +1,12 @@
 #include "report/run_report.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <thread>
 
 #include "artifacts/gpu_samples.hpp"
 #include "common/text.hpp"
 #include "report/discovery.hpp"
+#include "report/parallel.hpp"
 #include "report/render.hpp"
 
 namespace cpupower::report {
@@ -79,20 +79,11 @@ ReportRun build_reports(const std::string& log_dir, const ReportOptions& options
   if (!run.error.empty()) return run;
   // Windows only read the loaded data: report them on every core, each into its own slot.
   run.windows.resize(windows.size());
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < windows.size(); i = next++) {
-      run.windows[i] = build_window_report(windows[i], run.data, options.edges);
-      run.windows[i].warnings.insert(run.windows[i].warnings.end(), run_warnings.begin(),
-                                     run_warnings.end());
-    }
-  };
-  const unsigned workers =
-      std::min<unsigned>(scan_threads(options.threads), static_cast<unsigned>(windows.size()));
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < workers; ++k) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  parallel_for(windows.size(), scan_threads(options.threads), [&](std::size_t i) {
+    run.windows[i] = build_window_report(windows[i], run.data, options.edges);
+    run.windows[i].warnings.insert(run.windows[i].warnings.end(), run_warnings.begin(),
+                                   run_warnings.end());
+  });
   return run;
 }
 

@@ -3,12 +3,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "report/numeric.hpp"
+#include "report/parallel.hpp"
 
 namespace cpupower::report {
 namespace {
@@ -218,16 +217,8 @@ void build_module_nodes(RunData& run, unsigned threads) {
     inputs.push_back(&tracks);
   }
   // Hosts are independent: one at a time on each of `threads` threads.
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (std::size_t i = next++; i < sums.size(); i = next++)
-      sums[i].second = module_sum(*inputs[i]);
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < std::min<std::size_t>(threads, sums.size()); ++k)
-    pool.emplace_back(work);
-  work();
-  for (auto& p : pool) p.join();
+  parallel_for(sums.size(), threads,
+               [&](std::size_t i) { sums[i].second = module_sum(*inputs[i]); });
   for (auto& [host, track] : sums) {
     if (track.size() > 0) run.module_nodes.emplace_back(host, std::move(track));
   }
