@@ -226,7 +226,6 @@ CpuLoad finish(std::vector<CpuChunk>& chunks, const artifacts::CpuCsvColumns& co
                const std::vector<std::string>& header, const std::string& path, unsigned threads) {
   CpuLoad load;
   load.data = merge_chunks(chunks, columns.wide, threads);
-
   load.data->path = path;
   load.data->layout = artifacts::describe_cpu_header(header);
   return load;

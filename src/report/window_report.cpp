@@ -173,10 +173,6 @@ void our_warnings(const RunData& run, WindowReport& r) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // The instants of `tracks[0]` at which every track of the host has a value, with the sum.
 Track module_sum(const std::vector<const Track*>& tracks) {
   // Walk the sockets' sorted times together; keep instants every socket has a value for.

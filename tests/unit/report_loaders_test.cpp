@@ -50,6 +50,37 @@ TEST(ReportCpuLoad, LongRowsGroupPerSocketAndDedupeTheNodeTotal) {  // T3 #11
   EXPECT_TRUE(d.sockets[0].dcgm);
 }
 
+// Past 16 hosts the loader looks hosts up in a map instead of scanning them; rows of 40
+// interleaved hosts (two sockets each, the node total repeated on both rows of a scrape, and
+// changed on the second row once) must still land on their own host and socket.
+TEST(ReportCpuLoad, ManyInterleavedHosts) {
+  std::string text = kV1;
+  for (int t = 10; t <= 12; ++t) {
+    for (int h = 0; h < 40; ++h) {
+      const std::string ts = std::to_string(t) + ".5", host = "n" + std::to_string(h);
+      const std::string total = std::to_string(1000 + h * 10 + t);
+      text += "1," + ts + "," + host + ",acpi,s,0," + std::to_string(h) + "," + total + "\n";
+      text += "1," + ts + "," + host + ",acpi,s,1," + std::to_string(100 + h) + "," +
+              (t == 11 ? std::to_string(2000 + h) : total) + "\n";
+    }
+  }
+  const CpuData d = load(text);
+  ASSERT_EQ(d.sockets.size(), 80u);
+  ASSERT_EQ(d.nodes.size(), 40u);
+  for (const auto& s : d.sockets) {
+    const int h = std::stoi(s.host.substr(1));
+    const double w = s.socket == 0 ? h : 100 + h;
+    EXPECT_EQ(values(s.power), (std::vector<double>{w, w, w})) << s.label();
+    EXPECT_EQ(times(s.power), (std::vector<double>{10.5, 11.5, 12.5})) << s.label();
+  }
+  for (const auto& n : d.nodes) {
+    const int h = std::stoi(n.host.substr(1));
+    EXPECT_EQ(values(n.total),
+              (std::vector<double>{1000.0 + h * 10 + 10, 2000.0 + h, 1000.0 + h * 10 + 12}))
+        << n.host;  // the last row of a scrape wins
+  }
+}
+
 TEST(ReportCpuLoad, OneSensorPerSocketForAcpiMultiRailRows) {  // T3 #12, #58
   std::string text = kV1;
   for (int t = 10; t <= 12; ++t) {
