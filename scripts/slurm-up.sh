@@ -49,7 +49,11 @@ N=${#NAMES[@]}
 HERE=$(dirname "$(realpath "$0")")
 mkdir -p "$D"/{state,log,run,spool,nodes,munge}
 # Undo whatever part of the bring-up happened, so a failed start leaves nothing behind.
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "slurm-up: failed, tearing down" >&2; bash "$HERE/slurm-down.sh" "$D" >&2 || true; fi' EXIT
+# The ERR trap remembers which command failed, so that the message names it.
+FAILED_AT=""
+set -E  # the ERR trap also fires inside functions
+trap 'FAILED_AT="line $LINENO: $BASH_COMMAND"' ERR
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "slurm-up: failed (${FAILED_AT:-exit $rc}), tearing down" >&2; bash "$HERE/slurm-down.sh" "$D" >&2 || true; fi' EXIT
 
 # Names derived from DIR, so that two clusters never share a bridge, subnet or port.
 HASH=$(printf '%s' "$D" | md5sum | cut -c1-6)
