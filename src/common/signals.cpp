@@ -6,7 +6,7 @@
 #include <ctime>
 
 namespace cpupower::common {
-namespace {
+
 sigset_t shutdown_set() {
   sigset_t set;
   sigemptyset(&set);
@@ -14,7 +14,6 @@ sigset_t shutdown_set() {
   sigaddset(&set, SIGTERM);
   return set;
 }
-}  // namespace
 
 void block_shutdown_signals() {
   sigset_t set = shutdown_set();

@@ -2,10 +2,15 @@
 // Shutdown signals handled on a dedicated waiter rather than in an async handler: block
 // SIGINT/SIGTERM in every thread (call before starting any), then wait for one.
 
+#include <signal.h>
+
 #include <chrono>
 #include <optional>
 
 namespace cpupower::common {
+
+// SIGINT and SIGTERM: the signals that ask a process of ours to stop.
+sigset_t shutdown_set();
 
 void block_shutdown_signals();
 

@@ -6,30 +6,19 @@
 #include <ctime>
 
 #include "common/log.hpp"
+#include "common/signals.hpp"
 
 namespace cpupower::launch {
-namespace {
-
-sigset_t forwarded_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
-
-}  // namespace
-
 SignalForwarder::~SignalForwarder() {
   stop();
 }
 
 void SignalForwarder::start() {
-  sigset_t set = forwarded_set();
+  sigset_t set = common::shutdown_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   thread_ = std::thread([this] {
     auto log = common::logger("cpu_power::run");
-    const sigset_t waited = forwarded_set();
+    const sigset_t waited = common::shutdown_set();
     while (!stop_.load()) {
       siginfo_t info{};
       const timespec tick{0, 100 * 1000 * 1000};  // to notice stop()
