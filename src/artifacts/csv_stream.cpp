@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -185,7 +186,7 @@ struct ChunkJob {
   std::uint64_t file_size = 0;
   bool allow_quotes = true;
   bool skip_partial_line = false;  // begin is not known to be a line start
-  std::size_t index = 0;
+  std::size_t index = 0;           // what on_record is told: the chunk, or in block mode the slot
   std::atomic<bool>* quote_seen = nullptr;
   const std::function<void(std::size_t, const CsvRecord&)>* on_record = nullptr;
   std::string error;
@@ -193,9 +194,10 @@ struct ChunkJob {
 
 constexpr std::size_t kBufferBytes = 4u << 20;
 
-// Reads [begin, ...) with pread and hands out complete records until one starts at `end`.
-void run_chunk(ChunkJob& job) {
-  std::vector<char> buf(kBufferBytes);
+// Reads [begin, ...) with pread into `buf` and hands out complete records until one starts
+// at `end`.
+void run_chunk(ChunkJob& job, std::vector<char>& buf) {
+  buf.resize(std::max(buf.size(), kBufferBytes));
   std::size_t have = 0;            // bytes valid in buf
   std::size_t pos = 0;             // next unread byte in buf
   std::uint64_t base = job.begin;  // file offset of buf[0]
@@ -341,19 +343,39 @@ CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& optio
     }
     return jobs;
   };
+  const bool blocks = n > 1 && options.block_bytes > 0;
+  if (blocks) n = std::max<std::uint64_t>(n, body_bytes / options.block_bytes + 1);
   std::vector<ChunkJob> jobs = make_jobs(n, n == 1);
-  {
+  if (blocks) {
+    // Every thread takes the next block until none is left (or a quote stops the scan).
+    std::atomic<std::size_t> next{0};
+    const auto worker = [&](std::size_t slot) {
+      std::vector<char> buf;
+      for (std::size_t k = next++; k < jobs.size(); k = next++) {
+        jobs[k].index = slot;
+        if (!quote_seen.load()) run_chunk(jobs[k], buf);
+        options.on_block(slot, k);
+      }
+    };
     std::vector<std::thread> threads;
+    for (std::size_t slot = 1; slot < options.threads; ++slot) threads.emplace_back(worker, slot);
+    worker(0);
+    for (auto& t : threads) t.join();
+  } else {
+    std::vector<std::thread> threads;
+    std::vector<std::vector<char>> bufs(jobs.size());
     for (std::size_t k = 1; k < jobs.size(); ++k)
-      threads.emplace_back(run_chunk, std::ref(jobs[k]));
-    run_chunk(jobs[0]);
+      threads.emplace_back(run_chunk, std::ref(jobs[k]), std::ref(bufs[k]));
+    run_chunk(jobs[0], bufs[0]);
     for (auto& t : threads) t.join();
   }
   if (quote_seen.load()) {
     on_reset();
     quote_seen.store(false);
     jobs = make_jobs(1, true);
-    run_chunk(jobs[0]);
+    std::vector<char> buf;
+    run_chunk(jobs[0], buf);
+    if (blocks) options.on_block(0, 0);
   }
   ::close(fd);
   for (const auto& j : jobs) {

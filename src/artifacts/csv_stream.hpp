@@ -25,6 +25,16 @@ struct CsvRecord {
 struct CsvScanOptions {
   unsigned threads = 1;  // chunks scanned at once; 1 reads the file in order on this thread
   std::size_t min_chunk_bytes = 8u << 20;  // smaller files are never split
+  // Block mode (block_bytes > 0, more than one thread, a file above min_chunk_bytes): the
+  // file is cut into blocks of about this size instead of one chunk per thread, and each
+  // thread takes the next block in file order. on_record's first argument is then the
+  // thread's slot (0 to threads - 1), and `on_block(slot, block)` runs on that thread after
+  // the block's last record: for every block a thread took, also one without records or
+  // cut short by an error or a quote, so a caller can join the blocks in file order (block k
+  // may wait in on_block until blocks 0..k-1 are joined). After on_reset the file is scanned
+  // once more as block 0 on slot 0.
+  std::size_t block_bytes = 0;
+  std::function<void(std::size_t, std::size_t)> on_block;
 };
 
 struct CsvScanResult {

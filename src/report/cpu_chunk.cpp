@@ -1,5 +1,6 @@
 #include "report/cpu_chunk.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -52,7 +53,84 @@ int rail_slot(SensorKind kind) {
   }
 }
 
+// Moves a block's pairs behind this chunk's and empties them, keeping their memory.
+void absorb_pairs(Pairs& into, Pairs& from) {
+  into.t.append(std::span<const double>(from.t.data(), from.t.size()));
+  into.w.append(std::span<const double>(from.w.data(), from.w.size()));
+  from.t.truncate(0);
+  from.w.truncate(0);
+}
+
+// The same for an optional column; `before` rows precede the block's `rows` rows.
+void absorb_column(Column& into, Column& from, std::size_t before, std::size_t rows,
+                   std::size_t bound) {
+  if (from.present) {
+    if (!into.present) {
+      into.present = true;
+      into.v.reserve_address_space(bound);
+      into.v.append_fill(before, kNaN);
+    }
+    into.v.append(std::span<const double>(from.v.data(), from.v.size()));
+  } else if (into.present) {
+    into.v.append_fill(rows, kNaN);
+  }
+  from.present = false;
+  from.v.truncate(0);
+}
+
 }  // namespace
+
+std::size_t CpuChunk::global_socket(CpuChunk& block, std::size_t index) {
+  std::size_t& known = block.sockets[index].absorbed_into;
+  if (known == SIZE_MAX) {
+    const std::size_t host = host_id(block.hosts[block.sockets[index].host].name);
+    known = socket_id(host, block.sockets[index].socket);
+  }
+  return known;
+}
+
+void CpuChunk::absorb(CpuChunk& block) {
+  rows += block.rows;
+  skipped += block.skipped;
+  block.rows = block.skipped = 0;
+  for (auto& h : block.hosts) absorb_pairs(hosts[host_id(h.name)].totals, h.totals);
+  for (std::size_t i = 0; i < block.sockets.size(); ++i) {
+    const std::size_t index = global_socket(block, i);
+    ChunkSocket& into = sockets[index];
+    ChunkSocket& from = block.sockets[i];
+    if (c_->wide) {
+      const std::size_t before = into.t.size();
+      const std::size_t n = from.t.size();
+      into.t.append(std::span<const double>(from.t.data(), n));
+      into.power.append(std::span<const double>(from.power.data(), n));
+      from.t.truncate(0);
+      from.power.truncate(0);
+      for (std::size_t k = 0; k < 3; ++k)
+        absorb_column(into.rails[k], from.rails[k], before, n, row_bound_);
+      absorb_column(into.module, from.module, before, n, row_bound_);
+    } else {
+      for (auto& sensor : from.sensors) {
+        auto it = std::find_if(into.sensors.begin(), into.sensors.end(),
+                               [&](const ChunkSensor& s) { return s.name == sensor.name; });
+        if (it == into.sensors.end()) {
+          into.sensors.push_back(ChunkSensor{sensor.name, sensor.kind, {}});
+          it = into.sensors.end() - 1;
+        }
+        absorb_pairs(it->samples, sensor.samples);
+      }
+      for (std::size_t k = 0; k < 3; ++k) absorb_pairs(into.long_rails[k], from.long_rails[k]);
+      absorb_pairs(into.long_module, from.long_module);
+    }
+    for (std::size_t k = 0; k < 5; ++k) absorb_pairs(into.util[k], from.util[k]);
+    if (!into.has_first_sensor && from.has_first_sensor) {
+      into.has_first_sensor = true;
+      into.first_sensor = from.first_sensor;
+    }
+    from.has_first_sensor = false;
+    for (const auto& source : from.sources) note_source(into, source);
+    from.sources.clear();
+  }
+}
 
 std::size_t CpuChunk::host_id(std::string_view name) {
   // Rows cycle through a handful of hosts: a scan of the known names beats hashing (and

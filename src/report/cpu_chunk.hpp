@@ -37,7 +37,8 @@ struct ChunkSensor {
 };
 
 struct ChunkSocket {
-  std::size_t host = 0;  // chunk-local host index
+  std::size_t host = 0;                  // chunk-local host index
+  std::size_t absorbed_into = SIZE_MAX;  // a block's socket: its index in the absorbing chunk
   long long socket = 0;
   Doubles t;  // wide layout: one entry per row
   Doubles power;
@@ -93,6 +94,10 @@ class CpuChunk {
   CpuChunk(const artifacts::CpuCsvColumns* columns, std::size_t row_bound)
       : c_(columns), row_bound_(row_bound) {}
   void add(const artifacts::CsvRecord& record);
+  // Appends everything `block` collected (the rows right after this chunk's in the file)
+  // and empties it for the next block, keeping its memory: a block's columns are written
+  // again and again, so only this chunk's columns ever need fresh memory.
+  void absorb(CpuChunk& block);
 
   std::vector<ChunkHost> hosts;
   std::vector<ChunkSocket> sockets;
@@ -105,6 +110,8 @@ class CpuChunk {
   void add_wide(ChunkSocket& s, std::span<const std::string_view> cells, double t);
   void add_long(ChunkSocket& s, std::span<const std::string_view> cells, double t);
   void note_source(ChunkSocket& s, std::string_view source);
+
+  std::size_t global_socket(CpuChunk& block, std::size_t index);
 
   const artifacts::CpuCsvColumns* c_;
   std::size_t row_bound_ = 0;

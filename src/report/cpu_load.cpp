@@ -2,8 +2,10 @@
 // file order and give every socket and node its sorted tracks.
 
 #include <algorithm>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <thread>
 
@@ -269,26 +271,53 @@ const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) c
 
 CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
   artifacts::CpuCsvColumns columns;
-  std::vector<CpuChunk> chunks;
   std::string missing;
   artifacts::CsvScanOptions options;
   options.threads = std::max(1u, threads);
-  // No row of any layout is shorter than 16 bytes; chunks split the file evenly.
+  // No row of any layout is shorter than 16 bytes: bounds for the columns' address space.
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
   const std::uintmax_t pieces =
       std::min<std::uintmax_t>(options.threads, ec ? 1 : bytes / options.min_chunk_bytes + 1);
   const std::size_t bound = ec ? 0 : static_cast<std::size_t>(bytes / pieces / 16 + 1024);
+  // A large file is read in blocks on every thread; each thread's block goes into its own
+  // small chunk (`staged`), which is then appended to `whole` in file order and reused. On
+  // this kind of machine the first write to fresh memory costs more than parsing, so the
+  // columns are written once, in place, and never merged (docs/performance.md).
+  std::vector<CpuChunk> staged;
+  std::optional<CpuChunk> whole;
+  std::mutex mutex;
+  std::condition_variable turn;
+  std::size_t joined = 0;   // blocks appended to `whole`
+  bool into_whole = false;  // a quoted file rescanned serially straight into `whole`
+  options.block_bytes = 4u << 20;
+  options.on_block = [&](std::size_t slot, std::size_t block) {
+    std::unique_lock lock(mutex);
+    turn.wait(lock, [&] { return joined == block; });
+    lock.unlock();
+    if (!into_whole) whole->absorb(staged[slot]);
+    lock.lock();
+    ++joined;
+    turn.notify_all();
+  };
   const auto scan = artifacts::scan_csv_file(
       path, options,
       [&](const std::vector<std::string>& header) {
         columns = artifacts::CpuCsvColumns::from_header(header);
         missing = columns.missing_required();
-        chunks.assign(options.threads, CpuChunk(&columns, bound));
+        staged.assign(options.threads, CpuChunk(&columns, bound));
+        whole.emplace(&columns, bound * pieces);
         return missing.empty();
       },
-      [&](std::size_t chunk, const artifacts::CsvRecord& r) { chunks[chunk].add(r); },
-      [&] { chunks.assign(options.threads, CpuChunk(&columns, bound * pieces)); });
+      [&](std::size_t slot, const artifacts::CsvRecord& r) {
+        (into_whole ? *whole : staged[slot]).add(r);
+      },
+      [&] {
+        staged.clear();
+        whole.emplace(&columns, bound * pieces);
+        joined = 0;
+        into_whole = true;
+      });
   if (!scan.ok) return {std::nullopt, scan.error};
   if (scan.header.empty()) {
     // A collector that died before writing its header left a leg without samples; the
@@ -299,6 +328,13 @@ CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
     return empty;
   }
   if (!missing.empty()) return {std::nullopt, path + ": no '" + missing + "' column"};
+  // Without blocks (one thread, a small file) the chunks are `staged`, in file order.
+  std::vector<CpuChunk> chunks;
+  if (joined > 0 || into_whole) {
+    chunks.push_back(std::move(*whole));
+  } else {
+    chunks = std::move(staged);
+  }
   return finish(chunks, columns, scan.header, path, options.threads);
 }
 

@@ -190,34 +190,107 @@ TEST(ReportCpuLoad, MissingRequiredColumnIsAnError) {
   EXPECT_FALSE(parse_cpu_samples_text("timestamp_unix,hostname\n1,a\n").data);
 }
 
+// NaN-aware equality of two tracks (times and values, bit for bit).
+void expect_same_track(const Track& a, const Track& b, const std::string& what) {
+  EXPECT_EQ(times(a), times(b)) << what;
+  const auto va = values(a), vb = values(b);
+  ASSERT_EQ(va.size(), vb.size()) << what;
+  for (std::size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i]) || std::isnan(vb[i])) {
+      EXPECT_TRUE(std::isnan(va[i]) && std::isnan(vb[i])) << what << " row " << i;
+    } else {
+      EXPECT_EQ(va[i], vb[i]) << what << " row " << i;
+    }
+  }
+}
+
+void expect_same_data(const CpuData& serial, const CpuData& parallel) {
+  EXPECT_EQ(serial.rows, parallel.rows);
+  EXPECT_EQ(serial.skipped_rows, parallel.skipped_rows);
+  EXPECT_EQ(serial.hosts, parallel.hosts);
+  ASSERT_EQ(serial.sockets.size(), parallel.sockets.size());
+  for (std::size_t i = 0; i < serial.sockets.size(); ++i) {
+    const CpuSocket& a = serial.sockets[i];
+    const CpuSocket& b = parallel.sockets[i];
+    const std::string label = a.label();
+    EXPECT_EQ(label, b.label());
+    EXPECT_EQ(a.sensor, b.sensor) << label;
+    EXPECT_EQ(a.other_sensors, b.other_sensors) << label;
+    EXPECT_EQ(a.sources, b.sources) << label;
+    expect_same_track(a.power, b.power, label + " power");
+    for (std::size_t k = 0; k < 3; ++k) {
+      ASSERT_EQ(a.rails[k].has_value(), b.rails[k].has_value()) << label << " rail " << k;
+      if (a.rails[k]) expect_same_track(*a.rails[k], *b.rails[k], label + " rail");
+    }
+    ASSERT_EQ(a.module.has_value(), b.module.has_value()) << label;
+    if (a.module) expect_same_track(*a.module, *b.module, label + " module");
+  }
+  ASSERT_EQ(serial.nodes.size(), parallel.nodes.size());
+  for (std::size_t i = 0; i < serial.nodes.size(); ++i) {
+    expect_same_track(serial.nodes[i].total, parallel.nodes[i].total, serial.nodes[i].host);
+  }
+}
+
+// Large files are read in 4 MiB blocks on every thread and joined in file order: the result
+// must be the serial scan's, also when optional columns appear, vanish and reappear across
+// blocks, a node total is blank now and then, sources switch, and a quote forces a rescan.
 TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
   namespace fs = std::filesystem;
   const std::string path = testing::TempDir() + "/report_parallel_samples.csv";
   for (const bool quoted : {false, true}) {
     {
       std::ofstream out(path, std::ios::binary);
-      out << kV2;
+      out << "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
+             "soc_w,dram_w,module_w,total_power_w\r\n";
       for (int i = 0; i < 200000; ++i) {
         const std::string host =
             quoted && i == 150000 ? "\"node,a\"" : "node-" + std::to_string(i % 3);
-        out << "2," << 1000 + i * 0.25 << "," << host << ",acpi,CPU0:cpuSidePowerUsageW," << i % 2
-            << "," << 90 + i % 17 << ",40,5,," << 180 + i % 5 << "\r\n";
+        const std::string dram = i > 50000 && i < 60000 ? std::to_string(7 + i % 3) : "";
+        const std::string module = i > 120000 && i % 7 != 0 ? std::to_string(700 + i % 11) : "";
+        const std::string total = i % 13 == 0 ? "" : std::to_string(180 + i % 5);
+        out << "3," << std::to_string(1000 + i * 0.25) << "," << host << ","
+            << (i > 180000 ? "dcgm" : "acpi") << ",CPU0:cpuSidePowerUsageW," << i % 2 << ","
+            << 90 + i % 17 << ",40,5," << dram << "," << module << "," << total << "\r\n";
       }
     }
     const CpuLoad serial = load_cpu_samples(path, 1);
-    const CpuLoad parallel = load_cpu_samples(path, 4);
-    ASSERT_TRUE(serial.data && parallel.data);
-    EXPECT_GT(fs::file_size(path), 8u << 20);  // large enough to be split in chunks
-    ASSERT_EQ(serial.data->sockets.size(), parallel.data->sockets.size());
-    EXPECT_EQ(serial.data->sockets.size(), quoted ? 7u : 6u);
-    for (std::size_t i = 0; i < serial.data->sockets.size(); ++i) {
-      EXPECT_EQ(values(serial.data->sockets[i].power), values(parallel.data->sockets[i].power));
-      EXPECT_EQ(times(serial.data->sockets[i].power), times(parallel.data->sockets[i].power));
+    for (const unsigned threads : {2u, 4u}) {
+      const CpuLoad parallel = load_cpu_samples(path, threads);
+      ASSERT_TRUE(serial.data && parallel.data);
+      EXPECT_GT(fs::file_size(path), 8u << 20);  // large enough to be read in blocks
+      EXPECT_EQ(serial.data->sockets.size(), quoted ? 7u : 6u);
+      EXPECT_EQ(parallel.data->rows, 200000u);
+      expect_same_data(*serial.data, *parallel.data);
+      const CpuSocket* s = parallel.data->find_socket("node-0", 0);
+      ASSERT_TRUE(s && s->module && s->rails[2]);
+      EXPECT_TRUE(std::isnan(s->module->v[0]));
+      EXPECT_EQ(s->sources, (std::vector<std::string>{"acpi", "dcgm"}));
     }
-    EXPECT_EQ(serial.data->rows, 200000u);
-    EXPECT_EQ(parallel.data->rows, 200000u);
   }
   fs::remove(path);
+}
+
+// The long layout (one row per sensor) through the same blocks.
+TEST(ReportCpuLoad, ParallelScanEqualsSerialScanInTheLongLayout) {
+  const std::string path = testing::TempDir() + "/report_parallel_long.csv";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << kV1;
+    const char* sensors[] = {"CPU0:cpuSidePowerUsageW", "CPU0:cpuRailPowerUsageW",
+                             "CPU0:socPowerUsageW", "CPU0:modulePowerUsageW"};
+    for (int i = 0; i < 240000; ++i) {
+      out << "1," << std::to_string(1000 + (i / 4) * 0.5) << ",node-" << i % 2 << ",acpi,"
+          << sensors[i % 4] << ",0," << 50 + i % 23 << ","
+          << (i % 4 == 0 ? std::to_string(200 + i % 7) : "") << "\n";
+    }
+  }
+  const CpuLoad serial = load_cpu_samples(path, 1);
+  const CpuLoad parallel = load_cpu_samples(path, 3);
+  ASSERT_TRUE(serial.data && parallel.data);
+  EXPECT_GT(std::filesystem::file_size(path), 8u << 20);
+  EXPECT_EQ(parallel.data->sockets[0].sensor, "CPU0:cpuSidePowerUsageW");
+  expect_same_data(*serial.data, *parallel.data);
+  std::filesystem::remove(path);
 }
 
 TEST(ReportCsv, QuotesCrLfBlankLinesAndShortRows) {
