@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -269,6 +270,77 @@ const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) c
   return nullptr;
 }
 
+namespace {
+
+// Joins the blocks of a parallel scan in file order into one chunk. A thread that finishes a
+// block leaves it ready and goes on with another (recycled) chunk; a thread that finds nobody
+// appending appends every ready block in order. So no thread waits for its turn while a core
+// idles; one only waits while too many parsed blocks are ready (they hold memory).
+class BlockJoiner {
+ public:
+  BlockJoiner(const artifacts::CpuCsvColumns* columns, std::size_t block_rows,
+              std::size_t whole_rows, unsigned threads)
+      : columns_(columns), block_rows_(block_rows), whole_(columns, whole_rows) {
+    for (unsigned i = 0; i < threads; ++i) current_.push_back(fresh());
+  }
+
+  CpuChunk& chunk(std::size_t slot) { return *current_[slot]; }
+  CpuChunk& whole() { return whole_; }
+  std::size_t joined() const { return next_; }
+  // Without blocks (one thread, a small file) the slots' chunks are the file's chunks.
+  std::vector<CpuChunk> take_slots() {
+    std::vector<CpuChunk> out;
+    for (auto& c : current_) out.push_back(std::move(*c));
+    return out;
+  }
+
+  void block_done(std::size_t slot, std::size_t block) {
+    std::unique_lock lock(mutex_);
+    ready_.emplace(block, std::move(current_[slot]));
+    while (appending_ && ready_.size() > kMaxReady) changed_.wait(lock);
+    if (!appending_) {
+      appending_ = true;
+      for (auto it = ready_.find(next_); it != ready_.end(); it = ready_.find(next_)) {
+        std::unique_ptr<CpuChunk> c = std::move(it->second);
+        ready_.erase(it);
+        lock.unlock();
+        whole_.absorb(*c);
+        lock.lock();
+        free_.push_back(std::move(c));
+        ++next_;
+        changed_.notify_all();
+      }
+      appending_ = false;
+      changed_.notify_all();
+    }
+    if (free_.empty()) {
+      current_[slot] = fresh();
+    } else {
+      current_[slot] = std::move(free_.back());
+      free_.pop_back();
+    }
+  }
+
+ private:
+  static constexpr std::size_t kMaxReady = 16;
+  std::unique_ptr<CpuChunk> fresh() const {
+    return std::make_unique<CpuChunk>(columns_, block_rows_);
+  }
+
+  const artifacts::CpuCsvColumns* columns_;
+  std::size_t block_rows_;
+  CpuChunk whole_;
+  std::vector<std::unique_ptr<CpuChunk>> current_;  // per slot, the chunk being filled
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::size_t, std::unique_ptr<CpuChunk>> ready_;  // parsed, by block
+  std::vector<std::unique_ptr<CpuChunk>> free_;             // appended, to be reused
+  std::size_t next_ = 0;                                    // the next block to append
+  bool appending_ = false;
+};
+
+}  // namespace
+
 CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
   artifacts::CpuCsvColumns columns;
   std::string missing;
@@ -280,43 +352,30 @@ CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
   const std::uintmax_t pieces =
       std::min<std::uintmax_t>(options.threads, ec ? 1 : bytes / options.min_chunk_bytes + 1);
   const std::size_t bound = ec ? 0 : static_cast<std::size_t>(bytes / pieces / 16 + 1024);
-  // A large file is read in blocks on every thread; each thread's block goes into its own
-  // small chunk (`staged`), which is then appended to `whole` in file order and reused. On
-  // this kind of machine the first write to fresh memory costs more than parsing, so the
-  // columns are written once, in place, and never merged (docs/performance.md).
-  std::vector<CpuChunk> staged;
-  std::optional<CpuChunk> whole;
-  std::mutex mutex;
-  std::condition_variable turn;
-  std::size_t joined = 0;   // blocks appended to `whole`
-  bool into_whole = false;  // a quoted file rescanned serially straight into `whole`
+  // A large file is read in blocks on every thread. Each block is parsed into a small chunk
+  // that is appended to the whole file's chunk in file order and then reused: on a VM the
+  // first write to fresh memory costs more than parsing, so every column is written once,
+  // in place, and never merged (docs/performance.md).
   options.block_bytes = 4u << 20;
+  std::optional<BlockJoiner> joiner;
+  bool serial = false;  // a quoted file, rescanned serially straight into the whole chunk
   options.on_block = [&](std::size_t slot, std::size_t block) {
-    std::unique_lock lock(mutex);
-    turn.wait(lock, [&] { return joined == block; });
-    lock.unlock();
-    if (!into_whole) whole->absorb(staged[slot]);
-    lock.lock();
-    ++joined;
-    turn.notify_all();
+    if (!serial) joiner->block_done(slot, block);
   };
   const auto scan = artifacts::scan_csv_file(
       path, options,
       [&](const std::vector<std::string>& header) {
         columns = artifacts::CpuCsvColumns::from_header(header);
         missing = columns.missing_required();
-        staged.assign(options.threads, CpuChunk(&columns, bound));
-        whole.emplace(&columns, bound * pieces);
+        joiner.emplace(&columns, bound, bound * pieces, options.threads);
         return missing.empty();
       },
       [&](std::size_t slot, const artifacts::CsvRecord& r) {
-        (into_whole ? *whole : staged[slot]).add(r);
+        (serial ? joiner->whole() : joiner->chunk(slot)).add(r);
       },
       [&] {
-        staged.clear();
-        whole.emplace(&columns, bound * pieces);
-        joined = 0;
-        into_whole = true;
+        joiner.emplace(&columns, bound, bound * pieces, 1);
+        serial = true;
       });
   if (!scan.ok) return {std::nullopt, scan.error};
   if (scan.header.empty()) {
@@ -328,12 +387,11 @@ CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
     return empty;
   }
   if (!missing.empty()) return {std::nullopt, path + ": no '" + missing + "' column"};
-  // Without blocks (one thread, a small file) the chunks are `staged`, in file order.
   std::vector<CpuChunk> chunks;
-  if (joined > 0 || into_whole) {
-    chunks.push_back(std::move(*whole));
+  if (joiner->joined() > 0 || serial) {
+    chunks.push_back(std::move(joiner->whole()));
   } else {
-    chunks = std::move(staged);
+    chunks = joiner->take_slots();
   }
   return finish(chunks, columns, scan.header, path, options.threads);
 }
