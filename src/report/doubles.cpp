@@ -31,7 +31,11 @@ void* map_bytes(std::size_t bytes, int extra_flags) {
 
 void Doubles::commit(std::size_t n) {
   if (n <= limit_) return;
-  const std::size_t next = std::min(capacity_, std::max(n, limit_ + kStep));
+  // Ahead by as much as is committed already (one page at first, at most kStep): a large
+  // column costs one call per 256 KiB, and the many small columns of a block's chunk do
+  // not commit 256 KiB each that they never use.
+  const std::size_t ahead = std::clamp(limit_, kPage / sizeof(double), kStep);
+  const std::size_t next = std::min(capacity_, std::max(n, limit_ + ahead));
   // MADV_POPULATE_WRITE (Linux 5.14+) is only a hint here; older kernels fault as usual.
   // The range starts on the page that holds value limit_.
   const auto first = reinterpret_cast<std::uintptr_t>(data_ + limit_) / kPage * kPage;
