@@ -95,7 +95,11 @@ inline constexpr std::uint64_t kPow10U64[] = {1ULL,
                                               1000000000000000000ULL,
                                               10000000000000000000ULL};
 
-inline Decimal fast_decimal(std::string_view s, double* out) {
+// With `mantissa` and `frac`, an `exact` result from the fast path also gives the decimal
+// it divided: *out == *mantissa / 10^*frac (frac is -1 otherwise).
+inline Decimal fast_decimal(std::string_view s, double* out, std::int64_t* mantissa_out = nullptr,
+                            int* frac_out = nullptr) {
+  if (frac_out != nullptr) *frac_out = -1;
   const char* p = s.data();
   const char* const end = p + s.size();
   const bool negative = p < end && *p == '-';
@@ -144,6 +148,11 @@ inline Decimal fast_decimal(std::string_view s, double* out) {
   }
   const double v = static_cast<double>(mantissa) / kExactPow10[frac_digits];
   *out = negative ? -v : v;
+  if (frac_out != nullptr) {
+    *mantissa_out =
+        negative ? -static_cast<std::int64_t>(mantissa) : static_cast<std::int64_t>(mantissa);
+    *frac_out = static_cast<int>(frac_digits);
+  }
   return Decimal::exact;
 }
 
@@ -159,6 +168,18 @@ bool parse_number_slow(std::string_view cell, double* out);
 inline bool parse_number(std::string_view cell, double* out) {
   if (cell.empty()) return false;
   if (detail::fast_decimal(cell, out) == detail::Decimal::exact) return true;
+  return parse_number_slow(cell, out);
+}
+
+// parse_number that also gives the plain decimal behind the value when it has one (the
+// collectors' cells): *out == *mantissa / 10^*frac, exactly as parsed; *frac is -1 for cells
+// read any other way.
+inline bool parse_number_parts(std::string_view cell, double* out, std::int64_t* mantissa,
+                               int* frac) {
+  *frac = -1;
+  if (cell.empty()) return false;
+  if (detail::fast_decimal(cell, out, mantissa, frac) == detail::Decimal::exact) return true;
+  *frac = -1;
   return parse_number_slow(cell, out);
 }
 

@@ -19,14 +19,16 @@ std::string_view cell(std::span<const std::string_view> cells,
 // so that files without rails or module_w cost nothing for them.
 void push_column(Column& col, std::size_t row, std::string_view text, std::size_t bound) {
   double v = kNaN;
-  const bool ok = artifacts::parse_number(text, &v);
+  std::int64_t mantissa = 0;
+  int frac = -1;
+  const bool ok = artifacts::parse_number_parts(text, &v, &mantissa, &frac);
   if (!col.present) {
     if (!ok) return;
     col.present = true;
     col.v.reserve_address_space(bound);
     col.v.append_fill(row, kNaN);
   }
-  col.v.push_back(v);
+  col.v.push_decimal(v, mantissa, frac);
 }
 
 // Socket ids are single digits in practice; anything else takes Python int()'s rules.
@@ -70,7 +72,7 @@ void absorb_column(Column& into, Column& from, std::size_t before, std::size_t r
       into.v.reserve_address_space(bound);
       into.v.append_fill(before, kNaN);
     }
-    into.v.append(std::span<const double>(from.v.data(), from.v.size()));
+    into.v.append(from.v);
   } else if (into.present) {
     into.v.append_fill(rows, kNaN);
   }
@@ -102,7 +104,7 @@ void CpuChunk::absorb(CpuChunk& block) {
       const std::size_t before = into.t.size();
       const std::size_t n = from.t.size();
       into.t.append(std::span<const double>(from.t.data(), n));
-      into.power.append(std::span<const double>(from.power.data(), n));
+      into.power.append(from.power);
       from.t.truncate(0);
       from.power.truncate(0);
       for (std::size_t k = 0; k < 3; ++k)
@@ -190,8 +192,10 @@ void CpuChunk::add_wide(ChunkSocket& s, std::span<const std::string_view> cells,
   const std::size_t row = s.t.size();
   s.t.push_back(t);
   double power = kNaN;
-  artifacts::parse_number(cell(cells, c_->power_w), &power);
-  s.power.push_back(power);
+  std::int64_t mantissa = 0;
+  int frac = -1;
+  artifacts::parse_number_parts(cell(cells, c_->power_w), &power, &mantissa, &frac);
+  s.power.push_decimal(power, mantissa, frac);
   for (std::size_t i = 0; i < 3; ++i) {
     push_column(s.rails[i], row, cell(cells, c_->rails[i]), row_bound_);
   }

@@ -22,7 +22,7 @@ namespace cpupower::report {
 
 struct Column {
   bool present = false;  // some row had a value; else `v` stays empty
-  Doubles v;
+  Values v;
 };
 
 struct Pairs {
@@ -41,7 +41,7 @@ struct ChunkSocket {
   std::size_t absorbed_into = SIZE_MAX;  // a block's socket: its index in the absorbing chunk
   long long socket = 0;
   Doubles t;  // wide layout: one entry per row
-  Doubles power;
+  Values power;
   std::array<Column, 3> rails;
   Column module;
   std::vector<ChunkSensor> sensors;  // long layout

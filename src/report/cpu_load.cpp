@@ -36,33 +36,43 @@ void append_and_free(Doubles& into, Doubles& from) {
   into.append_consuming(from);
 }
 
+void append_and_free(Values& into, Values& from) {
+  if (into.empty()) {
+    into = std::move(from);
+    return;
+  }
+  into.append(from);
+  from.release();
+}
+
 // Sorts rows by time (stable) and collapses equal times, each column keeping its last
 // value (a blank cell does not overwrite): the reference's per-column dicts.
-void sort_and_collapse(Doubles& t, std::vector<Doubles*> cols) {
+void sort_and_collapse(Doubles& t, std::vector<Values*> cols) {
   if (!std::is_sorted(t.begin(), t.end())) {
     std::vector<std::size_t> order(t.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
-    const auto permute = [&](Doubles& v) {
-      Doubles out(v.size(), 0.0);
-      for (std::size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
-      v = std::move(out);
-    };
-    permute(t);
-    for (auto* c : cols) permute(*c);
+    Doubles sorted(t.size(), 0.0);
+    for (std::size_t i = 0; i < order.size(); ++i) sorted[i] = t[order[i]];
+    t = std::move(sorted);
+    for (auto* c : cols) {
+      Values out;
+      for (const std::size_t i : order) out.push_back((*c)[i]);
+      *c = std::move(out);
+    }
   }
   if (std::adjacent_find(t.begin(), t.end()) == t.end()) return;
   std::size_t out = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (out > 0 && t[out - 1] == t[i]) {
       for (auto* c : cols) {
-        if (!std::isnan((*c)[i])) (*c)[out - 1] = (*c)[i];
+        if (!std::isnan((*c)[i])) c->set(out - 1, (*c)[i]);
       }
       continue;
     }
     t[out] = t[i];
-    for (auto* c : cols) (*c)[out] = (*c)[i];
+    for (auto* c : cols) c->set(out, (*c)[i]);
     ++out;
   }
   t.truncate(out);
@@ -82,12 +92,12 @@ Track pairs_track(std::vector<Pairs*> parts, bool keep_last) {
 // One optional column over all chunks, NaN where a chunk never had it; nullopt when no chunk
 // did. Must run before the chunks' time columns are merged (it reads their lengths).
 template <typename Select>
-std::optional<Doubles> merge_column(std::vector<ChunkSocket*>& parts, Select select) {
+std::optional<Values> merge_column(std::vector<ChunkSocket*>& parts, Select select) {
   if (std::none_of(parts.begin(), parts.end(),
                    [&](ChunkSocket* p) { return select(*p).present; })) {
     return std::nullopt;
   }
-  Doubles out;
+  Values out;
   for (auto* p : parts) {
     Column& c = select(*p);
     if (c.present) {
@@ -100,16 +110,17 @@ std::optional<Doubles> merge_column(std::vector<ChunkSocket*>& parts, Select sel
 }
 
 void merge_wide(std::vector<ChunkSocket*>& parts, CpuSocket& out) {
-  std::array<std::optional<Doubles>, 3> rails;
+  std::array<std::optional<Values>, 3> rails;
   for (std::size_t i = 0; i < 3; ++i) {
     rails[i] = merge_column(parts, [i](ChunkSocket& p) -> Column& { return p.rails[i]; });
   }
-  std::optional<Doubles> module =
+  std::optional<Values> module =
       merge_column(parts, [](ChunkSocket& p) -> Column& { return p.module; });
-  Doubles t, power;
+  Doubles t;
+  Values power;
   for (auto* p : parts) append_and_free(power, p->power);
   for (auto* p : parts) append_and_free(t, p->t);
-  std::vector<Doubles*> cols{&power};
+  std::vector<Values*> cols{&power};
   for (auto& r : rails) {
     if (r) cols.push_back(&*r);
   }

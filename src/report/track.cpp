@@ -8,7 +8,7 @@ namespace cpupower::report {
 bool Track::any_value() const {
   signed char known = any_value_.load(std::memory_order_relaxed);
   if (known < 0) {
-    known = std::any_of(v.begin(), v.end(), [](double x) { return !std::isnan(x); }) ? 1 : 0;
+    known = v.any_value() ? 1 : 0;
     any_value_.store(known, std::memory_order_relaxed);
   }
   return known == 1;
@@ -51,7 +51,7 @@ Track make_track(const std::vector<double>& t, const std::vector<double>& v) {
 Track make_track(Doubles t, Doubles v) {
   Track track;
   track.t = std::make_shared<const Doubles>(std::move(t));
-  track.v = std::move(v);
+  track.v = Values(std::move(v));
   return track;
 }
 

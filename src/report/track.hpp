@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/doubles.hpp"
+#include "report/values.hpp"
 
 namespace cpupower::report {
 
@@ -19,7 +20,7 @@ using Times = std::shared_ptr<const Doubles>;
 class Track {
  public:
   Track() = default;
-  Track(Times times, Doubles values) : t(std::move(times)), v(std::move(values)) {}
+  Track(Times times, Values values) : t(std::move(times)), v(std::move(values)) {}
   Track(const Track& o) : t(o.t), v(o.v), any_value_(o.any_value_.load()) {}
   Track(Track&& o) noexcept
       : t(std::move(o.t)), v(std::move(o.v)), any_value_(o.any_value_.load()) {}
@@ -37,7 +38,7 @@ class Track {
   }
 
   Times t = std::make_shared<const Doubles>();  // ascending
-  Doubles v;                                    // same length; NaN = no value
+  Values v;                                     // same length; NaN = no value
 
   std::size_t size() const { return v.size(); }
   double time(std::size_t i) const { return (*t)[i]; }

@@ -388,6 +388,109 @@ TEST(ReportCsv, FastNumberPathsAreCorrectlyRounded) {
   }
 }
 
+// Values keeps decimals as scaled 32-bit integers: whatever goes in must read back as the
+// very same double (bit for bit: -0.0 too), whether it came with its decimal or not, and
+// whatever the column had to do on the way (finer scales, doubles).
+std::uint64_t bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+void expect_read_back(const std::vector<std::string>& cells, bool compact) {
+  Values with_parts, plain;
+  std::vector<double> parsed;
+  for (const auto& c : cells) {
+    double v = std::numeric_limits<double>::quiet_NaN();
+    std::int64_t mantissa = 0;
+    int frac = -1;
+    artifacts::parse_number_parts(c, &v, &mantissa, &frac);
+    parsed.push_back(v);
+    with_parts.push_decimal(v, mantissa, frac);
+    plain.push_back(v);
+  }
+  EXPECT_EQ(with_parts.compact(), compact);
+  EXPECT_EQ(plain.compact(), compact);
+  ASSERT_EQ(with_parts.size(), parsed.size());
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    if (std::isnan(parsed[i])) {
+      ASSERT_TRUE(std::isnan(with_parts[i]) && std::isnan(plain[i])) << cells[i];
+      continue;
+    }
+    ASSERT_EQ(bits(with_parts[i]), bits(parsed[i])) << cells[i];
+    ASSERT_EQ(bits(plain[i]), bits(parsed[i])) << cells[i];
+  }
+}
+
+TEST(ReportValues, EveryValueReadsBackAsParsed) {
+  std::mt19937_64 rng(11);
+  std::vector<std::string> cells;  // up to 5 integer and 4 decimal digits: always 32 bits
+  for (int i = 0; i < 200000; ++i) {
+    const int decimals = static_cast<int>(rng() % 5);
+    const int digits = decimals + static_cast<int>(rng() % 6);
+    std::string text = rng() % 5 == 0 ? "-" : "";
+    for (int d = 0; d < std::max(digits, 1); ++d) text += static_cast<char>('0' + rng() % 10);
+    if (decimals > 0) text.insert(text.size() - static_cast<std::size_t>(decimals), ".");
+    if (text[0] == '-' && text.find_first_of("123456789") == std::string::npos) text.erase(0, 1);
+    cells.push_back(i % 1000 == 0 ? "" : text);  // -0 has no integer form: not here
+  }
+  expect_read_back(cells, true);
+  // Cells without an integer form switch the column to doubles; nothing read changes.
+  for (const auto& [odd, compact] :
+       std::vector<std::pair<std::string, bool>>{{"-0.0", false},
+                                                 {"inf", false},
+                                                 {"123.4567890123", false},
+                                                 {"1e5", true},
+                                                 {"nan", true},
+                                                 {" 7.5 ", true}}) {
+    auto mixed = cells;
+    mixed.resize(5000);
+    mixed.insert(mixed.begin() + 2500, odd);
+    expect_read_back(mixed, compact);
+  }
+}
+
+TEST(ReportValues, ScalesGrowUntilTheIntegersWouldOverflow) {
+  Values v;
+  v.push_back(95.1);
+  EXPECT_TRUE(v.compact());
+  EXPECT_EQ(v.scale(), 1);
+  v.push_back(95.123);  // a finer scale for the whole column
+  EXPECT_EQ(v.scale(), 3);
+  v.push_back(std::numeric_limits<double>::quiet_NaN());
+  v.push_back(2000000.5);
+  EXPECT_TRUE(v.compact());
+  EXPECT_EQ(v[0], 95.1);
+  EXPECT_TRUE(std::isnan(v[2]));
+
+  Values coarse, fine;
+  coarse.push_back(1.5);
+  coarse.push_back(-2.25);
+  fine.push_back(0.00001);
+  v.append(coarse);  // scale 2 integers widened to scale 3
+  EXPECT_TRUE(v.compact());
+  EXPECT_EQ(v[5], -2.25);
+  v.append(fine);  // 2000000.5 at scale 5 no longer fits 32 bits: doubles from here on
+  EXPECT_FALSE(v.compact());
+  EXPECT_EQ(v.to_vector().size(), 7u);
+  EXPECT_EQ(v[1], 95.123);
+  EXPECT_EQ(v[3], 2000000.5);
+  EXPECT_EQ(v[6], 0.00001);
+
+  Values w;
+  w.push_back(1.25);
+  w.append_fill(3, std::numeric_limits<double>::quiet_NaN());
+  w.set(2, 1.25);
+  EXPECT_TRUE(w.compact());
+  EXPECT_TRUE(std::isnan(w[1]));
+  EXPECT_EQ(w[2], 1.25);
+  w.set(3, -0.0);  // has no integer form
+  EXPECT_FALSE(w.compact());
+  EXPECT_TRUE(std::signbit(w[3]));
+  EXPECT_TRUE(w.any_value());
+  EXPECT_FALSE(Values(Doubles(4, std::numeric_limits<double>::quiet_NaN())).any_value());
+}
+
 TEST(ReportHostSamples, HeaderVersions) {
   const auto split = [](std::string_view h) {
     std::vector<std::string> out;

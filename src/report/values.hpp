@@ -1,0 +1,84 @@
+#pragma once
+// The values of one track column. Collectors write watts as short decimals, so a column is
+// kept as 32-bit integers m with one power-of-ten scale (the value is m / 10^scale) while
+// every value allows it, and as doubles otherwise. A value is only stored as an integer when
+// m / 10^scale, computed the way operator[] computes it, is exactly the double that was
+// parsed, so reading a column never differs from the file. Half the bytes matter: on a VM
+// the first write to fresh memory is the largest cost of loading a large samples file
+// (docs/performance.md).
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "report/doubles.hpp"
+
+namespace cpupower::report {
+
+class Values {
+ public:
+  Values() = default;
+  // A column of doubles, taken over as it is.
+  explicit Values(Doubles values) : doubles_(std::move(values)), compact_(false) {}
+
+  double operator[](std::size_t i) const {
+    if (!compact_) return doubles_[i];
+    const std::int32_t m = ints_[i];
+    return m == kMissing ? std::numeric_limits<double>::quiet_NaN()
+                         : static_cast<double>(m) / kScale[scale_];
+  }
+  std::size_t size() const { return compact_ ? ints_.size() : doubles_.size(); }
+  bool empty() const { return size() == 0; }
+  bool compact() const { return compact_; }
+  int scale() const { return scale_; }
+
+  // Any value, NaN for none.
+  void push_back(double v);
+  // A parsed value with the decimal it came from: v == mantissa / 10^frac (frac < 0: none).
+  void push_decimal(double v, std::int64_t mantissa, int frac) {
+    if (compact_ && frac >= 0 && frac <= scale_ && (mantissa != 0 || !std::signbit(v))) {
+      const std::int64_t m = mantissa * kPow10[scale_ - frac];
+      if (m >= -kLimit && m <= kLimit) {
+        ints_.push_back(static_cast<std::int32_t>(m));
+        return;
+      }
+    }
+    push_back(v);
+  }
+  // Appends every value of `from` (which keeps them).
+  void append(const Values& from);
+  void append_fill(std::size_t n, double v);
+  // Replaces value i by a value this column already holds (sorting, collapsing rows).
+  void set(std::size_t i, double v);
+  void truncate(std::size_t n);
+  void reserve_address_space(std::size_t n);
+  void release();
+
+  bool any_value() const;  // some value is not NaN
+  std::vector<double> to_vector() const { return slice(0, size()); }
+  std::vector<double> slice(std::size_t begin, std::size_t end) const;
+
+ private:
+  static constexpr std::int32_t kMissing = std::numeric_limits<std::int32_t>::min();  // NaN
+  static constexpr std::int64_t kLimit = std::numeric_limits<std::int32_t>::max();
+  static constexpr int kMaxScale = 9;
+  static constexpr double kScale[kMaxScale + 1] = {1e0, 1e1, 1e2, 1e3, 1e4,
+                                                   1e5, 1e6, 1e7, 1e8, 1e9};
+  static constexpr std::int64_t kPow10[kMaxScale + 1] = {
+      1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+
+  // v as an integer at `scale`, when that reads back exactly (NaN: the missing mark).
+  static bool encode(double v, int scale, std::int32_t* m);
+  bool rescale(int scale);  // every stored integer to a finer scale, if all still fit
+  void to_doubles();
+
+  Int32s ints_;
+  Doubles doubles_;
+  std::size_t reserved_ = 0;  // address space asked for, kept when switching to doubles
+  int scale_ = 0;
+  bool compact_ = true;
+};
+
+}  // namespace cpupower::report
