@@ -194,11 +194,20 @@ std::optional<Edges> parse_edges(std::string_view name) {
 
 Integration integrate_window(const Track& track, double start_unix, double end_unix, Edges edges,
                              const std::string& label, bool with_stats) {
-  const double margin = kMaxSampleGapS + 1.0;
-  const Series s = local_samples(track, std::min(start_unix, end_unix) - margin,
-                                 std::max(start_unix, end_unix) + margin);
+  const Series s = local_samples(track, std::min(start_unix, end_unix) - kWindowMargin,
+                                 std::max(start_unix, end_unix) + kWindowMargin);
   return edges == Edges::snap ? snap(track, s, start_unix, end_unix, label, with_stats)
                               : interpolate(track, s, start_unix, end_unix, label, with_stats);
+}
+
+Integration integrate_samples(const Series& samples, double start_unix, double end_unix,
+                              Edges edges, const std::string& label, bool with_stats) {
+  // The track is only read on the way to an error (whether it has any value, how far its
+  // nearest sample is): an empty one stands in, and the caller redoes failures.
+  static const Track kNone;
+  return edges == Edges::snap
+             ? snap(kNone, samples, start_unix, end_unix, label, with_stats)
+             : interpolate(kNone, samples, start_unix, end_unix, label, with_stats);
 }
 
 }  // namespace cpupower::report

@@ -47,9 +47,19 @@ struct Integration {
   std::string error;  // "<label>: ..." when row is empty
 };
 
+// Every sample an integral can rest on lies within this of the window.
+inline constexpr double kWindowMargin = kMaxSampleGapS + 1.0;
+
 // `with_stats` false skips the sample statistics (mean, percentiles) when only the energy
 // is wanted.
 Integration integrate_window(const Track& track, double start_unix, double end_unix, Edges edges,
                              const std::string& label, bool with_stats = true);
+
+// The same over samples gathered by the caller: every valued sample of the series within
+// kWindowMargin of the window, ascending. A success equals integrate_window's; a failure's
+// text lacks what only the whole series tells (the distance to the nearest sample), so a
+// caller that reports it asks integrate_window.
+Integration integrate_samples(const Series& samples, double start_unix, double end_unix,
+                              Edges edges, const std::string& label, bool with_stats = true);
 
 }  // namespace cpupower::report

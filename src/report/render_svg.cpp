@@ -57,8 +57,8 @@ std::vector<Panel> panels(const RunData& run) {
     for (const auto& n : run.gpu->nodes)
       by_host[n.host].lines.push_back({"GPU", "#1f77b4", &n.power});
   }
-  for (const auto& [host, track] : run.module_nodes) {
-    by_host[host].lines.push_back({"module (superchip)", "#2ca02c", &track});
+  for (const auto& node : run.module_nodes) {
+    by_host[node->host()].lines.push_back({"module (superchip)", "#2ca02c", &node->whole()});
   }
   std::vector<Panel> out;
   for (auto& [host, p] : by_host) {

@@ -53,7 +53,7 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     data.gpu = build_gpu_data(file, roles);
     data.gpu->path = *in.gpu_samples;
   }
-  build_module_nodes(data, scan_threads(options.threads));
+  build_module_nodes(data);
   return "";
 }
 

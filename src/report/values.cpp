@@ -65,6 +65,8 @@ void Values::to_doubles() {
 
 void Values::append(const Values& from) {
   const std::size_t n = from.size();
+  // A finer scale in `from` is taken first (at once when this column is still empty).
+  if (compact_ && from.compact_ && from.scale_ > scale_) rescale(from.scale_);
   if (compact_ && from.compact_ && from.scale_ <= scale_) {
     // The common case: integers at the same (or a coarser) scale stay integers.
     const std::int64_t factor = kPow10[scale_ - from.scale_];

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "report/numeric.hpp"
-#include "report/parallel.hpp"
 
 namespace cpupower::report {
 namespace {
@@ -59,10 +58,21 @@ void module_rows(const RunData& run, WindowReport& r) {
       r.warnings.push_back("module_w: " + problem);
     }
   }
-  for (const auto& [host, track] : run.module_nodes) {
-    problem.clear();
-    if (!add_row(track, "module/" + host, r, &r.module_per_node, &problem)) {
-      r.warnings.push_back("module_w: " + problem);
+  for (const auto& node : run.module_nodes) {
+    // Only the window's own stretch is summed; a failure is redone on the whole series,
+    // whose error text tells how far the nearest sample is.
+    const std::string label = "module/" + node->host();
+    const double lo = std::min(r.window.start_unix, r.window.end_unix) - kWindowMargin;
+    const double hi = std::max(r.window.start_unix, r.window.end_unix) + kWindowMargin;
+    Integration in = integrate_samples(node->samples(lo, hi), r.window.start_unix,
+                                       r.window.end_unix, r.edges, label);
+    if (!in.row) {
+      in = integrate_window(node->whole(), r.window.start_unix, r.window.end_unix, r.edges, label);
+    }
+    if (in.row) {
+      r.module_per_node.push_back(std::move(*in.row));
+    } else {
+      r.warnings.push_back("module_w: " + in.error);
     }
   }
   if (!r.module_per_node.empty()) r.module_total_joules = sum_joules(r.module_per_node);
@@ -173,50 +183,55 @@ void our_warnings(const RunData& run, WindowReport& r) {
   }
 }
 
-// The instants of `tracks[0]` at which every track of the host has a value, with the sum.
-Track module_sum(const std::vector<const Track*>& tracks) {
-  // Walk the sockets' sorted times together; keep instants every socket has a value for.
-  std::vector<std::size_t> pos(tracks.size(), 0);
-  const Track& lead = *tracks[0];
-  Doubles t, w;
-  t.reserve(lead.size());
-  w.reserve(lead.size());
-  for (std::size_t i = 0; i < lead.size(); ++i) {
-    const double at = lead.time(i);
-    double sum = lead.v[i];
-    bool all = !std::isnan(sum);
-    for (std::size_t k = 1; k < tracks.size() && all; ++k) {
-      const auto& tk = *tracks[k]->t;
-      while (pos[k] < tk.size() && tk[pos[k]] < at) ++pos[k];
-      all = pos[k] < tk.size() && tk[pos[k]] == at && tracks[k]->has(pos[k]);
-      if (all) sum += tracks[k]->v[pos[k]];
-    }
-    if (!all) continue;
-    t.push_back(at);
-    w.push_back(sum);
-  }
-  return make_track(std::move(t), std::move(w));
-}
-
 }  // namespace
 
-void build_module_nodes(RunData& run, unsigned threads) {
+Series ModuleNode::samples(double lo, double hi, std::size_t limit) const {
+  // Walk the sockets' sorted times together; keep the instants every socket has a value for.
+  const Track& lead = *sockets_[0];
+  const auto from = [&](const Track& track) {
+    return static_cast<std::size_t>(std::lower_bound(track.t->begin(), track.t->end(), lo) -
+                                    track.t->begin());
+  };
+  std::vector<std::size_t> pos;
+  for (const Track* s : sockets_) pos.push_back(from(*s));
+  Series out;
+  for (std::size_t i = pos[0]; i < lead.size() && out.size() < limit; ++i) {
+    const double at = lead.time(i);
+    if (at > hi) break;
+    double sum = lead.v[i];
+    bool all = !std::isnan(sum);
+    for (std::size_t k = 1; k < sockets_.size() && all; ++k) {
+      const Track& tk = *sockets_[k];
+      while (pos[k] < tk.size() && tk.time(pos[k]) < at) ++pos[k];
+      all = pos[k] < tk.size() && tk.time(pos[k]) == at && tk.has(pos[k]);
+      if (all) sum += tk.v[pos[k]];
+    }
+    if (!all) continue;
+    out.t.push_back(at);
+    out.w.push_back(sum);
+  }
+  return out;
+}
+
+const Track& ModuleNode::whole() const {
+  std::call_once(once_, [&] {
+    Series all =
+        samples(-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
+    whole_ = make_track(all.t, all.w);
+  });
+  return whole_;
+}
+
+void build_module_nodes(RunData& run) {
   if (!run.cpu) return;
   std::map<std::string, std::vector<const Track*>> by_host;
   for (const auto& s : run.cpu->sockets) {
     if (s.module && s.module->any_value()) by_host[s.host].push_back(&*s.module);
   }
-  std::vector<std::pair<std::string, Track>> sums;
-  std::vector<const std::vector<const Track*>*> inputs;
-  for (const auto& [host, tracks] : by_host) {
-    sums.emplace_back(host, Track{});
-    inputs.push_back(&tracks);
-  }
-  // Hosts are independent: one at a time on each of `threads` threads.
-  parallel_for(sums.size(), threads,
-               [&](std::size_t i) { sums[i].second = module_sum(*inputs[i]); });
-  for (auto& [host, track] : sums) {
-    if (track.size() > 0) run.module_nodes.emplace_back(host, std::move(track));
+  for (auto& [host, tracks] : by_host) {
+    auto node = std::make_unique<ModuleNode>(host, std::move(tracks));
+    const double inf = std::numeric_limits<double>::infinity();
+    if (!node->samples(-inf, inf, 1).empty()) run.module_nodes.push_back(std::move(node));
   }
 }
 

@@ -2,6 +2,9 @@
 // One benchmark window's report: every breakdown row, totals, per-token and per-watt
 // figures, timing, utilization and warnings. Plain data; rendering lives in render_*.cpp.
 
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,16 +18,36 @@
 
 namespace cpupower::report {
 
+// A host's superchip power: the sum of its sockets' module_w at the instants where every
+// one of them has a reading, so a missing socket never shows as a dip. Windows sum just the
+// stretch they integrate; the whole series is built once, when something needs it.
+class ModuleNode {
+ public:
+  ModuleNode(std::string host, std::vector<const Track*> sockets)
+      : host_(std::move(host)), sockets_(std::move(sockets)) {}
+  const std::string& host() const { return host_; }
+  // The summed samples in [lo, hi], at most `limit` of them.
+  Series samples(double lo, double hi, std::size_t limit = SIZE_MAX) const;
+  const Track& whole() const;  // thread-safe
+
+ private:
+  std::string host_;
+  std::vector<const Track*> sockets_;  // the sockets' module_w tracks, in RunData::cpu
+  mutable std::once_flag once_;
+  mutable Track whole_;
+};
+
 // Everything the windows share: the legs, loaded once.
 struct RunData {
   std::optional<CpuData> cpu;
   std::optional<GpuData> gpu;
-  std::vector<std::pair<std::string, Track>> module_nodes;  // (host, summed module_w)
+  // Hosts whose module sum has at least one instant; they point into `cpu`, so RunData is
+  // filled in place and never copied.
+  std::vector<std::unique_ptr<ModuleNode>> module_nodes;
 };
 
-// Builds the per-host module_w sums (timestamps where every module socket of the host has
-// a reading, so a missing socket never shows as a dip).
-void build_module_nodes(RunData& run, unsigned threads = 1);
+// Finds the hosts whose sockets' module_w sums to a series (see ModuleNode).
+void build_module_nodes(RunData& run);
 
 struct UtilRow {
   std::string label;

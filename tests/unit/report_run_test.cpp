@@ -490,6 +490,44 @@ TEST_F(RunDir, NodeStatisticsComeFromTheSummedSeries) {
   EXPECT_DOUBLE_EQ(*r.perf.output_tps_per_gpu, 12.5);
 }
 
+// The superchip series of a node sums its sockets' module_w where both have a reading. Each
+// window sums only its own stretch; a window without coverage still gets the error text of
+// the whole series (how far the nearest summed sample is).
+TEST_F(RunDir, ModuleNodeSumsPerWindowAndTheirCoverageWarning) {
+  write("benchmark.out", "Successful requests: 2\n");
+  write(
+      "sa-bench_x/results_concurrency_1_gpus_4.json",
+      R"({"benchmark_start_time_unix": 10.0, "benchmark_end_time_unix": 20.0, "total_input_tokens": 10, "total_output_tokens": 10})");
+  write(
+      "sa-bench_x/results_concurrency_2_gpus_4.json",
+      R"({"benchmark_start_time_unix": 50.0, "benchmark_end_time_unix": 55.0, "total_input_tokens": 10, "total_output_tokens": 10})");
+  std::string csv =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n";
+  for (int t = 0; t <= 60; ++t) {
+    const std::string time = std::to_string(t);
+    csv += "3," + time + ",node-a,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,500,210\n";
+    csv += "3," + time + ",node-a,acpi,CPU1:cpuSidePowerUsageW,1,110,,,," + (t <= 30 ? "600" : "") +
+           ",210\n";
+  }
+  write("power/cpu/samples.csv", csv);
+  const ReportRun run = build_reports(dir(), {});
+  ASSERT_EQ(run.windows.size(), 2u);
+  const WindowReport& covered = run.windows[0];
+  ASSERT_EQ(covered.module_per_node.size(), 1u);
+  EXPECT_EQ(covered.module_per_node[0].label, "module/node-a");
+  EXPECT_DOUBLE_EQ(covered.module_per_node[0].stats.joules, 11000);
+  EXPECT_EQ(covered.module_per_node[0].stats.samples, 11u);
+  EXPECT_DOUBLE_EQ(covered.module_total_joules.value_or(0), 11000);
+  const WindowReport& late = run.windows[1];
+  EXPECT_TRUE(late.module_per_node.empty());
+  const std::string expected =
+      "module_w: module/node-a: window start at 50.000 is not bracketed by samples within 3.0s "
+      "(previous sample 20.000s before, next sample none), no coverage";
+  EXPECT_NE(std::find(late.warnings.begin(), late.warnings.end(), expected), late.warnings.end())
+      << "warnings: " << ::testing::PrintToString(late.warnings);
+}
+
 // The reference notes' R4 example (section 11.2), kept as a fixture: the exact text block
 // and the JSON's key order.
 TEST(ReportGolden, ReferenceExampleTextAndJson) {
