@@ -95,15 +95,22 @@ inline constexpr std::uint64_t kPow10U64[] = {1ULL,
                                               1000000000000000000ULL,
                                               10000000000000000000ULL};
 
-// With `mantissa` and `frac`, an `exact` result from the fast path also gives the decimal
-// it divided: *out == *mantissa / 10^*frac (frac is -1 otherwise).
-inline Decimal fast_decimal(std::string_view s, double* out, std::int64_t* mantissa_out = nullptr,
-                            int* frac_out = nullptr) {
-  if (frac_out != nullptr) *frac_out = -1;
+// The digits of a plain decimal ([+-]digits[.digits], at least one digit, nothing else):
+// its value is mantissa / 10^frac with the sign apart. The mantissa is exact up to 19 digits.
+struct PlainDecimal {
+  std::uint64_t mantissa = 0;
+  int frac = 0;
+  bool negative = false;
+  bool plus = false;  // a leading '+'
+};
+enum class Plain { ok, too_long, other };
+
+inline Plain scan_plain_decimal(std::string_view s, PlainDecimal* d) {
   const char* p = s.data();
   const char* const end = p + s.size();
-  const bool negative = p < end && *p == '-';
-  if (p < end && (*p == '-' || *p == '+')) ++p;
+  d->negative = p < end && *p == '-';
+  d->plus = p < end && *p == '+';
+  if (d->negative || d->plus) ++p;
   // The integer and fraction digits accumulate separately (two short dependency chains
   // instead of one long one) and are joined at the end. Up to 19 digits in all cannot
   // overflow; longer numbers (leading zeros included) go the long way.
@@ -124,10 +131,21 @@ inline Decimal fast_decimal(std::string_view s, double* out, std::int64_t* manti
     }
     frac_digits = p - frac_start;
   }
-  if (p != end || int_digits + frac_digits == 0) return Decimal::other;
-  if (int_digits + frac_digits > 19) return s[0] == '+' ? Decimal::other : Decimal::long_plain;
-  const std::uint64_t mantissa = int_part * kPow10U64[frac_digits] + frac_part;
-  if (mantissa > (std::uint64_t{1} << 53)) {
+  if (p != end || int_digits + frac_digits == 0) return Plain::other;
+  if (int_digits + frac_digits > 19) return Plain::too_long;
+  d->mantissa = int_part * kPow10U64[frac_digits] + frac_part;
+  d->frac = static_cast<int>(frac_digits);
+  return Plain::ok;
+}
+
+inline Decimal fast_decimal(std::string_view s, double* out) {
+  PlainDecimal d;
+  const Plain plain = scan_plain_decimal(s, &d);
+  if (plain == Plain::other) return Decimal::other;
+  // from_chars, the long way, takes no '+'.
+  const Decimal long_way = d.plus ? Decimal::other : Decimal::long_plain;
+  if (plain == Plain::too_long) return long_way;
+  if (d.mantissa > (std::uint64_t{1} << 53)) {
 #if (defined(__x86_64__) || defined(__i386__)) && __LDBL_MANT_DIG__ == 64
     // x87 extended precision holds every 19-digit mantissa and power of ten up to 10^19
     // exactly, so the quotient is correctly rounded to 64 bits. Rounding that to 53 bits
@@ -135,24 +153,19 @@ inline Decimal fast_decimal(std::string_view s, double* out, std::int64_t* manti
     // two doubles (its 11 dropped bits are 100 0000 0000), where the exact value may lie on
     // either side: only those go the long way.
     const long double q =
-        static_cast<long double>(mantissa) / static_cast<long double>(kPow10U64[frac_digits]);
+        static_cast<long double>(d.mantissa) / static_cast<long double>(kPow10U64[d.frac]);
     std::uint64_t significand = 0;
     std::memcpy(&significand, &q, sizeof significand);
     if ((significand & 0x7FF) != 0x400) {
       const auto v = static_cast<double>(q);
-      *out = negative ? -v : v;
+      *out = d.negative ? -v : v;
       return Decimal::exact;
     }
 #endif
-    return s[0] == '+' ? Decimal::other : Decimal::long_plain;  // from_chars takes no '+'
+    return long_way;
   }
-  const double v = static_cast<double>(mantissa) / kExactPow10[frac_digits];
-  *out = negative ? -v : v;
-  if (frac_out != nullptr) {
-    *mantissa_out =
-        negative ? -static_cast<std::int64_t>(mantissa) : static_cast<std::int64_t>(mantissa);
-    *frac_out = static_cast<int>(frac_digits);
-  }
+  const double v = static_cast<double>(d.mantissa) / kExactPow10[d.frac];
+  *out = d.negative ? -v : v;
   return Decimal::exact;
 }
 
@@ -168,18 +181,6 @@ bool parse_number_slow(std::string_view cell, double* out);
 inline bool parse_number(std::string_view cell, double* out) {
   if (cell.empty()) return false;
   if (detail::fast_decimal(cell, out) == detail::Decimal::exact) return true;
-  return parse_number_slow(cell, out);
-}
-
-// parse_number that also gives the plain decimal behind the value when it has one (the
-// collectors' cells): *out == *mantissa / 10^*frac, exactly as parsed; *frac is -1 for cells
-// read any other way.
-inline bool parse_number_parts(std::string_view cell, double* out, std::int64_t* mantissa,
-                               int* frac) {
-  *frac = -1;
-  if (cell.empty()) return false;
-  if (detail::fast_decimal(cell, out, mantissa, frac) == detail::Decimal::exact) return true;
-  *frac = -1;
   return parse_number_slow(cell, out);
 }
 

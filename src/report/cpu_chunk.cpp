@@ -18,17 +18,16 @@ std::string_view cell(std::span<const std::string_view> cells,
 // Appends this row's value (or NaN) to a column that only materialises at its first value,
 // so that files without rails or module_w cost nothing for them.
 void push_column(Column& col, std::size_t row, std::string_view text, std::size_t bound) {
-  double v = kNaN;
-  std::int64_t mantissa = 0;
-  int frac = -1;
-  const bool ok = artifacts::parse_number_parts(text, &v, &mantissa, &frac);
   if (!col.present) {
-    if (!ok) return;
+    double v = kNaN;
+    if (!artifacts::parse_number(text, &v)) return;
     col.present = true;
     col.v.reserve_address_space(bound);
     col.v.append_fill(row, kNaN);
+    col.v.push_back(v);
+    return;
   }
-  col.v.push_decimal(v, mantissa, frac);
+  col.v.push_text(text);
 }
 
 // Socket ids are single digits in practice; anything else takes Python int()'s rules.
@@ -191,11 +190,7 @@ void CpuChunk::note_source(ChunkSocket& s, std::string_view source) {
 void CpuChunk::add_wide(ChunkSocket& s, std::span<const std::string_view> cells, double t) {
   const std::size_t row = s.t.size();
   s.t.push_back(t);
-  double power = kNaN;
-  std::int64_t mantissa = 0;
-  int frac = -1;
-  artifacts::parse_number_parts(cell(cells, c_->power_w), &power, &mantissa, &frac);
-  s.power.push_decimal(power, mantissa, frac);
+  s.power.push_text(cell(cells, c_->power_w));
   for (std::size_t i = 0; i < 3; ++i) {
     push_column(s.rails[i], row, cell(cells, c_->rails[i]), row_bound_);
   }

@@ -11,8 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <vector>
 
+#include "artifacts/csv_stream.hpp"
 #include "report/doubles.hpp"
 
 namespace cpupower::report {
@@ -36,15 +38,23 @@ class Values {
 
   // Any value, NaN for none.
   void push_back(double v);
-  // A parsed value with the decimal it came from: v == mantissa / 10^frac (frac < 0: none).
-  void push_decimal(double v, std::int64_t mantissa, int frac) {
-    if (compact_ && frac >= 0 && frac <= scale_ && (mantissa != 0 || !std::signbit(v))) {
-      const std::int64_t m = mantissa * kPow10[scale_ - frac];
-      if (m >= -kLimit && m <= kLimit) {
-        ints_.push_back(static_cast<std::int32_t>(m));
+  // A CSV cell's value (Python float(); NaN when blank or not a number). A plain decimal
+  // that fits the column's integers as they are goes in from its digits, without ever being
+  // a double: no division on the loader's hottest path.
+  void push_text(std::string_view cell) {
+    artifacts::detail::PlainDecimal d;
+    if (compact_ &&
+        artifacts::detail::scan_plain_decimal(cell, &d) == artifacts::detail::Plain::ok &&
+        d.frac <= scale_ && d.mantissa <= static_cast<std::uint64_t>(kLimit) &&
+        !(d.negative && d.mantissa == 0)) {  // -0 has no integer form
+      const auto m = static_cast<std::int64_t>(d.mantissa) * kPow10[scale_ - d.frac];
+      if (m <= kLimit) {
+        ints_.push_back(static_cast<std::int32_t>(d.negative ? -m : m));
         return;
       }
     }
+    double v = std::numeric_limits<double>::quiet_NaN();
+    artifacts::parse_number(cell, &v);
     push_back(v);
   }
   // Appends every value of `from` (which keeps them).

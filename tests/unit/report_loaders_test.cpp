@@ -398,15 +398,13 @@ std::uint64_t bits(double v) {
 }
 
 void expect_read_back(const std::vector<std::string>& cells, bool compact) {
-  Values with_parts, plain;
+  Values with_parts, plain;  // from the cells' digits, and from parsed doubles
   std::vector<double> parsed;
   for (const auto& c : cells) {
     double v = std::numeric_limits<double>::quiet_NaN();
-    std::int64_t mantissa = 0;
-    int frac = -1;
-    artifacts::parse_number_parts(c, &v, &mantissa, &frac);
+    artifacts::parse_number(c, &v);
     parsed.push_back(v);
-    with_parts.push_decimal(v, mantissa, frac);
+    with_parts.push_text(c);
     plain.push_back(v);
   }
   EXPECT_EQ(with_parts.compact(), compact);
