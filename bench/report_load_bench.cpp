@@ -1,6 +1,7 @@
 // The energy report's loading phase on its own, on THREADS threads: splitting an exporter v3
 // samples.csv into cells, splitting and parsing its six numeric cells, and the whole load
-// into tracks (load_cpu_samples). Usage: report_load_bench SAMPLES_CSV [THREADS]
+// into tracks (load_cpu_samples). Usage: report_load_bench SAMPLES_CSV [THREADS] [load]; with
+// `load` only the whole load runs (for profiling it alone).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,11 @@ int main(int argc, char** argv) {
     return std::chrono::duration<double>(Clock::now() - a).count();
   };
   auto t0 = Clock::now();
+  if (argc > 3 && std::string(argv[3]) == "load") {
+    const auto load = cpupower::report::load_cpu_samples(path, threads);
+    std::printf("load_cpu_samples: %.3f s\n", seconds(t0));
+    return load.data ? 0 : 1;
+  }
   std::size_t cells = 0;
   cpupower::artifacts::CsvScanOptions options;
   options.threads = threads;
