@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace cpupower::report {
@@ -38,9 +40,8 @@ double reduce(const At& at, std::size_t n) {
   return pairwise(at, 0, n);
 }
 
-double lerp_at(const std::vector<double>& s, std::size_t k, double g) {
-  const double a = s[k];
-  const double b = s[k + 1];
+// numpy's _lerp between two adjacent order statistics.
+double lerp(double a, double b, double g) {
   const double d = b - a;
   return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
 }
@@ -57,33 +58,126 @@ double numpy_trapezoid(std::span<const double> x, std::span<const double> y) {
                 x.size() - 1);
 }
 
+namespace {
+
+// The order statistics `ranks` (ascending, inside [0, n)) of `values`, by selection: they
+// are put in place in ascending order, each by nth_element over the part above the last
+// one placed, or, right after one, as the minimum of what lies above it (a plain scan,
+// far cheaper than another selection). Reorders `values`.
+void select_in_place(std::vector<double>& values, const std::size_t* ranks, std::size_t count,
+                     double* out) {
+  const auto at = [&](std::size_t i) { return values.begin() + static_cast<std::ptrdiff_t>(i); };
+  std::size_t from = 0;  // positions below this hold their order statistic
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t r = ranks[i];
+    if (r >= from) {
+      if (r == from && from > 0) {
+        std::iter_swap(std::min_element(at(r), values.end()), at(r));
+      } else {
+        std::nth_element(at(from), at(r), values.end());
+      }
+      from = r + 1;
+    }
+    out[i] = values[r];
+  }
+}
+
+// A double's bits as an unsigned key in the double's order (equal doubles, -0 and +0 too,
+// get equal keys).
+std::uint64_t order_key(double x) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  if (x == 0) u = 0;
+  return (u >> 63) != 0 ? ~u : u | (std::uint64_t{1} << 63);
+}
+
+// The same order statistics by a radix pass: one pass for the range of the keys, one to
+// count them in 2048 buckets over that range, one to gather the few buckets the ranks fall
+// in; the ranks are then selected among those alone. Each pass is branch-free or nearly
+// so, where a selection over the whole array mispredicts about every other comparison.
+// `values` is not reordered.
+void select_by_buckets(const std::vector<double>& values, const std::size_t* ranks,
+                       std::size_t count, double* out) {
+  constexpr std::size_t kBuckets = 2048;
+  std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+  for (const double x : values) {
+    const std::uint64_t k = order_key(x);
+    lo = std::min(lo, k);
+    hi = std::max(hi, k);
+  }
+  const int width = hi == lo ? 0 : 64 - __builtin_clzll(hi - lo);
+  const int shift = width > 11 ? width - 11 : 0;
+  std::vector<std::uint32_t> counts(kBuckets, 0);
+  for (const double x : values) ++counts[(order_key(x) - lo) >> shift];
+  // The bucket of each rank, and the rank within it.
+  std::size_t bucket_of[8], rank_in[8];
+  std::vector<std::int8_t> slot(kBuckets, -1);  // bucket -> index among the gathered ones
+  std::size_t gathered = 0;
+  std::size_t bucket_starts[8];
+  {
+    std::size_t b = 0, below = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      while (below + counts[b] <= ranks[i]) below += counts[b++];
+      bucket_of[i] = b;
+      rank_in[i] = ranks[i] - below;
+      if (slot[b] < 0) {
+        slot[b] = static_cast<std::int8_t>(gathered);
+        bucket_starts[gathered++] = b;
+      }
+    }
+  }
+  std::vector<std::vector<double>> parts(gathered);
+  for (std::size_t g = 0; g < gathered; ++g) parts[g].reserve(counts[bucket_starts[g]]);
+  for (const double x : values) {
+    const std::int8_t g = slot[(order_key(x) - lo) >> shift];
+    if (g >= 0) parts[static_cast<std::size_t>(g)].push_back(x);
+  }
+  for (std::size_t g = 0; g < gathered; ++g) {
+    std::size_t local[8];
+    std::size_t n_local = 0;
+    std::size_t first = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (bucket_of[i] != bucket_starts[g]) continue;
+      if (n_local == 0) first = i;
+      local[n_local++] = rank_in[i];
+    }
+    select_in_place(parts[g], local, n_local, out + first);
+  }
+}
+
+}  // namespace
+
 Percentiles numpy_percentiles(std::vector<double>& values) {
   const std::size_t n = values.size();
   const double qs[4] = {5 / 100.0, 50 / 100.0, 95 / 100.0, 99 / 100.0};
-  // Every percentile reads the order statistics k and k+1. They are put in place in
-  // ascending order: k by nth_element over the part above the last one placed, k+1 as the
-  // minimum of what lies above k (a plain scan, far cheaper than another selection).
-  const auto at = [&](std::size_t i) { return values.begin() + static_cast<std::ptrdiff_t>(i); };
-  std::size_t from = 0;  // positions below this that were placed are final
+  // Every percentile reads the order statistics k and k+1 (k+1 only below n).
+  std::size_t ranks[8];
+  std::size_t count = 0;
   for (const double q : qs) {
     const auto k =
         std::min(static_cast<std::size_t>(std::floor(static_cast<double>(n - 1) * q)), n - 1);
-    if (k >= from) std::nth_element(at(from), at(k), values.end());
-    from = std::max(from, k + 1);
-    if (k + 1 < n && k + 1 >= from) {
-      std::iter_swap(std::min_element(at(k + 1), values.end()), at(k + 1));
-      from = k + 2;
+    for (const std::size_t r : {k, k + 1}) {
+      if (r < n && (count == 0 || r > ranks[count - 1])) ranks[count++] = r;
     }
   }
+  double stats[8];
+  if (n < 512) {
+    select_in_place(values, ranks, count, stats);
+  } else {
+    select_by_buckets(values, ranks, count, stats);
+  }
+  const auto order_statistic = [&](std::size_t r) {
+    return stats[std::find(ranks, ranks + count, r) - ranks];
+  };
   double out[4];
   for (int i = 0; i < 4; ++i) {
     const double v = static_cast<double>(n - 1) * qs[i];
+    const auto k = std::min(static_cast<std::size_t>(std::floor(v)), n - 1);
     if (v >= static_cast<double>(n - 1)) {
-      out[i] = values[n - 1];
+      out[i] = order_statistic(n - 1);
       continue;
     }
-    const auto k = static_cast<std::size_t>(std::floor(v));
-    out[i] = lerp_at(values, k, v - std::floor(v));
+    out[i] = lerp(order_statistic(k), order_statistic(k + 1), v - std::floor(v));
   }
   return {out[0], out[1], out[2], out[3]};
 }

@@ -158,30 +158,54 @@ TEST(ReportNumeric, PercentilesUseNumpysLerpBranches) {
 
 // Selection must give exactly what interpolating over a fully sorted copy gives (numpy sorts),
 // for every length, with ties and signed zeros.
+// Against a full sort: every length up to 400 (selection) and longer arrays (buckets over
+// the range of the values, then selection inside the buckets the ranks fall in), with many
+// ties, signed zeros, power-like values, wide ranges with infinities, and all-equal arrays.
 TEST(ReportNumeric, PercentilesEqualAFullSort) {
   std::mt19937_64 rng(11);
-  for (std::size_t n = 1; n < 400; ++n) {
-    std::vector<double> v(n);
-    for (auto& x : v) x = static_cast<double>(rng() % 50) - 25.0 + (rng() % 3 == 0 ? 0.5 : 0.0);
-    if (n % 7 == 0) v[0] = -0.0;
-    std::vector<double> sorted = v;
-    std::sort(sorted.begin(), sorted.end());
-    const auto expect = [&](double q) {
-      const double pos = static_cast<double>(n - 1) * q;
-      if (pos >= static_cast<double>(n - 1)) return sorted[n - 1];
-      const auto k = static_cast<std::size_t>(std::floor(pos));
-      const double g = pos - std::floor(pos);
-      const double a = sorted[k], b = sorted[k + 1], d = b - a;
-      return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
-    };
-    const Percentiles p = numpy_percentiles(v);
-    const auto same = [](double x, double y) {
-      return x == y && std::signbit(x) == std::signbit(y);
-    };
-    EXPECT_TRUE(same(p.p5, expect(0.05))) << n;
-    EXPECT_TRUE(same(p.p50, expect(0.50))) << n;
-    EXPECT_TRUE(same(p.p95, expect(0.95))) << n;
-    EXPECT_TRUE(same(p.p99, expect(0.99))) << n;
+  const auto uniform = [&] { return static_cast<double>(rng() % 1000000) / 1000000.0; };
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 1; n < 400; ++n) lengths.push_back(n);
+  for (const std::size_t n : {511, 512, 513, 700, 1000, 4999, 5000, 20011}) lengths.push_back(n);
+  for (const std::size_t n : lengths) {
+    for (int shape = 0; shape < (n < 400 ? 1 : 4); ++shape) {
+      std::vector<double> v(n);
+      for (auto& x : v) {
+        switch (shape) {
+          case 0:  // small integers and halves: ties everywhere
+            x = static_cast<double>(rng() % 50) - 25.0 + (rng() % 3 == 0 ? 0.5 : 0.0);
+            break;
+          case 1:  // watts with three decimals
+            x = 95 + std::round(uniform() * 20000) / 1000;
+            break;
+          case 2:  // signs, magnitudes and infinities all over
+            x = (rng() % 2 ? -1 : 1) * std::ldexp(uniform(), static_cast<int>(rng() % 200) - 100);
+            if (rng() % 97 == 0) x = (rng() % 2 ? -1 : 1) * std::numeric_limits<double>::infinity();
+            break;
+          default:
+            x = 7.25;
+        }
+      }
+      if (n % 7 == 0) v[0] = -0.0;
+      std::vector<double> sorted = v;
+      std::sort(sorted.begin(), sorted.end());
+      const auto expect = [&](double q) {
+        const double pos = static_cast<double>(n - 1) * q;
+        if (pos >= static_cast<double>(n - 1)) return sorted[n - 1];
+        const auto k = static_cast<std::size_t>(std::floor(pos));
+        const double g = pos - std::floor(pos);
+        const double a = sorted[k], b = sorted[k + 1], d = b - a;
+        return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
+      };
+      const Percentiles p = numpy_percentiles(v);
+      const auto same = [](double x, double y) {
+        return (x == y && std::signbit(x) == std::signbit(y)) || (std::isnan(x) && std::isnan(y));
+      };
+      EXPECT_TRUE(same(p.p5, expect(0.05))) << n << " shape " << shape;
+      EXPECT_TRUE(same(p.p50, expect(0.50))) << n << " shape " << shape;
+      EXPECT_TRUE(same(p.p95, expect(0.95))) << n << " shape " << shape;
+      EXPECT_TRUE(same(p.p99, expect(0.99))) << n << " shape " << shape;
+    }
   }
 }
 
