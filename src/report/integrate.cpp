@@ -74,8 +74,7 @@ void fill_stats(const Series& s, std::size_t first, std::size_t last, bool full,
   out->sample_end_unix = s.t[last];
   out->samples = last - first + 1;
   if (!full) return;
-  std::vector<double> inside(s.w.begin() + static_cast<std::ptrdiff_t>(first),
-                             s.w.begin() + static_cast<std::ptrdiff_t>(last) + 1);
+  const std::span<const double> inside(s.w.data() + first, last - first + 1);
   out->mean_w = numpy_sum(inside) / static_cast<double>(inside.size());
   const auto [mn, mx] = std::minmax_element(inside.begin(), inside.end());
   out->min_w = *mn;

@@ -96,8 +96,8 @@ std::uint64_t order_key(double x) {
 // in; the ranks are then selected among those alone. Each pass is branch-free or nearly
 // so, where a selection over the whole array mispredicts about every other comparison.
 // `values` is not reordered.
-void select_by_buckets(const std::vector<double>& values, const std::size_t* ranks,
-                       std::size_t count, double* out) {
+void select_by_buckets(std::span<const double> values, const std::size_t* ranks, std::size_t count,
+                       double* out) {
   constexpr std::size_t kBuckets = 2048;
   std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
   for (const double x : values) {
@@ -147,7 +147,7 @@ void select_by_buckets(const std::vector<double>& values, const std::size_t* ran
 
 }  // namespace
 
-Percentiles numpy_percentiles(std::vector<double>& values) {
+Percentiles numpy_percentiles(std::span<const double> values) {
   const std::size_t n = values.size();
   const double qs[4] = {5 / 100.0, 50 / 100.0, 95 / 100.0, 99 / 100.0};
   // Every percentile reads the order statistics k and k+1 (k+1 only below n).
@@ -162,7 +162,8 @@ Percentiles numpy_percentiles(std::vector<double>& values) {
   }
   double stats[8];
   if (n < 512) {
-    select_in_place(values, ranks, count, stats);
+    std::vector<double> copy(values.begin(), values.end());  // selection reorders
+    select_in_place(copy, ranks, count, stats);
   } else {
     select_by_buckets(values, ranks, count, stats);
   }

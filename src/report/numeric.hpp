@@ -21,9 +21,9 @@ struct Percentiles {
   double p5 = 0, p50 = 0, p95 = 0, p99 = 0;
 };
 
-// np.percentile(values, (5, 50, 95, 99)) with the default linear method. Reorders `values`
-// (selection, not a full sort). `values` must not be empty.
-Percentiles numpy_percentiles(std::vector<double>& values);
+// np.percentile(values, (5, 50, 95, 99)) with the default linear method (by selection, not a
+// full sort). `values` must not be empty and is left as it is.
+Percentiles numpy_percentiles(std::span<const double> values);
 
 // Python's {:,.2f} (and other precisions): correctly rounded fixed point with a comma every
 // three integer digits.
