@@ -343,7 +343,7 @@ CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& optio
     }
     return jobs;
   };
-  const bool blocks = n > 1 && options.block_bytes > 0;
+  const bool blocks = n > 1 && options.block_bytes > 0 && options.on_block;
   if (blocks) n = std::max<std::uint64_t>(n, body_bytes / options.block_bytes + 1);
   std::vector<ChunkJob> jobs = make_jobs(n, n == 1);
   if (blocks) {

@@ -1,6 +1,7 @@
 #pragma once
 // What one chunk of a CPU samples file contributes, in file order: the per-row work of the
-// CPU loader. Chunks are merged in file order afterwards (cpu_load.cpp).
+// CPU loader. A block's chunk is appended to the file's chunk (absorb); chunks are merged in
+// file order afterwards (cpu_load.cpp).
 
 #include <array>
 #include <cstddef>

@@ -1,5 +1,6 @@
-// Loading a CPU samples file: scan (in chunks, see cpu_chunk.cpp), then merge the chunks in
-// file order and give every socket and node its sorted tracks.
+// Loading a CPU samples file: scan (in blocks appended to one chunk in file order, or for a
+// small file in one chunk per thread; see cpu_chunk.cpp), then merge the chunks in file
+// order and give every socket and node its sorted tracks.
 
 #include <algorithm>
 #include <condition_variable>
