@@ -255,7 +255,7 @@ void CpuChunk::add(const artifacts::CsvRecord& record) {
       add_long(s, cells, t);
     }
     note_source(s, cell(cells, c_->source));
-    for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t i = 0; i < 5 && any_util_; ++i) {
       double u = 0;
       if (!artifacts::parse_number(cell(cells, c_->util[i]), &u)) continue;
       s.util[i].t.push_back(t);

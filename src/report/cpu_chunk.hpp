@@ -3,6 +3,7 @@
 // CPU loader. A block's chunk is appended to the file's chunk (absorb); chunks are merged in
 // file order afterwards (cpu_load.cpp).
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -93,7 +94,10 @@ class CpuChunk {
   // `row_bound`: at most this many rows can reach this chunk (its bytes / shortest row);
   // columns reserve address space for that many values and are then written in place.
   CpuChunk(const artifacts::CpuCsvColumns* columns, std::size_t row_bound)
-      : c_(columns), row_bound_(row_bound) {}
+      : c_(columns),
+        row_bound_(row_bound),
+        any_util_(std::any_of(columns->util.begin(), columns->util.end(),
+                              [](const auto& index) { return index.has_value(); })) {}
   void add(const artifacts::CsvRecord& record);
   // Appends everything `block` collected (the rows right after this chunk's in the file)
   // and empties it for the next block, keeping its memory: a block's columns are written
@@ -116,6 +120,7 @@ class CpuChunk {
 
   const artifacts::CpuCsvColumns* c_;
   std::size_t row_bound_ = 0;
+  bool any_util_ = false;  // the file has utilization columns (the host leg's v2 and later)
   static constexpr std::size_t kLinearHosts = 16;
   struct Hash {
     using is_transparent = void;
