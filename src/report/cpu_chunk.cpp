@@ -134,9 +134,14 @@ void CpuChunk::absorb(CpuChunk& block) {
 }
 
 std::size_t CpuChunk::host_id(std::string_view name) {
-  // Rows cycle through a handful of hosts: a scan of the known names beats hashing (and
-  // never allocates); the map only serves files with many hosts.
-  if (last_host_ != SIZE_MAX && hosts[last_host_].name == name) return last_host_;
+  // Rows come host after host in the same order every scrape: the last row's host, then the
+  // host that followed it last time, almost always match. Otherwise a scan of the known
+  // names beats hashing (and never allocates); the map only serves files with many hosts.
+  if (last_host_ != SIZE_MAX) {
+    if (hosts[last_host_].name == name) return last_host_;
+    const std::size_t next = hosts[last_host_].next;
+    if (next != SIZE_MAX && hosts[next].name == name) return last_host_ = next;
+  }
   std::size_t found = SIZE_MAX;
   if (hosts.size() <= kLinearHosts) {
     for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -159,6 +164,7 @@ std::size_t CpuChunk::host_id(std::string_view name) {
       }
     }
   }
+  if (last_host_ != SIZE_MAX) hosts[last_host_].next = found;
   last_host_ = found;
   return found;
 }

@@ -87,6 +87,7 @@ struct ChunkHost {
   Pairs totals;
   CachedNumber last_total;                                 // the text behind totals.w.back()
   std::vector<std::pair<long long, std::size_t>> sockets;  // socket id -> index in `sockets`
+  std::size_t next = SIZE_MAX;  // the host whose row last followed one of this host's
 };
 
 class CpuChunk {
