@@ -1,10 +1,12 @@
 // Where the energy report's time goes on one run directory, each in a fresh process:
-//   report_phases_bench RUN_DIR load   loads the CPU samples twice: the first load writes
-//                                      fresh memory, the second reuses the pages the first
-//                                      one freed (what fresh memory costs on this machine)
-//   report_phases_bench RUN_DIR        the whole report build (discovery, windows, loading,
-//                                      every window), then the text and JSON renderers, and
-//                                      the window statistics' percentiles on their own
+//   report_phases_bench RUN_DIR load                the CPU samples loaded once
+//   report_phases_bench RUN_DIR load-after-threads  the same after starting and joining one
+//                                                   idle thread per core (on a VM the first
+//                                                   parallel work of a process can be slower)
+//   report_phases_bench RUN_DIR                     the whole report build (discovery,
+//                                                   windows, loading, every window), the
+//                                                   text and JSON renderers, and the window
+//                                                   statistics' percentiles on their own
 // RUN_DIR as kept by `KEEP=1 bash bench/report_bench.sh ...`. Threads: the report's own
 // choice (one per core, at most 8).
 #include <algorithm>
@@ -28,29 +30,33 @@ double seconds_since(Clock::time_point a) {
   return std::chrono::duration<double>(Clock::now() - a).count();
 }
 
-int load_twice(const std::string& dir) {
+int load(const std::string& dir, bool threads_first) {
   const report::Discovery found = report::discover_run(dir, std::nullopt);
   if (!found.run || !found.run->cpu_samples) {
     std::fprintf(stderr, "%s: no run with CPU samples (%s)\n", dir.c_str(), found.error.c_str());
     return 1;
   }
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  for (const char* what : {"fresh memory", "memory freed by the first load"}) {
-    const auto t0 = Clock::now();
-    const auto load = report::load_cpu_samples(*found.run->cpu_samples, threads);
-    std::printf("load CPU samples, %s: %.3f s (%zu rows)\n", what, seconds_since(t0),
-                load.data ? load.data->rows : 0);
+  if (threads_first) {
+    std::vector<std::thread> idle;
+    for (unsigned i = 0; i < threads; ++i) idle.emplace_back([] {});
+    for (auto& t : idle) t.join();
   }
-  return 0;
+  const auto t0 = Clock::now();
+  const auto loaded = report::load_cpu_samples(*found.run->cpu_samples, threads);
+  std::printf("load CPU samples%s: %.3f s (%zu rows)\n", threads_first ? " after idle threads" : "",
+              seconds_since(t0), loaded.data ? loaded.data->rows : 0);
+  return loaded.data ? 0 : 1;
 }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s RUN_DIR [load]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s RUN_DIR [load|load-after-threads]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
-  if (argc > 2 && std::string(argv[2]) == "load") return load_twice(dir);
+  const std::string mode = argc > 2 ? argv[2] : "";
+  if (mode == "load" || mode == "load-after-threads") return load(dir, mode != "load");
   report::ReportOptions options;
   options.edges = report::Edges::snap;
   auto t0 = Clock::now();
