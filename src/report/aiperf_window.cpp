@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "report/discovery.hpp"
 #include "report/iso_time.hpp"
 #include "report/json_value.hpp"
 #include "report/phase_log.hpp"
@@ -16,12 +17,6 @@ namespace cpupower::report {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A regular file (or a link to one); false on any error rather than an exception.
-bool is_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
 
 struct RecordSpan {
   long long min_start_ns = std::numeric_limits<long long>::max();

@@ -12,11 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A regular file (or a link to one); false on any error rather than an exception.
-bool is_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
 using Parts = std::vector<std::string>;
 
 std::string join(const std::string& root, const Parts& rel) {
@@ -165,6 +160,11 @@ std::string choose_samples(const Tree& tree, const std::string& root,
 }
 
 }  // namespace
+
+bool is_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
+}
 
 std::string python_path_str(const std::string& path) {
   if (path.empty()) return ".";

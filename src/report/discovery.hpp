@@ -4,6 +4,7 @@
 // benchmark type from benchmark.out, and one window source per concurrency point - or the
 // `cpu-power run` session's own window when there are no benchmark artifacts.
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct Discovery {
 
 Discovery discover_run(const std::string& log_dir,
                        const std::optional<std::string>& cpu_samples_override);
+
+// A regular file (or a link to one); false on any error rather than an exception.
+bool is_file(const std::filesystem::path& p);
 
 // Python's str(pathlib.Path(p)): no empty or "." components, no trailing slash.
 std::string python_path_str(const std::string& path);
