@@ -15,19 +15,45 @@ std::string_view cell(std::span<const std::string_view> cells,
   return index && *index < cells.size() ? cells[*index] : std::string_view{};
 }
 
-// Appends this row's value (or NaN) to a column that only materialises at its first value,
-// so that files without rails or module_w cost nothing for them.
-void push_column(Column& col, std::size_t row, std::string_view text, std::size_t bound) {
+// Makes `v` `n` values long (NaN for the missing ones), when it is shorter.
+void pad(Values& v, std::size_t n) {
+  if (v.size() < n) v.append_fill(n - v.size(), kNaN);
+}
+
+// A column that only materialises at its first value, so that files without rails or
+// module_w cost nothing for them.
+void materialise(Column& col, std::size_t bound) {
+  if (col.present) return;
+  col.present = true;
+  col.v.reserve_address_space(bound);
+}
+
+// Puts this row's value (or NaN) at `entry`, the last entry of the host's times so far.
+void push_column(Column& col, std::size_t entry, std::string_view text, std::size_t bound) {
   if (!col.present) {
     double v = kNaN;
     if (!artifacts::parse_number(text, &v)) return;
-    col.present = true;
-    col.v.reserve_address_space(bound);
-    col.v.append_fill(row, kNaN);
+    materialise(col, bound);
+    pad(col.v, entry);
     col.v.push_back(v);
     return;
   }
+  pad(col.v, entry);
   col.v.push_text(text);
+}
+
+// A later row at the same time: its cell replaces the value at `entry` unless it is blank
+// (the last row wins, and a blank cell is no value).
+void overwrite_column(Column& col, std::size_t entry, std::string_view text, std::size_t bound) {
+  double v = kNaN;
+  if (!artifacts::parse_number(text, &v) || std::isnan(v)) return;
+  materialise(col, bound);
+  if (col.v.size() > entry) {
+    col.v.set(entry, v);
+    return;
+  }
+  pad(col.v, entry);
+  col.v.push_back(v);
 }
 
 // Socket ids are single digits in practice; anything else takes Python int()'s rules.
@@ -62,21 +88,39 @@ void absorb_pairs(Pairs& into, Pairs& from) {
   from.w.truncate(0);
 }
 
-// The same for an optional column; `before` rows precede the block's `rows` rows.
-void absorb_column(Column& into, Column& from, std::size_t before, std::size_t rows,
-                   std::size_t bound) {
-  if (from.present) {
-    if (!into.present) {
-      into.present = true;
-      into.v.reserve_address_space(bound);
-      into.v.append_fill(before, kNaN);
+// Where a block's host times land in the absorbing chunk's: block entry j at entry base + j.
+// When the block's first time repeats the chunk's last one (a scrape whose rows straddle
+// the blocks), that entry is shared: `shared` is true and base is the chunk's last entry.
+struct Landing {
+  std::size_t base = 0;
+  bool shared = false;
+};
+
+// Moves the values of a block's column behind this chunk's, per `at`, and empties it.
+void absorb_values(Values& into, Values& from, Landing at) {
+  std::size_t j = 0;
+  if (at.shared && from.size() > 0) {
+    const double v = from[0];
+    if (into.size() > at.base) {
+      if (!std::isnan(v)) into.set(at.base, v);
+    } else {
+      pad(into, at.base);
+      into.push_back(v);
     }
-    into.v.append(from.v);
-  } else if (into.present) {
-    into.v.append_fill(rows, kNaN);
+    j = 1;
   }
+  if (from.size() > j) {
+    pad(into, at.base + j);
+    into.append(from, j);
+  }
+  from.truncate(0);
+}
+
+void absorb_column(Column& into, Column& from, Landing at, std::size_t bound) {
+  if (!from.present) return;
+  materialise(into, bound);
+  absorb_values(into.v, from.v, at);
   from.present = false;
-  from.v.truncate(0);
 }
 
 }  // namespace
@@ -94,21 +138,28 @@ void CpuChunk::absorb(CpuChunk& block) {
   rows += block.rows;
   skipped += block.skipped;
   block.rows = block.skipped = 0;
-  for (auto& h : block.hosts) absorb_pairs(hosts[host_id(h.name)].totals, h.totals);
+  std::vector<Landing> landing(block.hosts.size());
+  for (std::size_t i = 0; i < block.hosts.size(); ++i) {
+    ChunkHost& from = block.hosts[i];
+    ChunkHost& into = hosts[host_id(from.name)];
+    const std::size_t n = into.t.size();
+    const bool shared = n > 0 && !from.t.empty() && from.t[0] == into.t.back();
+    landing[i] = {n - (shared ? 1 : 0), shared};
+    absorb_column(into.total, from.total, landing[i], row_bound_);
+    const std::size_t skip = shared ? 1 : 0;
+    into.t.append(std::span<const double>(from.t.data() + skip, from.t.size() - skip));
+    from.t.truncate(0);
+  }
   for (std::size_t i = 0; i < block.sockets.size(); ++i) {
     const std::size_t index = global_socket(block, i);
     ChunkSocket& into = sockets[index];
     ChunkSocket& from = block.sockets[i];
     if (c_->wide) {
-      const std::size_t before = into.t.size();
-      const std::size_t n = from.t.size();
-      into.t.append(std::span<const double>(from.t.data(), n));
-      into.power.append(from.power);
-      from.t.truncate(0);
-      from.power.truncate(0);
+      const Landing at = landing[from.host];
+      absorb_values(into.power, from.power, at);
       for (std::size_t k = 0; k < 3; ++k)
-        absorb_column(into.rails[k], from.rails[k], before, n, row_bound_);
-      absorb_column(into.module, from.module, before, n, row_bound_);
+        absorb_column(into.rails[k], from.rails[k], at, row_bound_);
+      absorb_column(into.module, from.module, at, row_bound_);
     } else {
       for (auto& sensor : from.sensors) {
         auto it = std::find_if(into.sensors.begin(), into.sensors.end(),
@@ -155,9 +206,8 @@ std::size_t CpuChunk::host_id(std::string_view name) {
   }
   if (found == SIZE_MAX) {
     found = hosts.size();
-    hosts.push_back(ChunkHost{std::string(name), {}, {}, {}});
-    hosts.back().totals.t.reserve_address_space(row_bound_);
-    hosts.back().totals.w.reserve_address_space(row_bound_);
+    hosts.push_back(ChunkHost{std::string(name), {}, {}, {}, {}});
+    hosts.back().t.reserve_address_space(row_bound_);
     if (hosts.size() > kLinearHosts) {
       for (std::size_t i = host_index_.size(); i < hosts.size(); ++i) {
         host_index_.emplace(hosts[i].name, i);
@@ -178,10 +228,7 @@ std::size_t CpuChunk::socket_id(std::size_t host, long long socket) {
   sockets.emplace_back();
   sockets.back().host = host;
   sockets.back().socket = socket;
-  if (c_->wide) {
-    sockets.back().t.reserve_address_space(row_bound_);
-    sockets.back().power.reserve_address_space(row_bound_);
-  }
+  if (c_->wide) sockets.back().power.reserve_address_space(row_bound_);
   return index;
 }
 
@@ -193,19 +240,60 @@ void CpuChunk::note_source(ChunkSocket& s, std::string_view source) {
   s.sources.emplace_back(source);
 }
 
-void CpuChunk::add_wide(ChunkSocket& s, std::span<const std::string_view> cells, double t) {
-  const std::size_t row = s.t.size();
-  s.t.push_back(t);
+void CpuChunk::add_wide(ChunkSocket& s, std::span<const std::string_view> cells,
+                        std::size_t entry) {
+  if (s.power.size() > entry) {  // this socket's second row at the same time
+    overwrite_wide(s, cells, entry);
+    return;
+  }
+  pad(s.power, entry);
   s.power.push_text(cell(cells, c_->power_w));
   for (std::size_t i = 0; i < 3; ++i) {
-    push_column(s.rails[i], row, cell(cells, c_->rails[i]), row_bound_);
+    push_column(s.rails[i], entry, cell(cells, c_->rails[i]), row_bound_);
   }
-  push_column(s.module, row, cell(cells, c_->module_w), row_bound_);
+  push_column(s.module, entry, cell(cells, c_->module_w), row_bound_);
   if (!s.has_first_sensor) {
     s.has_first_sensor = true;
     const std::string_view sensor = cell(cells, c_->sensor);
     s.first_sensor = sensor.empty() ? "power_w" : std::string(sensor);
   }
+}
+
+void CpuChunk::overwrite_wide(ChunkSocket& s, std::span<const std::string_view> cells,
+                              std::size_t entry) {
+  double v = kNaN;
+  if (artifacts::parse_number(cell(cells, c_->power_w), &v) && !std::isnan(v)) {
+    s.power.set(entry, v);
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    overwrite_column(s.rails[i], entry, cell(cells, c_->rails[i]), row_bound_);
+  }
+  overwrite_column(s.module, entry, cell(cells, c_->module_w), row_bound_);
+}
+
+void CpuChunk::add_total(ChunkHost& h, std::string_view text, std::size_t entry) {
+  Column& total = h.total;
+  if (total.v.size() > entry) {  // an earlier row at this time had a total
+    // Every socket row of a scrape repeats the node total: the same text again changes
+    // nothing; another value replaces it (the last row wins, as in the reference).
+    if (h.last_total.same(text)) return;
+    double v = kNaN;
+    if (!artifacts::parse_number(text, &v)) return;
+    h.last_total.store(text);
+    total.v.set(entry, v);
+    return;
+  }
+  double v = kNaN;
+  if (!total.present) {
+    if (!artifacts::parse_number(text, &v)) return;
+    materialise(total, row_bound_);
+    pad(total.v, entry);
+    total.v.push_back(v);
+  } else {
+    pad(total.v, entry);
+    total.v.push_text(text);
+  }
+  h.last_total.store(text);
 }
 
 void CpuChunk::add_long(ChunkSocket& s, std::span<const std::string_view> cells, double t) {
@@ -248,15 +336,18 @@ void CpuChunk::add(const artifacts::CsvRecord& record) {
   }
   const std::size_t host = host_id(cell(cells, c_->hostname));
   const std::string_view socket_text = cell(cells, c_->socket_id);
+  long long socket = 0;
+  if (!socket_text.empty() && !parse_socket(socket_text, &socket)) {
+    ++skipped;
+    return;
+  }
+  ChunkHost& h = hosts[host];
+  if (h.t.empty() || h.t.back() != t) h.t.push_back(t);
+  const std::size_t entry = h.t.size() - 1;
   if (!socket_text.empty()) {
-    long long socket = 0;
-    if (!parse_socket(socket_text, &socket)) {
-      ++skipped;
-      return;
-    }
     ChunkSocket& s = sockets[socket_id(host, socket)];
     if (c_->wide) {
-      add_wide(s, cells, t);
+      add_wide(s, cells, entry);
     } else {
       add_long(s, cells, t);
     }
@@ -269,22 +360,8 @@ void CpuChunk::add(const artifacts::CsvRecord& record) {
     }
   }
   const std::string_view total_text = cell(cells, c_->total_power_w);
-  if (total_text.empty()) return;  // a scrape without a node total: skipped, never a zero
-  ChunkHost& h = hosts[host];
-  Pairs& totals = h.totals;
-  // Every socket row of a scrape repeats the node total; collapse the repeats as they come
-  // so that memory follows scrapes, not rows (the last row wins, as in the reference).
-  const bool same_time = !totals.t.empty() && totals.t.back() == t;
-  double total = 0;
-  if (same_time && h.last_total.lookup(total_text, &total)) return;  // the same value again
-  if (!artifacts::parse_number(total_text, &total)) return;
-  h.last_total.store(total_text, total);
-  if (same_time) {
-    totals.w.back() = total;
-    return;
-  }
-  totals.t.push_back(t);
-  totals.w.push_back(total);
+  // A scrape without a node total is skipped, never read as a zero.
+  if (!total_text.empty()) add_total(h, total_text, entry);
 }
 
 }  // namespace cpupower::report

@@ -1,7 +1,13 @@
 #pragma once
 // What one chunk of a CPU samples file contributes, in file order: the per-row work of the
-// CPU loader. A block's chunk is appended to the file's chunk (absorb); chunks are merged in
-// file order afterwards (cpu_load.cpp).
+// CPU loader. A block's chunk is appended to the file's chunk (absorb), and the file's chunk
+// becomes the tracks (cpu_load.cpp).
+//
+// Every host has one time column: the times of its rows in file order, a time repeated by the
+// next row of that host kept once (the socket rows of one scrape share their timestamp). The
+// node total and, in the wide layouts, every column of the host's sockets hold one value per
+// entry of it (NaN where a row lacks the cell or the socket has no row), so a 10-million-row
+// file stores its times once per scrape, not once per socket and again for the node.
 
 #include <algorithm>
 #include <array>
@@ -42,7 +48,8 @@ struct ChunkSocket {
   std::size_t host = 0;                  // chunk-local host index
   std::size_t absorbed_into = SIZE_MAX;  // a block's socket: its index in the absorbing chunk
   long long socket = 0;
-  Doubles t;  // wide layout: one entry per row
+  // Wide layouts: one value per entry of the host's times, up to the last entry this socket
+  // has a row at (the entries after it are NaN).
   Values power;
   std::array<Column, 3> rails;
   Column module;
@@ -62,11 +69,14 @@ struct ChunkSocket {
 class CachedNumber {
  public:
   bool lookup(std::string_view text, double* value) const {
-    if (text.size() != len_ || std::memcmp(text.data(), text_, len_) != 0) return false;
+    if (!same(text)) return false;
     *value = value_;
     return true;
   }
-  void store(std::string_view text, double value) {
+  bool same(std::string_view text) const {
+    return text.size() == len_ && std::memcmp(text.data(), text_, len_) == 0;
+  }
+  void store(std::string_view text, double value = 0) {
     if (text.size() > sizeof text_) {
       len_ = SIZE_MAX;
       return;
@@ -84,8 +94,9 @@ class CachedNumber {
 
 struct ChunkHost {
   std::string name;
-  Pairs totals;
-  CachedNumber last_total;                                 // the text behind totals.w.back()
+  Doubles t;                // this host's times (see the top of this file)
+  Column total;             // total_power_w, one value per entry of t
+  CachedNumber last_total;  // the text behind the total at t's last entry
   std::vector<std::pair<long long, std::size_t>> sockets;  // socket id -> index in `sockets`
   std::size_t next = SIZE_MAX;  // the host whose row last followed one of this host's
 };
@@ -113,7 +124,9 @@ class CpuChunk {
  private:
   std::size_t host_id(std::string_view name);
   std::size_t socket_id(std::size_t host, long long socket);
-  void add_wide(ChunkSocket& s, std::span<const std::string_view> cells, double t);
+  void add_wide(ChunkSocket& s, std::span<const std::string_view> cells, std::size_t entry);
+  void overwrite_wide(ChunkSocket& s, std::span<const std::string_view> cells, std::size_t entry);
+  void add_total(ChunkHost& h, std::string_view text, std::size_t entry);
   void add_long(ChunkSocket& s, std::span<const std::string_view> cells, double t);
   void note_source(ChunkSocket& s, std::string_view source);
 

@@ -1,6 +1,6 @@
-// Loading a CPU samples file: scan (in blocks appended to one chunk in file order, or for a
-// small file in one chunk per thread; see cpu_chunk.cpp), then merge the chunks in file
-// order and give every socket and node its sorted tracks.
+// Loading a CPU samples file: scan (a large file in blocks on every thread, appended to one
+// chunk in file order; see cpu_chunk.cpp), then give every host its sorted time column and
+// every socket and node its tracks on it.
 
 #include <algorithm>
 #include <condition_variable>
@@ -35,15 +35,6 @@ void append_and_free(Doubles& into, Doubles& from) {
     return;
   }
   into.append_consuming(from);
-}
-
-void append_and_free(Values& into, Values& from) {
-  if (into.empty()) {
-    into = std::move(from);
-    return;
-  }
-  into.append(from);
-  from.release();
 }
 
 // Sorts rows by time (stable) and collapses equal times, each column keeping its last
@@ -90,65 +81,22 @@ Track pairs_track(std::vector<Pairs*> parts, bool keep_last) {
   return make_track(std::move(all.t), std::move(all.w));
 }
 
-// One optional column over all chunks, NaN where a chunk never had it; nullopt when no chunk
-// did. Must run before the chunks' time columns are merged (it reads their lengths).
-template <typename Select>
-std::optional<Values> merge_column(std::vector<ChunkSocket*>& parts, Select select) {
-  if (std::none_of(parts.begin(), parts.end(),
-                   [&](ChunkSocket* p) { return select(*p).present; })) {
-    return std::nullopt;
-  }
-  Values out;
-  for (auto* p : parts) {
-    Column& c = select(*p);
-    if (c.present) {
-      append_and_free(out, c.v);
-    } else {
-      out.append_fill(p->t.size(), kNaN);
-    }
-  }
-  return out;
-}
-
-void merge_wide(std::vector<ChunkSocket*>& parts, CpuSocket& out) {
-  std::array<std::optional<Values>, 3> rails;
+void merge_wide(ChunkSocket& p, const Times& times, CpuSocket& out) {
+  out.power = Track(times, std::move(p.power));
   for (std::size_t i = 0; i < 3; ++i) {
-    rails[i] = merge_column(parts, [i](ChunkSocket& p) -> Column& { return p.rails[i]; });
+    if (p.rails[i].present) out.rails[i] = Track(times, std::move(p.rails[i].v));
   }
-  std::optional<Values> module =
-      merge_column(parts, [](ChunkSocket& p) -> Column& { return p.module; });
-  Doubles t;
-  Values power;
-  for (auto* p : parts) append_and_free(power, p->power);
-  for (auto* p : parts) append_and_free(t, p->t);
-  std::vector<Values*> cols{&power};
-  for (auto& r : rails) {
-    if (r) cols.push_back(&*r);
-  }
-  if (module) cols.push_back(&*module);
-  sort_and_collapse(t, cols);
-  out.power = Track(std::make_shared<const Doubles>(std::move(t)), std::move(power));
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (rails[i]) out.rails[i] = Track(out.power.t, std::move(*rails[i]));
-  }
-  if (module) out.module = Track(out.power.t, std::move(*module));
-  for (auto* p : parts) {
-    if (p->has_first_sensor) {
-      out.sensor = p->first_sensor;
-      break;
-    }
-  }
+  if (p.module.present) out.module = Track(times, std::move(p.module.v));
+  if (p.has_first_sensor) out.sensor = p.first_sensor;
   out.dcgm = std::find(out.sources.begin(), out.sources.end(), "dcgm") != out.sources.end();
 }
 
-void merge_long(std::vector<ChunkSocket*>& parts, CpuSocket& out) {
+void merge_long(ChunkSocket& p, CpuSocket& out) {
   std::map<std::string, std::pair<SensorKind, std::vector<Pairs*>>> sensors;
-  for (auto* p : parts) {
-    for (auto& s : p->sensors) {
-      auto& entry = sensors[s.name];
-      entry.first = s.kind;
-      entry.second.push_back(&s.samples);
-    }
+  for (auto& s : p.sensors) {
+    auto& entry = sensors[s.name];
+    entry.first = s.kind;
+    entry.second.push_back(&s.samples);
   }
   const auto best = std::min_element(sensors.begin(), sensors.end(), [](auto& a, auto& b) {
     return std::pair(rank(a.second.first), a.first) < std::pair(rank(b.second.first), b.first);
@@ -162,77 +110,86 @@ void merge_long(std::vector<ChunkSocket*>& parts, CpuSocket& out) {
     if (best != sensors.end() && name != best->first) out.other_sensors.push_back(name);
   }
   for (std::size_t i = 0; i < 3; ++i) {
-    std::vector<Pairs*> rail;
-    for (auto* p : parts) rail.push_back(&p->long_rails[i]);
-    Track track = pairs_track(rail, true);
+    Track track = pairs_track({&p.long_rails[i]}, true);
     if (track.size() > 0) out.rails[i] = std::move(track);
   }
-  std::vector<Pairs*> module;
-  for (auto* p : parts) module.push_back(&p->long_module);
-  Track m = pairs_track(module, true);
+  Track m = pairs_track({&p.long_module}, true);
   if (m.size() > 0) out.module = std::move(m);
 }
 
-CpuSocket merge_socket(const std::string& host, long long socket, std::vector<ChunkSocket*>& parts,
-                       bool wide) {
+CpuSocket merge_socket(const std::string& host, ChunkSocket& p, const Times& times, bool wide) {
   CpuSocket out;
   out.host = host;
-  out.socket = socket;
-  for (auto* p : parts) {
-    for (auto& s : p->sources) {
-      if (std::find(out.sources.begin(), out.sources.end(), s) == out.sources.end()) {
-        out.sources.push_back(s);
-      }
-    }
-  }
+  out.socket = p.socket;
+  out.sources = p.sources;
   if (wide) {
-    merge_wide(parts, out);
+    merge_wide(p, times, out);
   } else {
-    merge_long(parts, out);
+    merge_long(p, out);
   }
   for (std::size_t i = 0; i < 5; ++i) {
-    std::vector<Pairs*> util;
-    for (auto* p : parts) util.push_back(&p->util[i]);
-    Track u = pairs_track(util, false);
+    Track u = pairs_track({&p.util[i]}, false);
     if (u.size() > 0) out.util[i] = std::move(u);
   }
   return out;
 }
 
-// Sockets and nodes are merged independently of each other, on `threads` threads.
+// One host's tracks: its columns made as long as its times, sorted and collapsed together
+// when the file is out of order, and given one shared time column.
+struct HostTracks {
+  std::vector<CpuSocket> sockets;  // by socket id
+  std::optional<CpuNode> node;     // when some row had a node total
+};
+
+HostTracks merge_host(CpuChunk& chunk, ChunkHost& h, bool wide) {
+  std::vector<std::pair<long long, std::size_t>> ids = h.sockets;
+  std::sort(ids.begin(), ids.end());
+  const std::size_t n = h.t.size();
+  std::vector<Values*> cols;
+  const auto add = [&](Values& v) {
+    if (v.size() < n) v.append_fill(n - v.size(), kNaN);
+    cols.push_back(&v);
+  };
+  if (h.total.present) add(h.total.v);
+  if (wide) {
+    for (const auto& [id, index] : ids) {
+      ChunkSocket& s = chunk.sockets[index];
+      add(s.power);
+      for (auto& rail : s.rails) {
+        if (rail.present) add(rail.v);
+      }
+      if (s.module.present) add(s.module.v);
+    }
+  }
+  sort_and_collapse(h.t, cols);
+  const Times times = std::make_shared<const Doubles>(std::move(h.t));
+  HostTracks out;
+  for (const auto& [id, index] : ids) {
+    out.sockets.push_back(merge_socket(h.name, chunk.sockets[index], times, wide));
+  }
+  if (h.total.present) out.node = CpuNode{h.name, Track(times, std::move(h.total.v))};
+  return out;
+}
+
+// Hosts are merged independently of each other, on `threads` threads.
 CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide, unsigned threads) {
   CpuData data;
   data.wide = wide;
-  std::map<std::pair<std::string, long long>, std::vector<ChunkSocket*>> sockets;
-  std::map<std::string, std::vector<Pairs*>> totals;
-  for (auto& c : chunks) {
-    data.rows += c.rows;
-    data.skipped_rows += c.skipped;
-    for (auto& h : c.hosts) totals[h.name].push_back(&h.totals);
-    for (auto& s : c.sockets) sockets[{c.hosts[s.host].name, s.socket}].push_back(&s);
-  }
-  std::vector<std::pair<const std::pair<std::string, long long>*, std::vector<ChunkSocket*>*>>
-      socket_jobs;
-  for (auto& [key, parts] : sockets) socket_jobs.emplace_back(&key, &parts);
-  std::vector<std::pair<const std::string*, std::vector<Pairs*>*>> node_jobs;
-  for (auto& [host, parts] : totals) {
-    data.hosts.push_back(host);
-    node_jobs.emplace_back(&host, &parts);
-  }
-  data.sockets.resize(socket_jobs.size());
-  std::vector<Track> node_tracks(node_jobs.size());
-  parallel_for(socket_jobs.size() + node_jobs.size(), threads, [&](std::size_t i) {
-    if (i < socket_jobs.size()) {
-      const auto& [key, parts] = socket_jobs[i];
-      data.sockets[i] = merge_socket(key->first, key->second, *parts, wide);
-    } else {
-      node_tracks[i - socket_jobs.size()] =
-          pairs_track(*node_jobs[i - socket_jobs.size()].second, true);
-    }
-  });
-  for (std::size_t i = 0; i < node_jobs.size(); ++i) {
-    if (node_tracks[i].size() > 0)
-      data.nodes.push_back(CpuNode{*node_jobs[i].first, std::move(node_tracks[i])});
+  CpuChunk& all = chunks.front();
+  for (std::size_t i = 1; i < chunks.size(); ++i) all.absorb(chunks[i]);
+  data.rows = all.rows;
+  data.skipped_rows = all.skipped;
+  std::vector<std::size_t> order(all.hosts.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return all.hosts[a].name < all.hosts[b].name; });
+  std::vector<HostTracks> merged(order.size());
+  parallel_for(order.size(), threads,
+               [&](std::size_t i) { merged[i] = merge_host(all, all.hosts[order[i]], wide); });
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    data.hosts.push_back(all.hosts[order[i]].name);
+    for (auto& s : merged[i].sockets) data.sockets.push_back(std::move(s));
+    if (merged[i].node) data.nodes.push_back(std::move(*merged[i].node));
   }
   return data;
 }

@@ -1,9 +1,9 @@
 #pragma once
 // A track: one quantity over time, the unit every report computation works on. The times
-// are shared between the tracks of one CPU socket (its power_w, rails and module_w columns
-// come from the same rows), so a 10-million-row file costs one time array per socket, not
-// one per column. A NaN value marks a row without a value in that column: a blank cell is
-// a missing sample, never a zero.
+// are shared between the CPU tracks of one host (its sockets' power_w, rails and module_w
+// and its node total come from the rows of the same scrapes), so a 10-million-row file costs
+// one time array per host, not one per column. A NaN value marks a time without a value in
+// that column (a blank cell, or no row of that socket): a missing sample, never a zero.
 
 #include <atomic>
 #include <cmath>

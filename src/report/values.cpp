@@ -33,24 +33,23 @@ bool Values::rescale(int scale) {
   return true;
 }
 
-void Values::push_back(double v) {
-  std::int32_t m = 0;
-  if (!compact_) {
-    doubles_.push_back(v);
-    return;
-  }
-  if (encode(v, scale_, &m)) {
-    ints_.push_back(m);
-    return;
-  }
+bool Values::encode_or_rescale(double v, std::int32_t* m) {
+  if (encode(v, scale_, m)) return true;
   // More decimals than so far: a finer scale for the whole column, while everything fits.
   for (int scale = scale_ + 1; scale <= kMaxScale; ++scale) {
-    if (!encode(v, scale, &m)) continue;
-    if (!rescale(scale)) break;
+    if (!encode(v, scale, m)) continue;
+    return rescale(scale);
+  }
+  return false;
+}
+
+void Values::push_back(double v) {
+  std::int32_t m = 0;
+  if (compact_ && encode_or_rescale(v, &m)) {
     ints_.push_back(m);
     return;
   }
-  to_doubles();
+  if (compact_) to_doubles();
   doubles_.push_back(v);
 }
 
@@ -63,14 +62,14 @@ void Values::to_doubles() {
   compact_ = false;
 }
 
-void Values::append(const Values& from) {
-  const std::size_t n = from.size();
+void Values::append(const Values& from, std::size_t begin) {
+  const std::size_t n = from.size() - std::min(begin, from.size());
   // A finer scale in `from` is taken first (at once when this column is still empty).
   if (compact_ && from.compact_ && from.scale_ > scale_) rescale(from.scale_);
   if (compact_ && from.compact_ && from.scale_ <= scale_) {
     // The common case: integers at the same (or a coarser) scale stay integers.
     const std::int64_t factor = kPow10[scale_ - from.scale_];
-    const std::int32_t* src = from.ints_.data();
+    const std::int32_t* src = from.ints_.data() + begin;
     if (factor == 1) {
       ints_.append(std::span<const std::int32_t>(src, n));
       return;
@@ -81,10 +80,10 @@ void Values::append(const Values& from) {
       if (src[i] != kMissing && (m > kLimit || m < -kLimit)) break;
       ints_.push_back(static_cast<std::int32_t>(m));
     }
-    for (; i < n; ++i) push_back(from[i]);
+    for (; i < n; ++i) push_back(from[begin + i]);
     return;
   }
-  for (std::size_t i = 0; i < n; ++i) push_back(from[i]);
+  for (std::size_t i = 0; i < n; ++i) push_back(from[begin + i]);
 }
 
 void Values::append_fill(std::size_t n, double v) {
@@ -100,7 +99,7 @@ void Values::append_fill(std::size_t n, double v) {
 
 void Values::set(std::size_t i, double v) {
   std::int32_t m = 0;
-  if (compact_ && encode(v, scale_, &m)) {
+  if (compact_ && encode_or_rescale(v, &m)) {
     ints_[i] = m;
     return;
   }

@@ -57,10 +57,10 @@ class Values {
     artifacts::parse_number(cell, &v);
     push_back(v);
   }
-  // Appends every value of `from` (which keeps them).
-  void append(const Values& from);
+  // Appends the values of `from` from index `begin` on (`from` keeps them).
+  void append(const Values& from, std::size_t begin = 0);
   void append_fill(std::size_t n, double v);
-  // Replaces value i by a value this column already holds (sorting, collapsing rows).
+  // Replaces value i (any value, NaN for none).
   void set(std::size_t i, double v);
   void truncate(std::size_t n);
   void reserve_address_space(std::size_t n);
@@ -82,6 +82,9 @@ class Values {
   // v as an integer at `scale`, when that reads back exactly (NaN: the missing mark).
   static bool encode(double v, int scale, std::int32_t* m);
   bool rescale(int scale);  // every stored integer to a finer scale, if all still fit
+  // v as an integer, at a finer scale for the whole column when v needs one; false when no
+  // scale fits (the caller switches the column to doubles).
+  bool encode_or_rescale(double v, std::int32_t* m);
   void to_doubles();
 
   Int32s ints_;

@@ -36,6 +36,14 @@ std::vector<double> values(const Track& t) {
 std::vector<double> times(const Track& t) {
   return t.t->to_vector();
 }
+// The samples a computation rests on: (time, value) where the track has a value.
+std::vector<std::pair<double, double>> valued(const Track& t) {
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t.has(i)) out.emplace_back(t.time(i), t.v[i]);
+  }
+  return out;
+}
 
 TEST(ReportCpuLoad, LongRowsGroupPerSocketAndDedupeTheNodeTotal) {  // T3 #11
   const CpuData d = load(kV1 +
@@ -133,8 +141,11 @@ TEST(ReportCpuLoad, BlankTotalIsSkippedNotZero) {  // T3 #15
   const CpuData d = load(kV1 +
                          "1,10,node-a,acpi,Grace Power Socket 0,0,40,\n"
                          "1,11,node-a,acpi,Grace Power Socket 0,0,42,92\n");
-  EXPECT_EQ(times(d.nodes[0].total), (std::vector<double>{11}));
-  EXPECT_EQ(values(d.nodes[0].total), (std::vector<double>{92}));
+  // The blank cell is no sample (the node total's times are its host's: 10 has no value).
+  EXPECT_EQ(valued(d.nodes[0].total), (std::vector<std::pair<double, double>>{{11, 92}}));
+  for (std::size_t i = 0; i < d.nodes[0].total.size(); ++i) {
+    EXPECT_NE(d.nodes[0].total.v[i], 0.0) << i;
+  }
   EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{40, 42}));
 }
 
@@ -266,6 +277,96 @@ TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
       EXPECT_TRUE(std::isnan(s->module->v[0]));
       EXPECT_EQ(s->sources, (std::vector<std::string>{"acpi", "dcgm"}));
     }
+  }
+  fs::remove(path);
+}
+
+// The rows of one scrape share their host's time entry: scrapes that straddle two blocks,
+// a socket's second row at the same time (its non-blank cells win), a node total that is
+// blank on one row of a scrape and changed on the next, a socket missing from some scrapes,
+// and a stretch out of time order must all come out of the blocks as out of the serial scan,
+// and as the rows say.
+TEST(ReportCpuLoad, ScrapesStraddlingBlocksShareTheirTimeEntry) {
+  namespace fs = std::filesystem;
+  const std::string path = testing::TempDir() + "/report_straddle_samples.csv";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
+           "soc_w,dram_w,module_w,total_power_w\n";
+    for (int k = 0; k < 70000; ++k) {
+      // scrapes 30000..30099 are written in reverse order
+      const int scrape = k >= 30000 && k < 30100 ? 60099 - k : k;
+      const std::string t = std::to_string(5000 + scrape * 0.5);
+      for (int h = 0; h < 2; ++h) {
+        for (int socket = 0; socket < 2; ++socket) {
+          if (socket == 1 && scrape % 11 == 0) continue;  // socket 1 has no row
+          // socket 1's row changes the node total (so that a scrape straddling two blocks
+          // must take the later block's value)
+          const std::string total =
+              socket == 0 && scrape % 5 == 0 ? "" : std::to_string(200 + socket + scrape % 9);
+          out << "3," << t << ",node-" << h << ",acpi,CPU" << socket << ":cpuSidePowerUsageW,"
+              << socket << "," << 90 + scrape % 17 + socket << ",40.5,5.25,," << 700 + scrape % 3
+              << "," << total << "\n";
+          if (scrape % 7 == 0 && socket == 0) {  // the same socket again: power and total change
+            out << "3," << t << ",node-" << h << ",acpi,CPU0:cpuSidePowerUsageW,0,"
+                << 300 + scrape % 4 << ",,,,," << 400 + scrape % 3 << "\n";
+          }
+        }
+      }
+    }
+  }
+  ASSERT_GT(fs::file_size(path), 8u << 20);
+  const CpuLoad serial = load_cpu_samples(path, 1);
+  ASSERT_TRUE(serial.data) << serial.error;
+  for (const unsigned threads : {2u, 3u}) {
+    const CpuLoad parallel = load_cpu_samples(path, threads);
+    ASSERT_TRUE(parallel.data) << parallel.error;
+    expect_same_data(*serial.data, *parallel.data);
+  }
+  const CpuData& d = *serial.data;
+  ASSERT_EQ(d.sockets.size(), 4u);
+  ASSERT_EQ(d.nodes.size(), 2u);
+  for (int scrape : {0, 7, 11, 14, 30000, 30050, 30099, 69999}) {
+    const double t = 5000 + scrape * 0.5;
+    for (const auto& s : d.sockets) {
+      const auto valued_at = [&](const Track& track) {
+        std::vector<double> out;
+        for (const auto& [time, v] : valued(track)) {
+          if (time == t) out.push_back(v);
+        }
+        return out;
+      };
+      const std::string where = s.label() + " scrape " + std::to_string(scrape);
+      if (s.socket == 1 && scrape % 11 == 0) {
+        EXPECT_TRUE(valued_at(s.power).empty()) << where;
+        continue;
+      }
+      const double power =
+          s.socket == 0 && scrape % 7 == 0 ? 300 + scrape % 4 : 90 + scrape % 17 + s.socket;
+      EXPECT_EQ(valued_at(s.power), std::vector<double>{power}) << where;
+      EXPECT_EQ(valued_at(*s.rails[0]), std::vector<double>{40.5}) << where;  // blank kept it
+      EXPECT_EQ(valued_at(*s.module), std::vector<double>{700.0 + scrape % 3}) << where;
+    }
+    for (const auto& n : d.nodes) {
+      std::vector<double> totals;
+      for (const auto& [time, v] : valued(n.total)) {
+        if (time == t) totals.push_back(v);
+      }
+      // Socket 1's row comes last unless it is missing; the repeated socket 0 row before it.
+      const double expected = scrape % 11 != 0  ? 201 + scrape % 9
+                              : scrape % 7 == 0 ? 400 + scrape % 3
+                              : scrape % 5 == 0 ? -1
+                                                : 200 + scrape % 9;
+      if (expected < 0) {
+        EXPECT_TRUE(totals.empty()) << n.host << " scrape " << scrape;
+      } else {
+        EXPECT_EQ(totals, std::vector<double>{expected}) << n.host << " scrape " << scrape;
+      }
+    }
+  }
+  for (const auto& s : d.sockets) {
+    EXPECT_TRUE(std::is_sorted(s.power.t->begin(), s.power.t->end())) << s.label();
+    EXPECT_EQ(std::adjacent_find(s.power.t->begin(), s.power.t->end()), s.power.t->end());
   }
   fs::remove(path);
 }
