@@ -3,6 +3,9 @@
 //   report_phases_bench RUN_DIR load-after-threads  the same after starting and joining one
 //                                                   idle thread per core (on a VM the first
 //                                                   parallel work of a process can be slower)
+//   report_phases_bench RUN_DIR windows             every window reported again on the
+//                                                   loaded data, 5 times, on one thread and
+//                                                   on one per core (the windows phase alone)
 //   report_phases_bench RUN_DIR                     the whole report build (discovery,
 //                                                   windows, loading, every window), the
 //                                                   text and JSON renderers, and the window
@@ -20,6 +23,7 @@
 
 #include "report/discovery.hpp"
 #include "report/numeric.hpp"
+#include "report/parallel.hpp"
 #include "report/render.hpp"
 #include "report/run_report.hpp"
 
@@ -49,14 +53,41 @@ int load(const std::string& dir, bool threads_first) {
   return loaded.data ? 0 : 1;
 }
 
+int windows(const std::string& dir) {
+  report::ReportOptions options;
+  options.edges = report::Edges::snap;
+  const report::ReportRun run = report::build_reports(dir, options);
+  if (!run.error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", dir.c_str(), run.error.c_str());
+    return 1;
+  }
+  const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  for (const unsigned threads : {1u, cores}) {
+    std::vector<double> times;
+    for (int round = 0; round < 5; ++round) {
+      std::vector<report::WindowReport> out(run.windows.size());
+      const auto t0 = Clock::now();
+      report::parallel_for(out.size(), threads, [&](std::size_t i) {
+        out[i] = report::build_window_report(run.windows[i].window, run.data, options.edges);
+      });
+      times.push_back(seconds_since(t0));
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("windows phase, %u thread%s: median %.3f s [%.3f..%.3f] (%zu windows)\n", threads,
+                threads == 1 ? "" : "s", times[2], times[0], times[4], run.windows.size());
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s RUN_DIR [load|load-after-threads]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s RUN_DIR [load|load-after-threads|windows]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
   const std::string mode = argc > 2 ? argv[2] : "";
   if (mode == "load" || mode == "load-after-threads") return load(dir, mode != "load");
+  if (mode == "windows") return windows(dir);
   report::ReportOptions options;
   options.edges = report::Edges::snap;
   auto t0 = Clock::now();

@@ -76,9 +76,6 @@ void fill_stats(const Series& s, std::size_t first, std::size_t last, bool full,
   if (!full) return;
   const std::span<const double> inside(s.w.data() + first, last - first + 1);
   out->mean_w = numpy_sum(inside) / static_cast<double>(inside.size());
-  const auto [mn, mx] = std::minmax_element(inside.begin(), inside.end());
-  out->min_w = *mn;
-  out->max_w = *mx;
   for (std::size_t i = first; i < last; ++i) {
     const double gap = s.t[i + 1] - s.t[i];
     if (gap > out->largest_gap_s) {
@@ -91,6 +88,8 @@ void fill_stats(const Series& s, std::size_t first, std::size_t last, bool full,
   out->p50_w = p.p50;
   out->p95_w = p.p95;
   out->p99_w = p.p99;
+  out->min_w = p.min;
+  out->max_w = p.max;
 }
 
 Integration fail(std::string message) {

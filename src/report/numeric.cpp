@@ -91,13 +91,20 @@ std::uint64_t order_key(double x) {
   return (u >> 63) != 0 ? ~u : u | (std::uint64_t{1} << 63);
 }
 
+double from_order_key(std::uint64_t k) {
+  const std::uint64_t u = (k >> 63) != 0 ? k & ~(std::uint64_t{1} << 63) : ~k;
+  double x = 0;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
 // The same order statistics by a radix pass: one pass for the range of the keys, one to
 // count them in 2048 buckets over that range, one to gather the few buckets the ranks fall
 // in; the ranks are then selected among those alone. Each pass is branch-free or nearly
 // so, where a selection over the whole array mispredicts about every other comparison.
 // `values` is not reordered.
 void select_by_buckets(std::span<const double> values, const std::size_t* ranks, std::size_t count,
-                       double* out) {
+                       double* out, double* min, double* max) {
   constexpr std::size_t kBuckets = 2048;
   std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
   for (const double x : values) {
@@ -105,6 +112,12 @@ void select_by_buckets(std::span<const double> values, const std::size_t* ranks,
     lo = std::min(lo, k);
     hi = std::max(hi, k);
   }
+  // The extremes are the values of the extreme keys, except that -0 and +0 share a key:
+  // then the first (or last) zero is the one minmax_element picks.
+  *min = from_order_key(lo);
+  *max = from_order_key(hi);
+  if (*min == 0) *min = *std::find(values.begin(), values.end(), 0.0);
+  if (*max == 0) *max = *std::find(values.rbegin(), values.rend(), 0.0);
   const int width = hi == lo ? 0 : 64 - __builtin_clzll(hi - lo);
   const int shift = width > 11 ? width - 11 : 0;
   std::vector<std::uint32_t> counts(kBuckets, 0);
@@ -161,11 +174,15 @@ Percentiles numpy_percentiles(std::span<const double> values) {
     }
   }
   double stats[8];
+  double min = 0, max = 0;
   if (n < 512) {
+    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    min = *lo;
+    max = *hi;
     std::vector<double> copy(values.begin(), values.end());  // selection reorders
     select_in_place(copy, ranks, count, stats);
   } else {
-    select_by_buckets(values, ranks, count, stats);
+    select_by_buckets(values, ranks, count, stats, &min, &max);
   }
   const auto order_statistic = [&](std::size_t r) {
     return stats[std::find(ranks, ranks + count, r) - ranks];
@@ -180,7 +197,7 @@ Percentiles numpy_percentiles(std::span<const double> values) {
     }
     out[i] = lerp(order_statistic(k), order_statistic(k + 1), v - std::floor(v));
   }
-  return {out[0], out[1], out[2], out[3]};
+  return {out[0], out[1], out[2], out[3], min, max};
 }
 
 std::string py_fixed_commas(double value, int decimals) {

@@ -19,10 +19,12 @@ double numpy_trapezoid(std::span<const double> x, std::span<const double> y);
 
 struct Percentiles {
   double p5 = 0, p50 = 0, p95 = 0, p99 = 0;
+  double min = 0, max = 0;  // std::minmax_element's: the first smallest, the last largest
 };
 
 // np.percentile(values, (5, 50, 95, 99)) with the default linear method (by selection, not a
-// full sort). `values` must not be empty and is left as it is.
+// full sort), and the extremes found on the way. `values` must not be empty or hold NaN and
+// is left as it is.
 Percentiles numpy_percentiles(std::span<const double> values);
 
 // Python's {:,.2f} (and other precisions): correctly rounded fixed point with a comma every

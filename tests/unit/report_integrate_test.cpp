@@ -205,6 +205,37 @@ TEST(ReportNumeric, PercentilesEqualAFullSort) {
       EXPECT_TRUE(same(p.p50, expect(0.50))) << n << " shape " << shape;
       EXPECT_TRUE(same(p.p95, expect(0.95))) << n << " shape " << shape;
       EXPECT_TRUE(same(p.p99, expect(0.99))) << n << " shape " << shape;
+      const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
+      EXPECT_TRUE(same(p.min, *mn)) << n << " shape " << shape;
+      EXPECT_TRUE(same(p.max, *mx)) << n << " shape " << shape;
+    }
+  }
+}
+
+// The extremes come from the selection's key range above 512 values, where -0 and +0 share a
+// key: they must still be minmax_element's (the first smallest, the last largest).
+TEST(ReportNumeric, PercentilesCarryMinmaxElementsExtremes) {
+  std::mt19937_64 rng(5);
+  for (const std::size_t n : {3, 100, 511, 512, 600, 5000}) {
+    for (int shape = 0; shape < 4; ++shape) {
+      std::vector<double> v(n);
+      for (auto& x : v) x = static_cast<double>(rng() % 1000) / 8.0 + 1.0;
+      if (shape == 1) {  // zeros of both signs are the smallest values
+        v[n / 3] = -0.0;
+        v[n / 2] = 0.0;
+      }
+      if (shape == 2) {  // ... and the largest
+        for (auto& x : v) x = -x;
+        v[n / 3] = 0.0;
+        v[n - 1] = -0.0;
+      }
+      if (shape == 3) v[n / 4] = -std::numeric_limits<double>::infinity();
+      const Percentiles p = numpy_percentiles(v);
+      const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
+      EXPECT_EQ(p.min, *mn) << n << " shape " << shape;
+      EXPECT_EQ(std::signbit(p.min), std::signbit(*mn)) << n << " shape " << shape;
+      EXPECT_EQ(p.max, *mx) << n << " shape " << shape;
+      EXPECT_EQ(std::signbit(p.max), std::signbit(*mx)) << n << " shape " << shape;
     }
   }
 }
