@@ -13,17 +13,15 @@ namespace {
 // the window widened by the gap limit, so the rest of a long run is never touched.
 Series local_samples(const Track& track, double lo, double hi) {
   const auto& t = *track.t;
-  const auto b = std::lower_bound(t.begin(), t.end(), lo) - t.begin();
-  const auto e = std::upper_bound(t.begin(), t.end(), hi) - t.begin();
+  const auto b = static_cast<std::size_t>(std::lower_bound(t.begin(), t.end(), lo) - t.begin());
+  const auto e = static_cast<std::size_t>(std::upper_bound(t.begin(), t.end(), hi) - t.begin());
   Series s;
-  s.t.reserve(static_cast<std::size_t>(std::max<std::ptrdiff_t>(e - b, 0)));
-  s.w.reserve(s.t.capacity());
-  for (auto i = b; i < e; ++i) {
-    const double v = track.v[static_cast<std::size_t>(i)];
-    if (std::isnan(v)) continue;
-    s.t.push_back(t[static_cast<std::size_t>(i)]);
-    s.w.push_back(v);
-  }
+  if (e <= b) return s;
+  s.t.resize(e - b);
+  s.w.resize(e - b);
+  const std::size_t n = track.v.gather(b, e, t.data(), s.t.data(), s.w.data());
+  s.t.resize(n);
+  s.w.resize(n);
   return s;
 }
 

@@ -135,6 +135,29 @@ bool Values::any_value() const {
   return std::any_of(doubles_.begin(), doubles_.end(), [](double v) { return !std::isnan(v); });
 }
 
+std::size_t Values::gather(std::size_t begin, std::size_t end, const double* times,
+                           double* times_out, double* values_out) const {
+  // Every entry is written and the output index only advances past a value: no branch.
+  std::size_t k = 0;
+  if (compact_) {
+    const std::int32_t* m = ints_.data();
+    const double scale = kScale[scale_];
+    for (std::size_t i = begin; i < end; ++i) {
+      times_out[k] = times[i];
+      values_out[k] = static_cast<double>(m[i]) / scale;
+      k += m[i] != kMissing ? 1 : 0;
+    }
+    return k;
+  }
+  const double* d = doubles_.data();
+  for (std::size_t i = begin; i < end; ++i) {
+    times_out[k] = times[i];
+    values_out[k] = d[i];
+    k += std::isnan(d[i]) ? 0 : 1;
+  }
+  return k;
+}
+
 std::vector<double> Values::slice(std::size_t begin, std::size_t end) const {
   std::vector<double> out;
   out.reserve(end > begin ? end - begin : 0);

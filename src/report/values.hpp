@@ -67,6 +67,10 @@ class Values {
   void release();
 
   bool any_value() const;  // some value is not NaN
+  // The values in [begin, end) that are not NaN, written densely to `values_out` with the
+  // matching `times` entries to `times_out` (both with room for end - begin); their count.
+  std::size_t gather(std::size_t begin, std::size_t end, const double* times, double* times_out,
+                     double* values_out) const;
   std::vector<double> to_vector() const { return slice(0, size()); }
   std::vector<double> slice(std::size_t begin, std::size_t end) const;
 
