@@ -106,9 +106,13 @@ double from_order_key(std::uint64_t k) {
 void select_by_buckets(std::span<const double> values, const std::size_t* ranks, std::size_t count,
                        double* out, double* min, double* max) {
   constexpr std::size_t kBuckets = 2048;
+  // The keys are computed once; the passes below read them.
+  thread_local std::vector<std::uint64_t> keys;
+  keys.resize(values.size());
   std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
-  for (const double x : values) {
-    const std::uint64_t k = order_key(x);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint64_t k = order_key(values[i]);
+    keys[i] = k;
     lo = std::min(lo, k);
     hi = std::max(hi, k);
   }
@@ -120,8 +124,17 @@ void select_by_buckets(std::span<const double> values, const std::size_t* ranks,
   if (*max == 0) *max = *std::find(values.rbegin(), values.rend(), 0.0);
   const int width = hi == lo ? 0 : 64 - __builtin_clzll(hi - lo);
   const int shift = width > 11 ? width - 11 : 0;
-  std::vector<std::uint32_t> counts(kBuckets, 0);
-  for (const double x : values) ++counts[(order_key(x) - lo) >> shift];
+  // Two interleaved histograms: neighbouring samples of a power series often share a
+  // bucket, and one histogram would chain every such increment through memory.
+  std::vector<std::uint32_t> counts2(2 * kBuckets, 0);
+  std::size_t i = 0;
+  for (; i + 1 < keys.size(); i += 2) {
+    ++counts2[(keys[i] - lo) >> shift];
+    ++counts2[kBuckets + ((keys[i + 1] - lo) >> shift)];
+  }
+  if (i < keys.size()) ++counts2[(keys[i] - lo) >> shift];
+  std::vector<std::uint32_t> counts(kBuckets);
+  for (std::size_t b = 0; b < kBuckets; ++b) counts[b] = counts2[b] + counts2[kBuckets + b];
   // The bucket of each rank, and the rank within it.
   std::size_t bucket_of[8], rank_in[8];
   std::vector<std::int8_t> slot(kBuckets, -1);  // bucket -> index among the gathered ones
@@ -129,10 +142,10 @@ void select_by_buckets(std::span<const double> values, const std::size_t* ranks,
   std::size_t bucket_starts[8];
   {
     std::size_t b = 0, below = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      while (below + counts[b] <= ranks[i]) below += counts[b++];
-      bucket_of[i] = b;
-      rank_in[i] = ranks[i] - below;
+    for (std::size_t r = 0; r < count; ++r) {
+      while (below + counts[b] <= ranks[r]) below += counts[b++];
+      bucket_of[r] = b;
+      rank_in[r] = ranks[r] - below;
       if (slot[b] < 0) {
         slot[b] = static_cast<std::int8_t>(gathered);
         bucket_starts[gathered++] = b;
@@ -141,9 +154,9 @@ void select_by_buckets(std::span<const double> values, const std::size_t* ranks,
   }
   std::vector<std::vector<double>> parts(gathered);
   for (std::size_t g = 0; g < gathered; ++g) parts[g].reserve(counts[bucket_starts[g]]);
-  for (const double x : values) {
-    const std::int8_t g = slot[(order_key(x) - lo) >> shift];
-    if (g >= 0) parts[static_cast<std::size_t>(g)].push_back(x);
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const std::int8_t g = slot[(keys[k] - lo) >> shift];
+    if (g >= 0) parts[static_cast<std::size_t>(g)].push_back(values[k]);
   }
   for (std::size_t g = 0; g < gathered; ++g) {
     std::size_t local[8];
