@@ -192,9 +192,29 @@ Series ModuleNode::samples(double lo, double hi, std::size_t limit) const {
     return static_cast<std::size_t>(std::lower_bound(track.t->begin(), track.t->end(), lo) -
                                     track.t->begin());
   };
+  Series out;
+  if (std::all_of(sockets_.begin(), sockets_.end(),
+                  [&](const Track* s) { return s->t == lead.t; })) {
+    // The sockets of a host share its time column (cpu_load.cpp): no walk, just the rows
+    // where every socket has a value, summed in the same order.
+    for (std::size_t i = from(lead); i < lead.size() && out.size() < limit; ++i) {
+      const double at = lead.time(i);
+      if (at > hi) break;
+      double sum = lead.v[i];
+      bool all = !std::isnan(sum);
+      for (std::size_t k = 1; k < sockets_.size(); ++k) {
+        const double v = sockets_[k]->v[i];
+        all = all && !std::isnan(v);
+        sum += v;
+      }
+      if (!all) continue;
+      out.t.push_back(at);
+      out.w.push_back(sum);
+    }
+    return out;
+  }
   std::vector<std::size_t> pos;
   for (const Track* s : sockets_) pos.push_back(from(*s));
-  Series out;
   for (std::size_t i = pos[0]; i < lead.size() && out.size() < limit; ++i) {
     const double at = lead.time(i);
     if (at > hi) break;
