@@ -1,5 +1,8 @@
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
+#include "report/parallel.hpp"
 #include "report/render.hpp"
 
 namespace cpupower::report {
@@ -171,9 +174,34 @@ Json window_json(const WindowReport& r) {
 }
 
 std::string render_json(const std::vector<WindowReport>& reports) {
-  Json list = Json::array();
-  for (const auto& r : reports) list.push_back(window_json(r));
-  return list.dump(2, ' ', true, Json::error_handler_t::replace) + "\n";
+  if (reports.empty()) return "[]\n";
+  // What dump(2) of the whole list writes, built window by window on every core: each
+  // window's own dump, its lines indented by one level, between "[" and "]" (a JSON string
+  // never holds a raw line break, so every line break is one of the layout's).
+  std::vector<std::string> parts(reports.size());
+  parallel_for(reports.size(), std::clamp(std::thread::hardware_concurrency(), 1u, 8u),
+               [&](std::size_t i) {
+                 const std::string dumped =
+                     window_json(reports[i]).dump(2, ' ', true, Json::error_handler_t::replace);
+                 std::string& out = parts[i];
+                 out.reserve(dumped.size() + dumped.size() / 8);
+                 out += "  ";
+                 for (const char c : dumped) {
+                   out += c;
+                   if (c == '\n') out += "  ";
+                 }
+               });
+  std::size_t size = 4;
+  for (const auto& p : parts) size += p.size() + 2;
+  std::string out;
+  out.reserve(size);
+  out += "[\n";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += parts[i];
+    out += i + 1 < parts.size() ? ",\n" : "\n";
+  }
+  out += "]\n";
+  return out;
 }
 
 }  // namespace cpupower::report

@@ -583,5 +583,29 @@ TEST(ReportGolden, ReferenceExampleTextAndJson) {
   EXPECT_EQ(j["edges"], "snap");
 }
 
+// render_json dumps every window on its own (in parallel) and indents it into the list: the
+// text must be what one dump(2) of the whole list writes, with failed windows, nested
+// objects, empty arrays and strings that hold escaped line breaks and non-ASCII text.
+TEST(ReportJson, WindowByWindowDumpEqualsOneDumpOfTheList) {
+  std::vector<WindowReport> reports(3);
+  reports[0].window.benchmark_type = "sa-bench";
+  reports[0].window.source = "results_concurrency_4_gpus_8.json";
+  reports[0].window.concurrency = 4;
+  reports[0].window.start_json = 1700000000.25;
+  reports[0].window.end_json = 1700000100;
+  reports[0].cpu_per_node.push_back({"cpu/node-a", {}});
+  reports[0].cpu_per_node.back().stats.joules = 12345.678;
+  reports[0].node_power.push_back({});
+  reports[0].node_power.back().host = "node-a";
+  reports[0].warnings = {"line one\nline two \"quoted\" \xc3\xa9t\xc3\xa9", ""};
+  reports[1].window.benchmark_type = "aiperf";
+  reports[1].error = "cpu/node-a: no power samples available";
+  reports[2].window.benchmark_type = "session";
+  Json list = Json::array();
+  for (const auto& r : reports) list.push_back(window_json(r));
+  EXPECT_EQ(render_json(reports), list.dump(2, ' ', true, Json::error_handler_t::replace) + "\n");
+  EXPECT_EQ(render_json({}), "[]\n");
+}
+
 }  // namespace
 }  // namespace cpupower::report
