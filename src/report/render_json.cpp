@@ -183,13 +183,16 @@ std::string render_json(const std::vector<WindowReport>& reports) {
                [&](std::size_t i) {
                  const std::string dumped =
                      window_json(reports[i]).dump(2, ' ', true, Json::error_handler_t::replace);
-                 std::string& out = parts[i];
+                 // Built locally: the neighbouring slots are another thread's, and a
+                 // string's size field changes with every character.
+                 std::string out;
                  out.reserve(dumped.size() + dumped.size() / 8);
                  out += "  ";
                  for (const char c : dumped) {
                    out += c;
                    if (c == '\n') out += "  ";
                  }
+                 parts[i] = std::move(out);
                });
   std::size_t size = 4;
   for (const auto& p : parts) size += p.size() + 2;
