@@ -1,8 +1,5 @@
 // Where the energy report's time goes on one run directory, each in a fresh process:
 //   report_phases_bench RUN_DIR load                the CPU samples loaded once
-//   report_phases_bench RUN_DIR load-after-threads  the same after starting and joining one
-//                                                   idle thread per core (on a VM the first
-//                                                   parallel work of a process can be slower)
 //   report_phases_bench RUN_DIR windows             every window reported again on the
 //                                                   loaded data, 5 times, on one thread and
 //                                                   on one per core (the windows phase alone)
@@ -34,22 +31,17 @@ double seconds_since(Clock::time_point a) {
   return std::chrono::duration<double>(Clock::now() - a).count();
 }
 
-int load(const std::string& dir, bool threads_first) {
+int load(const std::string& dir) {
   const report::Discovery found = report::discover_run(dir, std::nullopt);
   if (!found.run || !found.run->cpu_samples) {
     std::fprintf(stderr, "%s: no run with CPU samples (%s)\n", dir.c_str(), found.error.c_str());
     return 1;
   }
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  if (threads_first) {
-    std::vector<std::thread> idle;
-    for (unsigned i = 0; i < threads; ++i) idle.emplace_back([] {});
-    for (auto& t : idle) t.join();
-  }
   const auto t0 = Clock::now();
   const auto loaded = report::load_cpu_samples(*found.run->cpu_samples, threads);
-  std::printf("load CPU samples%s: %.3f s (%zu rows)\n", threads_first ? " after idle threads" : "",
-              seconds_since(t0), loaded.data ? loaded.data->rows : 0);
+  std::printf("load CPU samples: %.3f s (%zu rows)\n", seconds_since(t0),
+              loaded.data ? loaded.data->rows : 0);
   return loaded.data ? 0 : 1;
 }
 
@@ -81,12 +73,12 @@ int windows(const std::string& dir) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s RUN_DIR [load|load-after-threads|windows]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s RUN_DIR [load|windows]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
   const std::string mode = argc > 2 ? argv[2] : "";
-  if (mode == "load" || mode == "load-after-threads") return load(dir, mode != "load");
+  if (mode == "load") return load(dir);
   if (mode == "windows") return windows(dir);
   report::ReportOptions options;
   options.edges = report::Edges::snap;
