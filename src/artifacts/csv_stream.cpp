@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <thread>
 
 #if defined(__SSE2__)
@@ -194,10 +195,32 @@ struct ChunkJob {
 
 constexpr std::size_t kBufferBytes = 4u << 20;
 
+// A read buffer whose new bytes are left for pread to write: zero-filling 4 MiB first would
+// touch every page twice (and a small file needs far less).
+class ReadBuffer {
+ public:
+  char* data() { return bytes_.get(); }
+  std::size_t size() const { return size_; }
+  // At least `n` bytes, the first `keep` of them kept.
+  void grow(std::size_t n, std::size_t keep) {
+    if (n <= size_) return;
+    std::unique_ptr<char[]> next(new char[n]);
+    if (keep > 0) std::memcpy(next.get(), bytes_.get(), keep);
+    bytes_ = std::move(next);
+    size_ = n;
+  }
+
+ private:
+  std::unique_ptr<char[]> bytes_;
+  std::size_t size_ = 0;
+};
+
 // Reads [begin, ...) with pread into `buf` and hands out complete records until one starts
 // at `end`.
-void run_chunk(ChunkJob& job, std::vector<char>& buf) {
-  buf.resize(std::max(buf.size(), kBufferBytes));
+void run_chunk(ChunkJob& job, ReadBuffer& buf) {
+  // Room for the whole chunk (and the record that runs past its end) up to 4 MiB.
+  const std::uint64_t span = job.end - std::min(job.end, job.begin) + (64u << 10);
+  buf.grow(static_cast<std::size_t>(std::min<std::uint64_t>(kBufferBytes, span)), 0);
   std::size_t have = 0;            // bytes valid in buf
   std::size_t pos = 0;             // next unread byte in buf
   std::uint64_t base = job.begin;  // file offset of buf[0]
@@ -209,7 +232,7 @@ void run_chunk(ChunkJob& job, std::vector<char>& buf) {
       have -= pos;
       pos = 0;
     }
-    if (have == buf.size()) buf.resize(buf.size() * 2);
+    if (have == buf.size()) buf.grow(buf.size() * 2, have);
     const ssize_t n =
         ::pread(job.fd, buf.data() + have, buf.size() - have, static_cast<off_t>(base + have));
     if (n < 0) {
@@ -350,7 +373,7 @@ CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& optio
     // Every thread takes the next block until none is left (or a quote stops the scan).
     std::atomic<std::size_t> next{0};
     const auto worker = [&](std::size_t slot) {
-      std::vector<char> buf;
+      ReadBuffer buf;
       for (std::size_t k = next++; k < jobs.size(); k = next++) {
         jobs[k].index = slot;
         if (!quote_seen.load()) run_chunk(jobs[k], buf);
@@ -363,7 +386,7 @@ CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& optio
     for (auto& t : threads) t.join();
   } else {
     std::vector<std::thread> threads;
-    std::vector<std::vector<char>> bufs(jobs.size());
+    std::vector<ReadBuffer> bufs(jobs.size());
     for (std::size_t k = 1; k < jobs.size(); ++k)
       threads.emplace_back(run_chunk, std::ref(jobs[k]), std::ref(bufs[k]));
     run_chunk(jobs[0], bufs[0]);
@@ -373,7 +396,7 @@ CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& optio
     on_reset();
     quote_seen.store(false);
     jobs = make_jobs(1, true);
-    std::vector<char> buf;
+    ReadBuffer buf;
     run_chunk(jobs[0], buf);
     if (blocks) options.on_block(0, 0);
   }
