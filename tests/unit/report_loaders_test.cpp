@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <charconv>
+#include <mutex>
 #include <random>
 
 #include <filesystem>
@@ -431,6 +432,62 @@ TEST(ReportCsv, LongRecordsSplitAtEveryOffset) {
         rows.emplace_back(r.cells.begin(), r.cells.end());
       });
   EXPECT_EQ(rows, expected);
+}
+
+// Read buffers start at the chunk's size (up to 4 MiB) plus 64 KiB: records of hundreds of
+// KiB that run past a chunk's or block's end must grow the buffer and keep what it held, the
+// same in one chunk, in one chunk per thread and in blocks.
+TEST(ReportCsv, RecordsLongerThanTheReadBufferGrowIt) {
+  const std::string path = testing::TempDir() + "/report_long_records.csv";
+  std::vector<std::vector<std::string>> expected;
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "a,b\n";
+    std::size_t bytes = 0;
+    for (int i = 0; bytes < (18u << 20); ++i) {
+      // every 40th record carries a 600 KiB cell, so that many chunk and block ends fall
+      // inside one, and 256 KiB blocks start with a buffer shorter than it
+      const std::string first = std::to_string(i);
+      const std::string second = i % 40 == 7 ? std::string(600u << 10, 'a' + i % 26) : "x";
+      expected.push_back({first, second});
+      out << first << "," << second << "\n";
+      bytes += first.size() + second.size() + 2;
+    }
+  }
+  const auto scan = [&](unsigned threads, std::size_t block_bytes) {
+    std::vector<std::vector<std::vector<std::string>>> per_slot(threads);
+    std::vector<std::pair<std::size_t, std::size_t>> blocks;  // (block, slot)
+    std::vector<std::vector<std::vector<std::string>>> per_block;
+    std::mutex m;
+    artifacts::CsvScanOptions options;
+    options.threads = threads;
+    options.block_bytes = block_bytes;
+    std::vector<std::vector<std::vector<std::string>>> current(threads);
+    if (block_bytes > 0) {
+      options.on_block = [&](std::size_t slot, std::size_t block) {
+        std::lock_guard lock(m);
+        if (per_block.size() <= block) per_block.resize(block + 1);
+        per_block[block] = std::move(current[slot]);
+        current[slot].clear();
+      };
+    }
+    const auto result = artifacts::scan_csv_file(
+        path, options, [](const std::vector<std::string>&) { return true; },
+        [&](std::size_t slot, const artifacts::CsvRecord& r) {
+          (block_bytes > 0 ? current : per_slot)[slot].emplace_back(r.cells.begin(), r.cells.end());
+        },
+        [] {});
+    EXPECT_TRUE(result.ok) << result.error;
+    std::vector<std::vector<std::string>> rows;
+    for (auto& part : block_bytes > 0 ? per_block : per_slot) {
+      rows.insert(rows.end(), part.begin(), part.end());
+    }
+    return rows;
+  };
+  EXPECT_EQ(scan(1, 0), expected);
+  EXPECT_EQ(scan(2, 0), expected);           // one chunk per thread
+  EXPECT_EQ(scan(2, 256u << 10), expected);  // 256 KiB blocks
+  std::filesystem::remove(path);
 }
 
 TEST(ReportCsv, NumbersParseLikePythonFloat) {
