@@ -15,7 +15,6 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "report/discovery.hpp"
@@ -37,7 +36,7 @@ int load(const std::string& dir) {
     std::fprintf(stderr, "%s: no run with CPU samples (%s)\n", dir.c_str(), found.error.c_str());
     return 1;
   }
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  const unsigned threads = report::default_threads();
   const auto t0 = Clock::now();
   const auto loaded = report::load_cpu_samples(*found.run->cpu_samples, threads);
   std::printf("load CPU samples: %.3f s (%zu rows)\n", seconds_since(t0),
@@ -53,7 +52,7 @@ int windows(const std::string& dir) {
     std::fprintf(stderr, "%s: %s\n", dir.c_str(), run.error.c_str());
     return 1;
   }
-  const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  const unsigned cores = report::default_threads();
   for (const unsigned threads : {1u, cores}) {
     std::vector<double> times;
     for (int round = 0; round < 5; ++round) {

@@ -11,6 +11,11 @@
 
 namespace cpupower::report {
 
+// The report's parallel phases run one thread per core, at most 8.
+inline unsigned default_threads() {
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+}
+
 template <typename Job>
 void parallel_for(std::size_t n, unsigned threads, const Job& job) {
   std::atomic<std::size_t> next{0};

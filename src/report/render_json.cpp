@@ -1,6 +1,4 @@
-#include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "report/parallel.hpp"
 #include "report/render.hpp"
@@ -179,21 +177,20 @@ std::string render_json(const std::vector<WindowReport>& reports) {
   // window's own dump, its lines indented by one level, between "[" and "]" (a JSON string
   // never holds a raw line break, so every line break is one of the layout's).
   std::vector<std::string> parts(reports.size());
-  parallel_for(reports.size(), std::clamp(std::thread::hardware_concurrency(), 1u, 8u),
-               [&](std::size_t i) {
-                 const std::string dumped =
-                     window_json(reports[i]).dump(2, ' ', true, Json::error_handler_t::replace);
-                 // Built locally: the neighbouring slots are another thread's, and a
-                 // string's size field changes with every character.
-                 std::string out;
-                 out.reserve(dumped.size() + dumped.size() / 8);
-                 out += "  ";
-                 for (const char c : dumped) {
-                   out += c;
-                   if (c == '\n') out += "  ";
-                 }
-                 parts[i] = std::move(out);
-               });
+  parallel_for(reports.size(), default_threads(), [&](std::size_t i) {
+    const std::string dumped =
+        window_json(reports[i]).dump(2, ' ', true, Json::error_handler_t::replace);
+    // Built locally: the neighbouring slots are another thread's, and a
+    // string's size field changes with every character.
+    std::string out;
+    out.reserve(dumped.size() + dumped.size() / 8);
+    out += "  ";
+    for (const char c : dumped) {
+      out += c;
+      if (c == '\n') out += "  ";
+    }
+    parts[i] = std::move(out);
+  });
   std::size_t size = 4;
   for (const auto& p : parts) size += p.size() + 2;
   std::string out;

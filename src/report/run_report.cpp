@@ -1,7 +1,6 @@
 #include "report/run_report.hpp"
 
 #include <algorithm>
-#include <thread>
 
 #include "artifacts/gpu_samples.hpp"
 #include "common/text.hpp"
@@ -28,7 +27,7 @@ Window load_window(const WindowSource& s, const std::string& benchmark_out) {
 
 unsigned scan_threads(unsigned requested) {
   if (requested > 0) return requested;
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  return default_threads();
 }
 
 // Loads both legs; an error text when a leg cannot be read at all.
