@@ -121,13 +121,6 @@ void Values::reserve_address_space(std::size_t n) {
   }
 }
 
-void Values::release() {
-  ints_.release();
-  doubles_.release();
-  compact_ = true;
-  scale_ = 0;
-}
-
 bool Values::any_value() const {
   if (compact_) {
     return std::any_of(ints_.begin(), ints_.end(), [](std::int32_t m) { return m != kMissing; });

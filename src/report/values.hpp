@@ -64,7 +64,6 @@ class Values {
   void set(std::size_t i, double v);
   void truncate(std::size_t n);
   void reserve_address_space(std::size_t n);
-  void release();
 
   bool any_value() const;  // some value is not NaN
   // The values in [begin, end) that are not NaN, written densely to `values_out` with the

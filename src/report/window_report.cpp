@@ -187,34 +187,17 @@ void our_warnings(const RunData& run, WindowReport& r) {
 
 Series ModuleNode::samples(double lo, double hi, std::size_t limit) const {
   // Walk the sockets' sorted times together; keep the instants every socket has a value for.
+  // The sockets of a host usually share its time column (cpu_load.cpp): then row i is the
+  // same instant in every socket and no walk is needed.
   const Track& lead = *sockets_[0];
-  const auto from = [&](const Track& track) {
-    return static_cast<std::size_t>(std::lower_bound(track.t->begin(), track.t->end(), lo) -
-                                    track.t->begin());
-  };
-  Series out;
-  if (std::all_of(sockets_.begin(), sockets_.end(),
-                  [&](const Track* s) { return s->t == lead.t; })) {
-    // The sockets of a host share its time column (cpu_load.cpp): no walk, just the rows
-    // where every socket has a value, summed in the same order.
-    for (std::size_t i = from(lead); i < lead.size() && out.size() < limit; ++i) {
-      const double at = lead.time(i);
-      if (at > hi) break;
-      double sum = lead.v[i];
-      bool all = !std::isnan(sum);
-      for (std::size_t k = 1; k < sockets_.size(); ++k) {
-        const double v = sockets_[k]->v[i];
-        all = all && !std::isnan(v);
-        sum += v;
-      }
-      if (!all) continue;
-      out.t.push_back(at);
-      out.w.push_back(sum);
-    }
-    return out;
-  }
+  const bool shared =
+      std::all_of(sockets_.begin(), sockets_.end(), [&](const Track* s) { return s->t == lead.t; });
   std::vector<std::size_t> pos;
-  for (const Track* s : sockets_) pos.push_back(from(*s));
+  for (const Track* s : sockets_) {
+    pos.push_back(
+        static_cast<std::size_t>(std::lower_bound(s->t->begin(), s->t->end(), lo) - s->t->begin()));
+  }
+  Series out;
   for (std::size_t i = pos[0]; i < lead.size() && out.size() < limit; ++i) {
     const double at = lead.time(i);
     if (at > hi) break;
@@ -222,7 +205,11 @@ Series ModuleNode::samples(double lo, double hi, std::size_t limit) const {
     bool all = !std::isnan(sum);
     for (std::size_t k = 1; k < sockets_.size() && all; ++k) {
       const Track& tk = *sockets_[k];
-      while (pos[k] < tk.size() && tk.time(pos[k]) < at) ++pos[k];
+      if (shared) {
+        pos[k] = i;
+      } else {
+        while (pos[k] < tk.size() && tk.time(pos[k]) < at) ++pos[k];
+      }
       all = pos[k] < tk.size() && tk.time(pos[k]) == at && tk.has(pos[k]);
       if (all) sum += tk.v[pos[k]];
     }
