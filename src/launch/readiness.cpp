@@ -1,8 +1,8 @@
 #include "launch/readiness.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
+
+#include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -45,7 +45,8 @@ std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::En
     probes[i].url = health_url(endpoints[i]);
     probes[i].next_try = started;
   }
-  CURLM* multi = curl_multi_init();
+  const scrape::CurlApi* curl = scrape::curl_api();
+  CURLM* multi = curl ? curl->multi_init() : nullptr;
   if (!multi) return std::vector<std::optional<double>>(endpoints.size());
   std::size_t ready = 0;
   while (ready < probes.size() && Clock::now() < deadline && !(give_up && give_up())) {
@@ -53,44 +54,44 @@ std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::En
     for (auto& p : probes) {
       if (p.ready_after_s || p.easy || p.next_try > now) continue;
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
-      p.easy = curl_easy_init();
+      p.easy = curl->easy_init();
       if (!p.easy) continue;
-      curl_easy_setopt(p.easy, CURLOPT_URL, p.url.c_str());
-      curl_easy_setopt(p.easy, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(p.easy, CURLOPT_NOPROXY, "*");  // a cluster proxy must never see these
-      curl_easy_setopt(
+      curl->easy_setopt(p.easy, CURLOPT_URL, p.url.c_str());
+      curl->easy_setopt(p.easy, CURLOPT_NOSIGNAL, 1L);
+      curl->easy_setopt(p.easy, CURLOPT_NOPROXY, "*");  // a cluster proxy must never see these
+      curl->easy_setopt(
           p.easy, CURLOPT_TIMEOUT_MS,
           static_cast<long>(std::max<long long>(1, std::min(left, kRequestTimeout).count())));
-      curl_easy_setopt(p.easy, CURLOPT_WRITEFUNCTION, discard);
-      curl_easy_setopt(p.easy, CURLOPT_PRIVATE, &p);
-      curl_multi_add_handle(multi, p.easy);
+      curl->easy_setopt(p.easy, CURLOPT_WRITEFUNCTION, discard);
+      curl->easy_setopt(p.easy, CURLOPT_PRIVATE, &p);
+      curl->multi_add_handle(multi, p.easy);
     }
     int running = 0;
-    curl_multi_perform(multi, &running);
-    while (CURLMsg* msg = curl_multi_info_read(multi, &running)) {
+    curl->multi_perform(multi, &running);
+    while (CURLMsg* msg = curl->multi_info_read(multi, &running)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Probe* p = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&p));
+      curl->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&p));
       long code = 0;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+      curl->easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
       if (msg->data.result == CURLE_OK && code == 200) {
         p->ready_after_s = std::chrono::duration<double>(Clock::now() - started).count();
         ++ready;
       } else {
         p->next_try = Clock::now() + kRetry;
       }
-      curl_multi_remove_handle(multi, p->easy);
-      curl_easy_cleanup(p->easy);
+      curl->multi_remove_handle(multi, p->easy);
+      curl->easy_cleanup(p->easy);
       p->easy = nullptr;
     }
-    if (ready < probes.size()) curl_multi_poll(multi, nullptr, 0, 20, nullptr);
+    if (ready < probes.size()) curl->multi_poll(multi, nullptr, 0, 20, nullptr);
   }
   for (auto& p : probes) {
     if (!p.easy) continue;
-    curl_multi_remove_handle(multi, p.easy);
-    curl_easy_cleanup(p.easy);
+    curl->multi_remove_handle(multi, p.easy);
+    curl->easy_cleanup(p.easy);
   }
-  curl_multi_cleanup(multi);
+  curl->multi_cleanup(multi);
   std::vector<std::optional<double>> out;
   for (const auto& p : probes) out.push_back(p.ready_after_s);
   return out;

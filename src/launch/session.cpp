@@ -1,6 +1,5 @@
 #include "launch/session.hpp"
 
-#include <curl/curl.h>
 #include <fmt/core.h>
 
 #include <cerrno>
@@ -15,6 +14,7 @@
 #include "launch/process.hpp"
 #include "launch/readiness.hpp"
 #include "launch/session_record.hpp"
+#include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -164,10 +164,14 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   Launcher launcher(plan);
   std::unique_ptr<scrape::Collector> collector;
   if (plan.telemetry) {
-    // libcurl's global state, set up while this is still the only thread that uses curl.
-    curl_global_init(CURL_GLOBAL_ALL);
-    const auto deadline = started + to_ms(plan.recipe.telemetry.startup_timeout_seconds);
-    collector = start_telemetry(plan, launcher, signals, started, deadline);
+    // libcurl is loaded (and its global state set up) while this is still the only thread.
+    std::string curl_error;
+    if (scrape::curl_api(&curl_error) == nullptr) {
+      log->warn("CPU power telemetry skipped: {}", curl_error);
+    } else {
+      const auto deadline = started + to_ms(plan.recipe.telemetry.startup_timeout_seconds);
+      collector = start_telemetry(plan, launcher, signals, started, deadline);
+    }
   }
 
   SessionRecord record;

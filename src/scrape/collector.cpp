@@ -1,7 +1,6 @@
 #include "scrape/collector.hpp"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -22,6 +21,7 @@
 #include "artifacts/cpu_samples.hpp"
 #include "common/log.hpp"
 #include "common/version.hpp"
+#include "scrape/curl_api.hpp"
 
 namespace cpupower::scrape {
 namespace {
@@ -208,18 +208,18 @@ struct Shard {
 // transfer and poll each socket again), plus a heap of per-endpoint slots.
 class Loop {
  public:
-  explicit Loop(std::shared_ptr<detail::CollectorState> state)
-      : s_(std::move(state)), transfers_(s_->endpoints.size()) {}
+  Loop(std::shared_ptr<detail::CollectorState> state, const CurlApi& curl)
+      : s_(std::move(state)), curl_(curl), transfers_(s_->endpoints.size()) {}
 
   ~Loop() {
     // In this order: removing handles and closing connections still calls on_socket.
     for (auto& t : transfers_) {
       if (!t.easy) continue;
-      if (t.in_flight) curl_multi_remove_handle(shards_[t.shard].multi, t.easy);
-      curl_easy_cleanup(t.easy);
+      if (t.in_flight) curl_.multi_remove_handle(shards_[t.shard].multi, t.easy);
+      curl_.easy_cleanup(t.easy);
     }
     for (auto& shard : shards_) {
-      if (shard.multi) curl_multi_cleanup(shard.multi);
+      if (shard.multi) curl_.multi_cleanup(shard.multi);
     }
     if (ep_ >= 0) ::close(ep_);
   }
@@ -251,6 +251,7 @@ class Loop {
   int running() const;
 
   std::shared_ptr<detail::CollectorState> s_;
+  const CurlApi& curl_;
   std::vector<Shard> shards_;  // sized once: libcurl holds pointers to its elements
   int ep_ = -1;
   struct Socket {
@@ -326,57 +327,58 @@ bool Loop::setup(std::string* error) {
     auto& shard = shards_[k];
     shard.loop = this;
     shard.index = k;
-    shard.multi = curl_multi_init();
+    shard.multi = curl_.multi_init();
     if (!shard.multi) {
       *error = "curl_multi_init failed";
       return false;
     }
-    curl_multi_setopt(shard.multi, CURLMOPT_SOCKETFUNCTION, &Loop::on_socket);
-    curl_multi_setopt(shard.multi, CURLMOPT_SOCKETDATA, &shard);
-    curl_multi_setopt(shard.multi, CURLMOPT_TIMERFUNCTION, &Loop::on_timer);
-    curl_multi_setopt(shard.multi, CURLMOPT_TIMERDATA, &shard);
+    curl_.multi_setopt(shard.multi, CURLMOPT_SOCKETFUNCTION, &Loop::on_socket);
+    curl_.multi_setopt(shard.multi, CURLMOPT_SOCKETDATA, &shard);
+    curl_.multi_setopt(shard.multi, CURLMOPT_TIMERFUNCTION, &Loop::on_timer);
+    curl_.multi_setopt(shard.multi, CURLMOPT_TIMERDATA, &shard);
     // The default cache (4 x the transfers in progress) is far smaller than the endpoint
     // count when slots are spread, and would close the keep-alive connections we want.
-    curl_multi_setopt(shard.multi, CURLMOPT_MAXCONNECTS, static_cast<long>(kShardSize + 8));
+    curl_.multi_setopt(shard.multi, CURLMOPT_MAXCONNECTS, static_cast<long>(kShardSize + 8));
   }
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     auto& t = transfers_[i];
     t.shard = i / kShardSize;
     t.url = endpoint_url(s_->endpoints[i]);
     t.max_body_bytes = s_->options.max_body_bytes;
-    t.easy = curl_easy_init();
+    t.easy = curl_.easy_init();
     if (!t.easy) {
       *error = "curl_easy_init failed";
       return false;
     }
     CURL* e = t.easy;
-    curl_easy_setopt(e, CURLOPT_URL, t.url.c_str());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.curl_error);
+    curl_.easy_setopt(e, CURLOPT_URL, t.url.c_str());
+    curl_.easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
+    curl_.easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
+    curl_.easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_.easy_setopt(e, CURLOPT_ERRORBUFFER, t.curl_error);
     // One deadline for the whole request, connect included: a trickling exporter is cut
     // off instead of stretching each read (the reference's per-operation timeout).
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(s_->options.request_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
-                     static_cast<curl_off_t>(s_->options.max_body_bytes));
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    curl_.easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                      static_cast<long>(s_->options.request_timeout.count()));
+    curl_.easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                      static_cast<curl_off_t>(s_->options.max_body_bytes));
+    curl_.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_.easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
     // An http_proxy in the environment must not reroute scrapes of cluster-internal nodes.
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, (std::string("cpu-power/") + kVersion).c_str());
+    curl_.easy_setopt(e, CURLOPT_PROXY, "");
+    curl_.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_.easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_.easy_setopt(e, CURLOPT_USERAGENT, (std::string("cpu-power/") + kVersion).c_str());
     if (is_ip_literal(s_->endpoints[i].address)) {
       // libcurl caches even literal addresses, and every transfer of a handle with an
       // expiry sweeps the whole cache: with a thousand endpoints that sweep was the
       // collector's largest cost. A literal never changes, so its entry may live forever.
-      curl_easy_setopt(e, CURLOPT_DNS_CACHE_TIMEOUT, -1L);
+      curl_.easy_setopt(e, CURLOPT_DNS_CACHE_TIMEOUT, -1L);
       // With one address there is no second family to wait for, yet libcurl 7.88 driven by
       // socket_action waits out the happy-eyeballs delay (200 ms) before it reports a
       // refused connection, long enough to miss slots of a node whose exporter is down.
-      curl_easy_setopt(e, CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, 0L);
+      curl_.easy_setopt(e, CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, 0L);
     }
   }
   return true;
@@ -442,7 +444,7 @@ void Loop::run_curl_timers() {
     // timer did not change, e.g. when our clock ran a little ahead of libcurl's and nothing
     // had expired yet, and a lost timer would stall a transfer.
     long timeout_ms = -1;
-    curl_multi_timeout(shard.multi, &timeout_ms);
+    curl_.multi_timeout(shard.multi, &timeout_ms);
     if (timeout_ms < 0) {
       shard.deadline.reset();
     } else {
@@ -528,7 +530,7 @@ void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
   t.slot = slot;
   t.started = Clock::now();
   t.started_wall = std::chrono::system_clock::now();
-  const CURLMcode rc = curl_multi_add_handle(shards_[t.shard].multi, t.easy);
+  const CURLMcode rc = curl_.multi_add_handle(shards_[t.shard].multi, t.easy);
   if (rc != CURLM_OK) {
     ScrapeEvent event;
     event.endpoint_index = i;
@@ -536,7 +538,7 @@ void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
     event.started = event.finished = t.started;
     event.final_cycle = t.final_cycle;
     record_failure(i, event, kReasonTransport,
-                   std::string("curl_multi_add_handle: ") + curl_multi_strerror(rc));
+                   std::string("curl_multi_add_handle: ") + curl_.multi_strerror(rc));
     if (s_->options.on_scrape) s_->options.on_scrape(event);
     return;
   }
@@ -545,15 +547,15 @@ void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
 
 void Loop::drive(Shard& shard, curl_socket_t fd, int mask) {
   int still_running = 0;
-  curl_multi_socket_action(shard.multi, fd, mask, &still_running);
+  curl_.multi_socket_action(shard.multi, fd, mask, &still_running);
   // Taken before any completion is processed, so that a batch of responses does not carry
   // the time spent parsing the ones ahead of it.
   const auto finished = Clock::now();
   int queued = 0;
-  while (CURLMsg* msg = curl_multi_info_read(shard.multi, &queued)) {
+  while (CURLMsg* msg = curl_.multi_info_read(shard.multi, &queued)) {
     if (msg->msg != CURLMSG_DONE) continue;
     char* priv = nullptr;
-    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+    curl_.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
     const CURLcode code = msg->data.result;
     complete(reinterpret_cast<std::size_t>(priv), code, finished);  // invalidates msg
   }
@@ -600,8 +602,8 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   event.finished = finished;
   event.final_cycle = t.final_cycle;
   long status = 0;
-  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
-  curl_multi_remove_handle(shards_[t.shard].multi, t.easy);
+  curl_.easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_.multi_remove_handle(shards_[t.shard].multi, t.easy);
   t.in_flight = false;
 
   auto fail = [&](std::string_view reason, const std::string& detail) {
@@ -613,7 +615,7 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
                                          "-byte cap; transfer aborted");
   }
   if (code != CURLE_OK) {
-    const std::string detail = t.curl_error[0] ? t.curl_error : curl_easy_strerror(code);
+    const std::string detail = t.curl_error[0] ? t.curl_error : curl_.easy_strerror(code);
     return fail(reason_of(code), detail);
   }
   if (status != 200) return fail(kReasonHttpStatus, "HTTP " + std::to_string(status));
@@ -718,9 +720,6 @@ void Loop::flush(Clock::time_point now) {
   }
 }
 
-std::once_flag curl_init_once;
-CURLcode curl_init_result = CURLE_OK;
-
 }  // namespace
 
 Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options)
@@ -763,14 +762,13 @@ bool Collector::start(std::string* error) {
   for (const auto& e : state_->endpoints) {
     if (!hosts.insert(e.hostname).second) return fail("duplicate hostname '" + e.hostname + "'");
   }
-  // curl_global_init is not thread-safe; do it once, before our thread exists.
-  std::call_once(curl_init_once, [] { curl_init_result = curl_global_init(CURL_GLOBAL_ALL); });
-  if (curl_init_result != CURLE_OK) {
-    return fail(std::string("curl_global_init: ") + curl_easy_strerror(curl_init_result));
-  }
+  // Loaded (and curl_global_init run) before our thread exists.
+  std::string curl_error;
+  const CurlApi* curl = curl_api(&curl_error);
+  if (!curl) return fail(curl_error);
   if (state_->wake_fd < 0) state_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (state_->wake_fd < 0) return fail(std::string("eventfd: ") + std::strerror(errno));
-  auto loop = std::make_unique<Loop>(state_);
+  auto loop = std::make_unique<Loop>(state_, *curl);
   std::string why;
   if (!loop->setup(&why)) return fail(why);
 

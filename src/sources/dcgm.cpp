@@ -7,9 +7,9 @@
 #include <mutex>
 #include <thread>
 
+#include "common/dynamic_library.hpp"
 #include "common/log.hpp"
 #include "rails/rails.hpp"
-#include "sources/dynamic_library.hpp"
 #include "sources/nvidia_abi.hpp"
 
 namespace cpupower::sources {
@@ -252,7 +252,7 @@ class DcgmSession {
     return std::nullopt;
   }
 
-  DynamicLibrary lib_;
+  common::DynamicLibrary lib_;
   DcgmApi api_;
   dcgmHandle_t handle_ = 0;
   dcgmGpuGrp_t group_ = 0;

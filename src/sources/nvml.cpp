@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "common/dynamic_library.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
-#include "sources/dynamic_library.hpp"
 #include "sources/nvidia_abi.hpp"
 
 namespace cpupower::sources {
@@ -118,7 +118,7 @@ void unavailable(const std::shared_ptr<NvmlModuleReader::Shared>& sh, const std:
 void poll_loop(std::shared_ptr<NvmlModuleReader::Shared> sh) {
   auto log = common::logger("cpu_power_exporter::nvml");
   const auto& o = sh->options;
-  DynamicLibrary lib;
+  common::DynamicLibrary lib;
   std::string err;
   std::vector<std::string> names = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
   if (!o.library.empty()) names = {o.library};

@@ -133,6 +133,16 @@ grep -q 'CPU power exporter exited early' "$WORK/local.log" || fail "early exit 
 [ "$(json_get "$WORK/local/session.json" '["exit_code"]')" = 4 ] || fail "session.json (local)"
 ok "a node without any power source: exit status unchanged, manifest and session.json written"
 
+# --- no libcurl: the command runs as if telemetry were off, and says why ------------------
+rc=0
+CPU_POWER_LIBCURL=/nonexistent/libcurl.so.4 "$BIN/cpu-power" run --simulate gb200 \
+  --config "$WORK/fast.yaml" --log-dir "$WORK/nocurl" -- sh -c 'exit 5' >"$WORK/nocurl.log" 2>&1 || rc=$?
+[ "$rc" = 5 ] || { cat "$WORK/nocurl.log"; fail "run without libcurl exited $rc, want 5"; }
+grep -q 'CPU power telemetry skipped: cannot load libcurl (/nonexistent/libcurl.so.4' "$WORK/nocurl.log" ||
+  fail "no skip warning: $(cat "$WORK/nocurl.log")"
+[ "$(json_get "$WORK/nocurl/session.json" '["exit_code"]')" = 5 ] || fail "session.json (no libcurl)"
+ok "without libcurl the command still runs, exit status kept, the reason logged"
+
 # --- nothing runs on a bad recipe, on --dry-run; a missing command is 127 ------------------
 rc=0
 "$BIN/cpu-power" run --config "$RECIPES/typo.yaml" --log-dir "$WORK/bad" -- touch "$WORK/ran" \

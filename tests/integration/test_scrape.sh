@@ -249,4 +249,21 @@ usage "--duration-s" --endpoint a=127.0.0.1:1 --out "$WORK/u" --duration-s -1
 usage "cannot create directory" --endpoint a=127.0.0.1:1 --out /proc/nope
 ok "usage errors exit 2 naming the option and the value"
 
+# --- libcurl is loaded when a scrape starts: a missing or wrong one is a clear error -------
+rc=0
+CPU_POWER_LIBCURL=/nonexistent/libcurl.so.4 "$BIN/cpu-power" scrape --endpoint a=127.0.0.1:1 \
+  --out "$WORK/nocurl" --duration-s 1 >"$WORK/nocurl.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "missing libcurl: exit $rc, want 1: $(cat "$WORK/nocurl.out")"
+grep -qF 'Error: cannot load libcurl (/nonexistent/libcurl.so.4: cannot open shared object file' \
+  "$WORK/nocurl.out" || fail "missing libcurl: $(cat "$WORK/nocurl.out")"
+grep -qF 'CPU_POWER_LIBCURL names it' "$WORK/nocurl.out" || fail "override not named: $(cat "$WORK/nocurl.out")"
+rc=0
+CPU_POWER_LIBCURL=libm.so.6 "$BIN/cpu-power" scrape --endpoint a=127.0.0.1:1 \
+  --out "$WORK/nocurl" --duration-s 1 >"$WORK/nocurl.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "libm as libcurl: exit $rc, want 1"
+grep -qF 'Error: libm.so.6 is not a usable libcurl (7.66 or later): symbol curl_global_init:' \
+  "$WORK/nocurl.out" || fail "libm as libcurl: $(cat "$WORK/nocurl.out")"
+! ldd "$BIN/cpu-power" | grep -q libcurl || fail "cpu-power links libcurl at start-up"
+ok "libcurl loaded on use: a missing or foreign library is named, exit 1; not linked"
+
 finish

@@ -1,8 +1,8 @@
-#include "sources/dynamic_library.hpp"
+#include "common/dynamic_library.hpp"
 
 #include <dlfcn.h>
 
-namespace cpupower::sources {
+namespace cpupower::common {
 
 bool DynamicLibrary::open(const std::vector<std::string>& candidates, std::string* error) {
   for (const auto& c : candidates) {
@@ -28,4 +28,4 @@ void* DynamicLibrary::raw_symbol(const char* symbol_name, std::string* missing) 
   return p;
 }
 
-}  // namespace cpupower::sources
+}  // namespace cpupower::common

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace cpupower::sources {
+namespace cpupower::common {
 
 class DynamicLibrary {
  public:
@@ -25,4 +25,4 @@ class DynamicLibrary {
   std::string name_;
 };
 
-}  // namespace cpupower::sources
+}  // namespace cpupower::common
