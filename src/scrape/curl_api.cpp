@@ -1,5 +1,6 @@
 #include "scrape/curl_api.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -48,7 +49,11 @@ Loaded load() {
       lib.symbol<decltype(a.multi_socket_action)>("curl_multi_socket_action", &missing);
   a.multi_strerror = lib.symbol<decltype(a.multi_strerror)>("curl_multi_strerror", &missing);
   if (!missing.empty()) {
-    out.error = lib.name() + " is not a usable libcurl (7.66 or later): " + missing;
+    // The first missing function says enough; the rest are usually missing for the same reason.
+    const auto more = static_cast<std::size_t>(std::count(missing.begin(), missing.end(), ';'));
+    out.error = lib.name() + " is not a usable libcurl (7.66 or later): " +
+                missing.substr(0, missing.find(';')) +
+                (more > 0 ? " (and " + std::to_string(more) + " more)" : "");
     return out;
   }
   const CURLcode rc = a.global_init(CURL_GLOBAL_ALL);
