@@ -106,8 +106,8 @@ RecordSpan scan_records(const std::string& jsonl) {
     // The rest of the padded file lies behind the line, so simdjson may read past it.
     const std::size_t capacity = text.size() + simdjson::SIMDJSON_PADDING - begin;
     std::string problem;
-    if (parser.iterate(line.data(), line.size(), capacity).get(doc)) {
-      problem = "malformed JSON";
+    if (const auto code = parser.iterate(line.data(), line.size(), capacity).get(doc)) {
+      problem = std::string("malformed JSON (") + simdjson::error_message(code) + ")";
     } else {
       problem = take_record(doc, span);
     }

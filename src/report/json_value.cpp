@@ -31,12 +31,16 @@ std::optional<Json> read_json_file(const std::string& path, std::string* error) 
     *error = path + ": cannot be read";
     return std::nullopt;
   }
-  Json doc = Json::parse(*text, nullptr, false);
-  if (doc.is_discarded()) {
-    *error = path + ": malformed JSON";
+  try {
+    return Json::parse(*text);
+  } catch (const Json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 3, column 1: syntax error ...":
+    // the place and the reason, without the library's prefix.
+    const std::string what = e.what();
+    const auto at = what.find(" at line ");
+    *error = path + ": malformed JSON" + (at == std::string::npos ? "" : what.substr(at));
     return std::nullopt;
   }
-  return doc;
 }
 
 }  // namespace cpupower::report

@@ -153,6 +153,19 @@ std::string record(const char* phase, double start_s, double end_s, bool error =
          (error ? ", \"error\": {\"code\": 500}" : ", \"error\": null") + "}\n";
 }
 
+TEST_F(RunDir, MalformedJsonErrorsSayWhereAndWhy) {
+  Window w = load_sa_bench_window(
+      write("r.json", "{\"benchmark_start_time_unix\": 1,\n \"benchmark_end_time_unix\": }\n"), 1);
+  EXPECT_EQ(w.error, dir() +
+                         "/r.json: malformed JSON at line 2, column 29: syntax error while parsing "
+                         "value - unexpected '}'; expected '[', '{', or a literal");
+  // A record cut off mid-line (a writer killed mid-write): its line and simdjson's reason.
+  const std::string jsonl = write("conc_2/aiperf_artifacts/profile_export.jsonl",
+                                  record("profiling", 1, 2) + "{\"metadata\": {\"benchmark_ph");
+  w = load_aiperf_records_window(jsonl, 2, dir() + "/benchmark.out");
+  EXPECT_EQ(w.error, jsonl + ":2: malformed JSON (A string is opened, but never closed.)");
+}
+
 TEST_F(RunDir, AiperfRecordsFilterWarmupAndErrors) {  // T3 #16, #17, #20, #21
   const std::string jsonl =
       write("conc_8/aiperf_artifacts/profile_export.jsonl",
