@@ -507,4 +507,14 @@ std::optional<std::size_t> column_index(const std::vector<std::string>& header,
   return std::nullopt;
 }
 
+std::string describe_bad_cell(std::string_view column, std::string_view cell,
+                              std::string_view wanted) {
+  if (cell.find_first_not_of(" \t\r") == std::string_view::npos) {
+    return std::string(column) + " is blank";
+  }
+  constexpr std::size_t kShown = 40;
+  std::string out = std::string(column) + " '" + std::string(cell.substr(0, kShown));
+  return out + (cell.size() > kShown ? "...'" : "'") + " is not " + std::string(wanted);
+}
+
 }  // namespace cpupower::artifacts

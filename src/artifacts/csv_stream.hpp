@@ -194,4 +194,9 @@ std::optional<long long> parse_cell_int(std::string_view cell);
 std::optional<std::size_t> column_index(const std::vector<std::string>& header,
                                         std::string_view name);
 
+// Why a row was dropped, for a warning: "timestamp_unix is blank" or "timestamp_unix 'abc' is
+// not <wanted>" (a long cell is cut to its first 40 characters).
+std::string describe_bad_cell(std::string_view column, std::string_view cell,
+                              std::string_view wanted = "a number");
+
 }  // namespace cpupower::artifacts

@@ -40,7 +40,15 @@ class GpuRowCollector {
     const auto idx = parse_cell_int(cell(c_.gpu_index));
     const std::string_view host = cell(c_.hostname);
     if (!t || !idx || (!c_.hostname && host.empty())) {
-      ++out_.skipped_rows;
+      if (out_.skipped_rows++ == 0) {
+        if (!t) {
+          out_.first_skipped = describe_bad_cell("timestamp_unix", cell(c_.timestamp_unix));
+        } else if (!idx) {
+          out_.first_skipped = describe_bad_cell("gpu_index", cell(c_.gpu_index), "an integer");
+        } else {
+          out_.first_skipped = "hostname is blank";
+        }
+      }
       return;
     }
     GpuSampleRow row;

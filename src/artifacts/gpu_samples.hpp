@@ -42,6 +42,7 @@ struct GpuSamplesFile {
   std::vector<GpuSampleRow> rows;  // file order
   bool has_util_column[2] = {false, false};
   std::size_t skipped_rows = 0;  // no timestamp, host or GPU index
+  std::string first_skipped;     // why the first of them was skipped, with its cell
 };
 
 GpuSamplesFile read_gpu_samples(const std::string& path);

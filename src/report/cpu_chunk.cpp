@@ -136,8 +136,10 @@ std::size_t CpuChunk::global_socket(CpuChunk& block, std::size_t index) {
 
 void CpuChunk::absorb(CpuChunk& block) {
   rows += block.rows;
+  if (skipped == 0) first_skipped = std::move(block.first_skipped);
   skipped += block.skipped;
   block.rows = block.skipped = 0;
+  block.first_skipped.clear();
   std::vector<Landing> landing(block.hosts.size());
   for (std::size_t i = 0; i < block.hosts.size(); ++i) {
     ChunkHost& from = block.hosts[i];
@@ -322,6 +324,17 @@ void CpuChunk::add_long(ChunkSocket& s, std::span<const std::string_view> cells,
   }
 }
 
+void CpuChunk::skip(std::string_view column, std::string_view cell, std::string_view wanted) {
+  if (skipped++ == 0) first_skipped = artifacts::describe_bad_cell(column, cell, wanted);
+}
+
+void CpuChunk::skip_short(std::size_t cells) {
+  if (skipped++ == 0) {
+    first_skipped = "a row of " + std::to_string(cells) + " cell" + (cells == 1 ? "" : "s") +
+                    ", without timestamp_unix";
+  }
+}
+
 void CpuChunk::add(const artifacts::CsvRecord& record) {
   const auto cells = record.cells;
   ++rows;
@@ -329,7 +342,11 @@ void CpuChunk::add(const artifacts::CsvRecord& record) {
   double t = 0;
   if (!last_time_.lookup(time_text, &t)) {
     if (!artifacts::parse_number(time_text, &t)) {
-      ++skipped;
+      if (*c_->timestamp_unix < cells.size()) {
+        skip("timestamp_unix", time_text);
+      } else {
+        skip_short(cells.size());
+      }
       return;
     }
     last_time_.store(time_text, t);
@@ -338,7 +355,7 @@ void CpuChunk::add(const artifacts::CsvRecord& record) {
   const std::string_view socket_text = cell(cells, c_->socket_id);
   long long socket = 0;
   if (!socket_text.empty() && !parse_socket(socket_text, &socket)) {
-    ++skipped;
+    skip("socket_id", socket_text, "an integer");
     return;
   }
   ChunkHost& h = hosts[host];

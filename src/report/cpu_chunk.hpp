@@ -124,6 +124,7 @@ class alignas(64) CpuChunk {
   std::vector<ChunkSocket> sockets;
   std::size_t rows = 0;
   std::size_t skipped = 0;
+  std::string first_skipped;  // why the first skipped row (in file order) was dropped
 
  private:
   std::size_t host_id(std::string_view name);
@@ -133,6 +134,8 @@ class alignas(64) CpuChunk {
   void add_total(ChunkHost& h, std::string_view text, std::size_t entry);
   void add_long(ChunkSocket& s, std::span<const std::string_view> cells, double t);
   void note_source(ChunkSocket& s, std::string_view source);
+  void skip(std::string_view column, std::string_view cell, std::string_view wanted = "a number");
+  void skip_short(std::size_t cells);
 
   std::size_t global_socket(CpuChunk& block, std::size_t index);
 

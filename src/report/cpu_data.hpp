@@ -46,6 +46,7 @@ struct CpuData {
   std::vector<std::string> hosts;  // every host seen, sorted
   std::size_t rows = 0;
   std::size_t skipped_rows = 0;  // no parsable timestamp, or a bad socket id
+  std::string first_skipped;     // why the first of them was skipped, with its cell
 
   const CpuSocket* find_socket(std::string_view host, long long socket) const;
 };

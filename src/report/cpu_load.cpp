@@ -179,6 +179,7 @@ CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide, unsigned threads)
   for (std::size_t i = 1; i < chunks.size(); ++i) all.absorb(chunks[i]);
   data.rows = all.rows;
   data.skipped_rows = all.skipped;
+  data.first_skipped = all.first_skipped;
   std::vector<std::size_t> order(all.hosts.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(),

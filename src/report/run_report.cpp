@@ -1,5 +1,7 @@
 #include "report/run_report.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 
 #include "artifacts/gpu_samples.hpp"
@@ -25,6 +27,13 @@ Window load_window(const WindowSource& s, const std::string& benchmark_out) {
   return load_session_window(s.path);
 }
 
+// "<path>: 3 of 120000 rows skipped (first: timestamp_unix 'abc')": rows a leg could not
+// use are dropped, never read as zeros, and said once for the whole run.
+std::string skipped_rows_warning(const std::string& path, std::size_t skipped, std::size_t rows,
+                                 const std::string& first) {
+  return fmt::format("{}: {} of {} rows skipped (first: {})", path, skipped, rows, first);
+}
+
 unsigned scan_threads(unsigned requested) {
   if (requested > 0) return requested;
   return default_threads();
@@ -38,6 +47,10 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     if (!cpu.data) return cpu.error;
     if (cpu.data->layout == "empty")
       run_warnings->push_back(*in.cpu_samples + ": empty file, no CPU samples");
+    if (cpu.data->skipped_rows > 0) {
+      run_warnings->push_back(skipped_rows_warning(*in.cpu_samples, cpu.data->skipped_rows,
+                                                   cpu.data->rows, cpu.data->first_skipped));
+    }
     data.cpu = std::move(cpu.data);
   }
   if (in.gpu_samples) {
@@ -51,6 +64,11 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     }
     data.gpu = build_gpu_data(file, roles);
     data.gpu->path = *in.gpu_samples;
+    if (file.skipped_rows > 0) {
+      run_warnings->push_back(skipped_rows_warning(*in.gpu_samples, file.skipped_rows,
+                                                   file.rows.size() + file.skipped_rows,
+                                                   file.first_skipped));
+    }
   }
   build_module_nodes(data);
   return "";

@@ -219,6 +219,7 @@ void expect_same_track(const Track& a, const Track& b, const std::string& what) 
 void expect_same_data(const CpuData& serial, const CpuData& parallel) {
   EXPECT_EQ(serial.rows, parallel.rows);
   EXPECT_EQ(serial.skipped_rows, parallel.skipped_rows);
+  EXPECT_EQ(serial.first_skipped, parallel.first_skipped);
   EXPECT_EQ(serial.hosts, parallel.hosts);
   ASSERT_EQ(serial.sockets.size(), parallel.sockets.size());
   for (std::size_t i = 0; i < serial.sockets.size(); ++i) {
@@ -280,6 +281,41 @@ TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
     }
   }
   fs::remove(path);
+}
+
+// Rows the loader cannot use are counted, and the first of them in file order (not the
+// first a thread met) is described, whatever the blocks and threads.
+TEST(ReportCpuLoad, SkippedRowsAreCountedAndTheFirstDescribed) {
+  namespace fs = std::filesystem;
+  const std::string path = testing::TempDir() + "/report_skipped_samples.csv";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
+           "soc_w,dram_w,module_w,total_power_w\n";
+    for (int i = 0; i < 200000; ++i) {
+      const std::string t = i == 120000 ? "oops" : std::to_string(1000 + i * 0.25);
+      const std::string socket = i == 190000 ? "x" : std::to_string(i % 2);
+      if (i == 70000) out << "garbage\n";
+      out << "3," << t << ",node-" << i % 3 << ",acpi,CPU0:cpuSidePowerUsageW," << socket << ","
+          << 90 + i % 17 << ",40,5,,," << 180 + i % 5 << "\n";
+    }
+  }
+  ASSERT_GT(fs::file_size(path), 8u << 20);  // read in blocks, the bad rows in three of them
+  for (const unsigned threads : {1u, 2u, 4u}) {
+    const CpuLoad load = load_cpu_samples(path, threads);
+    ASSERT_TRUE(load.data) << load.error;
+    EXPECT_EQ(load.data->rows, 200001u) << threads;
+    EXPECT_EQ(load.data->skipped_rows, 3u) << threads;
+    EXPECT_EQ(load.data->first_skipped, "a row of 1 cell, without timestamp_unix") << threads;
+  }
+  fs::remove(path);
+  EXPECT_EQ(load(kV1 + "1,10,a,acpi,s,0,1,1\n1,1e400x,a,acpi,s,0,1,1\n1,11,a,acpi,s,-,1,1\n")
+                .first_skipped,
+            "timestamp_unix '1e400x' is not a number");
+  EXPECT_EQ(load(kV1 + "1,10,a,acpi,s,z,1,1\n1,,a,acpi,s,0,1,1\n").first_skipped,
+            "socket_id 'z' is not an integer");
+  EXPECT_EQ(load(kV1 + "1, ,a,acpi,s,0,1,1\n").first_skipped, "timestamp_unix is blank");
+  EXPECT_EQ(load(kV1 + "1,10,a,acpi,s,0,1,1\n").first_skipped, "");
 }
 
 // The rows of one scrape share their host's time entry: scrapes that straddle two blocks,
@@ -683,6 +719,18 @@ TEST(ReportGpuLoad, RolesAndPerRoleSums) {  // T3 #26
   EXPECT_EQ(d.roles[0].label(), "gpu/node-a/decode");
   EXPECT_EQ(d.roles[1].label(), "gpu/node-a/prefill");
   EXPECT_EQ(values(d.roles[1].power), (std::vector<double>{100, 110}));
+}
+
+TEST(ReportGpuLoad, SkippedRowsAreCountedAndTheFirstDescribed) {
+  const std::string header =
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n";
+  auto file = artifacts::parse_gpu_samples(header + "1,10,0,n,0,G,1\n1,11,1,n,one,G,1\n" +
+                                           "1,x,2,n,0,G,1\n");
+  EXPECT_EQ(file.skipped_rows, 2u);
+  EXPECT_EQ(file.first_skipped, "gpu_index 'one' is not an integer");
+  file = artifacts::parse_gpu_samples(header + "1,,0,n,0,G,1\n");
+  EXPECT_EQ(file.first_skipped, "timestamp_unix is blank");
+  EXPECT_EQ(build_gpu_data(file, {}).skipped_rows, 1u);
 }
 
 TEST(ReportGpuLoad, UtilizationColumnsAndBlankPower) {  // T3 #32, #33

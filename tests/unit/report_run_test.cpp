@@ -1,6 +1,7 @@
 // Discovery, windows (sa-bench, aiperf with its fallbacks, session), whole-run reports and
 // their text and JSON output, against the reference notes' tests and worked examples.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -413,6 +414,29 @@ TEST_F(RunDir, EmptyCpuFileLeavesTheGpuLegReporting) {
   EXPECT_EQ(r.error, "");
   EXPECT_DOUBLE_EQ(r.gpu_total_joules.get<double>(), 200.0);
   EXPECT_EQ(r.warnings.back(), dir() + "/power/cpu/samples.csv: empty file, no CPU samples");
+}
+
+TEST_F(RunDir, SkippedRowsAreOneWarningPerLeg) {
+  write("benchmark.out", "Successful requests: 1\n");
+  write(
+      "sa-bench_x/results_concurrency_1_gpus_1.json",
+      R"({"benchmark_start_time_unix": 10, "benchmark_end_time_unix": 12, "total_input_tokens": 1, "total_output_tokens": 1})");
+  write("power/cpu/samples.csv",
+        "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\n"
+        "1,9,n,acpi,s,0,50,50\n1,eleven,n,acpi,s,0,50,50\n1,13,n,acpi,s,0,50,50\n");
+  write("power/samples.csv",
+        "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n"
+        "1,9,0,n,0,G,100\n1,11,1,n,,G,100\n1,13,2,n,0,G,100\n");
+  const ReportRun run = build_reports(dir(), {});
+  ASSERT_EQ(run.error, "");
+  const WindowReport& r = run.windows[0];
+  EXPECT_EQ(r.error, "");
+  EXPECT_DOUBLE_EQ(r.cpu_total_joules.get<double>(), 100.0);  // 9 -> 13 at 50 W, cut to 10-12
+  EXPECT_THAT(r.warnings,
+              testing::IsSupersetOf(
+                  {dir() + "/power/cpu/samples.csv: 1 of 3 rows skipped (first: timestamp_unix "
+                           "'eleven' is not a number)",
+                   dir() + "/power/samples.csv: 1 of 3 rows skipped (first: gpu_index is blank)"}));
 }
 
 // T3 #39, #40: utilization summaries per socket, node, GPU, GPU node and role.
