@@ -28,7 +28,6 @@ struct DeviceRows {
 GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::GpuRoles& roles) {
   GpuData data;
   data.skipped_rows = file.skipped_rows;
-  data.first_skipped = file.first_skipped;
   std::map<std::pair<std::string, long long>, DeviceRows> devices;
   std::map<std::string, TimeSums> nodes;
   std::map<std::pair<std::string, std::string>, TimeSums> role_sums;  // (role, host)

@@ -37,7 +37,6 @@ struct GpuData {
   std::vector<GpuSum> nodes;       // by host
   std::vector<GpuSum> roles;       // by (role, host)
   std::size_t skipped_rows = 0;
-  std::string first_skipped;  // why the first of them was skipped, with its cell
 };
 
 GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::GpuRoles& roles);
