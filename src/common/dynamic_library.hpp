@@ -18,6 +18,11 @@ class DynamicLibrary {
   Fn symbol(const char* symbol_name, std::string* missing) const {
     return reinterpret_cast<Fn>(raw_symbol(symbol_name, missing));
   }
+  // The same into a function pointer of the symbol's type.
+  template <class Fn>
+  void bind(Fn*& fn, const char* symbol_name, std::string* missing) const {
+    fn = symbol<Fn*>(symbol_name, missing);
+  }
 
  private:
   void* raw_symbol(const char* symbol_name, std::string* missing) const;

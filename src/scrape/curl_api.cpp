@@ -29,25 +29,23 @@ Loaded load() {
   }
   std::string missing;
   CurlApi& a = out.api;
-  a.global_init = lib.symbol<decltype(a.global_init)>("curl_global_init", &missing);
-  a.easy_init = lib.symbol<decltype(a.easy_init)>("curl_easy_init", &missing);
-  a.easy_setopt = lib.symbol<decltype(a.easy_setopt)>("curl_easy_setopt", &missing);
-  a.easy_getinfo = lib.symbol<decltype(a.easy_getinfo)>("curl_easy_getinfo", &missing);
-  a.easy_cleanup = lib.symbol<decltype(a.easy_cleanup)>("curl_easy_cleanup", &missing);
-  a.easy_strerror = lib.symbol<decltype(a.easy_strerror)>("curl_easy_strerror", &missing);
-  a.multi_init = lib.symbol<decltype(a.multi_init)>("curl_multi_init", &missing);
-  a.multi_setopt = lib.symbol<decltype(a.multi_setopt)>("curl_multi_setopt", &missing);
-  a.multi_add_handle = lib.symbol<decltype(a.multi_add_handle)>("curl_multi_add_handle", &missing);
-  a.multi_remove_handle =
-      lib.symbol<decltype(a.multi_remove_handle)>("curl_multi_remove_handle", &missing);
-  a.multi_cleanup = lib.symbol<decltype(a.multi_cleanup)>("curl_multi_cleanup", &missing);
-  a.multi_perform = lib.symbol<decltype(a.multi_perform)>("curl_multi_perform", &missing);
-  a.multi_info_read = lib.symbol<decltype(a.multi_info_read)>("curl_multi_info_read", &missing);
-  a.multi_poll = lib.symbol<decltype(a.multi_poll)>("curl_multi_poll", &missing);
-  a.multi_timeout = lib.symbol<decltype(a.multi_timeout)>("curl_multi_timeout", &missing);
-  a.multi_socket_action =
-      lib.symbol<decltype(a.multi_socket_action)>("curl_multi_socket_action", &missing);
-  a.multi_strerror = lib.symbol<decltype(a.multi_strerror)>("curl_multi_strerror", &missing);
+  lib.bind(a.global_init, "curl_global_init", &missing);
+  lib.bind(a.easy_init, "curl_easy_init", &missing);
+  lib.bind(a.easy_setopt, "curl_easy_setopt", &missing);
+  lib.bind(a.easy_getinfo, "curl_easy_getinfo", &missing);
+  lib.bind(a.easy_cleanup, "curl_easy_cleanup", &missing);
+  lib.bind(a.easy_strerror, "curl_easy_strerror", &missing);
+  lib.bind(a.multi_init, "curl_multi_init", &missing);
+  lib.bind(a.multi_setopt, "curl_multi_setopt", &missing);
+  lib.bind(a.multi_add_handle, "curl_multi_add_handle", &missing);
+  lib.bind(a.multi_remove_handle, "curl_multi_remove_handle", &missing);
+  lib.bind(a.multi_cleanup, "curl_multi_cleanup", &missing);
+  lib.bind(a.multi_perform, "curl_multi_perform", &missing);
+  lib.bind(a.multi_info_read, "curl_multi_info_read", &missing);
+  lib.bind(a.multi_poll, "curl_multi_poll", &missing);
+  lib.bind(a.multi_timeout, "curl_multi_timeout", &missing);
+  lib.bind(a.multi_socket_action, "curl_multi_socket_action", &missing);
+  lib.bind(a.multi_strerror, "curl_multi_strerror", &missing);
   if (!missing.empty()) {
     // The first missing function says enough; the rest are usually missing for the same reason.
     const auto more = static_cast<std::size_t>(std::count(missing.begin(), missing.end(), ';'));
