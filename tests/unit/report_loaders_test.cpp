@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "artifacts/cpu_samples.hpp"
 #include "artifacts/csv_stream.hpp"
 #include "artifacts/gpu_samples.hpp"
 #include "artifacts/host_samples.hpp"
@@ -176,9 +177,7 @@ TEST(ReportCpuLoad, WideFileSwitchingSourceKeepsBothAndSaysSo) {  // loader test
 }
 
 TEST(ReportCpuLoad, ModuleColumnBecomesItsOwnTrack) {
-  const std::string v3 =
-      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-      "dram_w,module_w,total_power_w\r\n";
+  const std::string v3 = std::string(artifacts::kCpuHeaderV3) + "\r\n";
   const CpuData d = load(v3 +
                          "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,,189.002\r\n"
                          "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,94.29,,,,498.72,96.228\r\n");
@@ -253,8 +252,7 @@ TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
   for (const bool quoted : {false, true}) {
     {
       std::ofstream out(path, std::ios::binary);
-      out << "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
-             "soc_w,dram_w,module_w,total_power_w\r\n";
+      out << artifacts::kCpuHeaderV3 << "\r\n";
       for (int i = 0; i < 200000; ++i) {
         const std::string host =
             quoted && i == 150000 ? "\"node,a\"" : "node-" + std::to_string(i % 3);
@@ -290,8 +288,7 @@ TEST(ReportCpuLoad, SkippedRowsAreCountedAndTheFirstDescribed) {
   const std::string path = testing::TempDir() + "/report_skipped_samples.csv";
   {
     std::ofstream out(path, std::ios::binary);
-    out << "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
-           "soc_w,dram_w,module_w,total_power_w\n";
+    out << artifacts::kCpuHeaderV3 << "\n";
     for (int i = 0; i < 200000; ++i) {
       const std::string t = i == 120000 ? "oops" : std::to_string(1000 + i * 0.25);
       const std::string socket = i == 190000 ? "x" : std::to_string(i % 2);
@@ -328,8 +325,7 @@ TEST(ReportCpuLoad, ScrapesStraddlingBlocksShareTheirTimeEntry) {
   const std::string path = testing::TempDir() + "/report_straddle_samples.csv";
   {
     std::ofstream out(path, std::ios::binary);
-    out << "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,"
-           "soc_w,dram_w,module_w,total_power_w\n";
+    out << artifacts::kCpuHeaderV3 << "\n";
     for (int k = 0; k < 70000; ++k) {
       // scrapes 30000..30099 are written in reverse order
       const int scrape = k >= 30000 && k < 30100 ? 60099 - k : k;
