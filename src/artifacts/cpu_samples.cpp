@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "artifacts/csv_cells.hpp"
 #include "common/text.hpp"
 
 namespace cpupower::artifacts {
@@ -18,30 +19,6 @@ namespace {
 
 std::string errno_text(const char* what, const std::string& path) {
   return std::string(what) + " " + path + ": " + std::strerror(errno);
-}
-
-void append_cell(std::string& out, std::string_view cell) {
-  if (cell.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out += cell;
-    return;
-  }
-  out += '"';
-  for (const char c : cell) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-}
-
-void append_number(std::string& out, double value) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  if (ec == std::errc()) out.append(buf, end);
-}
-
-void append_optional(std::string& out, const std::optional<double>& value) {
-  out += ',';
-  if (value && std::isfinite(*value)) append_number(out, *value);
 }
 
 // ---- reading --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "artifacts/host_samples.hpp"
 
 #include "artifacts/cpu_samples.hpp"
+#include "artifacts/csv_cells.hpp"
 #include "artifacts/csv_stream.hpp"
 
 namespace cpupower::artifacts {
@@ -16,6 +17,32 @@ std::string join(const std::vector<std::string>& cells) {
 }
 
 }  // namespace
+
+std::string format_host_v5_row(const HostSampleRow& row) {
+  std::string out;
+  out.reserve(192);
+  out += "5,";
+  append_number(out, row.timestamp_unix);
+  out += ',';
+  append_cell(out, row.timestamp_local);
+  out += ',';
+  append_cell(out, row.hostname);
+  out += ',';
+  append_cell(out, row.source);
+  out += ',';
+  append_cell(out, row.sensor);
+  out += ',';
+  out += std::to_string(row.socket_id);
+  out += ',';
+  append_number(out, row.power_w);
+  for (const auto* v :
+       {&row.cpu_rail_w, &row.soc_w, &row.dram_w, &row.module_w, &row.total_power_w}) {
+    append_optional(out, *v);
+  }
+  for (const auto& u : row.cpu_util) append_optional(out, u);
+  out += "\r\n";
+  return out;
+}
 
 int host_schema_version(const std::vector<std::string>& header) {
   const std::string line = join(header);

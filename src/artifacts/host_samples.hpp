@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,28 @@ inline constexpr std::array<std::string_view, 5> kCpuUtilColumns = {
 // Rail kinds of the wide layouts, in the order the report lists them.
 inline constexpr std::array<std::string_view, 3> kCpuRailColumns = {"cpu_rail_w", "soc_w",
                                                                     "dram_w"};
+
+inline constexpr int kHostSchemaVersion = 5;
+
+// One row of the host leg's wide layout (v4/v5): one socket of one sample. power_w is the
+// socket's primary reading (ACPI envelope, DCGM field 1130); total_power_w the node total,
+// present only when every discovered socket total read back; module_w NVML module power.
+struct HostSampleRow {
+  double timestamp_unix = 0;
+  std::string timestamp_local;  // ISO 8601 with the node's UTC offset
+  std::string hostname;
+  std::string source;  // acpi | dcgm
+  std::string sensor;
+  std::uint32_t socket_id = 0;
+  double power_w = 0;
+  std::optional<double> cpu_rail_w, soc_w, dram_w, module_w, total_power_w;
+  std::array<std::optional<double>, 5> cpu_util;  // kCpuUtilColumns order, fractions 0-1
+
+  bool operator==(const HostSampleRow&) const = default;
+};
+
+// One v5 line with its "\r\n" terminator; missing or non-finite values are empty cells.
+std::string format_host_v5_row(const HostSampleRow& row);
 
 // Which header this is, for messages: "exporter v3", "host v4", or "unrecognised" when the
 // header matches no known version exactly (it is still read by column name).
