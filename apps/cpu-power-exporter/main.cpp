@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "common/version.hpp"
+#include "sources/nvml.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/service.hpp"
 #include "sources/ladder.hpp"
@@ -118,16 +119,18 @@ int main(int argc, char** argv) {
   auto resolved = sources::resolve_source(ladder);
   if (!resolved.error.empty()) return fail(resolved.error);
 
-  std::unique_ptr<sources::NvmlModuleReader> nvml;
+  std::vector<std::unique_ptr<sources::Source>> readers;
+  const auto cpu_sockets = resolved.cpu_sockets();
+  readers.push_back(std::move(resolved.source));
   if (!o.no_nvml) {
     sources::NvmlOptions n;
     n.library = o.nvml_lib;
     n.pci_root = o.pci_root;
-    n.cpu_sockets = resolved.cpu_sockets();
-    nvml = std::make_unique<sources::NvmlModuleReader>(std::move(n));
-    nvml->start();
+    n.cpu_sockets = cpu_sockets;
+    readers.push_back(std::make_unique<sources::NvmlModuleReader>(std::move(n)));
+    readers.back()->start();
   }
-  exporter::Service service(std::move(resolved), std::move(nvml), kVersion);
+  exporter::Service service(std::move(readers), kVersion);
   exporter::HttpServer server;
   std::string error;
   if (!server.start(

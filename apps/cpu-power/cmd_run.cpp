@@ -70,7 +70,7 @@ std::optional<config::Recipe> recipe_for(const RunArgs& args) {
 
 // The energy report runs in a forked child: whatever goes wrong in it (a crash included)
 // stays there, and the session still exits with the command's status.
-void write_report(const std::string& log_dir) {
+void write_report(const std::string& log_dir, const report::ReportOptions& options) {
   std::cout << std::flush;
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -80,7 +80,7 @@ void write_report(const std::string& log_dir) {
   if (pid == 0) {
     int code = 1;
     try {
-      const auto status = report::write_run_report(log_dir, report::ReportOptions{});
+      const auto status = report::write_run_report(log_dir, options);
       for (const auto& path : status.written) std::cout << "energy report: " << path << "\n";
       if (!status.ok) std::cout << "energy report incomplete: " << status.message << "\n";
       code = status.ok ? 0 : 1;
@@ -139,7 +139,13 @@ int run(const RunArgs& args) {
   const auto result = launch::run_session(plan, signals, started);
   signals.stop();
   std::cout << launch::summary_text(result) << std::flush;
-  if (plan.telemetry && result.command_started) write_report(plan.log_dir);
+  if ((plan.telemetry || plan.host_leg) && result.command_started) {
+    // With both legs the exporter leg's samples are the report's; the host leg's report is
+    // `cpu-power report LOG_DIR --cpu-samples <storage_subdir>/samples.csv`.
+    report::ReportOptions options;
+    if (plan.telemetry && plan.host_leg) options.cpu_samples = plan.cpu_dir + "/samples.csv";
+    write_report(plan.log_dir, options);
+  }
   return result.exit_code;
 }
 

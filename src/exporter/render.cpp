@@ -1,42 +1,31 @@
 #include "exporter/render.hpp"
 
+#include <utility>
+
 #include "expo/writer.hpp"
 
 namespace cpupower::exporter {
 
-void render_acpi_family(std::string& out, const std::vector<sources::AcpiChannel>& channels,
-                        const std::vector<sources::ChannelReading>& readings) {
-  expo::append_family_header(out, kAcpiFamily, kAcpiHelp, "gauge");
-  for (std::size_t i = 0; i < channels.size() && i < readings.size(); ++i) {
-    if (!readings[i].watts) continue;
-    expo::append_sample_prefix(out, kAcpiFamily, channels[i].label_text);
-    expo::append_fixed6(out, *readings[i].watts);
-    out += '\n';
+Family family_of(std::string_view mode) {
+  static constexpr std::pair<std::string_view, Family> kFamilies[] = {
+      {"acpi", {kAcpiFamily, kAcpiHelp}},
+      {"dcgm", {kDcgmFamily, kDcgmHelp}},
+      {"nvml", {kNvmlFamily, kNvmlHelp}},
+  };
+  for (const auto& [m, family] : kFamilies) {
+    if (m == mode) return family;
   }
+  return {};
 }
 
-void render_dcgm_family(std::string& out, const std::vector<sources::DcgmRow>& rows,
-                        const std::vector<sources::ChannelReading>& readings) {
-  expo::append_family_header(out, kDcgmFamily, kDcgmHelp, "gauge");
-  for (std::size_t i = 0; i < rows.size() && i < readings.size(); ++i) {
-    if (!readings[i].watts) continue;
-    out += kDcgmFamily;
-    out += "{socket=\"" + std::to_string(rows[i].entity) + "\",field_id=\"" +
-           std::to_string(rows[i].field) + "\",source=\"dcgm\"} ";
-    expo::append_fixed6(out, *readings[i].watts);
-    out += '\n';
-  }
-}
-
-void render_nvml_family(std::string& out, const std::vector<sources::ModuleSample>& samples) {
-  expo::append_family_header(out, kNvmlFamily, kNvmlHelp, "gauge");
-  for (const auto& m : samples) {
-    std::string gpus;
-    for (auto g : m.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-    out += kNvmlFamily;
-    out += "{type=\"module\",socket=\"" + std::to_string(m.socket) + "\",gpus=\"" + gpus +
-           "\",source=\"nvml\"} ";
-    expo::append_fixed6(out, m.watts);
+void render_family(std::string& out, const Family& family, const sources::Snapshot& snapshot) {
+  expo::append_family_header(out, family.name, family.help, "gauge");
+  const auto& sensors = *snapshot.sensors;
+  for (std::size_t i = 0; i < sensors.size() && i < snapshot.readings.size(); ++i) {
+    const auto& watts = snapshot.readings[i].watts;
+    if (!watts || !sensors[i].power) continue;
+    expo::append_sample_prefix(out, family.name, sensors[i].label_text);
+    expo::append_fixed6(out, *watts);
     out += '\n';
   }
 }

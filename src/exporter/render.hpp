@@ -8,20 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "sources/acpi_reader.hpp"
-#include "sources/dcgm.hpp"
-#include "sources/nvml.hpp"
+#include "sources/source.hpp"
 
 namespace cpupower::exporter {
 
 inline constexpr std::string_view kAcpiFamily = "cpu_power_acpi_watts";
 inline constexpr std::string_view kAcpiHelp = "Grace CPU power rail reading from ACPI hwmon (W).";
-
-// The cpu_power_acpi_watts family: one sample per channel holding a fresh value, in
-// discovery order. HELP and TYPE are always present.
-void render_acpi_family(std::string& out, const std::vector<sources::AcpiChannel>& channels,
-                        const std::vector<sources::ChannelReading>& readings);
-
 inline constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
 inline constexpr std::string_view kDcgmHelp =
     "Grace CPU power via DCGM CPU-entity fields (W): field_id=1130 is the CPU rail (ACPI 'CPU "
@@ -32,13 +24,19 @@ inline constexpr std::string_view kNvmlHelp =
     "GPUs and the rest of the module; the mean of the socket's GPUs, never to be added to GPU "
     "power.";
 
-// cpu_power_dcgm_watts{socket,field_id,source="dcgm"}: one sample per (entity, field) holding
-// a fresh value, entity-major with 1130 first per entity.
-void render_dcgm_family(std::string& out, const std::vector<sources::DcgmRow>& rows,
-                        const std::vector<sources::ChannelReading>& readings);
+struct Family {
+  std::string_view name;
+  std::string_view help;
+};
 
-// cpu_power_nvml_watts{type="module",socket,gpus,source="nvml"}: one sample per socket.
-void render_nvml_family(std::string& out, const std::vector<sources::ModuleSample>& samples);
+// The metric family a source's mode publishes: acpi -> cpu_power_acpi_watts{sensor,type,
+// socket,oem_info,source}, dcgm -> cpu_power_dcgm_watts{socket,field_id,source},
+// nvml -> cpu_power_nvml_watts{type,socket,gpus,source}.
+Family family_of(std::string_view mode);
+
+// One family: HELP and TYPE always, then one sample per power sensor holding a fresh value,
+// in the source's order, labelled with the sensor's label text.
+void render_family(std::string& out, const Family& family, const sources::Snapshot& snapshot);
 
 // One sensor row of the self metrics: its escaped label text and its reading.
 struct SelfRow {

@@ -1,47 +1,33 @@
 #include "exporter/service.hpp"
 
-#include "expo/writer.hpp"
 #include "exporter/render.hpp"
 
 namespace cpupower::exporter {
 
-Service::Service(sources::ResolvedSource source, std::unique_ptr<sources::NvmlModuleReader> nvml,
-                 std::string version)
-    : source_(std::move(source)), nvml_(std::move(nvml)), version_(std::move(version)) {
-  if (source_.acpi) {
-    for (const auto& c : source_.acpi->channels()) {
-      self_labels_.push_back("sensor=\"" + expo::escape_label_value(c.sensor) + "\"");
-    }
-  }
-  if (source_.dcgm) {
-    for (const auto& r : source_.dcgm->rows()) {
-      const auto e = std::to_string(r.entity), f = std::to_string(r.field);
-      self_labels_.push_back("sensor=\"dcgm/cpu" + e + "/" + f + "\",socket=\"" + e +
-                             "\",field_id=\"" + f + "\",source=\"dcgm\"");
-    }
-  }
-}
+Service::Service(std::vector<std::unique_ptr<sources::Source>> sources, std::string version)
+    : sources_(std::move(sources)), version_(std::move(version)) {}
 
 std::string Service::render_metrics() {
   const auto scrapes = ++scrapes_total_;
   const auto now = std::chrono::steady_clock::now();
   std::string out;
   out.reserve(4096);
-  std::vector<sources::ChannelReading> readings;
-  if (source_.acpi) {
-    readings = source_.acpi->snapshot(now);
-    render_acpi_family(out, source_.acpi->channels(), readings);
-  } else if (source_.dcgm) {
-    readings = source_.dcgm->snapshot(now);
-    render_dcgm_family(out, source_.dcgm->rows(), readings);
-  }
-  if (nvml_ && nvml_->available()) render_nvml_family(out, nvml_->snapshot(now));
+  std::vector<sources::Snapshot> snapshots;
+  snapshots.reserve(sources_.size());
   std::vector<SelfRow> rows;
-  rows.reserve(readings.size());
-  for (std::size_t i = 0; i < readings.size() && i < self_labels_.size(); ++i) {
-    rows.push_back({self_labels_[i], readings[i]});
+  for (const auto& source : sources_) {
+    auto& snap = snapshots.emplace_back(source->snapshot(now));
+    if (!snap.available) continue;
+    render_family(out, family_of(source->mode()), snap);
+    const auto& sensors = *snap.sensors;
+    for (std::size_t i = 0; i < sensors.size() && i < snap.readings.size(); ++i) {
+      if (sensors[i].power && !sensors[i].self_label_text.empty()) {
+        rows.push_back({sensors[i].self_label_text, snap.readings[i]});
+      }
+    }
   }
-  render_self_metrics(out, rows, {version_, source_.mode, scrapes});
+  const std::string_view mode = sources_.empty() ? "" : sources_.front()->mode();
+  render_self_metrics(out, rows, {version_, mode, scrapes});
   return out;
 }
 
@@ -56,9 +42,7 @@ HttpResponse Service::handle(std::string_view method, std::string_view path) {
 }
 
 void Service::stop(std::chrono::milliseconds grace) {
-  if (nvml_) nvml_->stop(grace);
-  if (source_.acpi) source_.acpi->stop(grace);
-  if (source_.dcgm) source_.dcgm->stop(grace);
+  for (auto it = sources_.rbegin(); it != sources_.rend(); ++it) (*it)->stop(grace);
 }
 
 }  // namespace cpupower::exporter

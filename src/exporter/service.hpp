@@ -1,6 +1,7 @@
 #pragma once
-// The exporter's HTTP front: routes, content types, and the rendering of the resolved
-// source's snapshot plus NVML module power. Nothing here touches a sensor or a library.
+// The exporter's HTTP front: routes, content types, and the rendering of every source's
+// snapshot (the base source, then NVML module power). Nothing here touches a sensor or a
+// library, and nothing here knows which source it serves: each one's mode names its family.
 
 #include <atomic>
 #include <memory>
@@ -8,8 +9,7 @@
 #include <vector>
 
 #include "exporter/http_server.hpp"
-#include "sources/ladder.hpp"
-#include "sources/nvml.hpp"
+#include "sources/source.hpp"
 
 namespace cpupower::exporter {
 
@@ -17,9 +17,9 @@ inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0
 
 class Service {
  public:
-  // `nvml` may be null (module power not requested).
-  Service(sources::ResolvedSource source, std::unique_ptr<sources::NvmlModuleReader> nvml,
-          std::string version);
+  // `sources` are running; the first is the base source (acpi or dcgm), whose mode the
+  // info metric reports. A source whose snapshot says unavailable is omitted, family and all.
+  Service(std::vector<std::unique_ptr<sources::Source>> sources, std::string version);
 
   // GET/HEAD /metrics (query ignored) and /health; 404 for other paths; 405 with
   // Allow: GET, HEAD for other methods.
@@ -29,10 +29,8 @@ class Service {
   void stop(std::chrono::milliseconds grace);
 
  private:
-  sources::ResolvedSource source_;
-  std::unique_ptr<sources::NvmlModuleReader> nvml_;
+  std::vector<std::unique_ptr<sources::Source>> sources_;
   std::string version_;
-  std::vector<std::string> self_labels_;  // escaped label text per base-source row
   std::atomic<std::uint64_t> scrapes_total_{0};
 };
 

@@ -180,10 +180,10 @@ std::vector<scrape::Endpoint> Launcher::start_local(Clock::time_point deadline,
            static_cast<std::uint16_t>(plan_.recipe.telemetry.cpu_power_exporter->port)}};
 }
 
-std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadline,
-                                                        const std::function<bool()>& give_up) {
+const std::vector<std::pair<std::string, std::string>>& Launcher::simulated_nodes() {
+  if (sims_started_) return sim_roots_;
+  sims_started_ = true;
   const auto profile = sim::parse_profile(plan_.simulate_profile);
-  std::vector<std::pair<std::string, std::size_t>> started;  // node, process index
   for (std::size_t i = 0; i < plan_.nodes.size(); ++i) {
     const auto& node = plan_.nodes[i];
     sim::SimOptions o;
@@ -199,15 +199,24 @@ std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadli
       continue;
     }
     sims_.push_back(std::move(sim_node));
+    sim_roots_.emplace_back(node, o.root);
+  }
+  log()->info("simulated {} node{} profile={} under {}/sim", sims_.size(),
+              sims_.size() == 1 ? "" : "s", plan_.simulate_profile, plan_.log_dir);
+  return sim_roots_;
+}
+
+std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadline,
+                                                        const std::function<bool()>& give_up) {
+  std::vector<std::pair<std::string, std::size_t>> started;  // node, process index
+  for (const auto& [node, root] : simulated_nodes()) {
     auto argv = plan_.exporter_command;
-    argv.insert(argv.end(), {"--hwmon-root", o.root});
+    argv.insert(argv.end(), {"--hwmon-root", root});
     const auto log_path = exporter_log_for_node(plan_.log_dir, -1, false, node);
     if (spawn("telemetry_cpu_power_exporter." + node, argv, log_path)) {
       started.emplace_back(node, processes_.size() - 1);
     }
   }
-  log()->info("simulated {} node{} profile={} under {}/sim", sims_.size(),
-              sims_.size() == 1 ? "" : "s", plan_.simulate_profile, plan_.log_dir);
   std::vector<scrape::Endpoint> endpoints;
   for (const auto& [node, index] : started) {
     const auto port = wait_listening(processes_[index], deadline, give_up);
@@ -256,6 +265,7 @@ void Launcher::stop(milliseconds grace) {
   for (auto& t : stoppers) t.join();
   for (auto& s : sims_) s->stop();
   sims_.clear();
+  sim_roots_.clear();
 }
 
 }  // namespace cpupower::launch

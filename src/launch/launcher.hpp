@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launch/session_plan.hpp"
@@ -32,6 +33,10 @@ class Launcher {
   // waiting early (a signal). Endpoints are in node order.
   std::vector<scrape::Endpoint> start(std::chrono::steady_clock::time_point deadline,
                                       const std::function<bool()>& give_up);
+
+  // The simulated nodes (simulate mode), started on first use: node name and hwmon root.
+  // The host leg reads the same trees as the exporters.
+  const std::vector<std::pair<std::string, std::string>>& simulated_nodes();
 
   // Whether any exporter process (srun or local exporter) is still running; reaps and logs
   // those that ended. Nothing is worth waiting for once none is.
@@ -63,6 +68,8 @@ class Launcher {
   const SessionPlan& plan_;
   std::vector<Process> processes_;
   std::vector<std::unique_ptr<sim::SimNode>> sims_;
+  std::vector<std::pair<std::string, std::string>> sim_roots_;  // node, hwmon root
+  bool sims_started_ = false;
   bool stopped_ = false;
 };
 

@@ -1,6 +1,7 @@
 #include "launch/session.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "common/log.hpp"
+#include "launch/host_leg.hpp"
 #include "launch/launcher.hpp"
 #include "launch/process.hpp"
 #include "launch/readiness.hpp"
@@ -174,10 +176,26 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     }
   }
 
+  std::unique_ptr<HostLeg> host_leg;
+  bool host_blocks = false;
+  if (plan.host_leg) {
+    host_leg = std::make_unique<HostLeg>(plan, launcher);
+    const auto deadline =
+        started + to_ms(plan.recipe.telemetry.cpu_power.startup_timeout_seconds);
+    const bool ready = host_leg->start(deadline, [&signals] { return signals.interrupted(); });
+    host_blocks = !ready && plan.recipe.telemetry.cpu_power.required;
+  }
+
   SessionRecord record;
   if (signals.interrupted()) {
     log->warn("interrupted before the command started; it is not run");
     result.exit_code = 128 + signals.last_signal();
+  } else if (host_blocks) {
+    log->error(
+        "telemetry.cpu_power.required is set and the CPU power collectors are not ready "
+        "(reason={}); the command is not run",
+        host_leg->readiness_reason());
+    result.exit_code = 1;
   } else {
     run_command(plan, signals, result, record);
   }
@@ -202,6 +220,18 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     result.samples_path = collector->samples_path();
     result.manifest_path = collector->manifest_path();
   }
+  if (host_leg) {
+    result.host_leg = host_leg->finish(signals.interrupted());
+    result.host_leg_dir = plan.host_leg->cpu_dir;
+    if (result.host_leg->exit_nonzero && result.exit_code == 0) {
+      log->error(
+          "telemetry.cpu_power.required is set and CPU power artifacts are not publishable "
+          "reasons={}",
+          fmt::join(result.host_leg->reason_codes, ","));
+      result.exit_code = 1;
+    }
+    host_leg.reset();
+  }
   launcher.stop();
   if (result.command_started) {
     const std::string path = plan.log_dir + "/session.json";
@@ -216,9 +246,16 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
 }
 
 std::string summary_text(const SessionResult& r) {
-  std::string out = fmt::format("cpu-power run: command exit code {} after {:.1f} s\n", r.exit_code,
+  std::string out = fmt::format("cpu-power run: exit code {} after {:.1f} s\n", r.exit_code,
                                 r.command_seconds);
-  if (!r.stats) return out + "CPU power: no telemetry collected\n";
+  if (r.host_leg) {
+    const auto& h = *r.host_leg;
+    out += fmt::format("CPU power (host collectors): {} rows in {}/samples.csv, status {}{}\n",
+                       h.sample_row_count, r.host_leg_dir, h.status,
+                       h.reason_codes.empty() ? std::string()
+                                              : fmt::format(" ({})", fmt::join(h.reason_codes, ", ")));
+  }
+  if (!r.stats) return out + (r.host_leg ? "" : "CPU power: no telemetry collected\n");
   const auto& s = *r.stats;
   out += fmt::format("CPU power: {} rows in {} ({} dropped), manifest {}\n", s.rows_written,
                      r.samples_path, s.rows_dropped, r.manifest_path);

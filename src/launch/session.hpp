@@ -2,12 +2,15 @@
 // The `cpu-power run` session: exporters up and resolved under the startup deadline, the
 // collector started, the command run to its end, then the collector finalized while the
 // exporters still answer (its last scrape), the exporters stopped, and session.json written.
-// The command's exit status is the session's: CPU telemetry never changes it.
+// The command's exit status is the session's: CPU telemetry never changes it, except the
+// host leg with telemetry.cpu_power.required: a readiness failure keeps the command from
+// running (exit 1), and an unpublishable result turns exit 0 into 1.
 
 #include <chrono>
 #include <optional>
 #include <string>
 
+#include "hostleg/merge.hpp"
 #include "launch/session_plan.hpp"
 #include "launch/signal_forwarder.hpp"
 #include "scrape/collector.hpp"
@@ -22,6 +25,8 @@ struct SessionResult {
   std::string samples_path;
   std::string manifest_path;
   std::string session_path;  // empty when not written
+  std::optional<hostleg::MergeOutcome> host_leg;  // when the host-collector leg ran
+  std::string host_leg_dir;
 };
 
 // `signals` must already be started (before any thread exists). `started` is when the

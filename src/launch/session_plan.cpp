@@ -46,6 +46,44 @@ void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocatio
   }
 }
 
+std::vector<std::string> host_collector_command(const PlanRequest& r, const std::string& cpu_dir) {
+  const auto& c = r.recipe.telemetry.cpu_power;
+  return {r.self_exe,        "host-collect", "--output-dir",       cpu_dir + "/nodes",
+          "--ready-dir",     cpu_dir + "/ready", "--source",       c.source,
+          "--interval-seconds", fmt::format("{}", c.sample_interval_seconds)};
+}
+
+// One srun step per node group, as for the exporters: argv only, on the bare host.
+void plan_host_leg(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                   SessionPlan& plan) {
+  HostLegPlan leg;
+  leg.cpu_dir = r.log_dir + "/" + r.recipe.telemetry.cpu_power.storage_subdir;
+  leg.collector_command = host_collector_command(r, leg.cpu_dir);
+  if (plan.mode == LaunchMode::slurm) {
+    if (allocation) plan.job_id = allocation->job_id;
+    const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
+    for (const auto& e : grouped.errors) {
+      plan.warnings.push_back("CPU power collector launch failed for " + e + "; it is left out");
+    }
+    const bool several = grouped.groups.size() > 1;
+    for (const auto& g : grouped.groups) {
+      HostLegGroup hg;
+      hg.group = g;
+      hg.process_name = std::string("telemetry_cpu_power") +
+                        (several ? "_g" + std::to_string(g.het_group) : std::string());
+      SrunStep step;
+      step.job_id = plan.job_id;
+      step.group = g;
+      step.srun_options = plan.recipe.runtime.srun_options;
+      step.output = percent_escaped(plan.log_dir) + "/" + hg.process_name + ".%N.out";
+      step.command = leg.collector_command;
+      hg.srun = srun_argv(step);
+      leg.groups.push_back(std::move(hg));
+    }
+  }
+  plan.host_leg = std::move(leg);
+}
+
 }  // namespace
 
 std::string_view mode_name(LaunchMode mode) {
@@ -102,21 +140,24 @@ SessionPlan make_plan(const PlanRequest& r) {
     nodes = std::move(*parsed);
   }
 
-  if (!plan.telemetry) {
+  const bool host_leg = t.enabled && t.cpu_power.enabled;
+  if (!plan.telemetry && !host_leg) {
     plan.mode = r.simulate                ? LaunchMode::simulate
                 : (allocation || r.nodes) ? LaunchMode::slurm
                                           : LaunchMode::local;
     plan.warnings.push_back(
-        "CPU power telemetry is off in the recipe (telemetry.enabled and "
-        "telemetry.cpu_power_exporter); running the command only");
+        "CPU power telemetry is off in the recipe (telemetry.enabled with "
+        "telemetry.cpu_power_exporter or telemetry.cpu_power.enabled); running the command only");
     return plan;
   }
 
-  const auto& exporter = *t.cpu_power_exporter;
-  for (const auto& w : r.exporter.warnings) plan.warnings.push_back(w);
-  if (r.exporter.kind == ExporterKind::none) {
-    plan.warnings.push_back("CPU power exporter launch failed: no exporter to start");
+  if (plan.telemetry) {
+    for (const auto& w : r.exporter.warnings) plan.warnings.push_back(w);
+    if (r.exporter.kind == ExporterKind::none) {
+      plan.warnings.push_back("CPU power exporter launch failed: no exporter to start");
+    }
   }
+  const auto exporter = t.cpu_power_exporter.value_or(config::CpuPowerExporterConfig{});
   std::string source_warning;
   if (r.simulate) {
     plan.mode = LaunchMode::simulate;
@@ -133,14 +174,20 @@ SessionPlan make_plan(const PlanRequest& r) {
     }
     plan.exporter_command =
         exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
-    if (r.exporter.kind != ExporterKind::none) plan_slurm(r, allocation, nodes, plan);
+    if (plan.telemetry && r.exporter.kind != ExporterKind::none) {
+      plan_slurm(r, allocation, nodes, plan);
+    } else {
+      plan.nodes = nodes;
+    }
   } else {
     plan.mode = LaunchMode::local;
     plan.nodes = {r.local_hostname};
     plan.exporter_command =
         exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
   }
-  if (!source_warning.empty()) plan.warnings.push_back(source_warning);
+  if (!plan.telemetry) plan.exporter_command.clear();
+  if (host_leg) plan_host_leg(r, allocation, plan);
+  if (plan.telemetry && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;
 }
 
@@ -153,7 +200,7 @@ std::string describe_plan(const SessionPlan& p) {
   line("log dir", p.log_dir);
   line("command", shell_quote_argv(p.command));
   if (!p.telemetry) {
-    line("telemetry", "off");
+    line("telemetry", p.host_leg ? "exporter leg off" : "off");
   } else {
     const auto& t = p.recipe.telemetry;
     line("samples", p.cpu_dir + "/samples.csv every " + std::to_string(t.collect_interval_ms) +
@@ -187,6 +234,24 @@ std::string describe_plan(const SessionPlan& p) {
     }
     line("endpoints", endpoints.empty() ? "(none)" : endpoints);
     if (p.mode == LaunchMode::simulate) line("simulate", p.simulate_profile);
+  }
+  if (p.host_leg) {
+    const auto& c = p.recipe.telemetry.cpu_power;
+    line("host leg", p.host_leg->cpu_dir + "/samples.csv (merged), manifest " + p.host_leg->cpu_dir +
+                         "/manifest.json, every " + fmt::format("{}", c.sample_interval_seconds) +
+                         " s" + (c.required ? ", required" : ", best-effort"));
+    if (p.mode == LaunchMode::slurm) {
+      for (const auto& g : p.host_leg->groups) {
+        out += fmt::format("group {} ({} node{}):\n", g.process_name, g.group.nodes.size(),
+                           g.group.nodes.size() == 1 ? "" : "s");
+        out += "  collector: " + shell_quote_argv(g.srun) + "\n";
+      }
+    } else {
+      line("collector", shell_quote_argv(p.host_leg->collector_command) +
+                            (p.mode == LaunchMode::simulate
+                                 ? " --hwmon-root <sim root> --hostname <node>"
+                                 : ""));
+    }
   }
   for (const auto& w : p.warnings) line("warning", w);
   return out;

@@ -44,6 +44,20 @@ struct GroupPlan {
   std::string resolver_log;  // the resolver step's stderr
 };
 
+// The host-collector leg (telemetry.cpu_power.enabled): `cpu-power host-collect` on every
+// node, writing under <log_dir>/<cpu_power.storage_subdir>/nodes, merged at the end.
+struct HostLegGroup {
+  NodeGroup group;
+  std::string process_name;  // telemetry_cpu_power[_gG]
+  std::vector<std::string> srun;
+};
+
+struct HostLegPlan {
+  std::string cpu_dir;                         // <log_dir>/<cpu_power.storage_subdir>
+  std::vector<std::string> collector_command;  // as run on each node
+  std::vector<HostLegGroup> groups;            // slurm mode
+};
+
 struct SessionPlan {
   LaunchMode mode = LaunchMode::local;
   bool telemetry = false;  // the scraper leg runs
@@ -55,6 +69,7 @@ struct SessionPlan {
   std::vector<std::string> exporter_command;  // as started on each node
   std::vector<GroupPlan> groups;              // slurm mode
   std::vector<std::string> nodes;             // every node, in launch order
+  std::optional<HostLegPlan> host_leg;        // set when the host-collector leg runs
   std::string simulate_profile;
   std::vector<std::string> command;
   std::vector<std::string> warnings;  // logged when the session starts

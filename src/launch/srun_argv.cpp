@@ -24,11 +24,14 @@ std::string group_suffix(int het_group, bool several_groups) {
   return several_groups ? ".g" + std::to_string(het_group) : std::string();
 }
 
+std::string percent_escaped(const std::string& path) {
+  std::string out;
+  for (char c : path) out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
 std::string exporter_log_pattern(const std::string& log_dir, int het_group, bool several_groups) {
-  // srun expands %-sequences in the whole path; "%%" is its literal '%'.
-  std::string dir;
-  for (char c : log_dir) dir += c == '%' ? std::string("%%") : std::string(1, c);
-  return dir + "/telemetry_cpu_power_exporter" + group_suffix(het_group, several_groups) +
+  return percent_escaped(log_dir) + "/telemetry_cpu_power_exporter" + group_suffix(het_group, several_groups) +
          ".%N.out";
 }
 

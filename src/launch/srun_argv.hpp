@@ -30,6 +30,9 @@ std::vector<std::string> srun_argv(const SrunStep& step);
 // ".g<G>" when the launch has several groups, else "".
 std::string group_suffix(int het_group, bool several_groups);
 
+// srun expands %-sequences in the whole --output path; "%%" is its literal '%'.
+std::string percent_escaped(const std::string& path);
+
 // <log_dir>/telemetry_cpu_power_exporter[.gG].%N.out, with any '%' in log_dir doubled.
 std::string exporter_log_pattern(const std::string& log_dir, int het_group, bool several_groups);
 

@@ -46,6 +46,10 @@ inline constexpr std::uint16_t kDcgmCpuLimitField = 1131;     // Grace Power Soc
 inline constexpr std::uint16_t kDcgmSysioPowerField = 1132;   // SysIO Power Socket N -> soc
 inline constexpr std::uint16_t kDcgmModulePowerField = 1133;  // excluded: scope unverified
 
+// DCGM CPU-entity utilization fields 1100..1104 (total, user, nice, sys, irq), fractions 0-1
+// of the socket's CPU time, in the order of the host leg's cpu_util_* columns.
+inline constexpr std::uint16_t kDcgmCpuUtilFields[5] = {1100, 1101, 1102, 1103, 1104};
+
 // The rail a DCGM power field reads, for the fields we publish (1130, 1132).
 std::optional<Kind> dcgm_field_kind(std::uint16_t field_id);
 

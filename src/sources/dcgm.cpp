@@ -2,10 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 #include "common/dynamic_library.hpp"
 #include "common/log.hpp"
@@ -46,7 +44,7 @@ std::string rc_text(const char* fn, dcgmReturn_t rc) {
 }  // namespace
 
 DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl,
-                               std::int64_t i64) {
+                               std::int64_t i64, bool allow_zero) {
   if (status != DCGM_ST_OK) return {std::nullopt, "status " + std::to_string(status)};
   double w;
   if (field_type == DCGM_FT_INT64) {
@@ -57,7 +55,7 @@ DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl
     w = dbl;
   }
   if (!std::isfinite(w)) return {std::nullopt, "non-finite value"};
-  if (w <= 0) return {std::nullopt, "not positive"};
+  if (w < 0 || (w == 0 && !allow_zero)) return {std::nullopt, "not positive"};
   return {w, {}};
 }
 
@@ -76,28 +74,24 @@ class DcgmSession {
       return false;
     }
     std::string missing;
-    api_.init = lib_.symbol<dcgmInit_fn>("dcgmInit", &missing);
-    api_.shutdown = lib_.symbol<dcgmShutdown_fn>("dcgmShutdown", &missing);
-    api_.connect = lib_.symbol<dcgmConnect_fn>("dcgmConnect", &missing);
-    api_.disconnect = lib_.symbol<dcgmDisconnect_fn>("dcgmDisconnect", &missing);
-    api_.start_embedded = lib_.symbol<dcgmStartEmbedded_fn>("dcgmStartEmbedded", &missing);
-    api_.stop_embedded = lib_.symbol<dcgmStopEmbedded_fn>("dcgmStopEmbedded", &missing);
-    api_.get_entities =
-        lib_.symbol<dcgmGetEntityGroupEntities_fn>("dcgmGetEntityGroupEntities", &missing);
-    api_.group_create = lib_.symbol<dcgmGroupCreate_fn>("dcgmGroupCreate", &missing);
-    api_.group_add = lib_.symbol<dcgmGroupAddEntity_fn>("dcgmGroupAddEntity", &missing);
-    api_.group_destroy = lib_.symbol<dcgmGroupDestroy_fn>("dcgmGroupDestroy", &missing);
-    api_.field_group_create =
-        lib_.symbol<dcgmFieldGroupCreate_fn>("dcgmFieldGroupCreate", &missing);
-    api_.field_group_destroy =
-        lib_.symbol<dcgmFieldGroupDestroy_fn>("dcgmFieldGroupDestroy", &missing);
-    api_.watch = lib_.symbol<dcgmWatchFields_fn>("dcgmWatchFields", &missing);
-    api_.unwatch = lib_.symbol<dcgmUnwatchFields_fn>("dcgmUnwatchFields", &missing);
-    api_.update_all = lib_.symbol<dcgmUpdateAllFields_fn>("dcgmUpdateAllFields", &missing);
-    api_.latest =
-        lib_.symbol<dcgmEntitiesGetLatestValues_fn>("dcgmEntitiesGetLatestValues", &missing);
+    lib_.bind(api_.init, "dcgmInit", &missing);
+    lib_.bind(api_.shutdown, "dcgmShutdown", &missing);
+    lib_.bind(api_.connect, "dcgmConnect", &missing);
+    lib_.bind(api_.disconnect, "dcgmDisconnect", &missing);
+    lib_.bind(api_.start_embedded, "dcgmStartEmbedded", &missing);
+    lib_.bind(api_.stop_embedded, "dcgmStopEmbedded", &missing);
+    lib_.bind(api_.get_entities, "dcgmGetEntityGroupEntities", &missing);
+    lib_.bind(api_.group_create, "dcgmGroupCreate", &missing);
+    lib_.bind(api_.group_add, "dcgmGroupAddEntity", &missing);
+    lib_.bind(api_.group_destroy, "dcgmGroupDestroy", &missing);
+    lib_.bind(api_.field_group_create, "dcgmFieldGroupCreate", &missing);
+    lib_.bind(api_.field_group_destroy, "dcgmFieldGroupDestroy", &missing);
+    lib_.bind(api_.watch, "dcgmWatchFields", &missing);
+    lib_.bind(api_.unwatch, "dcgmUnwatchFields", &missing);
+    lib_.bind(api_.update_all, "dcgmUpdateAllFields", &missing);
+    lib_.bind(api_.latest, "dcgmEntitiesGetLatestValues", &missing);
     std::string optional_missing;
-    api_.connect_v2 = lib_.symbol<dcgmConnect_v2_fn>("dcgmConnect_v2", &optional_missing);
+    lib_.bind(api_.connect_v2, "dcgmConnect_v2", &optional_missing);
     if (!missing.empty()) {
       *reason = "DCGM unavailable: " + lib_.name() + ": " + missing;
       return false;
@@ -157,7 +151,9 @@ class DcgmSession {
       // Trust the ids DCGM stamped over the request order.
       const auto row = row_of(v.entityId, v.fieldId);
       if (!row) continue;
-      (*out)[*row] = interpret_dcgm_value(v.status, v.fieldType, v.value.dbl, v.value.i64);
+      const bool power = rails::dcgm_field_kind(v.fieldId).has_value();
+      (*out)[*row] =
+          interpret_dcgm_value(v.status, v.fieldType, v.value.dbl, v.value.i64, !power);
     }
     return true;
   }
@@ -266,105 +262,99 @@ class DcgmSession {
 
 // ---- reader ----------------------------------------------------------------------------
 
-struct DcgmReader::Shared {
-  std::unique_ptr<DcgmSession> session;
-  std::vector<DcgmRow> rows;
-  std::chrono::milliseconds interval;
-  SampleTable table;
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool stopping = false;
-  bool running = false;
-
-  Shared(std::unique_ptr<DcgmSession> s, std::vector<DcgmRow> r, std::chrono::milliseconds i,
-         std::vector<std::string> sensors, std::chrono::milliseconds max_age)
-      : session(std::move(s)),
-        rows(std::move(r)),
-        interval(i),
-        table(std::move(sensors), max_age, "cpu_power_exporter::dcgm", "DCGM reading") {}
-};
-
 namespace {
 
-void poll_loop(std::shared_ptr<DcgmReader::Shared> sh) {
-  auto log = common::logger("cpu_power_exporter::dcgm");
-  std::vector<DcgmValue> values;
-  std::string last_error;
-  while (true) {
-    const auto t0 = Clock::now();
-    std::string error;
-    const bool ok = sh->session->read(&values, &error);
-    const auto t1 = Clock::now();
-    for (std::size_t i = 0; i < sh->rows.size(); ++i) {
-      if (ok) {
-        sh->table.record(i, values[i].watts, t0, t1, values[i].problem);
-      } else {
-        sh->table.record(i, std::nullopt, t0, t1, error);
-      }
-    }
-    if (!ok && error != last_error)
-      log->warn("DCGM read failed; skipping sample error={}", common::quoted(error));
-    last_error = ok ? std::string() : error;
-    std::unique_lock lock(sh->mutex);
-    if (sh->wake.wait_until(lock, t0 + sh->interval, [&] { return sh->stopping; })) break;
+std::string row_name(const DcgmRow& r) {
+  return "dcgm/cpu" + std::to_string(r.entity) + "/" + std::to_string(r.field);
+}
+
+std::vector<Sensor> sensors_of(const std::vector<DcgmRow>& rows) {
+  std::vector<Sensor> out;
+  for (const auto& r : rows) {
+    Sensor s;
+    s.name = row_name(r);
+    const auto kind = rails::dcgm_field_kind(r.field);
+    s.kind = kind.value_or(rails::Kind::other);
+    s.power = kind.has_value();
+    s.primary = r.field == rails::kDcgmCpuPowerField;
+    s.socket = r.entity;
+    s.field_id = r.field;
+    const auto e = std::to_string(r.entity), f = std::to_string(r.field);
+    s.label_text = "socket=\"" + e + "\",field_id=\"" + f + "\",source=\"dcgm\"";
+    s.self_label_text = "sensor=\"" + s.name + "\"," + s.label_text;
+    out.push_back(std::move(s));
   }
-  sh->session->close();
-  std::lock_guard lock(sh->mutex);
-  sh->running = false;
-  sh->wake.notify_all();
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<DcgmRow>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows) out.push_back(row_name(r));
+  return out;
+}
+
+std::vector<DcgmRow> rows_of(const DcgmSession& session) {
+  std::vector<DcgmRow> rows;
+  for (auto e : session.entities()) {
+    for (auto f : session.fields()) rows.push_back({e, f});
+  }
+  return rows;
 }
 
 }  // namespace
 
 DcgmReader::DcgmReader(std::unique_ptr<DcgmSession> session,
-                       std::chrono::milliseconds poll_interval, std::chrono::milliseconds max_age) {
-  std::vector<DcgmRow> rows;
-  std::vector<std::string> sensors;
-  for (auto e : session->entities()) {
-    for (auto f : session->fields()) {
-      rows.push_back({e, f});
-      sensors.push_back("dcgm/cpu" + std::to_string(e) + "/" + std::to_string(f));
-    }
-  }
-  shared_ = std::make_shared<Shared>(std::move(session), std::move(rows), poll_interval,
-                                     std::move(sensors), max_age);
-}
+                       std::chrono::milliseconds poll_interval, std::chrono::milliseconds max_age)
+    : session_(std::move(session)),
+      rows_(std::make_shared<const std::vector<DcgmRow>>(rows_of(*session_))),
+      sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(*rows_))),
+      table_(std::make_shared<SampleTable>(names_of(*rows_), max_age, "cpu_power_exporter::dcgm",
+                                           "DCGM reading")),
+      interval_(poll_interval) {}
 
 DcgmReader::~DcgmReader() {
   stop();
 }
 
 void DcgmReader::start() {
-  {
-    std::lock_guard lock(shared_->mutex);
-    shared_->running = true;
-  }
-  shared_->table.start_watchdog(
-      std::min<std::chrono::milliseconds>(shared_->interval, std::chrono::milliseconds(250)));
-  std::thread(poll_loop, shared_).detach();
+  table_->start_watchdog(
+      std::min<std::chrono::milliseconds>(interval_, std::chrono::milliseconds(250)));
+  auto last_error = std::make_shared<std::string>();
+  threads_.spawn(interval_, [session = session_, table = table_, last_error,
+                             values = std::make_shared<std::vector<DcgmValue>>()] {
+    const auto t0 = Clock::now();
+    std::string error;
+    const bool ok = session->read(values.get(), &error);
+    const auto t1 = Clock::now();
+    for (std::size_t i = 0; i < table->size(); ++i) {
+      if (ok) {
+        table->record(i, (*values)[i].watts, t0, t1, (*values)[i].problem);
+      } else {
+        table->record(i, std::nullopt, t0, t1, error);
+      }
+    }
+    if (!ok && error != *last_error) {
+      common::logger("cpu_power_exporter::dcgm")
+          ->warn("DCGM read failed; skipping sample error={}", common::quoted(error));
+    }
+    *last_error = ok ? std::string() : error;
+    return true;
+  });
 }
 
 void DcgmReader::stop(std::chrono::milliseconds grace) {
-  {
-    std::unique_lock lock(shared_->mutex);
-    if (shared_->stopping) return;
-    shared_->stopping = true;
-    shared_->wake.notify_all();
-    shared_->wake.wait_for(lock, grace, [&] { return !shared_->running; });
-  }
-  shared_->table.stop();
-}
-
-const std::vector<DcgmRow>& DcgmReader::rows() const {
-  return shared_->rows;
+  // The session is closed when the poller is gone; a poller stuck in a call keeps it open
+  // (closing under it would race) and the process exit releases it.
+  if (threads_.stop(grace)) session_->close();
+  table_->stop();
 }
 
 std::vector<std::uint16_t> DcgmReader::fields() const {
-  return shared_->session->fields();
+  return session_->fields();
 }
 
-std::vector<ChannelReading> DcgmReader::snapshot(SteadyTime now) const {
-  return shared_->table.snapshot(now);
+Snapshot DcgmReader::snapshot(SteadyTime now) const {
+  return {sensors_, table_->snapshot(now), true};
 }
 
 DcgmRung try_dcgm(const DcgmOptions& options) {
@@ -373,18 +363,44 @@ DcgmRung try_dcgm(const DcgmOptions& options) {
   auto session = std::make_unique<DcgmSession>();
   if (!session->open(options, &rung.reason)) return rung;  // the session cleans up
 
+  // Most informative set first: CPU rail + SysIO, then the CPU rail alone when the library
+  // refuses SysIO; with utilization, each of those first with fields 1100..1104 added.
   const std::vector<std::uint16_t> full = {rails::kDcgmCpuPowerField, rails::kDcgmSysioPowerField};
   const std::vector<std::uint16_t> rail_only = {rails::kDcgmCpuPowerField};
+  std::vector<std::vector<std::uint16_t>> attempts;
+  for (const auto& power : {full, rail_only}) {
+    if (options.utilization) {
+      auto with_util = power;
+      with_util.insert(with_util.end(), std::begin(rails::kDcgmCpuUtilFields),
+                       std::end(rails::kDcgmCpuUtilFields));
+      attempts.push_back(std::move(with_util));
+    }
+    attempts.push_back(power);
+  }
+  auto field_list = [](const std::vector<std::uint16_t>& fields) {
+    std::string out;
+    for (auto f : fields) out += (out.empty() ? "" : ", ") + std::to_string(f);
+    return out;
+  };
   std::string refusal;
-  if (!session->watch(full, 0, &refusal)) {
-    log->warn(
-        "DCGM refused the full CPU power field set; watching the CPU rail only (no SysIO) "
-        "fields=[1130] wanted=[1130, 1132] reason={}",
-        common::quoted(refusal));
-    std::string second;
-    if (!session->watch(rail_only, 1, &second)) {
-      rung.reason = "cannot watch DCGM CPU power fields: " + second;
+  std::size_t attempt = 0;
+  while (!session->watch(attempts[attempt], static_cast<int>(attempt), &refusal)) {
+    if (++attempt == attempts.size()) {
+      rung.reason = "cannot watch DCGM CPU power fields: " + refusal;
       return rung;
+    }
+    const auto& wanted = attempts[attempt - 1];
+    const auto& next = attempts[attempt];
+    if (wanted.size() > 2 && next.size() <= 2) {
+      log->warn(
+          "DCGM refused the CPU utilization fields; collecting power without utilization "
+          "fields=[{}] wanted=[{}] reason={}",
+          field_list(next), field_list(wanted), common::quoted(refusal));
+    } else {
+      log->warn(
+          "DCGM refused the full CPU power field set; watching the CPU rail only (no SysIO) "
+          "fields=[1130] wanted=[1130, 1132] reason={}",
+          common::quoted(refusal));
     }
   }
 
@@ -412,10 +428,12 @@ DcgmRung try_dcgm(const DcgmOptions& options) {
   std::string entity_list;
   for (auto e : session->entities())
     entity_list += (entity_list.empty() ? "" : ", ") + std::to_string(e);
+  const bool sysio = std::find(fields.begin(), fields.end(), rails::kDcgmSysioPowerField) !=
+                     fields.end();
   log->info(
       "DCGM reader initialised ({}; no socket envelope) cpu_count={} cpu_ids=[{}] fields=[{}]",
-      fields.size() == 2 ? "CPU rail + SysIO" : "CPU rail only", session->entities().size(),
-      entity_list, fields.size() == 2 ? "1130, 1132" : "1130");
+      sysio ? "CPU rail + SysIO" : "CPU rail only", session->entities().size(), entity_list,
+      field_list(fields));
   rung.reader =
       std::make_unique<DcgmReader>(std::move(session), options.poll_interval, options.max_age);
   return rung;

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "sources/reader_threads.hpp"
 #include "sources/sample_table.hpp"
+#include "sources/source.hpp"
 
 namespace cpupower::sources {
 
@@ -23,6 +25,9 @@ struct DcgmOptions {
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds poll_interval{100};
   std::chrono::milliseconds max_age{3000};
+  // Also watch the utilization fields 1100..1104 (the host collector's cpu_util_* columns);
+  // when the library refuses them, power is watched alone (WARN).
+  bool utilization = false;
 };
 
 struct DcgmRow {
@@ -38,26 +43,28 @@ struct DcgmValue {
 
 class DcgmSession;
 
-class DcgmReader {
+class DcgmReader final : public Source {
  public:
   DcgmReader(std::unique_ptr<DcgmSession> session, std::chrono::milliseconds poll_interval,
              std::chrono::milliseconds max_age);
-  ~DcgmReader();
-  DcgmReader(const DcgmReader&) = delete;
-  DcgmReader& operator=(const DcgmReader&) = delete;
+  ~DcgmReader() override;
 
-  void start();
-  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
+  std::string_view mode() const override { return "dcgm"; }
+  void start() override;
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
+  Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
   // Entity-major, 1130 first per entity (old collectors take the first sample per socket).
-  const std::vector<DcgmRow>& rows() const;
+  const std::vector<DcgmRow>& rows() const { return *rows_; }
   std::vector<std::uint16_t> fields() const;
-  std::vector<ChannelReading> snapshot(SteadyTime now = std::chrono::steady_clock::now()) const;
-
-  struct Shared;
 
  private:
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<DcgmSession> session_;
+  std::shared_ptr<const std::vector<DcgmRow>> rows_;
+  std::shared_ptr<const std::vector<Sensor>> sensors_;
+  std::shared_ptr<SampleTable> table_;
+  std::chrono::milliseconds interval_;
+  ReaderThreads threads_;
 };
 
 struct DcgmRung {
@@ -71,7 +78,8 @@ struct DcgmRung {
 DcgmRung try_dcgm(const DcgmOptions& options);
 
 // Value rules, exposed for tests: non-OK status, DCGM blanks (>= 2^47 for doubles),
-// non-finite and non-positive values are missing.
-DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl, std::int64_t i64);
+// non-finite and non-positive values are missing. Utilization (`allow_zero`) may be 0.
+DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl, std::int64_t i64,
+                               bool allow_zero = false);
 
 }  // namespace cpupower::sources

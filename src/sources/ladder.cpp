@@ -86,7 +86,8 @@ ResolvedSource resolve_source(const LadderOptions& options) {
                    common::quoted(c.oem_info), common::quoted(c.value_path));
       }
       out.mode = "acpi";
-      out.acpi = std::move(acpi.reader);
+      out.acpi = acpi.reader.get();
+      out.source = std::move(acpi.reader);
       return out;
     }
     if (options.request == SourceRequest::acpi) {
@@ -101,7 +102,8 @@ ResolvedSource resolve_source(const LadderOptions& options) {
   if (dcgm.reader) {
     dcgm.reader->start();
     out.mode = "dcgm";
-    out.dcgm = std::move(dcgm.reader);
+    out.dcgm = dcgm.reader.get();
+    out.source = std::move(dcgm.reader);
     return out;
   }
   if (options.request == SourceRequest::dcgm) {
@@ -120,14 +122,9 @@ namespace cpupower::sources {
 
 std::set<std::uint32_t> ResolvedSource::cpu_sockets() const {
   std::set<std::uint32_t> out;
-  if (acpi) {
-    for (const auto& c : acpi->channels()) {
-      if (c.cls.kind != rails::Kind::total) continue;
-      if (const auto s = rails::socket_index(c.cls.socket)) out.insert(*s);
-    }
-  }
-  if (dcgm) {
-    for (const auto& r : dcgm->rows()) out.insert(r.entity);
+  if (!source) return out;
+  for (const auto& s : *source->snapshot().sensors) {
+    if (s.primary && s.socket) out.insert(*s.socket);
   }
   return out;
 }

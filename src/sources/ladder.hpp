@@ -16,6 +16,7 @@
 
 #include "sources/acpi_reader.hpp"
 #include "sources/dcgm.hpp"
+#include "sources/source.hpp"
 
 namespace cpupower::sources {
 
@@ -44,10 +45,12 @@ struct AcpiRung {
 AcpiRung try_acpi(const LadderOptions& options);
 
 struct ResolvedSource {
-  std::string mode;                  // "acpi" or "dcgm"
-  std::unique_ptr<AcpiReader> acpi;  // set when mode == "acpi"
-  std::unique_ptr<DcgmReader> dcgm;  // set when mode == "dcgm"
-  std::string error;                 // set when no source could be established
+  std::string mode;                // "acpi" or "dcgm"
+  std::unique_ptr<Source> source;  // running; null when no source could be established
+  std::string error;               // set when no source could be established
+  // Typed views of `source`, for describing it (metadata); sinks use the Source interface.
+  const AcpiReader* acpi = nullptr;
+  const DcgmReader* dcgm = nullptr;
 
   // The sockets the base source publishes power for (ACPI totals, DCGM entities).
   std::set<std::uint32_t> cpu_sockets() const;

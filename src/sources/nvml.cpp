@@ -50,6 +50,7 @@ struct SocketState {
   std::vector<unsigned> gpus;   // GPUs that answered in the last cycle
   std::optional<double> watts;  // agreeing mean of the last cycle
   Clock::time_point read_at{};  // last cycle with any GPU answer
+  double read_duration_s = 0;
   bool ever = false;
   bool disagree_logged = false;
   bool stale_logged = false;
@@ -60,14 +61,11 @@ struct SocketState {
 struct NvmlModuleReader::Shared {
   NvmlOptions options;
   mutable std::mutex mutex;
-  std::condition_variable wake;
-  bool stopping = false;
   bool available = true;
   bool initialized = false;
   bool slow_init_logged = false;
   Clock::time_point started_at{};
   std::map<std::uint32_t, SocketState> sockets;
-  int running = 0;
 };
 
 namespace {
@@ -107,63 +105,66 @@ std::string join(const std::vector<unsigned>& v) {
   return out;
 }
 
-void unavailable(const std::shared_ptr<NvmlModuleReader::Shared>& sh, const std::string& reason) {
+// Logs why module power is off for good; false, to end the NVML thread.
+bool unavailable(const std::shared_ptr<NvmlModuleReader::Shared>& sh, const std::string& reason) {
   common::logger("cpu_power_exporter::nvml")
       ->info("NVML module power unavailable; module series not exported reason={}",
              common::quoted(reason));
   std::lock_guard lock(sh->mutex);
   sh->available = false;
+  return false;
 }
 
-void poll_loop(std::shared_ptr<NvmlModuleReader::Shared> sh) {
-  auto log = common::logger("cpu_power_exporter::nvml");
-  const auto& o = sh->options;
-  common::DynamicLibrary lib;
-  std::string err;
-  std::vector<std::string> names = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
-  if (!o.library.empty()) names = {o.library};
-  std::string missing;
-  nvmlInit_v2_fn init = nullptr;
-  nvmlShutdown_fn shutdown = nullptr;
-  nvmlDeviceGetCount_v2_fn count_fn = nullptr;
-  nvmlDeviceGetHandleByIndex_v2_fn handle_fn = nullptr;
-  nvmlDeviceGetPciInfo_v3_fn pci_fn = nullptr;
-  nvmlDeviceGetFieldValues_fn fields_fn = nullptr;
-  std::vector<Gpu> gpus;
-  if (!lib.open(names, &err)) {
-    unavailable(sh, "libnvidia-ml not found: " + err);
-  } else {
-    init = lib.symbol<nvmlInit_v2_fn>("nvmlInit_v2", &missing);
-    shutdown = lib.symbol<nvmlShutdown_fn>("nvmlShutdown", &missing);
-    count_fn = lib.symbol<nvmlDeviceGetCount_v2_fn>("nvmlDeviceGetCount_v2", &missing);
-    handle_fn =
-        lib.symbol<nvmlDeviceGetHandleByIndex_v2_fn>("nvmlDeviceGetHandleByIndex_v2", &missing);
-    pci_fn = lib.symbol<nvmlDeviceGetPciInfo_v3_fn>("nvmlDeviceGetPciInfo_v3", &missing);
-    fields_fn = lib.symbol<nvmlDeviceGetFieldValues_fn>("nvmlDeviceGetFieldValues", &missing);
-    if (!missing.empty()) unavailable(sh, lib.name() + ": " + missing);
+// The NVML thread's own state: the library, its functions and the GPUs. The first cycle
+// loads and initializes; every later one reads. Destroyed with the thread, which shuts NVML
+// down.
+class Poller {
+ public:
+  explicit Poller(std::shared_ptr<NvmlModuleReader::Shared> sh) : sh_(std::move(sh)) {}
+  ~Poller() {
+    if (initialized_ && shutdown_) shutdown_();
   }
-  bool ok = lib.name().size() && missing.empty();
-  if (ok) {
+
+  bool cycle() { return gpus_.empty() ? init() : read(); }
+
+ private:
+  bool init() {
+    auto log = common::logger("cpu_power_exporter::nvml");
+    const auto& o = sh_->options;
+    std::vector<std::string> names = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+    if (!o.library.empty()) names = {o.library};
+    std::string err;
+    if (!lib_.open(names, &err)) return unavailable(sh_, "libnvidia-ml not found: " + err);
+    std::string missing;
+    nvmlInit_v2_fn init = nullptr;
+    nvmlDeviceGetCount_v2_fn count_fn = nullptr;
+    nvmlDeviceGetHandleByIndex_v2_fn handle_fn = nullptr;
+    nvmlDeviceGetPciInfo_v3_fn pci_fn = nullptr;
+    lib_.bind(init, "nvmlInit_v2", &missing);
+    lib_.bind(shutdown_, "nvmlShutdown", &missing);
+    lib_.bind(count_fn, "nvmlDeviceGetCount_v2", &missing);
+    lib_.bind(handle_fn, "nvmlDeviceGetHandleByIndex_v2", &missing);
+    lib_.bind(pci_fn, "nvmlDeviceGetPciInfo_v3", &missing);
+    lib_.bind(fields_fn_, "nvmlDeviceGetFieldValues", &missing);
+    if (!missing.empty()) return unavailable(sh_, lib_.name() + ": " + missing);
+
     const auto t0 = Clock::now();
     const auto rc = init();
     const double took_s = std::chrono::duration<double>(Clock::now() - t0).count();
     {
-      std::lock_guard lock(sh->mutex);
-      sh->initialized = true;
-      if (sh->slow_init_logged) log->info("NVML initialization completed after_s={:.3f}", took_s);
+      std::lock_guard lock(sh_->mutex);
+      sh_->initialized = true;
+      if (sh_->slow_init_logged) log->info("NVML initialization completed after_s={:.3f}", took_s);
     }
     if (rc != NVML_SUCCESS) {
-      unavailable(sh, "nvmlInit_v2: NVML error " + std::to_string(rc));
-      ok = false;
+      return unavailable(sh_, "nvmlInit_v2: NVML error " + std::to_string(rc));
     }
-  }
-  if (ok) {
+    initialized_ = true;
     unsigned count = 0;
-    if (const auto rc = count_fn(&count); rc != NVML_SUCCESS) {
-      unavailable(sh, "nvmlDeviceGetCount_v2: NVML error " + std::to_string(rc));
-      ok = false;
+    if (const auto crc = count_fn(&count); crc != NVML_SUCCESS) {
+      return unavailable(sh_, "nvmlDeviceGetCount_v2: NVML error " + std::to_string(crc));
     }
-    for (unsigned i = 0; ok && i < count; ++i) {
+    for (unsigned i = 0; i < count; ++i) {
       nvmlDevice_t h = nullptr;
       nvmlPciInfo_t pci{};
       if (handle_fn(i, &h) != NVML_SUCCESS || pci_fn(h, &pci) != NVML_SUCCESS) {
@@ -176,105 +177,104 @@ void poll_loop(std::shared_ptr<NvmlModuleReader::Shared> sh) {
         log->warn("GPU has no known NUMA socket; module power skips it gpu={} bus_id={}", i, bus);
         continue;
       }
-      gpus.push_back({i, h, *socket});
+      gpus_.push_back({i, h, *socket});
     }
-    if (ok && gpus.empty()) {
-      unavailable(sh, "no GPU maps to a NUMA socket");
-      ok = false;
-    }
-  }
-  if (ok) {
+    if (gpus_.empty()) return unavailable(sh_, "no GPU maps to a NUMA socket");
+
     std::set<std::uint32_t> module_sockets;
-    for (const auto& g : gpus) module_sockets.insert(g.socket);
+    for (const auto& g : gpus_) module_sockets.insert(g.socket);
     std::string list;
-    for (auto s : module_sockets) {
-      list += (list.empty() ? "" : ", ") + std::to_string(s);
-      if (!o.cpu_sockets.count(s)) {
+    for (auto socket : module_sockets) {
+      list += (list.empty() ? "" : ", ") + std::to_string(socket);
+      if (!o.cpu_sockets.count(socket)) {
         log->warn(
             "module power socket has no CPU socket in the base source; the collector will not "
             "attach it socket={}",
-            s);
+            socket);
       }
     }
-    log->info("NVML module reader initialised gpu_count={} sockets=[{}]", gpus.size(), list);
+    log->info("NVML module reader initialised gpu_count={} sockets=[{}]", gpus_.size(), list);
+    return read();
   }
-  while (ok) {
+
+  bool read() {
+    auto log = common::logger("cpu_power_exporter::nvml");
+    const auto& o = sh_->options;
     const auto t0 = Clock::now();
     std::map<std::uint32_t, std::pair<std::vector<unsigned>, std::vector<double>>> by_socket;
-    for (const auto& g : gpus) {
+    for (const auto& g : gpus_) {
       nvmlFieldValue_t v{};
       v.fieldId = NVML_FI_DEV_POWER_AVERAGE;
       v.scopeId = NVML_POWER_SCOPE_MODULE;
-      if (fields_fn(g.handle, 1, &v) != NVML_SUCCESS) continue;
+      if (fields_fn_(g.handle, 1, &v) != NVML_SUCCESS) continue;
       if (const auto w = module_watts(v)) {
         by_socket[g.socket].first.push_back(g.index);
         by_socket[g.socket].second.push_back(*w);
       }
     }
     const auto t1 = Clock::now();
-    {
-      std::lock_guard lock(sh->mutex);
-      for (auto& [socket, readings] : by_socket) {
-        auto& s = sh->sockets[socket];
-        s.gpus = readings.first;
-        s.watts = agreeing_mean(readings.second, o.max_disagreement);
-        s.read_at = t0 + (t1 - t0) / 2;
-        s.ever = true;
-        if (!s.watts && !s.disagree_logged) {
-          s.disagree_logged = true;
-          std::string w;
-          for (double x : readings.second) w += (w.empty() ? "" : ", ") + fmt::format("{:.3f}", x);
-          log->warn(
-              "GPU module power readings of a socket disagree by more than {:.0f}% of their mean; "
-              "withholding the socket socket={} gpus={} readings_w=[{}]",
-              o.max_disagreement * 100, socket, join(s.gpus), w);
-        } else if (s.watts && s.disagree_logged) {
-          s.disagree_logged = false;
-          log->info("GPU module power readings of a socket agree again; publishing it socket={}",
-                    socket);
-        }
+    std::lock_guard lock(sh_->mutex);
+    for (auto& [socket, readings] : by_socket) {
+      auto& st = sh_->sockets[socket];
+      st.gpus = readings.first;
+      st.watts = agreeing_mean(readings.second, o.max_disagreement);
+      st.read_at = t0 + (t1 - t0) / 2;
+      st.read_duration_s = std::chrono::duration<double>(t1 - t0).count();
+      st.ever = true;
+      if (!st.watts && !st.disagree_logged) {
+        st.disagree_logged = true;
+        std::string w;
+        for (double x : readings.second) w += (w.empty() ? "" : ", ") + fmt::format("{:.3f}", x);
+        log->warn(
+            "GPU module power readings of a socket disagree by more than {:.0f}% of their mean; "
+            "withholding the socket socket={} gpus={} readings_w=[{}]",
+            o.max_disagreement * 100, socket, join(st.gpus), w);
+      } else if (st.watts && st.disagree_logged) {
+        st.disagree_logged = false;
+        log->info("GPU module power readings of a socket agree again; publishing it socket={}",
+                  socket);
       }
     }
-    std::unique_lock lock(sh->mutex);
-    if (sh->wake.wait_until(lock, t0 + o.poll_interval, [&] { return sh->stopping; })) break;
+    return true;
   }
-  if (ok && shutdown) shutdown();
-  std::lock_guard lock(sh->mutex);
-  sh->running--;
-  sh->wake.notify_all();
-}
 
-void watchdog_loop(std::shared_ptr<NvmlModuleReader::Shared> sh) {
+  std::shared_ptr<NvmlModuleReader::Shared> sh_;
+  common::DynamicLibrary lib_;
+  nvmlShutdown_fn shutdown_ = nullptr;
+  nvmlDeviceGetFieldValues_fn fields_fn_ = nullptr;
+  bool initialized_ = false;
+  std::vector<Gpu> gpus_;
+};
+
+// One watchdog pass: slow initialization, then missing or stale sockets (WARN once each,
+// INFO on recovery), whether or not anyone reads a snapshot.
+void check_health(NvmlModuleReader::Shared& sh) {
   auto log = common::logger("cpu_power_exporter::nvml");
-  std::unique_lock lock(sh->mutex);
-  while (!sh->wake.wait_for(lock, std::chrono::milliseconds(250), [&] { return sh->stopping; })) {
-    if (!sh->available) continue;
-    const auto now = Clock::now();
-    if (!sh->initialized) {
-      if (!sh->slow_init_logged && now - sh->started_at > sh->options.slow_init) {
-        sh->slow_init_logged = true;
-        log->warn(
-            "NVML initialization is taking longer than {:.0f} s; module series withheld until it "
-            "completes",
-            std::chrono::duration<double>(sh->options.slow_init).count());
-      }
-      continue;
+  std::lock_guard lock(sh.mutex);
+  if (!sh.available) return;
+  const auto now = Clock::now();
+  if (!sh.initialized) {
+    if (!sh.slow_init_logged && now - sh.started_at > sh.options.slow_init) {
+      sh.slow_init_logged = true;
+      log->warn(
+          "NVML initialization is taking longer than {:.0f} s; module series withheld until it "
+          "completes",
+          std::chrono::duration<double>(sh.options.slow_init).count());
     }
-    for (auto& [socket, s] : sh->sockets) {
-      const bool stale = now - s.read_at > sh->options.max_age;
-      if (stale && !s.stale_logged) {
-        s.stale_logged = true;
-        log->warn(
-            "NVML module readings missing or stale; withholding the socket socket={} age_s={:.3f}",
-            socket, std::chrono::duration<double>(now - s.read_at).count());
-      } else if (!stale && s.stale_logged) {
-        s.stale_logged = false;
-        log->info("NVML module readings fresh again; publishing the socket socket={}", socket);
-      }
+    return;
+  }
+  for (auto& [socket, st] : sh.sockets) {
+    const bool stale = now - st.read_at > sh.options.max_age;
+    if (stale && !st.stale_logged) {
+      st.stale_logged = true;
+      log->warn(
+          "NVML module readings missing or stale; withholding the socket socket={} age_s={:.3f}",
+          socket, std::chrono::duration<double>(now - st.read_at).count());
+    } else if (!stale && st.stale_logged) {
+      st.stale_logged = false;
+      log->info("NVML module readings fresh again; publishing the socket socket={}", socket);
     }
   }
-  sh->running--;
-  sh->wake.notify_all();
 }
 
 }  // namespace
@@ -291,33 +291,44 @@ void NvmlModuleReader::start() {
   {
     std::lock_guard lock(shared_->mutex);
     shared_->started_at = Clock::now();
-    shared_->running = 2;
   }
-  std::thread(poll_loop, shared_).detach();
-  std::thread(watchdog_loop, shared_).detach();
+  auto poller = std::make_shared<Poller>(shared_);
+  threads_.spawn(shared_->options.poll_interval, [poller] { return poller->cycle(); });
+  threads_.spawn(std::chrono::milliseconds(250), [sh = shared_] {
+    check_health(*sh);
+    return true;
+  });
 }
 
 void NvmlModuleReader::stop(std::chrono::milliseconds grace) {
-  std::unique_lock lock(shared_->mutex);
-  if (shared_->stopping) return;
-  shared_->stopping = true;
-  shared_->wake.notify_all();
-  shared_->wake.wait_for(lock, grace, [&] { return shared_->running == 0; });
+  threads_.stop(grace);
 }
 
-bool NvmlModuleReader::available() const {
+Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
+  const double wall_now_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto sensors = std::make_shared<std::vector<Sensor>>();
+  Snapshot out;
   std::lock_guard lock(shared_->mutex);
-  return shared_->available;
-}
-
-std::vector<ModuleSample> NvmlModuleReader::snapshot(Clock::time_point now) const {
-  std::vector<ModuleSample> out;
-  std::lock_guard lock(shared_->mutex);
-  for (const auto& [socket, s] : shared_->sockets) {
-    if (!s.watts || now - s.read_at > shared_->options.max_age) continue;
-    out.push_back({socket, s.gpus, *s.watts,
-                   std::max(0.0, std::chrono::duration<double>(now - s.read_at).count())});
+  out.available = shared_->available;
+  for (const auto& [socket, st] : shared_->sockets) {
+    if (!st.watts || now - st.read_at > shared_->options.max_age) continue;
+    Sensor sensor;
+    sensor.name = "nvml/socket" + std::to_string(socket);
+    sensor.kind = rails::Kind::module;
+    sensor.socket = socket;
+    sensor.label_text = "type=\"module\",socket=\"" + std::to_string(socket) + "\",gpus=\"" +
+                        join(st.gpus) + "\",source=\"nvml\"";
+    sensors->push_back(std::move(sensor));
+    ChannelReading r;
+    const double age_s = std::max(0.0, std::chrono::duration<double>(now - st.read_at).count());
+    r.watts = st.watts;
+    r.age_s = age_s;
+    r.read_at_unix = wall_now_unix - age_s;
+    r.read_duration_s = st.read_duration_s;
+    out.readings.push_back(r);
   }
+  out.sensors = std::move(sensors);
   return out;
 }
 

@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "sources/reader_threads.hpp"
+#include "sources/source.hpp"
+
 namespace cpupower::sources {
 
 struct NvmlOptions {
@@ -29,12 +32,6 @@ struct NvmlOptions {
   std::set<std::uint32_t> cpu_sockets;  // sockets of the base source, for the startup check
 };
 
-struct ModuleSample {
-  std::uint32_t socket = 0;
-  std::vector<unsigned> gpus;  // ascending
-  double watts = 0;
-  double age_s = 0;
-};
 
 // The Grace socket of a GPU: <pci_root>/<bus id in lower case>/numa_node, a non-negative
 // integer. nullopt when missing, unparsable or -1.
@@ -45,27 +42,25 @@ std::optional<std::uint32_t> socket_of_bus_id(const std::string& pci_root,
 // `max_disagreement` of that mean (max - min > max_disagreement * mean).
 std::optional<double> agreeing_mean(const std::vector<double>& watts, double max_disagreement);
 
-class NvmlModuleReader {
+class NvmlModuleReader final : public Source {
  public:
   explicit NvmlModuleReader(NvmlOptions options);
-  ~NvmlModuleReader();
-  NvmlModuleReader(const NvmlModuleReader&) = delete;
-  NvmlModuleReader& operator=(const NvmlModuleReader&) = delete;
+  ~NvmlModuleReader() override;
 
-  void start();
-  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
-
-  // False once NVML was found unusable (library, init, or no GPU on a socket): the family
-  // is then omitted for the process lifetime.
-  bool available() const;
-  // Sockets with a fresh, agreeing reading, ascending.
-  std::vector<ModuleSample> snapshot(
-      std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const;
+  std::string_view mode() const override { return "nvml"; }
+  void start() override;
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
+  // One row per socket with a fresh, agreeing reading, ascending; labels type="module",
+  // socket, gpus (the GPUs that answered) and source="nvml". `available` turns false once
+  // NVML was found unusable (library, init, or no GPU on a socket): the family is then
+  // omitted for the process lifetime.
+  Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
   struct Shared;
 
  private:
   std::shared_ptr<Shared> shared_;
+  ReaderThreads threads_;
 };
 
 }  // namespace cpupower::sources

@@ -35,8 +35,6 @@ struct SampleTable::State {
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
   std::vector<Row> rows;
-  bool watchdog_running = false;
-  bool stopping = false;
 
   bool is_stale(const Row& r, SteadyTime now) const {
     if (r.watts) return now - r.read_at > max_age;
@@ -50,35 +48,31 @@ double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-void watchdog(std::shared_ptr<SampleTable::State> st, std::chrono::milliseconds period) {
-  auto log = common::logger(st->log_target);
-  std::unique_lock lock(st->mutex);
-  while (!st->changed.wait_for(lock, period, [&] { return st->stopping; })) {
-    const auto now = Clock::now();
-    for (std::size_t i = 0; i < st->rows.size(); ++i) {
-      auto& r = st->rows[i];
-      const bool stale = st->is_stale(r, now);
-      const auto problem = r.completed_any ? r.last_problem : std::string("read still in progress");
-      if (stale && !r.stale_logged) {
-        r.stale_logged = true;
-        if (r.watts) {
-          log->warn(
-              "{} is stale; withholding it sensor={} age_s={:.3f} max_age_s={:.3f} last_problem={}",
-              st->what, st->sensors[i], seconds(now - r.read_at), seconds(st->max_age),
-              common::quoted(problem));
-        } else {
-          log->warn("no {} yet; withholding the sensor sensor={} waited_s={:.3f} last_problem={}",
-                    st->what, st->sensors[i], seconds(now - st->started_at),
-                    common::quoted(problem));
-        }
-      } else if (!stale && r.stale_logged) {
-        r.stale_logged = false;
-        log->info("{} fresh again; publishing it sensor={}", st->what, st->sensors[i]);
+// One watchdog pass: WARN once when a row goes stale, INFO when it is fresh again.
+void check_staleness(SampleTable::State& st) {
+  auto log = common::logger(st.log_target);
+  std::lock_guard lock(st.mutex);
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < st.rows.size(); ++i) {
+    auto& r = st.rows[i];
+    const bool stale = st.is_stale(r, now);
+    const auto problem = r.completed_any ? r.last_problem : std::string("read still in progress");
+    if (stale && !r.stale_logged) {
+      r.stale_logged = true;
+      if (r.watts) {
+        log->warn(
+            "{} is stale; withholding it sensor={} age_s={:.3f} max_age_s={:.3f} last_problem={}",
+            st.what, st.sensors[i], seconds(now - r.read_at), seconds(st.max_age),
+            common::quoted(problem));
+      } else {
+        log->warn("no {} yet; withholding the sensor sensor={} waited_s={:.3f} last_problem={}",
+                  st.what, st.sensors[i], seconds(now - st.started_at), common::quoted(problem));
       }
+    } else if (!stale && r.stale_logged) {
+      r.stale_logged = false;
+      log->info("{} fresh again; publishing it sensor={}", st.what, st.sensors[i]);
     }
   }
-  st->watchdog_running = false;
-  st->changed.notify_all();
 }
 
 }  // namespace
@@ -101,17 +95,15 @@ void SampleTable::start_watchdog(std::chrono::milliseconds period) {
   {
     std::lock_guard lock(state_->mutex);
     state_->started_at = Clock::now();
-    state_->watchdog_running = true;
   }
-  std::thread(watchdog, state_, period).detach();
+  watchdog_.spawn(period, [st = state_] {
+    check_staleness(*st);
+    return true;
+  });
 }
 
 void SampleTable::stop() {
-  std::unique_lock lock(state_->mutex);
-  state_->stopping = true;
-  state_->changed.notify_all();
-  state_->changed.wait_for(lock, std::chrono::seconds(1),
-                           [&] { return !state_->watchdog_running; });
+  watchdog_.stop(std::chrono::seconds(1));
 }
 
 void SampleTable::record(std::size_t i, std::optional<double> watts, SteadyTime t0, SteadyTime t1,
@@ -137,6 +129,8 @@ std::size_t SampleTable::size() const {
 }
 
 std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
+  const double wall_now_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::lock_guard lock(state_->mutex);
   std::vector<ChannelReading> out(state_->rows.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -148,6 +142,7 @@ std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
     o.stale = state_->is_stale(r, now);
     if (r.watts) {
       o.age_s = std::max(0.0, seconds(now - r.read_at));
+      o.read_at_unix = wall_now_unix - seconds(now - r.read_at);
       if (!o.stale) o.watts = r.watts;
     }
   }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sources/reader_threads.hpp"
+
 namespace cpupower::sources {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
@@ -19,6 +21,7 @@ struct ChannelReading {
   std::optional<double> watts;            // last good value, present only while fresh
   std::optional<double> age_s;            // age of the last good value (also when stale)
   std::optional<double> read_duration_s;  // duration of the last completed read
+  std::optional<double> read_at_unix;     // wall time the last good value was read (midpoint)
   std::uint64_t reads_total = 0;
   std::uint64_t read_errors_total = 0;  // reads that gave no value
   bool stale = false;                   // had a value, or should have by now, and it is too old
@@ -53,6 +56,7 @@ class SampleTable {
 
  private:
   std::shared_ptr<State> state_;
+  ReaderThreads watchdog_;
 };
 
 }  // namespace cpupower::sources

@@ -2,7 +2,7 @@
 // in $FAKE_DCGM_CONTROL:
 //   init=ok|fail  connect=ok|fail  embedded=ok|fail  connect_v2=absent (drop that symbol)
 //   entities=0,1            CPU entity ids (empty: none)
-//   refuse=1132             field ids whose watch is refused
+//   refuse=1132,1100        field ids whose watch is refused (comma-separated)
 //   value.<entity>.<field>=<W> | blank | int:<n> | status:<rc>
 //   update=ok|fail|hang:MS  latest=ok|fail|hang:MS
 //   calls=<path>            append each call's name there
@@ -111,9 +111,9 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t, dcgmGpuGrp_t, dcgmFieldGrp_t, long lo
                              int) {
   auto c = kv();
   standin::note_call(c, "dcgmWatchFields");
-  const auto refuse = standin::get(c, "refuse");
+  const auto refuse = "," + standin::get(c, "refuse") + ",";
   for (auto f : g_fields) {
-    if (!refuse.empty() && std::to_string(f) == refuse) return -6;  // NOT_SUPPORTED
+    if (refuse.find("," + std::to_string(f) + ",") != std::string::npos) return -6;  // NOT_SUPPORTED
   }
   return freq_us > 0 ? DCGM_ST_OK : -1;
 }

@@ -160,7 +160,7 @@ TEST(AcpiReader, PublishesFreshValuesAndWithholdsStaleOnes) {
   AcpiReader reader(d.channels, 20ms, 300ms);
   reader.start();
   std::this_thread::sleep_for(100ms);
-  auto s = reader.snapshot();
+  auto s = reader.snapshot().readings;
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].watts, 90.0);
   EXPECT_EQ(s[1].watts, 80.0);
@@ -170,12 +170,12 @@ TEST(AcpiReader, PublishesFreshValuesAndWithholdsStaleOnes) {
 
   t.write("hwmon2/power1_average", "91000000\n");
   std::this_thread::sleep_for(80ms);
-  EXPECT_EQ(reader.snapshot()[0].watts, 91.0);
+  EXPECT_EQ(reader.snapshot().readings[0].watts, 91.0);
 
   // hwmon3 hangs in a read: after max_age its value is withheld, hwmon2 keeps updating.
   t.fifo("hwmon3/power1_average");
   std::this_thread::sleep_for(450ms);
-  s = reader.snapshot();
+  s = reader.snapshot().readings;
   EXPECT_TRUE(s[1].stale);
   EXPECT_FALSE(s[1].watts);
   ASSERT_TRUE(s[1].age_s);
@@ -189,7 +189,7 @@ TEST(AcpiReader, PublishesFreshValuesAndWithholdsStaleOnes) {
   answer(t.path("hwmon3/power1_average"), "85000000\n");
   std::filesystem::rename(t.path("hwmon3/power1_average.new"), t.path("hwmon3/power1_average"));
   std::this_thread::sleep_for(100ms);
-  s = reader.snapshot();
+  s = reader.snapshot().readings;
   EXPECT_EQ(s[1].watts, 85.0);
   EXPECT_FALSE(s[1].stale);
 }
@@ -293,7 +293,7 @@ TEST(Ladder, ExplicitAcpiFailsInsteadOfFallingBack) {
   TestTree t;
   const auto r = resolve_source(fast(t.root(), SourceRequest::acpi));
   EXPECT_EQ(r.error, "no ACPI power_meter hwmon sensors found under " + t.root());
-  EXPECT_FALSE(r.acpi);
+  EXPECT_FALSE(r.source);
 }
 
 TEST(Ladder, AutoWithNothingLiveReportsEveryRung) {
@@ -312,7 +312,7 @@ TEST(Ladder, ExplicitDcgmNeverConsultsAcpi) {
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
   t.fifo("hwmon2/power1_average");
   const auto r = resolve_source(fast(t.root(), SourceRequest::dcgm));
-  EXPECT_FALSE(r.acpi);
+  EXPECT_FALSE(r.source);
   EXPECT_FALSE(reader_waiting(t.path("hwmon2/power1_average")));
   // The same tree under auto does open the channel.
   auto o = fast(t.root());

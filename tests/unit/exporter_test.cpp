@@ -4,6 +4,8 @@
 
 #include "exporter/render.hpp"
 #include "exporter/service.hpp"
+#include "sources/acpi_reader.hpp"
+#include "sources/ladder.hpp"
 #include "test_tree.hpp"
 
 namespace cpupower::exporter {
@@ -12,12 +14,23 @@ namespace {
 using cpupower::testing::TestTree;
 using namespace std::chrono_literals;
 
-sources::ResolvedSource acpi_source(const TestTree& t) {
+std::vector<std::unique_ptr<sources::Source>> acpi_source(const TestTree& t) {
   sources::LadderOptions o;
   o.hwmon_root = t.root();
   o.read_interval = 10ms;
   o.max_age = 1000ms;
-  return sources::resolve_source(o);
+  std::vector<std::unique_ptr<sources::Source>> out;
+  out.push_back(sources::resolve_source(o).source);
+  return out;
+}
+
+// A snapshot of discovered channels with the given readings, as the ACPI reader gives it.
+sources::Snapshot acpi_snapshot(const std::vector<sources::AcpiChannel>& channels,
+                                std::vector<sources::ChannelReading> readings) {
+  sources::AcpiReader reader(channels, 1000ms, 1000ms);  // never started: no reads
+  auto snap = reader.snapshot();
+  snap.readings = std::move(readings);
+  return snap;
 }
 
 TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
@@ -30,7 +43,7 @@ TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
   readings[0].watts = 150.0;
   readings[1].watts = 1.0;
   std::string out;
-  render_acpi_family(out, d.channels, readings);
+  render_family(out, family_of("acpi"), acpi_snapshot(d.channels, readings));
   EXPECT_EQ(out,
             "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
             "# TYPE cpu_power_acpi_watts gauge\n"
@@ -42,7 +55,7 @@ TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
 
 TEST(ExporterRender, HeaderOnlyWithoutReadings) {
   std::string out;
-  render_acpi_family(out, {}, {});
+  render_family(out, family_of("acpi"), acpi_snapshot({}, {}));
   EXPECT_EQ(out,
             "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
             "# TYPE cpu_power_acpi_watts gauge\n");
@@ -51,7 +64,7 @@ TEST(ExporterRender, HeaderOnlyWithoutReadings) {
 TEST(ExporterService, RoutesLikeTheReference) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
-  Service s(acpi_source(t), nullptr, "9.9.9");
+  Service s(acpi_source(t), "9.9.9");
   auto r = s.handle("GET", "/health");
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.body, "ok\n");
@@ -83,7 +96,7 @@ TEST(ExporterService, RoutesLikeTheReference) {
 TEST(ExporterService, BaseFamilyComesBeforeTheSelfMetrics) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
-  Service s(acpi_source(t), nullptr, "1");
+  Service s(acpi_source(t), "1");
   const auto body = s.render_metrics();
   EXPECT_EQ(body.rfind("# HELP cpu_power_acpi_watts ", 0), 0u);
   EXPECT_LT(body.find("cpu_power_acpi_watts{"), body.find("cpu_power_exporter_"));

@@ -23,6 +23,12 @@ TEST(DcgmValues, BlanksStatusesAndNonPositiveAreMissing) {
   EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, 0.0, 0).watts);
   EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, -1.0, 0).watts);
   EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, std::nan(""), 0).watts);
+  // Utilization may be 0 (an idle socket), never negative, blank or non-finite.
+  EXPECT_EQ(interpret_dcgm_value(0, DCGM_FT_DOUBLE, 0.0, 0, true).watts, 0.0);
+  EXPECT_EQ(interpret_dcgm_value(0, DCGM_FT_DOUBLE, 0.25, 0, true).watts, 0.25);
+  EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, -0.1, 0, true).watts);
+  EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, DCGM_FP64_BLANK, 0, true).watts);
+  EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, std::nan(""), 0, true).watts);
 }
 
 TEST(NvidiaAbi, VersionWordsAndSizes) {

@@ -1,0 +1,176 @@
+#include "hostleg/host_collector.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "artifacts/host_samples.hpp"
+#include "common/log.hpp"
+#include "common/signals.hpp"
+#include "common/text.hpp"
+#include "hostleg/markers.hpp"
+#include "hostleg/node_metadata.hpp"
+#include "hostleg/socket_rows.hpp"
+#include "sources/ladder.hpp"
+#include "sources/nvml.hpp"
+
+namespace cpupower::hostleg {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+auto log() {
+  return common::logger("cpu_power::host_collect");
+}
+
+bool write_all(int fd, std::string_view bytes, std::string* error) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *error = std::strerror(errno);
+      return false;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool write_metadata(const std::string& path, const nlohmann::json& j) {
+  std::string error;
+  if (common::write_file_atomic(path, j.dump(2) + "\n", &error, true)) return true;
+  log()->warn("cannot write node metadata path={} error={}", common::quoted(path),
+              common::quoted(error));
+  return false;
+}
+
+}  // namespace
+
+std::string node_name() {
+  if (const char* n = std::getenv("SLURMD_NODENAME"); n && *n) return n;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string name = host;
+  return name.substr(0, name.find('.'));
+}
+
+int run_host_collect(const HostCollectOptions& o) {
+  ::umask(0002);
+  const std::string host = o.hostname.empty() ? node_name() : o.hostname;
+  for (const auto* dir : {&o.output_dir, &o.ready_dir}) {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec) {
+      log()->error("cannot create directory path={} error={}", common::quoted(*dir),
+                   common::quoted(ec.message()));
+      return kExitNoSource;
+    }
+  }
+
+  sources::LadderOptions ladder;
+  ladder.request = sources::parse_source_request(o.source).value_or(sources::SourceRequest::automatic);
+  ladder.hwmon_root = o.hwmon_root;
+  ladder.read_interval =
+      std::chrono::milliseconds(std::max<long>(1, std::lround(o.interval_seconds * 1000.0)));
+  ladder.max_age = std::chrono::milliseconds(std::lround(o.max_age_s * 1000.0));
+  ladder.dcgm.library = o.dcgm_lib;
+  ladder.dcgm.poll_interval = ladder.read_interval;
+  ladder.dcgm.max_age = ladder.max_age;
+  ladder.dcgm.utilization = true;
+  auto resolved = sources::resolve_source(ladder);
+  if (!resolved.source) {
+    log()->error("no CPU power source; writing the error marker error={}",
+                 common::quoted(resolved.error));
+    std::string error;
+    if (!write_error_marker(o.ready_dir, host, resolved.error, &error)) {
+      log()->error("cannot write the error marker error={}", common::quoted(error));
+    }
+    return kExitNoSource;
+  }
+
+  std::unique_ptr<sources::NvmlModuleReader> nvml;
+  if (!o.no_nvml) {
+    sources::NvmlOptions n;
+    n.library = o.nvml_lib;
+    n.pci_root = o.pci_root;
+    n.cpu_sockets = resolved.cpu_sockets();
+    n.max_age = ladder.max_age;
+    nvml = std::make_unique<sources::NvmlModuleReader>(std::move(n));
+    nvml->start();
+  }
+
+  RunInfo info{host, o.source, o.interval_seconds, unix_now(), nvml != nullptr};
+  const std::string metadata_path = o.output_dir + "/" + host + ".metadata.json";
+  const std::string csv_path = o.output_dir + "/" + host + ".csv";
+  write_metadata(metadata_path, node_metadata(info, resolved));
+
+  const int fd = ::open(csv_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  std::string error;
+  if (fd < 0 || !write_all(fd, std::string(artifacts::kHostHeaderV5) + "\r\n", &error)) {
+    const std::string why =
+        "cannot write " + csv_path + ": " + (fd < 0 ? std::strerror(errno) : error);
+    log()->error("{}", why);
+    write_error_marker(o.ready_dir, host, why, &error);
+    return kExitNoSource;
+  }
+  if (!write_ready_marker(o.ready_dir, host, resolved.mode, unix_now(), &error)) {
+    log()->warn("cannot write the ready marker error={}", common::quoted(error));
+  }
+  log()->info("collecting host={} source={} interval_s={} csv={}", host, resolved.mode,
+              o.interval_seconds, common::quoted(csv_path));
+
+  RunOutcome outcome;
+  std::uint64_t write_errors = 0;
+  double last_time = -1;
+  const auto period = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(o.interval_seconds));
+  auto next = Clock::now();
+  int sig = 0;
+  while (sig == 0) {
+    const auto base = resolved.source->snapshot();
+    std::optional<sources::Snapshot> module;
+    if (nvml) module = nvml->snapshot();
+    auto sample = socket_rows(base, resolved.mode, module ? &*module : nullptr, host);
+    if (sample.rows.empty()) {
+      outcome.read_failure_count++;
+    } else if (sample.timestamp_unix != last_time) {  // a new reading, not the last one again
+      last_time = sample.timestamp_unix;
+      std::string text;
+      for (const auto& row : sample.rows) text += artifacts::format_host_v5_row(row);
+      if (write_all(fd, text, &error)) {
+        outcome.sample_row_count += sample.rows.size();
+      } else if (write_errors++ == 0) {
+        log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
+                    common::quoted(csv_path), common::quoted(error));
+      }
+    }
+    // Fixed rate: a late wake-up is not made up with a burst of samples.
+    next += period;
+    const auto now = Clock::now();
+    if (next < now) next = now;
+    sig = common::wait_shutdown_signal(
+        std::chrono::ceil<std::chrono::milliseconds>(next - now));
+  }
+  log()->info("received {}, finishing", common::signal_name(sig));
+  ::close(fd);
+  outcome.ended_at_unix = unix_now();
+  write_metadata(metadata_path, node_metadata(info, resolved, outcome));
+  if (nvml) nvml->stop(std::chrono::milliseconds(500));
+  resolved.source->stop(std::chrono::milliseconds(500));
+  log()->info("stopped rows={} read_failures={} write_errors={}", outcome.sample_row_count,
+              outcome.read_failure_count, write_errors);
+  return outcome.sample_row_count > 0 ? 0 : kExitNoRows;
+}
+
+}  // namespace cpupower::hostleg

@@ -1,0 +1,42 @@
+#pragma once
+// `cpu-power host-collect`: the host leg's per-node collector. The same source ladder and
+// readers as the exporter, with a second sink: every interval it takes a snapshot of the
+// readers (never a sensor read on this thread, so a 150 ms firmware read cannot stretch the
+// cadence) and appends one v5 row per socket to <output_dir>/<host>.csv, written to the OS
+// at once (a SIGKILL can tear only the last line). Files, in order:
+//   <output_dir>/<host>.metadata.json, then <output_dir>/<host>.csv with its header, then
+//   <ready_dir>/<host>.ready.json, the head node's signal that rows are coming;
+//   <ready_dir>/<host>.error.json instead when no source can be established (exit 2).
+// SIGINT/SIGTERM finish the current sample, rewrite the metadata with the outcome and exit
+// 0 when rows were written, 3 when none were.
+
+#include <string>
+
+namespace cpupower::hostleg {
+
+struct HostCollectOptions {
+  std::string output_dir;
+  std::string ready_dir;
+  std::string source = "auto";  // auto | acpi | dcgm
+  double interval_seconds = 0.1;
+  std::string hwmon_root = "/sys/class/hwmon";
+  std::string pci_root = "/sys/bus/pci/devices";
+  std::string dcgm_lib;
+  std::string nvml_lib;
+  bool no_nvml = false;
+  double max_age_s = 3.0;
+  std::string hostname;  // empty: $SLURMD_NODENAME, else the short host name
+};
+
+inline constexpr int kExitNoRows = 3;
+inline constexpr int kExitNoSource = 2;
+
+// The node name the head node matches markers against: $SLURMD_NODENAME, else the host name
+// up to its first dot.
+std::string node_name();
+
+// Runs until SIGINT/SIGTERM; shutdown signals must already be blocked in every thread
+// (common::block_shutdown_signals() before any thread starts). Returns the exit status.
+int run_host_collect(const HostCollectOptions& options);
+
+}  // namespace cpupower::hostleg

@@ -1,0 +1,188 @@
+#include "launch/host_leg.hpp"
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "common/log.hpp"
+#include "common/text.hpp"
+#include "hostleg/markers.hpp"
+#include "launch/launcher.hpp"
+#include "launch/process.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A collector finishes its sample and writes its metadata within one interval plus a file
+// write; srun then relays the exits. Past this it is killed.
+constexpr milliseconds kStopGrace{10000};
+
+std::shared_ptr<spdlog::logger> log() {
+  return common::logger("cpu_power::run");
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+HostLeg::HostLeg(const SessionPlan& plan, Launcher& launcher)
+    : plan_(plan), launcher_(launcher), leg_(*plan.host_leg) {}
+
+HostLeg::~HostLeg() {
+  for (auto& p : processes_) {
+    if (p.pid > 0) terminate_process(p.pid, milliseconds(2000), true);
+  }
+}
+
+void HostLeg::spawn(const std::string& name, const std::vector<std::string>& argv,
+                    const std::string& log_path, std::vector<std::string> nodes) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.output_path = log_path;
+  std::string error;
+  const auto child = spawn_process(o, &error);
+  if (!child) {
+    log()->warn("CPU power collector launch failed name={} error={}", name, common::quoted(error));
+    processes_.push_back({name, -1, std::move(nodes), true});
+    return;
+  }
+  log()->info("CPU power collectors starting name={} nodes={} argv={}", name, nodes.size(),
+              common::quoted(shell_quote_argv(argv)));
+  processes_.push_back({name, child->pid, std::move(nodes), false});
+}
+
+bool HostLeg::any_failed() {
+  bool failed = false;
+  for (auto& p : processes_) {
+    if (p.pid > 0) {
+      int status = 0;
+      if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+        log()->warn("CPU power collector exited early name={} status={}", p.name,
+                    describe_status(status));
+        p.pid = -1;
+        p.failed = true;
+      }
+    }
+    failed = failed || p.failed;
+  }
+  return failed;
+}
+
+void HostLeg::write_status(std::string_view status, const std::vector<std::string>& observed) {
+  const auto& c = plan_.recipe.telemetry.cpu_power;
+  hostleg::HostManifest m;
+  m.job_id = plan_.job_id.value_or("");
+  m.run_name = std::filesystem::path(plan_.log_dir).filename().string();
+  m.status = std::string(status);
+  m.required = c.required;
+  m.requested_source = c.source;
+  m.sample_interval_seconds = c.sample_interval_seconds;
+  m.expected_nodes = plan_.nodes;
+  m.observed_nodes = observed;
+  if (!readiness_reason_.empty()) m.reason_codes = {readiness_reason_};
+  m.updated_at_unix = now_unix();
+  std::string error;
+  if (!hostleg::write_host_manifest(leg_.cpu_dir + "/manifest.json", m, &error)) {
+    log()->warn("cannot write the CPU power manifest error={}", common::quoted(error));
+  }
+}
+
+bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& give_up) {
+  ::umask(0002);
+  std::error_code ec;
+  std::filesystem::create_directories(leg_.cpu_dir + "/nodes", ec);
+  std::filesystem::create_directories(leg_.cpu_dir + "/ready", ec);
+  write_status(hostleg::kStatusStarting, {});
+
+  if (plan_.mode == LaunchMode::slurm) {
+    for (const auto& g : leg_.groups) {
+      spawn(g.process_name, g.srun, plan_.log_dir + "/" + g.process_name + ".srun.log",
+            g.group.nodes);
+    }
+  } else if (plan_.mode == LaunchMode::simulate) {
+    for (const auto& [node, root] : launcher_.simulated_nodes()) {
+      auto argv = leg_.collector_command;
+      argv.insert(argv.end(), {"--hwmon-root", root, "--hostname", node});
+      spawn("telemetry_cpu_power." + node, argv,
+            plan_.log_dir + "/telemetry_cpu_power." + node + ".out", {node});
+    }
+  } else {
+    spawn("telemetry_cpu_power", leg_.collector_command,
+          plan_.log_dir + "/telemetry_cpu_power." + plan_.nodes.front() + ".out",
+          {plan_.nodes.front()});
+  }
+
+  const std::string ready_dir = leg_.cpu_dir + "/ready";
+  hostleg::MarkerScan scan;
+  while (true) {
+    scan = hostleg::scan_markers(ready_dir);
+    bool all = true;
+    for (const auto& n : plan_.nodes) all = all && scan.ready.count(n) > 0;
+    if (all) {
+      write_status(hostleg::kStatusRunning, {scan.ready.begin(), scan.ready.end()});
+      log()->info("CPU power telemetry ready (artifacts under {})", leg_.cpu_dir);
+      return true;
+    }
+    // An error marker or a failed launch will not turn ready: stop waiting at once.
+    if (!scan.errors.empty() || any_failed() || Clock::now() >= deadline || give_up()) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  std::string waiting;
+  for (const auto& n : plan_.nodes) {
+    if (!scan.ready.count(n)) waiting += (waiting.empty() ? "" : ",") + n;
+  }
+  readiness_reason_ = !scan.errors.empty() ? std::string(kReasonSourceUnavailable)
+                      : any_failed()       ? std::string(hostleg::kReasonCollectorFailed)
+                                           : std::string(kReasonStartupTimeout);
+  for (const auto& [host, text] : scan.errors) {
+    log()->warn("CPU power collector has no source node={} error={}", host, common::quoted(text));
+  }
+  log()->warn(
+      "CPU power collectors did not become ready on every worker node reason={} waiting={}",
+      readiness_reason_, common::quoted(waiting));
+  write_status(hostleg::kStatusFailed, {scan.ready.begin(), scan.ready.end()});
+  return false;
+}
+
+hostleg::MergeOutcome HostLeg::finish(bool interrupted) {
+  any_failed();  // processes that ended on their own before the stop are failures
+  // All at once: a slow srun teardown must not add up over the groups. SIGTERM reaches the
+  // collectors through srun, so each one writes its final metadata.
+  std::vector<std::thread> stoppers;
+  for (auto& p : processes_) {
+    if (p.pid <= 0) continue;
+    stoppers.emplace_back([&p] {
+      const int status = terminate_process(p.pid, kStopGrace, true);
+      log()->info("CPU power collector stopped name={} status={}", p.name,
+                  describe_status(status));
+      p.pid = -1;
+    });
+  }
+  for (auto& t : stoppers) t.join();
+
+  const auto& c = plan_.recipe.telemetry.cpu_power;
+  hostleg::MergeSettings s;
+  s.cpu_dir = leg_.cpu_dir;
+  s.expected_nodes = plan_.nodes;
+  s.required = c.required;
+  s.interrupted = interrupted;
+  if (!readiness_reason_.empty()) s.readiness_reasons = {readiness_reason_};
+  for (const auto& p : processes_) {
+    if (p.failed) s.failed_processes.push_back(p.name);
+  }
+  s.job_id = plan_.job_id.value_or("");
+  s.run_name = std::filesystem::path(plan_.log_dir).filename().string();
+  s.requested_source = c.source;
+  s.sample_interval_seconds = c.sample_interval_seconds;
+  auto outcome = hostleg::merge_host_samples(s);
+  log()->info("{}", hostleg::summary_line(outcome));
+  return outcome;
+}
+
+}  // namespace cpupower::launch

@@ -1,0 +1,52 @@
+#pragma once
+// The one interface every node-side reader implements (ACPI, DCGM, NVML), as node_exporter's
+// collectors do: start, stop, and a snapshot of the latest readings with their read time and
+// age. Readers do their I/O on their own threads; a snapshot never touches a sensor or a
+// library, so both sinks (the exporter's /metrics and the host collector's CSV) can take one
+// at any time.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rails/rails.hpp"
+#include "sources/sample_table.hpp"
+
+namespace cpupower::sources {
+
+// One row a source publishes. Fixed for the source's lifetime, except NVML's, whose `gpus`
+// label names the GPUs that answered the last read.
+struct Sensor {
+  std::string name;                       // unique: "hwmon2/power1", "dcgm/cpu0/1130"
+  rails::Kind kind = rails::Kind::other;  // what the value measures
+  std::optional<std::uint32_t> socket;    // the Grace socket, when the row has one
+  std::optional<std::uint16_t> field_id;  // DCGM field
+  bool power = true;     // false for DCGM utilization fields (fractions 0-1)
+  bool primary = false;  // the socket's power_w: an ACPI socket total, DCGM field 1130
+  std::string label_text;                 // escaped exposition labels of the value
+  std::string self_label_text;            // escaped labels of the exporter's self metrics
+};
+
+struct Snapshot {
+  std::shared_ptr<const std::vector<Sensor>> sensors;
+  std::vector<ChannelReading> readings;  // readings[i] belongs to (*sensors)[i]
+  bool available = true;                 // false once the source gave up for good (NVML)
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // "acpi", "dcgm" or "nvml": the exposition family and the CSV `source` column follow it.
+  virtual std::string_view mode() const = 0;
+  virtual void start() = 0;
+  // Stops every thread; waits up to `grace`, then leaves threads still blocked in a read
+  // behind (they own their state and exit when the read returns).
+  virtual void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) = 0;
+  virtual Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const = 0;
+};
+
+}  // namespace cpupower::sources
