@@ -477,7 +477,12 @@ MergeOutcome merge(const MergeSettings& settings) {
   manifest.problems = out.problems;
   std::string manifest_error;
   if (!write_host_manifest((cpu_dir / kManifestFilename).string(), manifest, &manifest_error)) {
+    // The verdict on disk is lost, so the caller's must say so.
     out.error += (out.error.empty() ? "" : "; ") + manifest_error;
+    add_reason(out.reason_codes, kReasonWriteFailed);
+    out.publication_valid = false;
+    out.status = std::string(kStatusIncomplete);
+    out.exit_nonzero = settings.required;
   }
 
   if (out.malformed_rows > 0) {
