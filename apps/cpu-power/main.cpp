@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   cpupower::app::add_report_command(app, action);
   cpupower::app::add_scrape_command(app, action);
   cpupower::app::add_host_collect_command(app, action);
+  cpupower::app::add_merge_command(app, action);
 
   try {
     app.parse(argc, argv);

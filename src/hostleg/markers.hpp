@@ -1,13 +1,38 @@
 #pragma once
-// Ready and error markers of the host collectors (provisional; the head side scans them).
+// Readiness markers of the host-collector leg: each node's collector writes
+// <ready_dir>/<host>.ready.json once its source is established, or <host>.error.json when
+// it cannot start, and the head node waits for one or the other from every node. Markers
+// are written atomically (temporary file, fsync, rename), so a reader never sees half of
+// one; the temporary files themselves are never mistaken for markers.
 
+#include <map>
+#include <set>
 #include <string>
+#include <string_view>
 
 namespace cpupower::hostleg {
 
+inline constexpr std::string_view kReadySuffix = ".ready.json";
+inline constexpr std::string_view kErrorSuffix = ".error.json";
+
+// {"hostname", "ready_at_unix", "source"}: sorted keys, 2-space indent, trailing newline.
+// False with `error` set when it cannot be written; never throws.
 bool write_ready_marker(const std::string& ready_dir, const std::string& host,
                         const std::string& source, double ready_at_unix, std::string* error);
+
+// {"error", "hostname"}, in the same layout.
 bool write_error_marker(const std::string& ready_dir, const std::string& host,
                         const std::string& error_text, std::string* error);
+
+struct MarkerScan {
+  std::set<std::string> ready;
+  std::map<std::string, std::string> errors;  // host -> error text
+};
+
+// Every marker in `ready_dir` (a missing directory has none). The host is the file name
+// before the suffix. An error marker that cannot be read or parsed still counts as an
+// error, its text saying so: the node did fail, only its message was lost. A host with
+// both markers is listed in both.
+MarkerScan scan_markers(const std::string& ready_dir);
 
 }  // namespace cpupower::hostleg

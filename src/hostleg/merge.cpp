@@ -1,0 +1,555 @@
+#include "hostleg/merge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "artifacts/csv_stream.hpp"
+#include "artifacts/host_samples.hpp"
+#include "common/log.hpp"
+#include "common/text.hpp"
+#include "hostleg/manifest.hpp"
+#include "hostleg/markers.hpp"
+
+namespace cpupower::hostleg {
+namespace {
+
+namespace fs = std::filesystem;
+using artifacts::HostSampleRow;
+
+// What a long-layout (v1..v3) sensor contributes to its socket's v5 row.
+enum class Rail { side_total, dcgm_cpu, cpu_rail, soc, dram, module, unknown };
+
+Rail classify(std::string_view sensor) {
+  const auto colon = sensor.find(':');
+  if (colon == std::string_view::npos || sensor.substr(0, 3) != "CPU") return Rail::unknown;
+  const std::string_view suffix = sensor.substr(colon + 1);
+  if (suffix == "cpuSidePowerUsageW") return Rail::side_total;
+  if (suffix == "cpuPowerUsageW") return Rail::dcgm_cpu;
+  if (suffix == "cpuRailPowerUsageW") return Rail::cpu_rail;
+  if (suffix == "socPowerUsageW") return Rail::soc;
+  if (suffix == "dramPowerUsageW") return Rail::dram;
+  if (suffix == "modulePowerUsageW") return Rail::module;
+  return Rail::unknown;
+}
+
+// One long row, validated; `row.power_w` is that rail's own reading.
+struct LongRow {
+  HostSampleRow row;
+  Rail rail = Rail::unknown;
+};
+
+// The rows of one (timestamp_unix, hostname, socket_id) in a long file.
+struct Group {
+  std::optional<LongRow> side, dcgm;  // primary candidates: the ACPI total wins
+  std::optional<double> cpu_rail, soc, dram, module, total;
+  std::array<std::optional<double>, 5> util;
+};
+
+class Problems {
+ public:
+  explicit Problems(MergeOutcome& out) : out_(out) {}
+  void add(std::string message) {
+    if (out_.problems.size() < MergeOutcome::kMaxProblems) {
+      out_.problems.push_back(std::move(message));
+    }
+  }
+
+ private:
+  MergeOutcome& out_;
+};
+
+struct FileTally {
+  std::uint64_t malformed = 0, torn = 0, dropped = 0, unknown_sensors = 0;
+};
+
+std::optional<std::string> read_whole_file(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "cannot open";
+    return std::nullopt;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    *error = "read error";
+    return std::nullopt;
+  }
+  return std::move(ss).str();
+}
+
+std::optional<double> finite_cell(std::string_view cell) {
+  const auto v = artifacts::parse_cell_double(cell);
+  if (!v || !std::isfinite(*v)) return std::nullopt;
+  return v;
+}
+
+// Reads one node file into v5 rows. Malformed rows are skipped and counted; the file as a
+// whole is refused only when its header is none of the host versions.
+class NodeFileReader {
+ public:
+  NodeFileReader(std::string name, MergeOutcome& out, Problems& problems,
+                 std::vector<HostSampleRow>& rows)
+      : name_(std::move(name)), out_(out), problems_(problems), rows_(rows) {}
+
+  void read(const std::string& path) {
+    std::string why;
+    const auto text = read_whole_file(path, &why);
+    if (!text) {
+      malformed_file(name_ + ": " + why);
+      return;
+    }
+    if (text->empty()) {
+      // The collector died before its header: no rows, and nothing wrong with the bytes.
+      problems_.add(name_ + ": empty file (no header)");
+      return;
+    }
+    // Collectors flush every row, so a SIGKILL can leave the last line cut short: its last
+    // cell may be a prefix of the real value ("94.2" of "94.29"), so it is not trusted.
+    std::size_t body_end = text->size();
+    const char last = text->back();
+    if (last != '\n' && last != '\r') {
+      const auto nl = text->find_last_of("\r\n");
+      body_end = nl == std::string::npos ? 0 : nl + 1;
+      ++tally_.torn;
+      if (body_end == 0) {
+        problems_.add(name_ + ":1: header line torn (writer stopped mid-line)");
+        return;
+      }
+      problems_.add(name_ + ":" + std::to_string(line_at(*text, body_end)) +
+                    ": torn last line dropped (writer stopped mid-row)");
+    }
+    text_ = std::string_view(*text).substr(0, body_end);
+    line_ = 1;
+    line_offset_ = 0;
+    const auto result = artifacts::scan_csv_text(
+        text_, [this](const std::vector<std::string>& header) { return on_header(header); },
+        [this](std::size_t, const artifacts::CsvRecord& record) { on_record(record); });
+    if (!result.ok) malformed_file(name_ + ": " + result.error);
+    flush_groups();
+    out_.malformed_rows += tally_.malformed;
+    out_.torn_rows += tally_.torn;
+    out_.dropped_groups += tally_.dropped;
+    if (tally_.unknown_sensors > 0) {
+      problems_.add(name_ + ": " + std::to_string(tally_.unknown_sensors) +
+                    " rows of unrecognised sensors ignored");
+    }
+  }
+
+  // The file as a whole was refused (unreadable, or a header of no host version).
+  bool bad_file() const { return bad_file_; }
+  const FileTally& tally() const { return tally_; }
+
+ private:
+  static std::size_t line_at(std::string_view text, std::size_t offset) {
+    return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+  }
+
+  bool on_header(const std::vector<std::string>& header) {
+    version_ = artifacts::host_schema_version(header);
+    if (version_ == 0) {
+      std::string shown;
+      for (std::size_t i = 0; i < header.size(); ++i) shown += (i ? "," : "") + header[i];
+      if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
+      malformed_file(name_ + ":1: header is none of host schema v1..v5: '" + shown + "'");
+      return false;
+    }
+    columns_ = artifacts::CpuCsvColumns::from_header(header);
+    timestamp_local_ = artifacts::column_index(header, "timestamp_local");
+    width_ = header.size();
+    return true;
+  }
+
+  // The physical line a record starts on. Unquoted cells point into the text; a quoted
+  // first cell lives in the reader's own storage, and then the previous line plus one is
+  // the best guess.
+  std::size_t record_line(const artifacts::CsvRecord& record) {
+    const char* p = record.cells.empty() ? nullptr : record.cells[0].data();
+    const char* base = text_.data();
+    if (p != nullptr && p >= base && p <= base + text_.size()) {
+      const auto offset = static_cast<std::size_t>(p - base);
+      if (offset >= line_offset_) {
+        line_ += static_cast<std::size_t>(std::count(base + line_offset_, base + offset, '\n'));
+        line_offset_ = offset;
+        return line_;
+      }
+    }
+    return ++line_;
+  }
+
+  void bad_row(std::size_t line, const std::string& message) {
+    ++tally_.malformed;
+    problems_.add(name_ + ":" + std::to_string(line) + ": " + message);
+  }
+
+  void on_record(const artifacts::CsvRecord& record) {
+    const std::size_t line = record_line(record);
+    const auto& c = record.cells;
+    if (c.size() != width_) {
+      return bad_row(line,
+                     std::to_string(c.size()) + " cells, the header has " + std::to_string(width_));
+    }
+    HostSampleRow row;
+    double value = 0;
+    if (!artifacts::parse_number(c[*columns_.timestamp_unix], &value) || !std::isfinite(value)) {
+      return bad_row(line, artifacts::describe_bad_cell(
+                               "timestamp_unix", c[*columns_.timestamp_unix], "a finite number"));
+    }
+    row.timestamp_unix = value;
+    row.hostname = std::string(c[*columns_.hostname]);
+    if (row.hostname.empty()) return bad_row(line, "hostname is blank");
+    const auto socket = artifacts::parse_cell_int(c[*columns_.socket_id]);
+    if (!socket || *socket < 0 || *socket > std::numeric_limits<std::uint32_t>::max()) {
+      return bad_row(line, artifacts::describe_bad_cell("socket_id", c[*columns_.socket_id],
+                                                        "a non-negative integer"));
+    }
+    row.socket_id = static_cast<std::uint32_t>(*socket);
+    if (!artifacts::parse_number(c[*columns_.power_w], &value) || !std::isfinite(value)) {
+      return bad_row(
+          line, artifacts::describe_bad_cell("power_w", c[*columns_.power_w], "a finite number"));
+    }
+    row.power_w = value;
+    if (columns_.source) row.source = std::string(c[*columns_.source]);
+    if (columns_.sensor) row.sensor = std::string(c[*columns_.sensor]);
+    if (timestamp_local_) row.timestamp_local = std::string(c[*timestamp_local_]);
+    // Optional values that are blank or garbled are missing, as the writer would have left
+    // them: the row's time and primary power are what make it a sample.
+    row.total_power_w = finite_cell(c[*columns_.total_power_w]);
+    for (std::size_t i = 0; i < columns_.util.size(); ++i) {
+      if (columns_.util[i]) row.cpu_util[i] = finite_cell(c[*columns_.util[i]]);
+    }
+    if (columns_.wide) {
+      row.cpu_rail_w = finite_cell(c[*columns_.rails[0]]);
+      row.soc_w = finite_cell(c[*columns_.rails[1]]);
+      row.dram_w = finite_cell(c[*columns_.rails[2]]);
+      if (columns_.module_w) row.module_w = finite_cell(c[*columns_.module_w]);
+      rows_.push_back(std::move(row));
+      return;
+    }
+    add_long(std::move(row));
+  }
+
+  void add_long(HostSampleRow row) {
+    const Rail rail = classify(row.sensor);
+    if (rail == Rail::unknown) {
+      ++tally_.unknown_sensors;
+      return;
+    }
+    auto key = std::make_tuple(row.timestamp_unix, row.hostname, row.socket_id);
+    auto [it, inserted] = group_index_.try_emplace(std::move(key), groups_.size());
+    if (inserted) groups_.emplace_back();
+    Group& g = groups_[it->second];
+    const auto take = [](std::optional<double>& slot, const std::optional<double>& v) {
+      if (!slot && v) slot = v;
+    };
+    take(g.total, row.total_power_w);
+    for (std::size_t i = 0; i < g.util.size(); ++i) take(g.util[i], row.cpu_util[i]);
+    const std::optional<double> reading = row.power_w;
+    switch (rail) {
+      case Rail::side_total:
+        if (!g.side) g.side = LongRow{std::move(row), rail};
+        break;
+      case Rail::dcgm_cpu:
+        if (!g.dcgm) g.dcgm = LongRow{std::move(row), rail};
+        break;
+      case Rail::cpu_rail:
+        take(g.cpu_rail, reading);
+        break;
+      case Rail::soc:
+        take(g.soc, reading);
+        break;
+      case Rail::dram:
+        take(g.dram, reading);
+        break;
+      case Rail::module:
+        take(g.module, reading);
+        break;
+      case Rail::unknown:
+        break;
+    }
+  }
+
+  void flush_groups() {
+    for (auto& g : groups_) {
+      std::optional<LongRow>& primary = g.side ? g.side : g.dcgm;
+      if (!primary) {
+        ++tally_.dropped;
+        continue;
+      }
+      HostSampleRow row = std::move(primary->row);
+      // DCGM field 1130 is the CPU rail itself, so it fills both columns, as v4+ writers do.
+      row.cpu_rail_w = g.cpu_rail;
+      if (!row.cpu_rail_w && g.dcgm && g.dcgm->row.source == "dcgm") {
+        row.cpu_rail_w = primary->rail == Rail::dcgm_cpu ? row.power_w : g.dcgm->row.power_w;
+      }
+      row.soc_w = g.soc;
+      row.dram_w = g.dram;
+      row.module_w = g.module;
+      if (!row.total_power_w) row.total_power_w = g.total;
+      for (std::size_t i = 0; i < row.cpu_util.size(); ++i) {
+        if (!row.cpu_util[i]) row.cpu_util[i] = g.util[i];
+      }
+      rows_.push_back(std::move(row));
+    }
+    groups_.clear();
+    group_index_.clear();
+  }
+
+  void malformed_file(const std::string& message) {
+    bad_file_ = true;
+    problems_.add(message);
+  }
+
+  std::string name_;
+  MergeOutcome& out_;
+  Problems& problems_;
+  std::vector<HostSampleRow>& rows_;
+  std::string_view text_;
+  std::size_t line_ = 1, line_offset_ = 0;
+  int version_ = 0;
+  artifacts::CpuCsvColumns columns_;
+  std::optional<std::size_t> timestamp_local_;
+  std::size_t width_ = 0;
+  std::vector<Group> groups_;
+  std::map<std::tuple<double, std::string, std::uint32_t>, std::size_t> group_index_;
+  FileTally tally_;
+  bool bad_file_ = false;
+};
+
+// Regular files in `dir` whose names end in `suffix` (hidden ones and the atomic writers'
+// temporary files excluded), sorted by name.
+std::vector<std::string> files_ending(const std::string& dir, std::string_view suffix) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return names;
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (name.size() <= suffix.size() || name.front() == '.') continue;
+    if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string stem(const std::string& name, std::string_view suffix) {
+  return name.substr(0, name.size() - suffix.size());
+}
+
+nlohmann::ordered_json read_metadata(const std::string& path, const std::string& name,
+                                     Problems& problems, std::uint64_t& bad) {
+  using Json = nlohmann::ordered_json;
+  std::string why;
+  const auto text = common::read_small_file(path, &why, 16u << 20);
+  std::string error;
+  if (!text) {
+    error = name + ": cannot be read: " + why;
+  } else {
+    try {
+      Json doc = Json::parse(*text);
+      if (doc.is_object()) return doc;
+      error = name + ": malformed JSON: not an object";
+    } catch (const std::exception& e) {
+      error = name + ": malformed JSON: " + e.what();
+    }
+  }
+  ++bad;
+  problems.add(error);
+  return Json{{"error", error}};
+}
+
+void add_reason(std::vector<std::string>& reasons, std::string_view code) {
+  if (code.empty()) return;
+  if (std::find(reasons.begin(), reasons.end(), code) == reasons.end()) {
+    reasons.emplace_back(code);
+  }
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+MergeOutcome merge(const MergeSettings& settings) {
+  MergeOutcome out;
+  Problems problems(out);
+  auto log = common::logger("cpu_power::merge");
+  const fs::path cpu_dir(settings.cpu_dir);
+  const std::string nodes_dir = (cpu_dir / kNodesDir).string();
+  const std::string nodes_prefix = std::string(kNodesDir) + "/";
+
+  std::vector<HostSampleRow> rows;
+  std::uint64_t unknown_sensor_rows = 0;
+  for (const auto& name : files_ending(nodes_dir, ".csv")) {
+    NodeFileReader reader(nodes_prefix + name, out, problems, rows);
+    reader.read((fs::path(nodes_dir) / name).string());
+    unknown_sensor_rows += reader.tally().unknown_sensors;
+    if (reader.bad_file()) out.malformed_files.push_back(nodes_prefix + name);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const HostSampleRow& a, const HostSampleRow& b) {
+    return std::tie(a.timestamp_unix, a.hostname, a.sensor) <
+           std::tie(b.timestamp_unix, b.hostname, b.sensor);
+  });
+
+  std::set<std::string> observed;
+  for (const auto& r : rows) observed.insert(r.hostname);
+  out.observed_nodes.assign(observed.begin(), observed.end());
+  std::set<std::string> expected_seen;
+  std::vector<std::string> expected;
+  for (const auto& n : settings.expected_nodes) {
+    if (!n.empty() && expected_seen.insert(n).second) expected.push_back(n);
+  }
+  for (const auto& n : expected) {
+    if (!observed.count(n)) out.missing_nodes.push_back(n);
+  }
+  out.sample_row_count = rows.size();
+
+  std::string body(artifacts::kHostHeaderV5);
+  body += "\r\n";
+  body.reserve(body.size() + rows.size() * 160);
+  for (const auto& r : rows) body += artifacts::format_host_v5_row(r);
+  std::string write_error;
+  const std::string samples_path = (cpu_dir / kSamplesFilename).string();
+  if (!common::write_file_atomic(samples_path, body, &write_error, true)) {
+    out.error = write_error;
+  }
+
+  HostManifest manifest;
+  std::uint64_t bad_metadata = 0;
+  for (const auto& name : files_ending(nodes_dir, kMetadataSuffix)) {
+    manifest.node_metadata[stem(name, kMetadataSuffix)] = read_metadata(
+        (fs::path(nodes_dir) / name).string(), nodes_prefix + name, problems, bad_metadata);
+  }
+  manifest.ready_errors = scan_markers((cpu_dir / kReadyDir).string()).errors;
+
+  if (settings.interrupted) add_reason(out.reason_codes, kReasonInterrupted);
+  for (const auto& r : settings.readiness_reasons) add_reason(out.reason_codes, r);
+  if (out.malformed_rows > 0 || !out.malformed_files.empty()) {
+    add_reason(out.reason_codes, kReasonMalformed);
+  }
+  if (!out.missing_nodes.empty()) add_reason(out.reason_codes, kReasonNodeMissing);
+  if (rows.empty()) add_reason(out.reason_codes, kReasonEmpty);
+  if (!settings.failed_processes.empty()) add_reason(out.reason_codes, kReasonCollectorFailed);
+  if (!out.error.empty()) add_reason(out.reason_codes, kReasonWriteFailed);
+  out.publication_valid = out.reason_codes.empty();
+  out.status = std::string(out.publication_valid ? kStatusComplete : kStatusIncomplete);
+  out.exit_nonzero = settings.required && !out.publication_valid;
+
+  manifest.job_id = settings.job_id;
+  manifest.run_name = settings.run_name;
+  manifest.status = out.status;
+  manifest.required = settings.required;
+  manifest.requested_source = settings.requested_source;
+  manifest.sample_interval_seconds = settings.sample_interval_seconds;
+  manifest.expected_nodes = expected;
+  manifest.observed_nodes = out.observed_nodes;
+  manifest.missing_nodes = out.missing_nodes;
+  manifest.sample_row_count = out.sample_row_count;
+  manifest.reason_codes = out.reason_codes;
+  manifest.failed_processes = settings.failed_processes;
+  manifest.producer_git_commit = settings.producer_git_commit;
+  manifest.updated_at_unix = now_unix();
+  manifest.malformed_rows = out.malformed_rows;
+  manifest.torn_rows = out.torn_rows;
+  manifest.dropped_groups = out.dropped_groups;
+  manifest.malformed_files = out.malformed_files;
+  manifest.problems = out.problems;
+  std::string manifest_error;
+  if (!write_host_manifest((cpu_dir / kManifestFilename).string(), manifest, &manifest_error)) {
+    // The verdict on disk is lost, so the caller's must say so.
+    out.error += (out.error.empty() ? "" : "; ") + manifest_error;
+    add_reason(out.reason_codes, kReasonWriteFailed);
+    out.publication_valid = false;
+    out.status = std::string(kStatusIncomplete);
+    out.exit_nonzero = settings.required;
+  }
+
+  if (out.malformed_rows > 0) {
+    log->warn("skipped malformed rows count={}", out.malformed_rows);
+  }
+  if (!out.malformed_files.empty()) {
+    log->warn("skipped unreadable files or files with an unknown header count={} files={}",
+              out.malformed_files.size(), common::quoted(join(out.malformed_files, ",")));
+  }
+  if (out.torn_rows > 0) log->warn("dropped torn last lines count={}", out.torn_rows);
+  if (out.dropped_groups > 0) {
+    log->warn("dropped sockets without a primary reading count={}", out.dropped_groups);
+  }
+  if (unknown_sensor_rows > 0) {
+    log->warn("ignored rows of unrecognised sensors count={}", unknown_sensor_rows);
+  }
+  if (bad_metadata > 0) log->warn("malformed node metadata count={}", bad_metadata);
+  if (!out.missing_nodes.empty()) {
+    log->warn("nodes without samples count={} nodes={}", out.missing_nodes.size(),
+              join(out.missing_nodes, ","));
+  }
+  if (!manifest.ready_errors.empty()) {
+    log->warn("nodes with error markers count={}", manifest.ready_errors.size());
+  }
+  if (!out.error.empty()) log->error("writing outputs failed error={}", common::quoted(out.error));
+  log->info("{}", summary_line(out));
+  return out;
+}
+
+}  // namespace
+
+bool is_merge_reason(std::string_view code) {
+  for (const auto known : {kReasonInterrupted, kReasonMalformed, kReasonNodeMissing, kReasonEmpty,
+                           kReasonCollectorFailed, kReasonWriteFailed}) {
+    if (code == known) return true;
+  }
+  return false;
+}
+
+MergeOutcome merge_host_samples(const MergeSettings& settings) {
+  try {
+    return merge(settings);
+  } catch (const std::exception& e) {
+    // Only resource exhaustion gets here; the run must still learn it has no telemetry.
+    MergeOutcome out;
+    out.error = std::string("merge failed: ") + e.what();
+    out.reason_codes = {std::string(kReasonWriteFailed)};
+    out.status = std::string(kStatusIncomplete);
+    out.exit_nonzero = settings.required;
+    return out;
+  }
+}
+
+std::vector<std::string> hosts_with_files(const std::string& cpu_dir) {
+  const std::string nodes_dir = (fs::path(cpu_dir) / kNodesDir).string();
+  std::set<std::string> hosts;
+  for (const auto& name : files_ending(nodes_dir, kMetadataSuffix)) {
+    hosts.insert(stem(name, kMetadataSuffix));
+  }
+  for (const auto& name : files_ending(nodes_dir, ".csv")) hosts.insert(stem(name, ".csv"));
+  return {hosts.begin(), hosts.end()};
+}
+
+std::string summary_line(const MergeOutcome& outcome) {
+  return "CPU power telemetry: status=" + outcome.status +
+         " publication_valid=" + (outcome.publication_valid ? "true" : "false") +
+         " reasons=" + (outcome.reason_codes.empty() ? "none" : join(outcome.reason_codes, ","));
+}
+
+}  // namespace cpupower::hostleg
