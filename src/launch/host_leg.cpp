@@ -1,5 +1,6 @@
 #include "launch/host_leg.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
