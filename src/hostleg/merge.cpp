@@ -116,6 +116,7 @@ class NodeFileReader {
     // Collectors flush every row, so a SIGKILL can leave the last line cut short: its last
     // cell may be a prefix of the real value ("94.2" of "94.29"), so it is not trusted.
     std::size_t body_end = text->size();
+    std::string torn_message;  // reported after the rows before it, in line order
     const char last = text->back();
     if (last != '\n' && last != '\r') {
       const auto nl = text->find_last_of("\r\n");
@@ -125,8 +126,8 @@ class NodeFileReader {
         problems_.add(name_ + ":1: header line torn (writer stopped mid-line)");
         return;
       }
-      problems_.add(name_ + ":" + std::to_string(line_at(*text, body_end)) +
-                    ": torn last line dropped (writer stopped mid-row)");
+      torn_message = name_ + ":" + std::to_string(line_at(*text, body_end)) +
+                     ": torn last line dropped (writer stopped mid-row)";
     }
     text_ = std::string_view(*text).substr(0, body_end);
     line_ = 1;
@@ -135,6 +136,7 @@ class NodeFileReader {
         text_, [this](const std::vector<std::string>& header) { return on_header(header); },
         [this](std::size_t, const artifacts::CsvRecord& record) { on_record(record); });
     if (!result.ok) malformed_file(name_ + ": " + result.error);
+    if (!torn_message.empty()) problems_.add(torn_message);
     flush_groups();
     out_.malformed_rows += tally_.malformed;
     out_.torn_rows += tally_.torn;
@@ -285,12 +287,12 @@ class NodeFileReader {
         ++tally_.dropped;
         continue;
       }
-      HostSampleRow row = std::move(primary->row);
       // DCGM field 1130 is the CPU rail itself, so it fills both columns, as v4+ writers do.
-      row.cpu_rail_w = g.cpu_rail;
-      if (!row.cpu_rail_w && g.dcgm && g.dcgm->row.source == "dcgm") {
-        row.cpu_rail_w = primary->rail == Rail::dcgm_cpu ? row.power_w : g.dcgm->row.power_w;
-      }
+      // Read before the primary's row is moved from: it may be the DCGM row.
+      std::optional<double> dcgm_rail;
+      if (g.dcgm && g.dcgm->row.source == "dcgm") dcgm_rail = g.dcgm->row.power_w;
+      HostSampleRow row = std::move(primary->row);
+      row.cpu_rail_w = g.cpu_rail ? g.cpu_rail : dcgm_rail;
       row.soc_w = g.soc;
       row.dram_w = g.dram;
       row.module_w = g.module;
