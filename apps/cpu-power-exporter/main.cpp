@@ -14,10 +14,10 @@
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "common/version.hpp"
-#include "sources/nvml.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/service.hpp"
 #include "sources/ladder.hpp"
+#include "sources/nvml.hpp"
 
 namespace {
 

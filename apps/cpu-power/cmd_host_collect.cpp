@@ -15,7 +15,8 @@ void add_host_collect_command(CLI::App& app, Action& action) {
   auto log_level = std::make_shared<std::string>("info");
   auto* cmd = app.add_subcommand(
       "host-collect", "Collect CPU power on this node into <output-dir>/<host>.csv (host leg)");
-  cmd->add_option("--output-dir", o->output_dir, "Directory for <host>.csv and <host>.metadata.json")
+  cmd->add_option("--output-dir", o->output_dir,
+                  "Directory for <host>.csv and <host>.metadata.json")
       ->required();
   cmd->add_option("--ready-dir", o->ready_dir, "Directory for <host>.ready.json / .error.json")
       ->required();

@@ -26,8 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 auto log() {
@@ -79,7 +78,8 @@ int run_host_collect(const HostCollectOptions& o) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request = sources::parse_source_request(o.source).value_or(sources::SourceRequest::automatic);
+  ladder.request =
+      sources::parse_source_request(o.source).value_or(sources::SourceRequest::automatic);
   ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval =
       std::chrono::milliseconds(std::max<long>(1, std::lround(o.interval_seconds * 1000.0)));
@@ -159,8 +159,7 @@ int run_host_collect(const HostCollectOptions& o) {
     next += period;
     const auto now = Clock::now();
     if (next < now) next = now;
-    sig = common::wait_shutdown_signal(
-        std::chrono::ceil<std::chrono::milliseconds>(next - now));
+    sig = common::wait_shutdown_signal(std::chrono::ceil<std::chrono::milliseconds>(next - now));
   }
   log()->info("received {}, finishing", common::signal_name(sig));
   ::close(fd);

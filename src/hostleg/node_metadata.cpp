@@ -26,8 +26,8 @@ json acpi_description(const sources::AcpiReader& reader) {
     domains.push_back({{"name", c.oem_info}, {"path", c.value_path}});
     const auto socket = rails::socket_index(c.cls.socket);
     if (c.cls.kind == rails::Kind::other || !socket) continue;
-    const auto label = common::read_small_file(
-        c.value_path.substr(0, c.value_path.rfind('/') + 1) + c.channel + "_label");
+    const auto label = common::read_small_file(c.value_path.substr(0, c.value_path.rfind('/') + 1) +
+                                               c.channel + "_label");
     sensors.push_back({
         {"name", rails::acpi_sensor_name(c.cls.kind, *socket)},
         {"socket_id", *socket},
@@ -42,8 +42,7 @@ json acpi_description(const sources::AcpiReader& reader) {
   return {
       {"source", "acpi"},
       {"driver", "Linux ACPI power_meter hwmon"},
-      {"semantics",
-       "firmware-reported average CPU-side socket total and component power in watts"},
+      {"semantics", "firmware-reported average CPU-side socket total and component power in watts"},
       {"sensors", sensors},
       {"available_power_domains", domains},
       {"total_method",

@@ -144,9 +144,8 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
   for (const auto& [host, text] : scan.errors) {
     log()->warn("CPU power collector has no source node={} error={}", host, common::quoted(text));
   }
-  log()->warn(
-      "CPU power collectors did not become ready on every worker node reason={} waiting={}",
-      readiness_reason_, common::quoted(waiting));
+  log()->warn("CPU power collectors did not become ready on every worker node reason={} waiting={}",
+              readiness_reason_, common::quoted(waiting));
   write_status(hostleg::kStatusFailed, {scan.ready.begin(), scan.ready.end()});
   return false;
 }
@@ -160,8 +159,7 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted) {
     if (p.pid <= 0) continue;
     stoppers.emplace_back([&p] {
       const int status = terminate_process(p.pid, kStopGrace, true);
-      log()->info("CPU power collector stopped name={} status={}", p.name,
-                  describe_status(status));
+      log()->info("CPU power collector stopped name={} status={}", p.name, describe_status(status));
       p.pid = -1;
     });
   }

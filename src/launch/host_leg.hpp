@@ -52,8 +52,8 @@ class HostLeg {
     std::vector<std::string> nodes;
     bool failed = false;  // ended before it was asked to stop
   };
-  void spawn(const std::string& name, const std::vector<std::string>& argv,
-             const std::string& log, std::vector<std::string> nodes);
+  void spawn(const std::string& name, const std::vector<std::string>& argv, const std::string& log,
+             std::vector<std::string> nodes);
   bool any_failed();
   void write_status(std::string_view status, const std::vector<std::string>& observed);
 

@@ -180,8 +180,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   bool host_blocks = false;
   if (plan.host_leg) {
     host_leg = std::make_unique<HostLeg>(plan, launcher);
-    const auto deadline =
-        started + to_ms(plan.recipe.telemetry.cpu_power.startup_timeout_seconds);
+    const auto deadline = started + to_ms(plan.recipe.telemetry.cpu_power.startup_timeout_seconds);
     const bool ready = host_leg->start(deadline, [&signals] { return signals.interrupted(); });
     host_blocks = !ready && plan.recipe.telemetry.cpu_power.required;
   }
@@ -246,14 +245,15 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
 }
 
 std::string summary_text(const SessionResult& r) {
-  std::string out = fmt::format("cpu-power run: exit code {} after {:.1f} s\n", r.exit_code,
-                                r.command_seconds);
+  std::string out =
+      fmt::format("cpu-power run: exit code {} after {:.1f} s\n", r.exit_code, r.command_seconds);
   if (r.host_leg) {
     const auto& h = *r.host_leg;
-    out += fmt::format("CPU power (host collectors): {} rows in {}/samples.csv, status {}{}\n",
-                       h.sample_row_count, r.host_leg_dir, h.status,
-                       h.reason_codes.empty() ? std::string()
-                                              : fmt::format(" ({})", fmt::join(h.reason_codes, ", ")));
+    out +=
+        fmt::format("CPU power (host collectors): {} rows in {}/samples.csv, status {}{}\n",
+                    h.sample_row_count, r.host_leg_dir, h.status,
+                    h.reason_codes.empty() ? std::string()
+                                           : fmt::format(" ({})", fmt::join(h.reason_codes, ", ")));
   }
   if (!r.stats) return out + (r.host_leg ? "" : "CPU power: no telemetry collected\n");
   const auto& s = *r.stats;

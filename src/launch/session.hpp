@@ -24,7 +24,7 @@ struct SessionResult {
   std::optional<scrape::CollectorStats> stats;  // when the collector ran
   std::string samples_path;
   std::string manifest_path;
-  std::string session_path;  // empty when not written
+  std::string session_path;                       // empty when not written
   std::optional<hostleg::MergeOutcome> host_leg;  // when the host-collector leg ran
   std::string host_leg_dir;
 };

@@ -48,8 +48,10 @@ void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocatio
 
 std::vector<std::string> host_collector_command(const PlanRequest& r, const std::string& cpu_dir) {
   const auto& c = r.recipe.telemetry.cpu_power;
-  return {r.self_exe,        "host-collect", "--output-dir",       cpu_dir + "/nodes",
-          "--ready-dir",     cpu_dir + "/ready", "--source",       c.source,
+  return {r.self_exe,           "host-collect",
+          "--output-dir",       cpu_dir + "/nodes",
+          "--ready-dir",        cpu_dir + "/ready",
+          "--source",           c.source,
           "--interval-seconds", fmt::format("{}", c.sample_interval_seconds)};
 }
 
@@ -237,9 +239,10 @@ std::string describe_plan(const SessionPlan& p) {
   }
   if (p.host_leg) {
     const auto& c = p.recipe.telemetry.cpu_power;
-    line("host leg", p.host_leg->cpu_dir + "/samples.csv (merged), manifest " + p.host_leg->cpu_dir +
-                         "/manifest.json, every " + fmt::format("{}", c.sample_interval_seconds) +
-                         " s" + (c.required ? ", required" : ", best-effort"));
+    line("host leg", p.host_leg->cpu_dir + "/samples.csv (merged), manifest " +
+                         p.host_leg->cpu_dir + "/manifest.json, every " +
+                         fmt::format("{}", c.sample_interval_seconds) + " s" +
+                         (c.required ? ", required" : ", best-effort"));
     if (p.mode == LaunchMode::slurm) {
       for (const auto& g : p.host_leg->groups) {
         out += fmt::format("group {} ({} node{}):\n", g.process_name, g.group.nodes.size(),
@@ -247,10 +250,10 @@ std::string describe_plan(const SessionPlan& p) {
         out += "  collector: " + shell_quote_argv(g.srun) + "\n";
       }
     } else {
-      line("collector", shell_quote_argv(p.host_leg->collector_command) +
-                            (p.mode == LaunchMode::simulate
-                                 ? " --hwmon-root <sim root> --hostname <node>"
-                                 : ""));
+      line(
+          "collector",
+          shell_quote_argv(p.host_leg->collector_command) +
+              (p.mode == LaunchMode::simulate ? " --hwmon-root <sim root> --hostname <node>" : ""));
     }
   }
   for (const auto& w : p.warnings) line("warning", w);

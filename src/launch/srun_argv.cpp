@@ -31,8 +31,8 @@ std::string percent_escaped(const std::string& path) {
 }
 
 std::string exporter_log_pattern(const std::string& log_dir, int het_group, bool several_groups) {
-  return percent_escaped(log_dir) + "/telemetry_cpu_power_exporter" + group_suffix(het_group, several_groups) +
-         ".%N.out";
+  return percent_escaped(log_dir) + "/telemetry_cpu_power_exporter" +
+         group_suffix(het_group, several_groups) + ".%N.out";
 }
 
 std::string exporter_process_name(int het_group, bool several_groups) {

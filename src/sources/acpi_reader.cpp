@@ -38,8 +38,8 @@ std::vector<std::string> names_of(const std::vector<AcpiChannel>& channels) {
 AcpiReader::AcpiReader(std::vector<AcpiChannel> channels, std::chrono::milliseconds read_interval,
                        std::chrono::milliseconds max_age)
     : sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(channels))),
-      table_(std::make_shared<SampleTable>(names_of(channels), max_age,
-                                           "cpu_power_exporter::acpi", "ACPI reading")),
+      table_(std::make_shared<SampleTable>(names_of(channels), max_age, "cpu_power_exporter::acpi",
+                                           "ACPI reading")),
       interval_(read_interval) {
   channels_ = std::make_shared<const std::vector<AcpiChannel>>(std::move(channels));
 }
@@ -51,26 +51,27 @@ AcpiReader::~AcpiReader() {
 void AcpiReader::start() {
   std::map<std::string, std::vector<std::size_t>> by_node;
   for (std::size_t i = 0; i < channels_->size(); ++i) by_node[(*channels_)[i].hwmon].push_back(i);
-  table_->start_watchdog(std::min<std::chrono::milliseconds>(interval_, std::chrono::milliseconds(250)));
+  table_->start_watchdog(
+      std::min<std::chrono::milliseconds>(interval_, std::chrono::milliseconds(250)));
   for (auto& [node, indices] : by_node) {
     auto last_problem = std::make_shared<std::vector<std::string>>(indices.size());
-    threads_.spawn(interval_, [channels = channels_, table = table_, indices = indices,
-                               last_problem] {
-      for (std::size_t k = 0; k < indices.size(); ++k) {
-        const auto i = indices[k];
-        const auto t0 = Clock::now();
-        auto r = read_power_file((*channels)[i].value_path);
-        table->record(i, r.watts, t0, Clock::now(), r.problem);
-        if (!r.watts && r.problem != (*last_problem)[k]) {
-          // DEBUG, and only on change: a dead channel would otherwise log forever.
-          common::logger("cpu_power_exporter::acpi")
-              ->debug("unreadable channel; skipping sample path={} problem={}",
-                      common::quoted((*channels)[i].value_path), common::quoted(r.problem));
-        }
-        (*last_problem)[k] = r.problem;
-      }
-      return true;
-    });
+    threads_.spawn(
+        interval_, [channels = channels_, table = table_, indices = indices, last_problem] {
+          for (std::size_t k = 0; k < indices.size(); ++k) {
+            const auto i = indices[k];
+            const auto t0 = Clock::now();
+            auto r = read_power_file((*channels)[i].value_path);
+            table->record(i, r.watts, t0, Clock::now(), r.problem);
+            if (!r.watts && r.problem != (*last_problem)[k]) {
+              // DEBUG, and only on change: a dead channel would otherwise log forever.
+              common::logger("cpu_power_exporter::acpi")
+                  ->debug("unreadable channel; skipping sample path={} problem={}",
+                          common::quoted((*channels)[i].value_path), common::quoted(r.problem));
+            }
+            (*last_problem)[k] = r.problem;
+          }
+          return true;
+        });
   }
 }
 

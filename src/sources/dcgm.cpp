@@ -43,8 +43,8 @@ std::string rc_text(const char* fn, dcgmReturn_t rc) {
 
 }  // namespace
 
-DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl,
-                               std::int64_t i64, bool allow_zero) {
+DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl, std::int64_t i64,
+                               bool allow_zero) {
   if (status != DCGM_ST_OK) return {std::nullopt, "status " + std::to_string(status)};
   double w;
   if (field_type == DCGM_FT_INT64) {
@@ -152,8 +152,7 @@ class DcgmSession {
       const auto row = row_of(v.entityId, v.fieldId);
       if (!row) continue;
       const bool power = rails::dcgm_field_kind(v.fieldId).has_value();
-      (*out)[*row] =
-          interpret_dcgm_value(v.status, v.fieldType, v.value.dbl, v.value.i64, !power);
+      (*out)[*row] = interpret_dcgm_value(v.status, v.fieldType, v.value.dbl, v.value.i64, !power);
     }
     return true;
   }
@@ -428,8 +427,8 @@ DcgmRung try_dcgm(const DcgmOptions& options) {
   std::string entity_list;
   for (auto e : session->entities())
     entity_list += (entity_list.empty() ? "" : ", ") + std::to_string(e);
-  const bool sysio = std::find(fields.begin(), fields.end(), rails::kDcgmSysioPowerField) !=
-                     fields.end();
+  const bool sysio =
+      std::find(fields.begin(), fields.end(), rails::kDcgmSysioPowerField) != fields.end();
   log->info(
       "DCGM reader initialised ({}; no socket envelope) cpu_count={} cpu_ids=[{}] fields=[{}]",
       sysio ? "CPU rail + SysIO" : "CPU rail only", session->entities().size(), entity_list,

@@ -32,7 +32,6 @@ struct NvmlOptions {
   std::set<std::uint32_t> cpu_sockets;  // sockets of the base source, for the startup check
 };
 
-
 // The Grace socket of a GPU: <pci_root>/<bus id in lower case>/numa_node, a non-negative
 // integer. nullopt when missing, unparsable or -1.
 std::optional<std::uint32_t> socket_of_bus_id(const std::string& pci_root,

@@ -25,10 +25,10 @@ struct Sensor {
   rails::Kind kind = rails::Kind::other;  // what the value measures
   std::optional<std::uint32_t> socket;    // the Grace socket, when the row has one
   std::optional<std::uint16_t> field_id;  // DCGM field
-  bool power = true;     // false for DCGM utilization fields (fractions 0-1)
-  bool primary = false;  // the socket's power_w: an ACPI socket total, DCGM field 1130
-  std::string label_text;                 // escaped exposition labels of the value
-  std::string self_label_text;            // escaped labels of the exporter's self metrics
+  bool power = true;                      // false for DCGM utilization fields (fractions 0-1)
+  bool primary = false;         // the socket's power_w: an ACPI socket total, DCGM field 1130
+  std::string label_text;       // escaped exposition labels of the value
+  std::string self_label_text;  // escaped labels of the exporter's self metrics
 };
 
 struct Snapshot {

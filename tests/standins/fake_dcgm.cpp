@@ -113,7 +113,8 @@ dcgmReturn_t dcgmWatchFields(dcgmHandle_t, dcgmGpuGrp_t, dcgmFieldGrp_t, long lo
   standin::note_call(c, "dcgmWatchFields");
   const auto refuse = "," + standin::get(c, "refuse") + ",";
   for (auto f : g_fields) {
-    if (refuse.find("," + std::to_string(f) + ",") != std::string::npos) return -6;  // NOT_SUPPORTED
+    if (refuse.find("," + std::to_string(f) + ",") != std::string::npos)
+      return -6;  // NOT_SUPPORTED
   }
   return freq_us > 0 ? DCGM_ST_OK : -1;
 }

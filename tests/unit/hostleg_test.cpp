@@ -93,7 +93,7 @@ sources::Snapshot dcgm_snapshot(std::optional<double> rail1) {
       sensor(1, K::cpu_rail, 1130, true, true), sensor(1, K::other, 1100, false, false)});
   sources::Snapshot s;
   s.sensors = sensors;
-  s.readings = {reading(50.5, 100.0), reading(6.25, 100.0), reading(0.0, 100.0),
+  s.readings = {reading(50.5, 100.0),  reading(6.25, 100.0),  reading(0.0, 100.0),
                 reading(0.125, 100.0), reading(rail1, 100.2), reading(std::nullopt, 0)};
   return s;
 }
@@ -198,7 +198,7 @@ TEST(SocketRows, AcpiTotalsAndComponentRailsFromARealReader) {
   EXPECT_EQ(meta["status"], "complete");
   EXPECT_EQ(meta["ended_at_unix"], 1001.0);
   ASSERT_EQ(meta["available_power_domains"].size(), 5u);
-  ASSERT_EQ(meta["sensors"].size(), 4u);  // classified channels with a socket
+  ASSERT_EQ(meta["sensors"].size(), 5u);  // classified channels with a socket (module listed too)
   const auto& s0 = meta["sensors"][0];
   EXPECT_EQ(s0["name"], "CPU0:cpuSidePowerUsageW");
   EXPECT_EQ(s0["domain_kind"], "total");
