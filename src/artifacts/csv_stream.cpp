@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -181,7 +182,9 @@ class RecordSplitter {
   }
 
   std::vector<std::string_view> cells_;
-  std::vector<std::string> pool_;
+  // A deque: cells_ holds views into these strings, and growing a vector would move them
+  // (a short string's characters live inside the string object) while the views remain.
+  std::deque<std::string> pool_;
   std::size_t pool_used_ = 0;
 };
 

@@ -139,6 +139,31 @@ TEST(ArchPaths, RecordScanKnownAnswer) {
   EXPECT_EQ(artifacts::detail::split_records(text, false), want);
 }
 
+TEST(ArchPaths, QuotedRecordWithManyShortCellsKeepsThem) {
+  // A quoted record's cells are copied into pooled strings; the pool growing while the
+  // record is split must not move the cells already split (short strings live inside the
+  // string object).
+  std::string text = "\"q\"";
+  std::vector<std::string> want = {"q"};
+  for (int i = 0; i < 60; ++i) {
+    text += "," + std::to_string(i);
+    want.push_back(std::to_string(i));
+  }
+  text += "\n";
+  for (const bool vector_path : {true, false}) {
+    const auto records = artifacts::detail::split_records(text, vector_path);
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0], want);
+  }
+  std::vector<std::string> seen;
+  artifacts::scan_csv_text(
+      "h\n" + text, [](const std::vector<std::string>&) { return true; },
+      [&](std::size_t, const artifacts::CsvRecord& r) {
+        seen.assign(r.cells.begin(), r.cells.end());
+      });
+  EXPECT_EQ(seen, want);
+}
+
 TEST(ArchPaths, MappedColumnsAtThisKernelsPageSize) {
   // A column grows across many pages of whatever size the kernel uses, is merged block by
   // block, and keeps every value.
