@@ -4,7 +4,9 @@
 // with many decimals), the ones Python's float() also takes (exponents, blanks, inf, nan,
 // signs), the halfway cases that decide between the fast and the long paths, and cells that
 // are not numbers. The generated part uses integer arithmetic only (a fixed 64-bit LCG), so
-// every build makes the same list. Used by tests/tools/cell_bits.cpp and the unit tests.
+// every build makes the same list. Each draw is its own statement: the order in which the
+// operands of one expression are evaluated is unspecified, and GCC picks differently on x86-64
+// and aarch64. Used by tests/tools/cell_bits.cpp and the unit tests.
 
 #include <cstdint>
 #include <string>
@@ -105,13 +107,15 @@ inline std::vector<std::string> number_cells() {
   };
   for (int i = 0; i < 4000; ++i) {
     const int decimals = 1 + static_cast<int>(next() % 9);
-    cells.push_back("17" + digits(8) + "." + digits(decimals));
+    const std::string int_part = digits(8);
+    cells.push_back("17" + int_part + "." + digits(decimals));
   }
   for (int i = 0; i < 4000; ++i) {
     const int int_digits = 1 + static_cast<int>(next() % 4);
     const int frac_digits = 1 + static_cast<int>(next() % 17);
-    std::string s = (next() % 5 == 0 ? "-" : "") + digits(int_digits) + "." + digits(frac_digits);
-    cells.push_back(s);
+    const bool negative = next() % 5 == 0;
+    const std::string int_part = digits(int_digits);
+    cells.push_back((negative ? "-" : "") + int_part + "." + digits(frac_digits));
   }
   for (int i = 0; i < 4000; ++i) {
     // 16 to 19 digits with the point anywhere: mantissas above 2^53, the x87 path's range.
@@ -124,8 +128,9 @@ inline std::vector<std::string> number_cells() {
   }
   for (int i = 0; i < 2000; ++i) {
     const int exp = static_cast<int>(next() % 80) - 40;
-    cells.push_back(digits(1) + "." + digits(1 + static_cast<int>(next() % 16)) + "e" +
-                    std::to_string(exp));
+    const std::string lead = digits(1);
+    const int frac_digits = 1 + static_cast<int>(next() % 16);
+    cells.push_back(lead + "." + digits(frac_digits) + "e" + std::to_string(exp));
   }
   return cells;
 }
