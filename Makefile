@@ -1,9 +1,10 @@
 # Two commands on a fresh Debian 12 machine: `make demo` and `make test`.
 BUILD ?= build
+BUILD_ARM64 ?= build-arm64
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build setup test unit demo bench format clean
+.PHONY: all deps configure build setup test test-arm64 unit demo bench format clean
 
 all: build
 
@@ -25,6 +26,12 @@ setup: deps build
 test: setup
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# The whole project cross-compiled for aarch64 (Grace) into $(BUILD_ARM64) and tested under
+# qemu-user: unit tests, integration tests without Slurm, and byte-for-byte comparisons with
+# the native build in $(BUILD), which it brings up to date first (scripts/test-arm64.sh).
+test-arm64:
+	BUILD_ARM64=$(BUILD_ARM64) HOST_BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-arm64.sh
+
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -R '^unit\.'
 
@@ -38,4 +45,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD_ARM64)

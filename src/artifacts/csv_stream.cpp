@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -59,35 +60,44 @@ inline const char* find_special(const char* p, const char* end) {
 class RecordSplitter {
  public:
   const char* split(const char* p, const char* end, bool eof, bool allow_quotes, bool* quote) {
+    return split_with<detail::kVectorSplit>(p, end, eof, allow_quotes, quote);
+  }
+
+  // kVector: the SSE2 scan first (where the build has SSE2), then the portable SWAR scan for
+  // the rest of the record; without it the portable scan alone (aarch64, and tests on x86).
+  template <bool kVector>
+  const char* split_with(const char* p, const char* end, bool eof, bool allow_quotes, bool* quote) {
     cells_.clear();
     pool_used_ = 0;
     const char* cell = p;
     const char* scan = p;
 #if defined(__SSE2__)
-    // Sixteen bytes at a time: one mask of every separator, line end and quote in them.
-    const __m128i comma = _mm_set1_epi8(',');
-    const __m128i newline = _mm_set1_epi8('\n');
-    const __m128i dquote = _mm_set1_epi8('"');
-    for (; end - scan >= 16; scan += 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scan));
-      auto mask = static_cast<unsigned>(_mm_movemask_epi8(
-          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_cmpeq_epi8(v, newline)),
-                       _mm_cmpeq_epi8(v, dquote))));
-      while (mask != 0) {
-        const char* q = scan + __builtin_ctz(mask);
-        mask &= mask - 1;
-        if (*q == ',') {
-          push(cell, q, false);
-          cell = q + 1;
-          continue;
+    if constexpr (kVector) {
+      // Sixteen bytes at a time: one mask of every separator, line end and quote in them.
+      const __m128i comma = _mm_set1_epi8(',');
+      const __m128i newline = _mm_set1_epi8('\n');
+      const __m128i dquote = _mm_set1_epi8('"');
+      for (; end - scan >= 16; scan += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scan));
+        auto mask = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_cmpeq_epi8(v, newline)),
+                         _mm_cmpeq_epi8(v, dquote))));
+        while (mask != 0) {
+          const char* q = scan + __builtin_ctz(mask);
+          mask &= mask - 1;
+          if (*q == ',') {
+            push(cell, q, false);
+            cell = q + 1;
+            continue;
+          }
+          if (*q == '\n') {
+            push(cell, q, true);
+            return q + 1;
+          }
+          *quote = true;
+          if (!allow_quotes) return end;
+          return split_quoted(p, end, eof);
         }
-        if (*q == '\n') {
-          push(cell, q, true);
-          return q + 1;
-        }
-        *quote = true;
-        if (!allow_quotes) return end;
-        return split_quoted(p, end, eof);
       }
     }
 #endif
@@ -172,7 +182,9 @@ class RecordSplitter {
   }
 
   std::vector<std::string_view> cells_;
-  std::vector<std::string> pool_;
+  // A deque: cells_ holds views into these strings, and growing a vector would move them
+  // (a short string's characters live inside the string object) while the views remain.
+  std::deque<std::string> pool_;
   std::size_t pool_used_ = 0;
 };
 
@@ -318,6 +330,26 @@ std::optional<std::uint64_t> read_header(int fd, std::vector<std::string>* heade
 }
 
 }  // namespace
+
+namespace detail {
+
+std::vector<std::vector<std::string>> split_records(std::string_view text, bool vector_path) {
+  std::vector<std::vector<std::string>> out;
+  RecordSplitter splitter;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    bool quote = false;
+    const char* next = vector_path ? splitter.split_with<true>(p, end, true, true, &quote)
+                                   : splitter.split_with<false>(p, end, true, true, &quote);
+    out.push_back(to_strings(splitter.cells()));
+    if (next == nullptr) break;
+    p = next;
+  }
+  return out;
+}
+
+}  // namespace detail
 
 CsvScanResult scan_csv_file(const std::string& path, const CsvScanOptions& options,
                             const std::function<bool(const std::vector<std::string>&)>& on_header,

@@ -138,7 +138,18 @@ inline Plain scan_plain_decimal(std::string_view s, PlainDecimal* d) {
   return Plain::ok;
 }
 
-inline Decimal fast_decimal(std::string_view s, double* out) {
+// Whether this build has the x87 extended-precision path below (x86 only: long double is a
+// 128-bit software type on aarch64 and a plain double elsewhere).
+#if (defined(__x86_64__) || defined(__i386__)) && __LDBL_MANT_DIG__ == 64
+inline constexpr bool kExtendedPrecisionPath = true;
+#else
+inline constexpr bool kExtendedPrecisionPath = false;
+#endif
+
+// kExtended selects the x87 path for mantissas above 2^53; without it they go the long way.
+// Both give the same doubles (the correctly rounded ones); tests run both where both exist.
+template <bool kExtended>
+inline Decimal fast_decimal_with(std::string_view s, double* out) {
   PlainDecimal d;
   const Plain plain = scan_plain_decimal(s, &d);
   if (plain == Plain::other) return Decimal::other;
@@ -147,19 +158,21 @@ inline Decimal fast_decimal(std::string_view s, double* out) {
   if (plain == Plain::too_long) return long_way;
   if (d.mantissa > (std::uint64_t{1} << 53)) {
 #if (defined(__x86_64__) || defined(__i386__)) && __LDBL_MANT_DIG__ == 64
-    // x87 extended precision holds every 19-digit mantissa and power of ten up to 10^19
-    // exactly, so the quotient is correctly rounded to 64 bits. Rounding that to 53 bits
-    // gives the correctly rounded double unless the quotient sits exactly halfway between
-    // two doubles (its 11 dropped bits are 100 0000 0000), where the exact value may lie on
-    // either side: only those go the long way.
-    const long double q =
-        static_cast<long double>(d.mantissa) / static_cast<long double>(kPow10U64[d.frac]);
-    std::uint64_t significand = 0;
-    std::memcpy(&significand, &q, sizeof significand);
-    if ((significand & 0x7FF) != 0x400) {
-      const auto v = static_cast<double>(q);
-      *out = d.negative ? -v : v;
-      return Decimal::exact;
+    if constexpr (kExtended) {
+      // x87 extended precision holds every 19-digit mantissa and power of ten up to 10^19
+      // exactly, so the quotient is correctly rounded to 64 bits. Rounding that to 53 bits
+      // gives the correctly rounded double unless the quotient sits exactly halfway between
+      // two doubles (its 11 dropped bits are 100 0000 0000), where the exact value may lie
+      // on either side: only those go the long way.
+      const long double q =
+          static_cast<long double>(d.mantissa) / static_cast<long double>(kPow10U64[d.frac]);
+      std::uint64_t significand = 0;
+      std::memcpy(&significand, &q, sizeof significand);
+      if ((significand & 0x7FF) != 0x400) {
+        const auto v = static_cast<double>(q);
+        *out = d.negative ? -v : v;
+        return Decimal::exact;
+      }
     }
 #endif
     return long_way;
@@ -168,6 +181,23 @@ inline Decimal fast_decimal(std::string_view s, double* out) {
   *out = d.negative ? -v : v;
   return Decimal::exact;
 }
+
+// The fast path this build uses.
+inline Decimal fast_decimal(std::string_view s, double* out) {
+  return fast_decimal_with<kExtendedPrecisionPath>(s, out);
+}
+
+// Splits `text` into records with the SSE2 scan (where the build has it) or the portable
+// one, the same way scan_csv_text does, blank records included: for tests that hold both
+// paths to the same answer. `vector_path` is ignored where there is no SSE2.
+std::vector<std::vector<std::string>> split_records(std::string_view text, bool vector_path);
+
+// Whether this build has a vector (SSE2) record scan beside the portable one.
+#if defined(__SSE2__)
+inline constexpr bool kVectorSplit = true;
+#else
+inline constexpr bool kVectorSplit = false;
+#endif
 
 }  // namespace detail
 

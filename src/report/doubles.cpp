@@ -1,6 +1,7 @@
 #include "report/doubles.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -11,13 +12,23 @@
 namespace cpupower::report {
 namespace {
 
-constexpr std::size_t kPage = 4096;
+// The kernel's page size, asked once: 4 KiB on x86-64, 4 KiB or 64 KiB on aarch64 (Grace
+// nodes often run 64 KiB kernels). madvise needs a page-aligned start: a range rounded to
+// 4 KiB on a 64 KiB kernel is refused with EINVAL, and every page would fault one by one.
+std::size_t page_bytes() {
+  static const std::size_t page = [] {
+    const long n = ::sysconf(_SC_PAGESIZE);
+    return n > 0 ? static_cast<std::size_t>(n) : std::size_t{4096};
+  }();
+  return page;
+}
 constexpr std::size_t kStepBytes = 256u << 10;  // committed per call at most
 
 template <typename T>
 std::size_t bytes_for(std::size_t n) {
-  const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), kPage);
-  return (bytes + kPage - 1) / kPage * kPage;
+  const std::size_t page = page_bytes();
+  const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), page);
+  return (bytes + page - 1) / page * page;
 }
 
 void* map_bytes(std::size_t bytes, int extra_flags) {
@@ -33,14 +44,16 @@ void* map_bytes(std::size_t bytes, int extra_flags) {
 template <typename T>
 void Mapped<T>::commit(std::size_t n) {
   if (n <= limit_) return;
-  // Ahead by as much as is committed already (one page at first, at most kStepBytes): a large
-  // column costs one call per 256 KiB, and the many small columns of a block's chunk do
-  // not commit 256 KiB each that they never use.
-  const std::size_t ahead = std::clamp(limit_, kPage / sizeof(T), kStepBytes / sizeof(T));
+  // Ahead by as much as is committed already (one page at first, at most kStepBytes or one
+  // page where pages are larger): a large column costs one call per 256 KiB, and the many
+  // small columns of a block's chunk do not commit 256 KiB each that they never use.
+  const std::size_t page = page_bytes();
+  const std::size_t ahead =
+      std::clamp(limit_, page / sizeof(T), std::max(kStepBytes, page) / sizeof(T));
   const std::size_t next = std::min(capacity_, std::max(n, limit_ + ahead));
   // MADV_POPULATE_WRITE (Linux 5.14+) is only a hint here; older kernels fault as usual.
   // The range starts on the page that holds value limit_.
-  const auto first = reinterpret_cast<std::uintptr_t>(data_ + limit_) / kPage * kPage;
+  const auto first = reinterpret_cast<std::uintptr_t>(data_ + limit_) / page * page;
   const auto last = reinterpret_cast<std::uintptr_t>(data_ + next);
   ::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE);
   limit_ = next;

@@ -3,6 +3,17 @@
 set -euo pipefail
 
 : "${BIN:?BIN must point at the bin directory of a build}"
+# Emulated runs (make test-arm64: arm64 binaries under qemu-user) are several times slower
+# than native ones. CPUPOWER_TEST_TIME_SCALE (a whole number, 1 when unset; the cross build's
+# ctest sets it, tests/CMakeLists.txt) multiplies every time bound a test asserts and every
+# readiness wait: a bound that holds natively holds scaled under emulation, and the scale is
+# named in the failure message. Order and accounting assertions are never scaled.
+TIME_SCALE=${CPUPOWER_TEST_TIME_SCALE:-1}
+[[ "$TIME_SCALE" =~ ^[1-9][0-9]*$ ]] || { echo "CPUPOWER_TEST_TIME_SCALE must be a whole number >= 1" >&2; exit 2; }
+# scaled N: N (a whole number of ms or s) times TIME_SCALE.
+scaled() { echo $(($1 * TIME_SCALE)); }
+# scale_note: " (time bounds x N under emulation)" when scaled, else nothing.
+scale_note() { [ "$TIME_SCALE" = 1 ] || echo " (time bounds x$TIME_SCALE under emulation)"; }
 WORK=$(mktemp -d /tmp/cpupower-it.XXXXXX)
 PIDS=()
 CHECKS=0
@@ -39,7 +50,7 @@ spawn() {
 
 # wait_for_line FILE REGEX [TIMEOUT_S]: waits until FILE has a line matching REGEX.
 wait_for_line() {
-  local file=$1 re=$2 timeout=${3:-10}
+  local file=$1 re=$2 timeout=$((${3:-10} * TIME_SCALE))
   local end=$((SECONDS + timeout))
   while ((SECONDS < end)); do
     grep -qE "$re" "$file" 2>/dev/null && return 0
@@ -72,8 +83,8 @@ start_exporter() {
 # stop PID: SIGTERM, then wait for it to exit.
 stop() {
   kill -TERM "$1" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
-  fail "process $1 did not stop"
+  for _ in $(seq "$(scaled 100)"); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  fail "process $1 did not stop in $(scaled 5) s$(scale_note)"
 }
 
 finish() {

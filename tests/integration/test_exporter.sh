@@ -56,7 +56,7 @@ kill -TERM "$EXPORTER_PID"
 wait "$EXPORTER_PID" && rc=0 || rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" = 0 ] || fail "exit status $rc after SIGTERM"
-[ "$ms" -lt 5000 ] || fail "shutdown took $ms ms"
+[ "$ms" -lt "$(scaled 5000)" ] || fail "shutdown took $ms ms$(scale_note)"
 grep -q 'received SIGTERM, shutting down' "$WORK/exp.log" || fail "no shutdown log line"
 ok "SIGTERM: exit 0 in $ms ms"
 
@@ -82,7 +82,8 @@ for _ in $(seq 20); do
   t=$(curl -s -o /dev/null -w '%{time_total}' "http://127.0.0.1:$PORT/health")
   worst=$(python3 -c "print(max($worst, $t))")
 done
-python3 -c "import sys; sys.exit(0 if $worst < 0.05 else 1)" || fail "/health took ${worst}s with a hung channel"
+python3 -c "import sys; sys.exit(0 if $worst < 0.05 * $TIME_SCALE else 1)" ||
+  fail "/health took ${worst}s with a hung channel$(scale_note)"
 wait_for_line "$WORK/exp_hang.log" 'WARN .*no ACPI reading yet; withholding the sensor sensor=hwmon11/power1' 5
 body=$(curl -sf --max-time 1 "http://127.0.0.1:$PORT/metrics")
 grep -q 'oem_info="Grace Power Socket 1"' <<<"$body" && fail "hung total still published"
@@ -93,7 +94,7 @@ t0=$(date +%s%N)
 kill -TERM "$EXPORTER_PID"
 wait "$EXPORTER_PID" && rc=0 || rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-[ "$rc" = 0 ] && [ "$ms" -lt 5000 ] || fail "shutdown with a hung read: rc=$rc after $ms ms"
+[ "$rc" = 0 ] && [ "$ms" -lt "$(scaled 5000)" ] || fail "shutdown with a hung read: rc=$rc after $ms ms$(scale_note)"
 ok "SIGTERM with a hung read: exit 0 in $ms ms"
 
 # --- the ladder's exits ------------------------------------------------------------------

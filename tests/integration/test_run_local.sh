@@ -127,7 +127,7 @@ started=$SECONDS
 "$BIN/cpu-power" run --config "$WORK/local.yaml" --log-dir "$WORK/local" --\
   sh -c 'exit 4' >"$WORK/local.log" 2>&1 || rc=$?
 [ "$rc" = 4 ] || { cat "$WORK/local.log"; fail "local run exited $rc, want 4"; }
-((SECONDS - started < 15)) || fail "waited $((SECONDS - started)) s for an exporter that had exited"
+((SECONDS - started < $(scaled 15))) || fail "waited $((SECONDS - started)) s for an exporter that had exited$(scale_note)"
 grep -q 'CPU power exporter exited early' "$WORK/local.log" || fail "early exit not logged"
 [ -f "$WORK/local/power/cpu/cpu_manifest.json" ] || fail "no manifest without a power source"
 [ "$(json_get "$WORK/local/session.json" '["exit_code"]')" = 4 ] || fail "session.json (local)"
