@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole exporter leg on any machine: `cpu-power run --simulate gb200` starts two simulated
-# GB200 nodes (their Grace sockets follow this machine's real CPU load), an exporter on each,
-# and the collector, then runs a short CPU load as the "benchmark", finalizes the samples and
-# the manifest, and reports. The same command without --simulate, inside a Slurm allocation,
-# starts the exporters on the worker nodes with srun.
+# Both CPU power legs on any machine: `cpu-power run --simulate gb200` starts two simulated
+# GB200 nodes (their Grace sockets follow this machine's real CPU load); on each, an exporter
+# scraped by the head-node collector (the exporter leg) and a host collector writing its own
+# CSV (the host leg). It runs a short CPU load as the "benchmark", finalizes and merges, and
+# reports each leg. The same command without --simulate, inside a Slurm allocation, starts
+# both on the worker nodes with srun.
 set -euo pipefail
 BIN=${1:-build/bin}
 WORK=$(mktemp -d /tmp/cpu-power-demo.XXXXXX)
@@ -14,6 +15,9 @@ telemetry:
   enabled: true
   collect_interval_ms: 250
   cpu_power_exporter: {port: 9405, source: auto}
+  cpu_power:
+    enabled: true
+    sample_interval_seconds: 0.1
 EOF
 # The benchmark: 2 s idle, then 4 s with every CPU busy, then 1 s idle.
 LOAD='sleep 2; for c in $(seq 0 $(($(nproc) - 1))); do timeout 4 taskset -c $c sh -c "while :; do :; done" & done; wait; sleep 1'
@@ -28,27 +32,35 @@ echo
 echo "== $WORK/run/session.json"
 cat "$WORK/run/session.json"
 echo
-echo "== node power (sum of both Grace sockets, W) from power/cpu/samples.csv, per second of the run"
+echo "== node power (sum of both Grace sockets, W) per second of the run, each leg side by side"
 /usr/bin/python3 - "$WORK/run" <<'EOF'
 import collections, csv, json, sys
 d = sys.argv[1]
 session = json.load(open(d + "/session.json"))
 t0 = session["start_unix"]
-power = collections.defaultdict(dict)  # second -> node -> [W per scrape]
-for row in csv.DictReader(open(d + "/power/cpu/samples.csv")):
+power = collections.defaultdict(dict)  # second -> node/leg -> {time: W}
+rows = [(r, "exporter") for r in csv.DictReader(open(d + "/power/cpu/samples.csv"))]
+rows += [(r, "host") for r in csv.DictReader(open(d + "/cpu_power/samples.csv"))]
+for row, leg in rows:
+    if not row["total_power_w"]:
+        continue
+    row = dict(row, hostname=row["hostname"] + "/" + leg)
     second = int(float(row["timestamp_unix"]) - t0) if float(row["timestamp_unix"]) >= t0 else -1
     power[second].setdefault(row["hostname"], {})[row["timestamp_unix"]] = float(row["total_power_w"])
 nodes = sorted({n for by_node in power.values() for n in by_node})
-print("%8s  " % "second" + "  ".join("%8s" % n for n in nodes))
+print("%8s  " % "second" + "  ".join("%14s" % n for n in nodes))
 for second in sorted(power):
     cells = []
     for n in nodes:
         values = list(power[second].get(n, {}).values())
-        cells.append("%8.1f" % (sum(values) / len(values)) if values else "%8s" % "-")
+        cells.append("%14.1f" % (sum(values) / len(values)) if values else "%14s" % "-")
     print("%8s  " % ("before" if second < 0 else second) + "  ".join(cells))
 EOF
-if [ -f "$WORK/run/power_energy_report.txt" ]; then
+echo
+echo "== host leg: $WORK/run/cpu_power/manifest.json"
+/usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print({k: m[k] for k in ("status", "expected_nodes", "sample_row_count", "reason_codes")})' "$WORK/run/cpu_power/manifest.json"
+for leg in power/cpu cpu_power; do
   echo
-  echo "== energy report ($WORK/run/power_energy_report.txt)"
-  head -20 "$WORK/run/power_energy_report.txt"
-fi
+  echo "== energy report over the $leg samples (cpu-power report --cpu-samples $leg/samples.csv)"
+  "$BIN/cpu-power" report "$WORK/run" --cpu-samples "$WORK/run/$leg/samples.csv" | head -20 || true
+done

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/log.hpp"
@@ -28,6 +30,21 @@ std::shared_ptr<spdlog::logger> log() {
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Nodes whose collector wrote its first metadata (it started) but not the final one (it
+// never finished: SIGKILL, a crash, a node lost).
+std::vector<std::string> unfinished_nodes(const std::string& cpu_dir,
+                                          const std::vector<std::string>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& node : nodes) {
+    const auto text =
+        common::read_small_file(cpu_dir + "/nodes/" + node + ".metadata.json", nullptr, 1 << 20);
+    if (!text) continue;
+    const auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_object() && !j.contains("status")) out.push_back(node);
+  }
+  return out;
 }
 
 }  // namespace
@@ -174,6 +191,16 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted) {
   if (!readiness_reason_.empty()) s.readiness_reasons = {readiness_reason_};
   for (const auto& p : processes_) {
     if (p.failed) s.failed_processes.push_back(p.name);
+  }
+  // srun outlives a task killed under it (it waits for the others), so a collector that
+  // died shows as a node whose metadata never got its final write.
+  for (const auto& node : unfinished_nodes(leg_.cpu_dir, plan_.nodes)) {
+    const std::string name = "telemetry_cpu_power." + node;
+    log()->warn("CPU power collector ended without its final metadata node={}", node);
+    if (std::find(s.failed_processes.begin(), s.failed_processes.end(), name) ==
+        s.failed_processes.end()) {
+      s.failed_processes.push_back(name);
+    }
   }
   s.job_id = plan_.job_id.value_or("");
   s.run_name = std::filesystem::path(plan_.log_dir).filename().string();

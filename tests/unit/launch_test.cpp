@@ -198,6 +198,43 @@ TEST(SessionPlan, HetAllocationIsOneSrunPerGroup) {
   EXPECT_EQ(plan.cpu_dir, "/logs/run 1/power/cpu");
 }
 
+TEST(SessionPlan, HostLegIsOneCollectorSrunPerGroup) {
+  auto r = request({{"SLURM_JOB_ID", "4"},
+                    {"SLURM_HET_SIZE", "2"},
+                    {"SLURM_JOB_NODELIST_HET_GROUP_0", "n1"},
+                    {"SLURM_JOB_NODELIST_HET_GROUP_1", "n[2-3]"}});
+  r.recipe.telemetry.cpu_power.enabled = true;
+  r.recipe.telemetry.cpu_power.sample_interval_seconds = 0.25;
+  auto plan = make_plan(r);
+  ASSERT_TRUE(plan.host_leg);
+  EXPECT_EQ(plan.host_leg->cpu_dir, "/logs/run 1/cpu_power");
+  ASSERT_EQ(plan.host_leg->groups.size(), 2u);
+  EXPECT_EQ(plan.host_leg->groups[1].process_name, "telemetry_cpu_power_g1");
+  EXPECT_THAT(plan.host_leg->groups[1].srun,
+              ElementsAre("srun", "--jobid", "4", "--overlap", "--nodes", "2", "--ntasks", "2",
+                          "--nodelist", "n2,n3", "--het-group=1", "--output",
+                          "/logs/run 1/telemetry_cpu_power_g1.%N.out", "/opt/bin/cpu-power",
+                          "host-collect", "--output-dir", "/logs/run 1/cpu_power/nodes",
+                          "--ready-dir", "/logs/run 1/cpu_power/ready", "--source", "auto",
+                          "--interval-seconds", "0.25"));
+  EXPECT_EQ(plan.groups.size(), 2u);  // the exporter leg runs beside it
+
+  // The host leg alone: same nodes and groups, no exporter.
+  r.recipe.telemetry.cpu_power_exporter.reset();
+  plan = make_plan(r);
+  EXPECT_FALSE(plan.telemetry);
+  EXPECT_TRUE(plan.groups.empty());
+  EXPECT_TRUE(plan.exporter_command.empty());
+  ASSERT_TRUE(plan.host_leg);
+  EXPECT_EQ(plan.host_leg->groups.size(), 2u);
+  EXPECT_THAT(plan.nodes, ElementsAre("n1", "n2", "n3"));
+  EXPECT_THAT(describe_plan(plan), HasSubstr("collector: srun --jobid 4"));
+
+  // Off unless enabled, even when the block is there.
+  r.recipe.telemetry.cpu_power.enabled = false;
+  EXPECT_FALSE(make_plan(r).host_leg);
+}
+
 TEST(SessionPlan, NodesOutsideTheHetComponentsAreLeftOutWithAWarning) {
   auto r = request(
       {{"SLURM_JOB_ID", "4"}, {"SLURM_HET_SIZE", "1"}, {"SLURM_JOB_NODELIST_HET_GROUP_0", "n1"}});

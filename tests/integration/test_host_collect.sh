@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# `cpu-power host-collect`, the host leg's per-node collector, as a real process on simulated
+# nodes (both kernel layouts) and on the stand-in DCGM and NVML libraries: the v5 rows, the
+# order of metadata, header and ready marker, utilization, module power, the exit statuses,
+# timestamp_local, a SIGKILL mid-run, and the report over what it wrote.
+source "$(dirname "$0")/lib.sh"
+: "${STANDINS:?STANDINS must point at the stand-in libraries}"
+PY=/usr/bin/python3
+DCGM="$STANDINS/libdcgm.so.4"
+NVML="$STANDINS/libnvidia-ml.so.1"
+export FAKE_DCGM_CONTROL="$WORK/dcgm.ctl" FAKE_NVML_CONTROL="$WORK/nvml.ctl"
+HEADER='schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,dram_w,module_w,total_power_w,cpu_util_total,cpu_util_user,cpu_util_nice,cpu_util_sys,cpu_util_irq'
+
+# collect NAME HOST ARGS...: a collector in the background; ready once its marker is there.
+collect() {
+  local name=$1 host=$2
+  shift 2
+  spawn "$name" "$BIN/cpu-power" host-collect --output-dir "$WORK/$name/nodes" \
+    --ready-dir "$WORK/$name/ready" --hostname "$host" "$@"
+  COLLECTOR_PID=$LAST_PID
+}
+wait_ready() {  # wait_ready DIR HOST
+  local end=$((SECONDS + 15 * ${CPUPOWER_TEST_TIME_SCALE:-1}))
+  while [ ! -e "$1/ready/$2.ready.json" ]; do
+    ((SECONDS < end)) || fail "no ready marker in $1/ready"
+    sleep 0.05
+  done
+}
+# rows_at_least FILE N: waits until FILE has N data lines.
+rows_at_least() {
+  local end=$((SECONDS + 15 * ${CPUPOWER_TEST_TIME_SCALE:-1}))
+  while [ "$(($(wc -l <"$1") - 1))" -lt "$2" ]; do
+    ((SECONDS < end)) || fail "$1: fewer than $2 rows"
+    sleep 0.05
+  done
+}
+exit_of() {  # exit_of PID: waits for it (a child of this shell) and sets RC to its status
+  RC=0
+  wait "$1" || RC=$?
+}
+
+# --- ACPI on a GB200 node, both kernel layouts -------------------------------------------
+for layout in legacy modern; do
+  start_sim "sim_$layout" "$WORK/tree_$layout" --profile gb200 --layout "$layout" --update-ms 50
+  collect "acpi_$layout" node-a --hwmon-root "$WORK/tree_$layout" --interval-seconds 0.1 --no-nvml
+  wait_ready "$WORK/acpi_$layout" node-a
+  csv="$WORK/acpi_$layout/nodes/node-a.csv"
+  # The marker comes only once the header is on disk, and the metadata before both.
+  [ "$(head -1 "$csv" | tr -d '\r')" = "$HEADER" ] || fail "$layout: header $(head -1 "$csv")"
+  [ -s "$WORK/acpi_$layout/nodes/node-a.metadata.json" ] || fail "$layout: no metadata before ready"
+  rows_at_least "$csv" 20
+  kill -TERM "$COLLECTOR_PID"
+  exit_of "$COLLECTOR_PID"
+  [ "$RC" = 0 ] || fail "$layout: exit status after SIGTERM"
+  stop "$SIM_PID"
+  $PY - "$WORK/acpi_$layout" <<'PYEOF' || fail "$layout: rows or metadata wrong"
+import csv, json, sys, collections
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/nodes/node-a.csv", newline="")))
+meta = json.load(open(d + "/nodes/node-a.metadata.json"))
+ready = json.load(open(d + "/ready/node-a.ready.json"))
+assert ready["hostname"] == "node-a" and ready["source"] == "acpi", ready
+assert meta["status"] == "complete" and meta["sample_row_count"] == len(rows), (meta, len(rows))
+assert meta["ended_at_unix"] > meta["started_at_unix"], meta
+assert meta["source"] == "acpi" and meta["aggregate_scope"] == "cpu_side_socket_total"
+assert all(s["average_interval_ms"] is not None for s in meta["sensors"]), meta["sensors"]
+by_time = collections.defaultdict(list)
+for r in rows:
+    assert r["schema_version"] == "5" and r["source"] == "acpi" and r["hostname"] == "node-a", r
+    assert r["sensor"] == "CPU%s:cpuSidePowerUsageW" % r["socket_id"], r
+    assert r["module_w"] == "" and r["cpu_util_total"] == "", r
+    assert float(r["cpu_rail_w"]) < float(r["power_w"]), r  # component rail inside the envelope
+    by_time[r["timestamp_unix"]].append(r)
+times = sorted(by_time, key=float)
+for t in times:
+    group = by_time[t]
+    assert sorted(r["socket_id"] for r in group) == ["0", "1"], group
+    total = sum(float(r["power_w"]) for r in group)
+    assert all(abs(float(r["total_power_w"]) - total) < 1e-9 for r in group), group
+    assert len({r["timestamp_local"] for r in group}) == 1
+# Strictly increasing sample times at about the interval: no sample twice, none stretched
+# by a read (the readers are on their own threads).
+gaps = [float(b) - float(a) for a, b in zip(times, times[1:])]
+assert min(gaps) > 0, gaps
+assert len(times) >= 10, len(times)
+PYEOF
+  ok "ACPI ($layout layout): metadata, header, then ready; v5 rows per socket with the node total; SIGTERM exit 0 with final metadata"
+done
+
+# --- timestamp_local: the node's zone, as Python's isoformat ------------------------------
+start_sim sim_tz "$WORK/tree_tz" --profile gh200 --update-ms 50
+TZ=Asia/Kolkata collect tz node-tz --hwmon-root "$WORK/tree_tz" --no-nvml
+wait_ready "$WORK/tz" node-tz
+rows_at_least "$WORK/tz/nodes/node-tz.csv" 3
+kill -TERM "$COLLECTOR_PID"
+exit_of "$COLLECTOR_PID"
+  [ "$RC" = 0 ] || fail "tz collector exit status"
+TZ=Asia/Kolkata $PY - "$WORK/tz/nodes/node-tz.csv" <<'PYEOF' || fail "timestamp_local differs from Python's"
+import csv, datetime, sys
+for r in csv.DictReader(open(sys.argv[1], newline="")):
+    want = datetime.datetime.fromtimestamp(float(r["timestamp_unix"])).astimezone().isoformat()
+    assert r["timestamp_local"] == want, (r["timestamp_local"], want)
+    assert want.endswith("+05:30")
+PYEOF
+ok "timestamp_local equals Python's fromtimestamp().astimezone().isoformat() (Asia/Kolkata)"
+
+# --- DCGM with utilization, and NVML module power ------------------------------------------
+mkdir -p "$WORK/empty"
+PCI="$WORK/pci"
+for b in 0008:01:00.0:0 0009:01:00.0:0 0018:01:00.0:1 0019:01:00.0:1; do
+  mkdir -p "$PCI/${b%:*}"; echo "${b##*:}" >"$PCI/${b%:*}/numa_node"
+done
+cat >"$FAKE_NVML_CONTROL" <<CTL
+gpus=4
+gpu.0.bus=0008:01:00.0
+gpu.1.bus=0009:01:00.0
+gpu.2.bus=0018:01:00.0
+gpu.3.bus=0019:01:00.0
+gpu.0.mw=900000
+gpu.1.mw=910000
+gpu.2.mw=800000
+gpu.3.mw=820000
+CTL
+cat >"$FAKE_DCGM_CONTROL" <<CTL
+entities=0,1
+value.0.1130=50.5
+value.0.1132=6.25
+value.1.1130=46.0
+value.1.1132=6.0
+value.0.1100=0.25
+value.0.1101=0.2
+value.0.1102=0
+value.0.1103=0.04
+value.0.1104=0.01
+value.1.1100=0.5
+value.1.1101=nan
+CTL
+collect dcgm node-d --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" \
+  --pci-root "$PCI" --interval-seconds 0.05
+wait_ready "$WORK/dcgm" node-d
+rows_at_least "$WORK/dcgm/nodes/node-d.csv" 40  # 20 samples: the report window below spans most
+# NVML answers on its own thread: wait for a row that has module power.
+end=$((SECONDS + 10 * ${CPUPOWER_TEST_TIME_SCALE:-1}))
+until grep -q ',905,' "$WORK/dcgm/nodes/node-d.csv"; do ((SECONDS < end)) || fail "no module_w"; sleep 0.05; done
+kill -TERM "$COLLECTOR_PID"
+exit_of "$COLLECTOR_PID"
+  [ "$RC" = 0 ] || fail "dcgm collector exit status"
+grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to DCGM' "$WORK/dcgm.log" || fail "no step-down WARN"
+$PY - "$WORK/dcgm" <<'PYEOF' || fail "DCGM rows or metadata wrong"
+import csv, json, sys
+d = sys.argv[1]
+rows = [r for r in csv.DictReader(open(d + "/nodes/node-d.csv", newline="")) if r["module_w"]]
+meta = json.load(open(d + "/nodes/node-d.metadata.json"))
+assert rows, "no row with module_w"
+s0 = [r for r in rows if r["socket_id"] == "0"][-1]
+s1 = [r for r in rows if r["socket_id"] == "1"][-1]
+assert s0["source"] == "dcgm" and s0["sensor"] == "CPU0:cpuPowerUsageW", s0
+assert (s0["power_w"], s0["cpu_rail_w"], s0["soc_w"], s0["dram_w"]) == ("50.5", "50.5", "6.25", ""), s0
+assert s0["total_power_w"] == "96.5" and s1["total_power_w"] == "96.5"
+assert s0["module_w"] == "905" and s1["module_w"] == "810", (s0["module_w"], s1["module_w"])
+util = [s0["cpu_util_" + k] for k in ("total", "user", "nice", "sys", "irq")]
+assert util == ["0.25", "0.2", "0", "0.04", "0.01"], util  # an idle 0 stays 0
+assert (s1["cpu_util_total"], s1["cpu_util_user"], s1["cpu_util_sys"]) == ("0.5", "", ""), s1
+watched = {f["field_id"]: f["watched"] for f in meta["power_fields"]}
+assert watched == {1130: True, 1132: True}, watched
+assert [f["field_id"] for f in meta["utilization_fields"]] == [1100, 1101, 1102, 1103, 1104]
+assert meta["aggregate_scope"] == "cpu_rail_only" and meta["field_name"] == "DCGM_FI_DEV_CPU_POWER_WATTS"
+assert meta["module_power"]["enabled"] is True
+PYEOF
+ok "DCGM: 1130 as power_w and cpu_rail_w, 1132 as soc_w, utilization 1100-1104 (0 kept, NaN blank), NVML module_w per socket, metadata"
+
+# The library refuses the utilization fields: power without them, with a WARN.
+echo 'refuse=1100' >>"$FAKE_DCGM_CONTROL"
+collect dcgm_nu node-d --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --interval-seconds 0.05
+wait_ready "$WORK/dcgm_nu" node-d
+rows_at_least "$WORK/dcgm_nu/nodes/node-d.csv" 4
+kill -TERM "$COLLECTOR_PID"
+exit_of "$COLLECTOR_PID"
+  [ "$RC" = 0 ] || fail "exit status without utilization"
+grep -qF 'WARN cpu_power_exporter::dcgm: DCGM refused the CPU utilization fields; collecting power without utilization fields=[1130, 1132]' "$WORK/dcgm_nu.log" ||
+  fail "no utilization refusal WARN: $(grep WARN "$WORK/dcgm_nu.log")"
+sed -n 2p "$WORK/dcgm_nu/nodes/node-d.csv" | tr -d '\r' | grep -qE ',96\.5,,,,,$' || fail "utilization not blank: $(sed -n 2p "$WORK/dcgm_nu/nodes/node-d.csv")"
+ok "utilization refused: WARN, power still collected, utilization cells blank"
+
+# --- no source: error marker, exit 2, no ready marker -------------------------------------
+rc=0
+"$BIN/cpu-power" host-collect --output-dir "$WORK/none/nodes" --ready-dir "$WORK/none/ready" \
+  --hostname node-x --hwmon-root "$WORK/empty" --source acpi >"$WORK/none.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "no source: exit $rc, want 2"
+[ ! -e "$WORK/none/ready/node-x.ready.json" ] || fail "ready marker without a source"
+$PY - "$WORK/none/ready/node-x.error.json" "$WORK/empty" <<'PYEOF' || fail "error marker"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m == {"error": "no ACPI power_meter hwmon sensors found under " + sys.argv[2], "hostname": "node-x"}, m
+PYEOF
+rc=0
+"$BIN/cpu-power" host-collect --output-dir "$WORK/none/nodes" --ready-dir "$WORK/none/ready" \
+  --interval-seconds 0 >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "--interval-seconds 0: exit $rc"
+ok "no source: error marker naming the reason, exit 2; a bad interval is a usage error (2)"
+
+# --- SIGKILL mid-run: rows up to the kill are kept, the merge reads them -------------------
+start_sim sim_kill "$WORK/tree_kill" --profile gb200 --update-ms 50
+collect kill node-k --hwmon-root "$WORK/tree_kill" --no-nvml --interval-seconds 0.02
+wait_ready "$WORK/kill" node-k
+rows_at_least "$WORK/kill/nodes/node-k.csv" 20
+kill -KILL "$COLLECTOR_PID"
+exit_of "$COLLECTOR_PID"
+kept=$(($(wc -l <"$WORK/kill/nodes/node-k.csv") - 1))
+grep -q '"status"' "$WORK/kill/nodes/node-k.metadata.json" && fail "a killed collector wrote final metadata"
+rc=0
+"$BIN/cpu-power" merge "$WORK/kill" --expected-nodes node-k >"$WORK/merge.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/merge.log"; fail "merge exit $rc"; }
+$PY - "$WORK/kill" "$kept" <<'PYEOF' || fail "rows lost"
+import csv, json, sys
+d, kept = sys.argv[1], int(sys.argv[2])
+merged = list(csv.DictReader(open(d + "/samples.csv", newline="")))
+m = json.load(open(d + "/manifest.json"))
+# Every complete line survives; only a torn last line may be dropped.
+assert kept - 1 <= len(merged) <= kept, (len(merged), kept)
+assert m["malformed_rows"] == 0 and "cpu_samples_malformed" not in m["reason_codes"], m
+PYEOF
+stop "$SIM_PID"
+ok "SIGKILL mid-run: $kept rows on disk, all complete ones merged, no final metadata"
+
+# --- the report over host-leg rows ----------------------------------------------------------
+# A session window inside the DCGM run above; the report finds cpu_power/samples.csv.
+"$BIN/cpu-power" merge "$WORK/dcgm" --expected-nodes node-d >/dev/null
+mkdir -p "$WORK/logdir"
+mv "$WORK/dcgm" "$WORK/logdir/cpu_power"
+$PY - "$WORK/logdir" <<'PYEOF'
+import csv, json, sys
+d = sys.argv[1]
+t = sorted({float(r["timestamp_unix"]) for r in csv.DictReader(open(d + "/cpu_power/samples.csv", newline=""))})
+json.dump({"schema_version": 1, "command": ["bench"], "start_unix": t[2], "end_unix": t[-3], "exit_code": 0},
+          open(d + "/session.json", "w"))
+PYEOF
+"$BIN/cpu-power" report "$WORK/logdir" --json-out "$WORK/report.json" >"$WORK/report.txt" 2>"$WORK/report.err" ||
+  { cat "$WORK/report.err"; fail "report failed"; }
+$PY - "$WORK/report.json" "$WORK/logdir/session.json" <<'PYEOF' || { cat "$WORK/report.txt"; fail "report numbers"; }
+import json, sys
+rep = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[2]))
+w = rep[0]
+node = w["cpu_per_node"][0]
+dur = s["end_unix"] - s["start_unix"]
+assert node["label"] == "cpu/node-d", node
+assert abs(node["joules"] - 96.5 * dur) < 1e-6 * 96.5 * dur, (node["joules"], 96.5 * dur)
+means = {round(u["mean"], 12) for u in w["cpu_utilization"] if u["column"] == "cpu_util_total"}
+assert {0.25, 0.5} <= means, w["cpu_utilization"]  # per socket, as the stand-in reports
+PYEOF
+grep -qi 'util' "$WORK/report.txt" || fail "no utilization in the report text"
+ok "report over the host leg's merged samples: node joules = 96.5 W x window, utilization reported"
+
+finish
