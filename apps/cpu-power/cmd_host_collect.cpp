@@ -49,8 +49,9 @@ void add_host_collect_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   cmd->callback([&action, o, log_level] {
     action = [o, log_level] {
-      // Before any reader thread exists, so that SIGTERM waits for the sample loop.
-      common::block_shutdown_signals();
+      // Before any reader thread exists, so that a stop waits for the sample loop. SIGUSR1
+      // too: it is the stop that srun relays to its tasks.
+      common::block_shutdown_signals(true);
       common::init_logging(*common::parse_log_level(*log_level));
       return hostleg::run_host_collect(*o);
     };

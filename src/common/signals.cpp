@@ -7,22 +7,23 @@
 
 namespace cpupower::common {
 
-sigset_t shutdown_set() {
+sigset_t shutdown_set(bool relayed) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  if (relayed) sigaddset(&set, SIGUSR1);
   return set;
 }
 
-void block_shutdown_signals() {
-  sigset_t set = shutdown_set();
+void block_shutdown_signals(bool relayed) {
+  sigset_t set = shutdown_set(relayed);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
-int wait_shutdown_signal(std::optional<std::chrono::milliseconds> timeout) {
-  sigset_t set = shutdown_set();
+int wait_shutdown_signal(std::optional<std::chrono::milliseconds> timeout, bool relayed) {
+  sigset_t set = shutdown_set(relayed);
   while (true) {
     int rc;
     if (timeout) {
@@ -45,6 +46,8 @@ const char* signal_name(int sig) {
       return "SIGINT";
     case SIGTERM:
       return "SIGTERM";
+    case SIGUSR1:
+      return "SIGUSR1";
     default:
       return "signal";
   }

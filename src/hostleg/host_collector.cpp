@@ -124,11 +124,9 @@ int run_host_collect(const HostCollectOptions& o) {
     write_error_marker(o.ready_dir, host, why, &error);
     return kExitNoSource;
   }
-  if (!write_ready_marker(o.ready_dir, host, resolved.mode, unix_now(), &error)) {
-    log()->warn("cannot write the ready marker error={}", common::quoted(error));
-  }
   log()->info("collecting host={} source={} interval_s={} csv={}", host, resolved.mode,
               o.interval_seconds, common::quoted(csv_path));
+  bool ready = false;
 
   RunOutcome outcome;
   std::uint64_t write_errors = 0;
@@ -150,6 +148,12 @@ int run_host_collect(const HostCollectOptions& o) {
       for (const auto& row : sample.rows) text += artifacts::format_host_v5_row(row);
       if (write_all(fd, text, &error)) {
         outcome.sample_row_count += sample.rows.size();
+        // Ready once rows are on disk: the head node starts the benchmark on it, and an
+        // energy window needs a sample at or before its start.
+        if (!ready && !write_ready_marker(o.ready_dir, host, resolved.mode, unix_now(), &error)) {
+          log()->warn("cannot write the ready marker error={}", common::quoted(error));
+        }
+        ready = true;
       } else if (write_errors++ == 0) {
         log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
                     common::quoted(csv_path), common::quoted(error));
@@ -159,7 +163,8 @@ int run_host_collect(const HostCollectOptions& o) {
     next += period;
     const auto now = Clock::now();
     if (next < now) next = now;
-    sig = common::wait_shutdown_signal(std::chrono::ceil<std::chrono::milliseconds>(next - now));
+    sig = common::wait_shutdown_signal(std::chrono::ceil<std::chrono::milliseconds>(next - now),
+                                       /*relayed=*/true);
   }
   log()->info("received {}, finishing", common::signal_name(sig));
   ::close(fd);

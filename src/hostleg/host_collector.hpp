@@ -5,10 +5,11 @@
 // cadence) and appends one v5 row per socket to <output_dir>/<host>.csv, written to the OS
 // at once (a SIGKILL can tear only the last line). Files, in order:
 //   <output_dir>/<host>.metadata.json, then <output_dir>/<host>.csv with its header, then
-//   <ready_dir>/<host>.ready.json, the head node's signal that rows are coming;
+//   <ready_dir>/<host>.ready.json once the first sample's rows are written after it (the
+//   head node starts the benchmark on it, and an energy window needs a sample before it);
 //   <ready_dir>/<host>.error.json instead when no source can be established (exit 2).
-// SIGINT/SIGTERM finish the current sample, rewrite the metadata with the outcome and exit
-// 0 when rows were written, 3 when none were.
+// SIGINT, SIGTERM or SIGUSR1 (the stop srun relays) finish the current sample, rewrite the
+// metadata with the outcome and exit 0 when rows were written, 3 when none were.
 
 #include <string>
 
@@ -35,8 +36,8 @@ inline constexpr int kExitNoSource = 2;
 // up to its first dot.
 std::string node_name();
 
-// Runs until SIGINT/SIGTERM; shutdown signals must already be blocked in every thread
-// (common::block_shutdown_signals() before any thread starts). Returns the exit status.
+// Runs until SIGINT/SIGTERM/SIGUSR1; they must already be blocked in every thread
+// (common::block_shutdown_signals(true) before any thread starts). Returns the exit status.
 int run_host_collect(const HostCollectOptions& options);
 
 }  // namespace cpupower::hostleg

@@ -1,5 +1,6 @@
 #include "launch/host_leg.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -169,13 +170,19 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
 
 hostleg::MergeOutcome HostLeg::finish(bool interrupted) {
   any_failed();  // processes that ended on their own before the stop are failures
-  // All at once: a slow srun teardown must not add up over the groups. SIGTERM reaches the
-  // collectors through srun, so each one writes its final metadata.
+  // All at once: a slow srun teardown must not add up over the groups. srun relays SIGUSR1
+  // to the collectors (a SIGTERM would make it kill the step), so each one finishes its
+  // sample and writes its final metadata; a local collector gets SIGTERM. Whatever is still
+  // running after the grace gets SIGTERM, then SIGKILL.
+  const int stop_signal = plan_.mode == LaunchMode::slurm ? SIGUSR1 : SIGTERM;
   std::vector<std::thread> stoppers;
   for (auto& p : processes_) {
     if (p.pid <= 0) continue;
-    stoppers.emplace_back([&p] {
-      const int status = terminate_process(p.pid, kStopGrace, true);
+    stoppers.emplace_back([&p, stop_signal] {
+      ::kill(p.pid, stop_signal);
+      const auto exited = wait_for_exit(p.pid, kStopGrace);
+      const int status =
+          exited ? *exited : terminate_process(p.pid, std::chrono::milliseconds(2000), true);
       log()->info("CPU power collector stopped name={} status={}", p.name, describe_status(status));
       p.pid = -1;
     });

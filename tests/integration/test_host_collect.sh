@@ -45,8 +45,9 @@ for layout in legacy modern; do
   collect "acpi_$layout" node-a --hwmon-root "$WORK/tree_$layout" --interval-seconds 0.1 --no-nvml
   wait_ready "$WORK/acpi_$layout" node-a
   csv="$WORK/acpi_$layout/nodes/node-a.csv"
-  # The marker comes only once the header is on disk, and the metadata before both.
+  # The marker comes only once the header and rows are on disk, and the metadata before all.
   [ "$(head -1 "$csv" | tr -d '\r')" = "$HEADER" ] || fail "$layout: header $(head -1 "$csv")"
+  [ "$(wc -l <"$csv")" -ge 3 ] || fail "$layout: ready before the first sample's rows"
   [ -s "$WORK/acpi_$layout/nodes/node-a.metadata.json" ] || fail "$layout: no metadata before ready"
   rows_at_least "$csv" 20
   kill -TERM "$COLLECTOR_PID"

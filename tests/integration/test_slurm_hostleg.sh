@@ -79,7 +79,7 @@ for n in ("n1", "n2", "n3"):
     assert min(ts) <= s["start_unix"] and max(ts) >= s["end_unix"] - 0.3, n
 assert not __import__("os").path.exists(d + "/power")  # the exporter leg did not run
 PYEOF
-ok "host leg alone: one collector per node through srun, ready, SIGTERM with final metadata, merged and ordered, exit 6 kept, report"
+ok "host leg alone: one collector per node through srun, ready, SIGUSR1 relayed: final metadata, merged and ordered, exit 6 kept, report"
 
 # --- 2. both legs together ----------------------------------------------------------------
 run_in both "$WORK/both.yaml" sh -c 'sleep 2'
@@ -99,8 +99,8 @@ rc=0
 "$BIN/cpu-power" report "$WORK/both" >/dev/null 2>"$WORK/both.err" || rc=$?
 [ "$rc" = 1 ] && grep -q 'pick one with --cpu-samples' "$WORK/both.err" || fail "two legs without --cpu-samples: exit $rc"
 for leg in cpu_power/samples.csv power/cpu/samples.csv; do
-  "$BIN/cpu-power" report "$WORK/both" --cpu-samples "$WORK/both/$leg" --json-out "$WORK/both.json" >/dev/null ||
-    fail "report --cpu-samples $leg"
+  "$BIN/cpu-power" report "$WORK/both" --cpu-samples "$WORK/both/$leg" --json-out "$WORK/both.json" \
+    >"$WORK/both.txt" 2>&1 || { cat "$WORK/both.txt"; fail "report --cpu-samples $leg"; }
   $PY - "$WORK/both.json" <<'PYEOF' || fail "report over $leg"
 import json, sys
 w = json.load(open(sys.argv[1]))[0]
@@ -182,7 +182,7 @@ replace_sim 3 --fault 'total:0=hang@0-5000' --fault 'total:1=hang@0-5000'
 run_in late "$WORK/short.yaml" sh -c "touch $WORK/ran_late"
 [ "$RC" = 1 ] || { cat "$WORK/late.log"; fail "past the timeout, required: exit $RC, want 1"; }
 [ ! -e "$WORK/ran_late" ] || fail "past the timeout, yet the command ran"
-grep -qF 'CPU power collectors did not become ready on every worker node reason=cpu_power_startup_timeout waiting="n3"' "$WORK/late.log" ||
+grep -qF 'CPU power collectors did not become ready on every worker node reason=cpu_power_startup_timeout waiting=n3' "$WORK/late.log" ||
   fail "timeout message: $(grep -i ready "$WORK/late.log")"
 $PY - "$WORK/late/cpu_power/manifest.json" <<'PYEOF' || fail "past the timeout"
 import json, sys
