@@ -30,8 +30,25 @@ PIDS+=($HC)
 for _ in $(seq 200); do [ -e "$WORK/ready/bench.ready.json" ] && break; sleep 0.05; done
 [ -e "$WORK/ready/bench.ready.json" ] || { cat "$WORK/hc.log"; exit 1; }
 
-# The reference's loop over an identical slow tree, at the same time (each read blocks READ_MS).
-/usr/bin/python3 - "$WORK/serial_tree" "$DURATION" >"$WORK/serial.txt" <<'PYEOF' &
+
+# CPU time from the scheduler's own accounting (ns on CPU, summed over every thread), not
+# from 10 ms ticks, which misattribute a process that runs in bursts far shorter than a tick.
+ticks=1000000000
+cpu_ticks() { cat /proc/"$HC"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+c0=$(cpu_ticks)
+rows0=$(($(wc -l <"$WORK/nodes/bench.csv") - 1))
+t0=$(date +%s.%N)
+sleep "$DURATION"
+c1=$(cpu_ticks)
+rows1=$(($(wc -l <"$WORK/nodes/bench.csv") - 1))
+t1=$(date +%s.%N)
+rss=$(awk '/^VmRSS/{print $2}' "/proc/$HC/status")
+hwm=$(awk '/^VmHWM/{print $2}' "/proc/$HC/status")
+kill -TERM "$HC"
+wait "$HC" || true
+# The reference's loop over an identical slow tree, after the collector has stopped
+# (each read blocks READ_MS), so that neither competes with the other for the two cores.
+/usr/bin/python3 - "$WORK/serial_tree" "$DURATION" >"$WORK/serial.txt" <<'PYEOF'
 import glob, os, sys, time
 root, duration = sys.argv[1], float(sys.argv[2])
 paths = sorted(glob.glob(root + "/hwmon*/power*_average") + glob.glob(root + "/hwmon*/device/power*_average"))
@@ -46,26 +63,10 @@ while time.monotonic() - start < duration:
     samples += 1
 print(len(paths), samples, time.monotonic() - start)
 PYEOF
-SERIAL=$!
-
-ticks=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$HC/stat"; }
-c0=$(cpu_ticks)
-rows0=$(($(wc -l <"$WORK/nodes/bench.csv") - 1))
-t0=$(date +%s.%N)
-sleep "$DURATION"
-c1=$(cpu_ticks)
-rows1=$(($(wc -l <"$WORK/nodes/bench.csv") - 1))
-t1=$(date +%s.%N)
-rss=$(awk '/^VmRSS/{print $2}' "/proc/$HC/status")
-hwm=$(awk '/^VmHWM/{print $2}' "/proc/$HC/status")
-kill -TERM "$HC"
-wait "$HC" || true
-wait "$SERIAL"
 read -r channels serial_samples serial_s <"$WORK/serial.txt"
 
-/usr/bin/python3 - "$c0" "$c1" "$ticks" "$t0" "$t1" "$rows0" "$rows1" "$rss" "$hwm" "$channels" "$serial_samples" "$serial_s" "$READ_MS" <<'PYEOF'
-import sys
+/usr/bin/python3 - "$c0" "$c1" "$ticks" "$t0" "$t1" "$rows0" "$rows1" "$rss" "$hwm" "$channels" "$serial_samples" "$serial_s" "$READ_MS" "$WORK/nodes/bench.csv" <<'PYEOF'
+import csv, sys
 c0, c1, ticks, t0, t1 = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 rows0, rows1, rss, hwm = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
 channels, serial_samples, serial_s, read_ms = int(sys.argv[10]), int(sys.argv[11]), float(sys.argv[12]), int(sys.argv[13])
@@ -80,4 +81,15 @@ print("| RSS at the end / peak | %.1f MiB / %.1f MiB | - |" % (rss / 1024, hwm /
 print("| samples (rows per socket) per second | %.2f (%.0f ms apart) | %.2f (%.0f ms apart) |" % (
     samples / wall, 1000 * wall / samples, serial_samples / serial_s, 1000 * serial_s / serial_samples))
 print("| channels, each read taking | %d, %d ms | %d, %d ms |" % (channels, read_ms, channels, read_ms))
+# Per rail: the simulator's values carry noise and change every 50 ms, so every read gives a
+# new value; a rail's refresh period is the time between changes of its column.
+rows = list(csv.DictReader(open(sys.argv[14], newline="")))
+for column in ("power_w", "cpu_rail_w", "soc_w"):
+    periods = []
+    for sock in ("0", "1"):
+        series = [(float(r["timestamp_unix"]), r[column]) for r in rows if r["socket_id"] == sock]
+        changes = sum(1 for a, b in zip(series, series[1:]) if a[1] != b[1])
+        periods.append(1000 * (series[-1][0] - series[0][0]) / max(1, changes))
+    print("| refresh period of `%s` (socket 0 / 1) | %.0f / %.0f ms | %.0f ms (every sample) |" % (
+        column, periods[0], periods[1], 1000 * serial_s / serial_samples))
 PYEOF

@@ -51,8 +51,7 @@ AcpiReader::~AcpiReader() {
 void AcpiReader::start() {
   std::map<std::string, std::vector<std::size_t>> by_node;
   for (std::size_t i = 0; i < channels_->size(); ++i) by_node[(*channels_)[i].hwmon].push_back(i);
-  table_->start_watchdog(
-      std::min<std::chrono::milliseconds>(interval_, std::chrono::milliseconds(250)));
+  table_->start_watchdog(std::chrono::milliseconds(250));
   for (auto& [node, indices] : by_node) {
     auto last_problem = std::make_shared<std::vector<std::string>>(indices.size());
     threads_.spawn(

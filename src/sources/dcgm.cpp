@@ -316,8 +316,7 @@ DcgmReader::~DcgmReader() {
 }
 
 void DcgmReader::start() {
-  table_->start_watchdog(
-      std::min<std::chrono::milliseconds>(interval_, std::chrono::milliseconds(250)));
+  table_->start_watchdog(std::chrono::milliseconds(250));
   auto last_error = std::make_shared<std::string>();
   threads_.spawn(interval_, [session = session_, table = table_, last_error,
                              values = std::make_shared<std::vector<DcgmValue>>()] {

@@ -51,6 +51,7 @@ struct SocketState {
   std::optional<double> watts;  // agreeing mean of the last cycle
   Clock::time_point read_at{};  // last cycle with any GPU answer
   double read_duration_s = 0;
+  double read_at_unix = 0;  // read_at on the wall clock, fixed when read
   bool ever = false;
   bool disagree_logged = false;
   bool stale_logged = false;
@@ -219,6 +220,10 @@ class Poller {
       st.gpus = readings.first;
       st.watts = agreeing_mean(readings.second, o.max_disagreement);
       st.read_at = t0 + (t1 - t0) / 2;
+      st.read_at_unix =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count() -
+          std::chrono::duration<double>(Clock::now() - st.read_at).count();
       st.read_duration_s = std::chrono::duration<double>(t1 - t0).count();
       st.ever = true;
       if (!st.watts && !st.disagree_logged) {
@@ -305,8 +310,6 @@ void NvmlModuleReader::stop(std::chrono::milliseconds grace) {
 }
 
 Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
-  const double wall_now_unix =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto sensors = std::make_shared<std::vector<Sensor>>();
   Snapshot out;
   std::lock_guard lock(shared_->mutex);
@@ -324,7 +327,7 @@ Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
     const double age_s = std::max(0.0, std::chrono::duration<double>(now - st.read_at).count());
     r.watts = st.watts;
     r.age_s = age_s;
-    r.read_at_unix = wall_now_unix - age_s;
+    r.read_at_unix = st.read_at_unix;
     r.read_duration_s = st.read_duration_s;
     out.readings.push_back(r);
   }

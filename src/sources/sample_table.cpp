@@ -15,6 +15,7 @@ namespace {
 struct Row {
   std::optional<double> watts;
   SteadyTime read_at{};
+  double read_at_unix = 0;  // the same instant on the wall clock, fixed when recorded
   SteadyTime last_start{};
   bool completed_any = false;
   std::optional<double> read_duration_s;
@@ -46,6 +47,10 @@ namespace {
 
 double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // One watchdog pass: WARN once when a row goes stale, INFO when it is fresh again.
@@ -117,6 +122,9 @@ void SampleTable::record(std::size_t i, std::optional<double> watts, SteadyTime 
   if (watts) {
     r.watts = watts;
     r.read_at = t0 + (t1 - t0) / 2;
+    // Once, here: converting at each snapshot would give the same reading a slightly
+    // different wall time every time, and a sink could not tell it was not new.
+    r.read_at_unix = unix_now() - seconds(Clock::now() - r.read_at);
   } else {
     r.read_errors_total++;
   }
@@ -129,8 +137,6 @@ std::size_t SampleTable::size() const {
 }
 
 std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
-  const double wall_now_unix =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::lock_guard lock(state_->mutex);
   std::vector<ChannelReading> out(state_->rows.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -142,7 +148,7 @@ std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
     o.stale = state_->is_stale(r, now);
     if (r.watts) {
       o.age_s = std::max(0.0, seconds(now - r.read_at));
-      o.read_at_unix = wall_now_unix - seconds(now - r.read_at);
+      o.read_at_unix = r.read_at_unix;
       if (!o.stale) o.watts = r.watts;
     }
   }
