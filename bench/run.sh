@@ -20,3 +20,6 @@ echo
 echo "## Collector: 1,000 endpoints at 10 Hz, then one stalled"
 "$BIN/collector_scale_bench" --endpoints 1000 --interval-ms 100 --duration-s 20
 bash "$here/launch_bench.sh" "$BIN"
+echo
+echo "## Host collector: cost per node and refresh per rail (150 ms reads)"
+bash "$here/host_collect_bench.sh" "$BIN" 60 150

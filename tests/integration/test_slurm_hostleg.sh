@@ -165,6 +165,18 @@ assert lines_at_kill - 2 <= rows["n2"] <= lines_at_kill, (rows["n2"], lines_at_k
 PYEOF
 ok "collector SIGKILLed on n2: cpu_collector_failed, n1 and n3 intact, n2's rows up to the kill kept, exit 0 kept"
 
+# The same with required: the unpublishable result turns the command's 0 into 1, and a
+# command's own failure is kept as it is.
+rm -f "$WORK/n2_lines"
+run_in killed_req "$WORK/required.yaml" bash "$WORK/kill_n2.sh" "$WORK/killed_req/cpu_power/nodes/n2.csv" "$WORK/n2_lines"
+[ "$RC" = 1 ] || { cat "$WORK/killed_req.log"; fail "required, collector killed: exit $RC, want 1"; }
+grep -qF 'telemetry.cpu_power.required is set and CPU power artifacts are not publishable reasons=cpu_collector_failed' "$WORK/killed_req.log" ||
+  fail "no unpublishable message: $(grep -i publishable "$WORK/killed_req.log")"
+printf 'bash %s "$@"; exit 5\n' "$WORK/kill_n2.sh" >"$WORK/kill_n2_fail.sh"
+run_in killed_req5 "$WORK/required.yaml" bash "$WORK/kill_n2_fail.sh" "$WORK/killed_req5/cpu_power/nodes/n2.csv" "$WORK/n2_lines"
+[ "$RC" = 5 ] || { cat "$WORK/killed_req5.log"; fail "required, collector killed, command failed: exit $RC, want the command's 5"; }
+ok "required and unpublishable: exit 0 becomes 1 with the reason; a command's own exit 5 is never masked"
+
 # --- 5. a node slow to become ready --------------------------------------------------------
 # n3's socket totals hang for a while after its simulator starts: the collector's liveness
 # probe waits for them.
