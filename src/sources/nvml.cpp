@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "common/dynamic_library.hpp"
 #include "common/log.hpp"
