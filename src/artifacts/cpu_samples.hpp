@@ -1,8 +1,8 @@
 #pragma once
 // power/cpu/samples.csv: the exporter leg's one file of record. The writer produces schema
-// v3; the readers accept v1, v2 and v3, chosen by the exact header line (reference notes
-// 4.1). Nothing here throws on bad input or I/O failure: the collector is best-effort and a
-// report must load what a killed collector left behind.
+// v3; the readers accept v1, v2 and v3, chosen by the exact header line (docs/formats.md). Nothing
+// here throws on bad input or I/O failure: the collector is best-effort and a report must load what
+// a killed collector left behind.
 
 #include <cstddef>
 #include <cstdint>

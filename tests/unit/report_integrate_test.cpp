@@ -1,5 +1,5 @@
-// The energy arithmetic against the reference notes' worked examples (sections 7, 8, 11.3,
-// 13, 14): snapping, interpolation, statistics and numpy's summation and percentiles.
+// The energy arithmetic against the reference report's worked examples, carried here as
+// fixtures: snapping, interpolation, statistics and numpy's summation and percentiles.
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Discovery, windows (sa-bench, aiperf with its fallbacks, session), whole-run reports and
-// their text and JSON output, against the reference notes' tests and worked examples.
+// their text and JSON output, against the reference report's tests and worked examples.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -565,7 +565,7 @@ TEST_F(RunDir, ModuleNodeSumsPerWindowAndTheirCoverageWarning) {
       << "warnings: " << ::testing::PrintToString(late.warnings);
 }
 
-// The reference notes' R4 example (section 11.2), kept as a fixture: the exact text block
+// The reference report's R4 example, kept as a fixture: the exact text block
 // and the JSON's key order.
 TEST(ReportGolden, ReferenceExampleTextAndJson) {
   const std::string root = std::string(CPUPOWER_FIXTURES) + "/report/r4_example";
