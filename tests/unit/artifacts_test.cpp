@@ -14,38 +14,20 @@
 
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
+#include "temp_dir.hpp"
 
 namespace cpupower::artifacts {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+// Every TempDir of this file: its own prefix.
+class TempDir : public cpupower::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "artifacts_test.XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
+  TempDir() : cpupower::testing::TempDir("artifacts_test") {}
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using cpupower::testing::slurp;
+using cpupower::testing::spit;
 
 CpuSampleRow dcgm_row() {
   CpuSampleRow row;

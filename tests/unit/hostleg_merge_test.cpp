@@ -13,6 +13,7 @@
 #include "hostleg/manifest.hpp"
 #include "hostleg/markers.hpp"
 #include "hostleg/merge.hpp"
+#include "temp_dir.hpp"
 
 namespace cpupower::hostleg {
 namespace {
@@ -21,34 +22,15 @@ namespace fs = std::filesystem;
 using artifacts::HostSampleRow;
 using Json = nlohmann::ordered_json;
 
-class TempDir {
+// Every TempDir of this file: its own prefix, with a nodes/ directory inside.
+class TempDir : public cpupower::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hostleg_merge_test.XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-    fs::create_directories(fs::path(path_) / "nodes");
+  TempDir() : cpupower::testing::TempDir("hostleg_merge_test") {
+    fs::create_directories(fs::path(path()) / "nodes");
   }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using cpupower::testing::slurp;
+using cpupower::testing::spit;
 
 std::string crlf(std::string_view header) {
   return std::string(header) + "\r\n";
