@@ -5,9 +5,13 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
+
+#include <fmt/ranges.h>
 
 #include "common/log.hpp"
 #include "common/text.hpp"
@@ -46,6 +50,24 @@ std::vector<std::string> unfinished_nodes(const std::string& cpu_dir,
     if (j.is_object() && !j.contains("status")) out.push_back(node);
   }
   return out;
+}
+
+// timestamp_unix of the last complete row of a node file, read from its tail.
+std::optional<double> last_row_unix(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<long>(in.tellg());
+  const long from = std::max(0L, size - 4096);
+  in.seekg(from);
+  std::string tail(static_cast<std::size_t>(size - from), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  const auto end = tail.rfind('\n');  // a torn last line is not a row yet
+  if (end == std::string::npos) return std::nullopt;
+  const auto start = tail.rfind('\n', end == 0 ? 0 : end - 1);
+  const auto line = tail.substr(start == std::string::npos ? 0 : start + 1, end);
+  const auto cells = common::split(line, ',');
+  return cells.size() > 1 ? common::parse_double(cells[1]) : std::nullopt;
 }
 
 }  // namespace
@@ -168,8 +190,29 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
   return false;
 }
 
-hostleg::MergeOutcome HostLeg::finish(bool interrupted) {
+hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> end_unix) {
   any_failed();  // processes that ended on their own before the stop are failures
+  if (end_unix) {
+    // A collector writes a row per new reading; give every node one read past the end
+    // (bounded: two intervals and a second), as the exporter leg waits for its last scrape.
+    const auto& c = plan_.recipe.telemetry.cpu_power;
+    const auto deadline = Clock::now() +
+                          milliseconds(std::llround(2000 * c.sample_interval_seconds)) +
+                          milliseconds(1000);
+    std::vector<std::string> waiting = plan_.nodes;
+    while (!waiting.empty() && Clock::now() < deadline) {
+      std::erase_if(waiting, [&](const std::string& n) {
+        const auto t = last_row_unix(leg_.cpu_dir + "/nodes/" + n + ".csv");
+        return !t || *t >= *end_unix ||
+               !std::filesystem::exists(leg_.cpu_dir + "/ready/" + n + ".ready.json");
+      });
+      if (!waiting.empty()) std::this_thread::sleep_for(milliseconds(20));
+    }
+    if (!waiting.empty()) {
+      log()->warn("CPU power host rows after the command's end missing for some nodes nodes={}",
+                  fmt::join(waiting, ","));
+    }
+  }
   // All at once: a slow srun teardown must not add up over the groups. srun relays SIGUSR1
   // to the collectors (a SIGTERM would make it kill the step), so each one finishes its
   // sample and writes its final metadata; a local collector gets SIGTERM. Whatever is still

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,11 @@ class HostLeg {
   // Why start() failed, as a reason code (empty when ready).
   const std::string& readiness_reason() const { return readiness_reason_; }
 
-  // Stops every collector (SIGTERM; each finishes its sample and writes its metadata) and
-  // merges the node files into samples.csv and manifest.json.
-  hostleg::MergeOutcome finish(bool interrupted);
+  // Waits (bounded) until every node's file has a row dated at or after `end_unix` (an
+  // energy window needs a sample at or after its end), then stops every collector (each
+  // finishes its sample and writes its metadata) and merges the node files into samples.csv
+  // and manifest.json.
+  hostleg::MergeOutcome finish(bool interrupted, std::optional<double> end_unix);
 
  private:
   struct Process {

@@ -220,7 +220,9 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     result.manifest_path = collector->manifest_path();
   }
   if (host_leg) {
-    result.host_leg = host_leg->finish(signals.interrupted());
+    result.host_leg = host_leg->finish(
+        signals.interrupted(),
+        result.command_started ? std::optional<double>(record.end_unix) : std::nullopt);
     result.host_leg_dir = plan.host_leg->cpu_dir;
     if (result.host_leg->exit_nonzero && result.exit_code == 0) {
       log->error(

@@ -70,9 +70,14 @@ for r in rows:
     assert r["schema_version"] == "5" and r["source"] == "acpi" and r["hostname"] == "node-a", r
     assert r["sensor"] == "CPU%s:cpuSidePowerUsageW" % r["socket_id"], r
     assert r["module_w"] == "" and r["cpu_util_total"] == "", r
-    assert float(r["cpu_rail_w"]) < float(r["power_w"]), r  # component rail inside the envelope
+    # A component rail is read on its own thread: the first sample may come before its first
+    # read (blank, never a guess); after that it sits inside the envelope.
+    if r["cpu_rail_w"]:
+        assert float(r["cpu_rail_w"]) < float(r["power_w"]), r
     by_time[r["timestamp_unix"]].append(r)
 times = sorted(by_time, key=float)
+late_blank = [r for t in times[2:] for r in by_time[t] if r["cpu_rail_w"] == ""]
+assert not late_blank, late_blank[:2]
 for t in times:
     group = by_time[t]
     assert sorted(r["socket_id"] for r in group) == ["0", "1"], group
