@@ -40,8 +40,8 @@ int load(const std::string& dir) {
   const auto t0 = Clock::now();
   const auto loaded = report::load_cpu_samples(*found.run->cpu_samples, threads);
   std::printf("load CPU samples: %.3f s (%zu rows)\n", seconds_since(t0),
-              loaded.data ? loaded.data->rows : 0);
-  return loaded.data ? 0 : 1;
+              loaded ? loaded->rows : 0);
+  return loaded ? 0 : 1;
 }
 
 int windows(const std::string& dir) {

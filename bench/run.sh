@@ -14,8 +14,6 @@ echo "## Exporter: sampling fidelity"
 /usr/bin/python3 "$here/sampling_fidelity.py" "$BIN" 150 10
 bash "$here/report_bench.sh" "$BIN"
 echo
-echo "## Fresh memory (what the report's column memory costs on this machine)"
-"$BIN/memory_commit_bench" 512
 echo
 echo "## Collector: 1,000 endpoints at 10 Hz, then one stalled"
 "$BIN/collector_scale_bench" --endpoints 1000 --interval-ms 100 --duration-s 20

@@ -1,8 +1,7 @@
 #pragma once
 // power/cpu/samples.csv: the exporter leg's one file of record. The writer produces schema
-// v3; the readers accept v1, v2 and v3, chosen by the exact header line (docs/formats.md). Nothing
-// here throws on bad input or I/O failure: the collector is best-effort and a report must load what
-// a killed collector left behind.
+// v3 (docs/formats.md); the report reads every version (report/cpu_load.cpp). Nothing here
+// throws on I/O failure: the collector is best-effort.
 
 #include <cstddef>
 #include <cstdint>
@@ -28,14 +27,6 @@ inline constexpr std::string_view kCpuHeaderV2 =
 inline constexpr std::string_view kCpuHeaderV3 =
     "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
     "dram_w,module_w,total_power_w";
-
-// Reason codes of the reader, as the reference spells them, plus one of ours.
-inline constexpr std::string_view kReasonMissing = "cpu_samples_csv_missing";
-inline constexpr std::string_view kReasonHeaderMismatch = "cpu_samples_csv_header_mismatch";
-inline constexpr std::string_view kReasonMalformed = "cpu_samples_csv_malformed";
-// The last line has no line terminator: the writer was killed mid-row, so its last cell
-// may be cut short ("94.2" of "94.29") and the row is not trusted.
-inline constexpr std::string_view kReasonTornLastLine = "cpu_samples_csv_torn_last_line";
 
 // One row of any version. v1 rows are one rail each: `sensor` is the raw label (e.g. "Grace
 // Power Socket 0"), power_w that rail's value, and the rail columns are absent.
@@ -111,27 +102,5 @@ class CpuSamplesWriter {
   std::uint64_t write_errors_ = 0;
   std::string last_error_;
 };
-
-struct RowProblem {
-  std::size_t line = 0;  // 1-based physical line where the row starts
-  std::string message;   // what was wrong, with the value
-};
-
-struct CpuSamplesFile {
-  int schema_version = 0;  // 1, 2 or 3 from the header; 0 when none was recognised
-  std::vector<CpuSampleRow> rows;
-  std::vector<std::string> reasons;  // de-duplicated reason codes, in first-seen order
-  std::vector<RowProblem> problems;  // the first kMaxProblems skipped rows, for logs
-  std::size_t skipped_rows = 0;
-
-  static constexpr std::size_t kMaxProblems = 100;
-};
-
-// Reads a whole samples.csv text (pure; for tests and for callers that hold the bytes).
-CpuSamplesFile parse_cpu_samples(std::string_view text);
-
-// Reads samples.csv from disk: a missing file gives kReasonMissing, any other I/O error
-// kReasonMalformed.
-CpuSamplesFile read_cpu_samples(const std::string& path);
 
 }  // namespace cpupower::artifacts

@@ -2,61 +2,66 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
 
-#include "artifacts/csv_stream.hpp"
+#include "artifacts/row_issues.hpp"
 
 namespace cpupower::artifacts {
 namespace {
-
-struct GpuColumns {
-  std::optional<std::size_t> timestamp_unix, hostname, gpu_index, power_w;
-  std::optional<std::size_t> util[2];
-};
 
 class GpuRowCollector {
  public:
   explicit GpuRowCollector(GpuSamplesFile& out) : out_(out) {}
 
-  bool header(const std::vector<std::string>& header) {
-    c_.timestamp_unix = column_index(header, "timestamp_unix");
-    c_.hostname = column_index(header, "hostname");
-    c_.gpu_index = column_index(header, "gpu_index");
-    c_.power_w = column_index(header, "power_w");
+  void header(std::span<const std::string_view> cells) {
+    header_.assign(cells.begin(), cells.end());
+    timestamp_unix_ = column_index(header_, "timestamp_unix");
+    hostname_ = column_index(header_, "hostname");
+    gpu_index_ = column_index(header_, "gpu_index");
+    power_w_ = column_index(header_, "power_w");
     for (int i = 0; i < 2; ++i) {
-      c_.util[i] = column_index(header, kGpuUtilColumns[i]);
-      out_.has_util_column[i] = c_.util[i].has_value();
+      util_[i] = column_index(header_, kGpuUtilColumns[i]);
+      out_.has_util_column[i] = util_[i].has_value();
     }
-    return true;
   }
 
   void record(const CsvRecord& r) {
+    ++out_.rows_read;
+    if (!whole_record(r, header_.size(), out_.issues)) return;
     const auto cell = [&](const std::optional<std::size_t>& i) -> std::string_view {
-      return i && *i < r.cells.size() ? r.cells[*i] : std::string_view{};
+      return i ? r.cells[*i] : std::string_view{};
     };
-    const auto t = parse_cell_double(cell(c_.timestamp_unix));
-    const auto idx = parse_cell_int(cell(c_.gpu_index));
-    const std::string_view host = cell(c_.hostname);
-    if (!t || !idx || (!c_.hostname && host.empty())) {
-      if (out_.skipped_rows++ == 0) {
-        if (!t) {
-          out_.first_skipped = describe_bad_cell("timestamp_unix", cell(c_.timestamp_unix));
-        } else if (!idx) {
-          out_.first_skipped = describe_bad_cell("gpu_index", cell(c_.gpu_index), "an integer");
-        } else {
-          out_.first_skipped = "hostname is blank";
-        }
-      }
+    const auto skip = [&](std::string_view reason, std::string detail) {
+      out_.issues.add(reason, true, r.line, [&] { return detail; });
+    };
+    double t = 0;
+    if (!parse_double(cell(timestamp_unix_), &t) || !std::isfinite(t)) {
+      return skip("timestamp_unix is not a finite number",
+                  describe_bad_cell("timestamp_unix", cell(timestamp_unix_), "a finite number"));
+    }
+    const auto idx = parse_int(cell(gpu_index_));
+    if (!idx || *idx < 0) {
+      return skip("gpu_index is not a non-negative integer",
+                  describe_bad_cell("gpu_index", cell(gpu_index_), "a non-negative integer"));
+    }
+    const std::string_view host = cell(hostname_);
+    if (host.empty()) return skip("hostname is blank", "hostname is blank");
+    double watts = 0;
+    if (!read_watts(cell(power_w_), "power_w", kMaxSocketWatts, r.line, out_.issues, &watts)) {
       return;
     }
     GpuSampleRow row;
-    row.timestamp_unix = *t;
+    row.timestamp_unix = t;
     row.host = host_index(host);
     row.gpu_index = *idx;
-    row.power_w = parse_cell_double(cell(c_.power_w));
-    for (int i = 0; i < 2; ++i) row.util[i] = parse_cell_double(cell(c_.util[i]));
+    if (!std::isnan(watts)) row.power_w = watts;
+    for (int i = 0; i < 2; ++i) {
+      double u = 0;
+      if (parse_double(cell(util_[i]), &u) && std::isfinite(u)) row.util[i] = u;
+    }
     out_.rows.push_back(row);
   }
 
@@ -70,31 +75,45 @@ class GpuRowCollector {
   }
 
   GpuSamplesFile& out_;
-  GpuColumns c_;
+  std::vector<std::string> header_;
+  std::optional<std::size_t> timestamp_unix_, hostname_, gpu_index_, power_w_, util_[2];
   std::unordered_map<std::string, std::size_t> index_;
 };
 
+template <typename Reader>
+void read_all(Reader& reader, GpuSamplesFile& out) {
+  GpuRowCollector collector(out);
+  CsvRecord r;
+  std::vector<CsvDamage> damage;
+  bool first = true;
+  while (reader.next(r, damage)) {
+    if (first) {
+      collector.header(r.cells);
+      first = false;
+    } else {
+      collector.record(r);
+    }
+  }
+  for (const auto& d : damage) {
+    out.issues.add(d.what, true, d.line, [&] { return "the line is skipped"; });
+  }
+}
+
 }  // namespace
 
-GpuSamplesFile read_gpu_samples(const std::string& path) {
+Result<GpuSamplesFile> read_gpu_samples(const std::string& path) {
+  auto reader = CsvFileReader::open(path);
+  if (!reader) return Error{reader.error()};
   GpuSamplesFile out;
-  GpuRowCollector collector(out);
-  const CsvScanResult scan = scan_csv_file(
-      path, CsvScanOptions{},
-      [&](const std::vector<std::string>& h) { return collector.header(h); },
-      [&](std::size_t, const CsvRecord& r) { collector.record(r); }, [] {});
-  out.ok = scan.ok;
-  out.error = scan.error;
+  read_all(*reader, out);
+  if (!reader->error().empty()) return Error{reader->error()};
   return out;
 }
 
 GpuSamplesFile parse_gpu_samples(std::string_view text) {
   GpuSamplesFile out;
-  GpuRowCollector collector(out);
-  scan_csv_text(
-      text, [&](const std::vector<std::string>& h) { return collector.header(h); },
-      [&](std::size_t, const CsvRecord& r) { collector.record(r); });
-  out.ok = true;
+  CsvTextReader reader(text, true);
+  read_all(reader, out);
   return out;
 }
 

@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "artifacts/row_issues.hpp"
+#include "common/result.hpp"
+
 namespace cpupower::artifacts {
 
 inline constexpr std::string_view kGpuHeaderV1 =
@@ -36,16 +39,14 @@ struct GpuSampleRow {
 };
 
 struct GpuSamplesFile {
-  bool ok = false;
-  std::string error;  // when !ok: what was wrong, with the path
   std::vector<std::string> hosts;
   std::vector<GpuSampleRow> rows;  // file order
   bool has_util_column[2] = {false, false};
-  std::size_t skipped_rows = 0;  // no timestamp, host or GPU index
-  std::string first_skipped;     // why the first of them was skipped, with its cell
+  std::size_t rows_read = 0;  // data records, the skipped ones included
+  RowIssues issues;           // rows skipped and readings read as missing, per reason
 };
 
-GpuSamplesFile read_gpu_samples(const std::string& path);
+Result<GpuSamplesFile> read_gpu_samples(const std::string& path);
 GpuSamplesFile parse_gpu_samples(std::string_view text);
 
 // (hostname, gpu_index) -> the worker roles assigned to that GPU.

@@ -1,8 +1,7 @@
 #include "artifacts/host_samples.hpp"
 
 #include "artifacts/cpu_samples.hpp"
-#include "artifacts/csv_cells.hpp"
-#include "artifacts/csv_stream.hpp"
+#include "artifacts/csv.hpp"
 
 namespace cpupower::artifacts {
 namespace {

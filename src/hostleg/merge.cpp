@@ -13,7 +13,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "artifacts/csv_stream.hpp"
+#include "artifacts/csv.hpp"
 #include "artifacts/host_samples.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
@@ -88,7 +88,7 @@ std::optional<std::string> read_whole_file(const std::string& path, std::string*
 }
 
 std::optional<double> finite_cell(std::string_view cell) {
-  const auto v = artifacts::parse_cell_double(cell);
+  const auto v = artifacts::parse_double(cell);
   if (!v || !std::isfinite(*v)) return std::nullopt;
   return v;
 }
@@ -129,13 +129,21 @@ class NodeFileReader {
       torn_message = name_ + ":" + std::to_string(line_at(*text, body_end)) +
                      ": torn last line dropped (writer stopped mid-row)";
     }
-    text_ = std::string_view(*text).substr(0, body_end);
-    line_ = 1;
-    line_offset_ = 0;
-    const auto result = artifacts::scan_csv_text(
-        text_, [this](const std::vector<std::string>& header) { return on_header(header); },
-        [this](std::size_t, const artifacts::CsvRecord& record) { on_record(record); });
-    if (!result.ok) malformed_file(name_ + ": " + result.error);
+    artifacts::CsvTextReader reader(std::string_view(*text).substr(0, body_end), true);
+    artifacts::CsvRecord record;
+    std::vector<artifacts::CsvDamage> damage;
+    bool header = true;
+    while (reader.next(record, damage)) {
+      for (const auto& d : damage) bad_row(d.line, d.what);
+      damage.clear();
+      if (header) {
+        header = false;
+        if (!on_header(std::vector<std::string>(record.cells.begin(), record.cells.end()))) break;
+      } else {
+        on_record(record);
+      }
+    }
+    for (const auto& d : damage) bad_row(d.line, d.what);
     if (!torn_message.empty()) problems_.add(torn_message);
     flush_groups();
     out_.malformed_rows += tally_.malformed;
@@ -171,30 +179,13 @@ class NodeFileReader {
     return true;
   }
 
-  // The physical line a record starts on. Unquoted cells point into the text; a quoted
-  // first cell lives in the reader's own storage, and then the previous line plus one is
-  // the best guess.
-  std::size_t record_line(const artifacts::CsvRecord& record) {
-    const char* p = record.cells.empty() ? nullptr : record.cells[0].data();
-    const char* base = text_.data();
-    if (p != nullptr && p >= base && p <= base + text_.size()) {
-      const auto offset = static_cast<std::size_t>(p - base);
-      if (offset >= line_offset_) {
-        line_ += static_cast<std::size_t>(std::count(base + line_offset_, base + offset, '\n'));
-        line_offset_ = offset;
-        return line_;
-      }
-    }
-    return ++line_;
-  }
-
   void bad_row(std::size_t line, const std::string& message) {
     ++tally_.malformed;
     problems_.add(name_ + ":" + std::to_string(line) + ": " + message);
   }
 
   void on_record(const artifacts::CsvRecord& record) {
-    const std::size_t line = record_line(record);
+    const std::size_t line = record.line;
     const auto& c = record.cells;
     if (c.size() != width_) {
       return bad_row(line,
@@ -202,20 +193,20 @@ class NodeFileReader {
     }
     HostSampleRow row;
     double value = 0;
-    if (!artifacts::parse_number(c[*columns_.timestamp_unix], &value) || !std::isfinite(value)) {
+    if (!artifacts::parse_double(c[*columns_.timestamp_unix], &value) || !std::isfinite(value)) {
       return bad_row(line, artifacts::describe_bad_cell(
                                "timestamp_unix", c[*columns_.timestamp_unix], "a finite number"));
     }
     row.timestamp_unix = value;
     row.hostname = std::string(c[*columns_.hostname]);
     if (row.hostname.empty()) return bad_row(line, "hostname is blank");
-    const auto socket = artifacts::parse_cell_int(c[*columns_.socket_id]);
+    const auto socket = artifacts::parse_int(c[*columns_.socket_id]);
     if (!socket || *socket < 0 || *socket > std::numeric_limits<std::uint32_t>::max()) {
       return bad_row(line, artifacts::describe_bad_cell("socket_id", c[*columns_.socket_id],
                                                         "a non-negative integer"));
     }
     row.socket_id = static_cast<std::uint32_t>(*socket);
-    if (!artifacts::parse_number(c[*columns_.power_w], &value) || !std::isfinite(value)) {
+    if (!artifacts::parse_double(c[*columns_.power_w], &value) || !std::isfinite(value)) {
       return bad_row(
           line, artifacts::describe_bad_cell("power_w", c[*columns_.power_w], "a finite number"));
     }
@@ -315,8 +306,6 @@ class NodeFileReader {
   MergeOutcome& out_;
   Problems& problems_;
   std::vector<HostSampleRow>& rows_;
-  std::string_view text_;
-  std::size_t line_ = 1, line_offset_ = 0;
   int version_ = 0;
   artifacts::CpuCsvColumns columns_;
   std::optional<std::size_t> timestamp_local_;

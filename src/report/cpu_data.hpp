@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "artifacts/row_issues.hpp"
+#include "common/result.hpp"
 #include "report/track.hpp"
 
 namespace cpupower::report {
@@ -39,25 +41,20 @@ struct CpuNode {
 
 struct CpuData {
   std::string path;
-  std::string layout;  // "exporter v3", "host v4", ...
+  std::string layout;  // "exporter v3", "host v4", ..., "empty"
   bool wide = false;
   std::vector<CpuSocket> sockets;  // by (host, socket)
   std::vector<CpuNode> nodes;      // by host; hosts with at least one total
   std::vector<std::string> hosts;  // every host seen, sorted
-  std::size_t rows = 0;
-  std::size_t skipped_rows = 0;  // no parsable timestamp, or a bad socket id
-  std::string first_skipped;     // why the first of them was skipped, with its cell
+  bool empty = false;              // no header at all (a collector died before writing it)
+  std::size_t rows = 0;            // data records, the skipped ones included
+  artifacts::RowIssues issues;
 
   const CpuSocket* find_socket(std::string_view host, long long socket) const;
 };
 
-struct CpuLoad {
-  std::optional<CpuData> data;
-  std::string error;
-};
-
-// Reads a CPU samples.csv of either leg. `threads` > 1 scans large files in parallel.
-CpuLoad load_cpu_samples(const std::string& path, unsigned threads);
-CpuLoad parse_cpu_samples_text(std::string_view text);
+// Reads a CPU samples.csv of either leg. `threads` > 1 reads a large file in parallel parts.
+Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads);
+Result<CpuData> parse_cpu_samples_text(std::string_view text);
 
 }  // namespace cpupower::report

@@ -1,207 +1,494 @@
-// Loading a CPU samples file: scan (a large file in blocks on every thread, appended to one
-// chunk in file order; see cpu_chunk.cpp), then give every host its sorted time column and
-// every socket and node its tracks on it.
+// Loading a CPU samples file of any layout into tracks. A large file is read in as many byte
+// ranges as there are threads, each into its own Part; the parts are then joined in file
+// order, and every host gets its sorted time column with its sockets' and node's tracks on it.
+//
+// Every host has one time column: the times of its rows in file order, a time repeated by the
+// next row of that host kept once (the socket rows of one scrape share their timestamp). The
+// node total and, in the one-row-per-socket layouts, every column of the host's sockets hold
+// one value per entry of it (NaN where a row lacks the cell or the socket has no row), so a
+// large file stores its times once per scrape, not once per socket and again for the node.
 
 #include <algorithm>
-#include <condition_variable>
-#include <filesystem>
+#include <array>
+#include <cmath>
+#include <limits>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <numeric>
 #include <thread>
+#include <unordered_map>
 
-#include "artifacts/csv_stream.hpp"
+#include "artifacts/csv.hpp"
 #include "artifacts/host_samples.hpp"
+#include "artifacts/row_issues.hpp"
 #include "rails/rails.hpp"
-#include "report/cpu_chunk.hpp"
 #include "report/cpu_data.hpp"
 #include "report/parallel.hpp"
 
 namespace cpupower::report {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using artifacts::CsvRecord;
+using artifacts::RowIssues;
+using Column = std::vector<double>;  // empty until the first value: absent columns cost nothing
 
-int rank(SensorKind kind) {
-  return static_cast<int>(kind);
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::size_t kMinBytesPerThread = 8u << 20;  // smaller files are read on one thread
+
+struct Pairs {
+  std::vector<double> t, w;
+  void push(double time, double value) {
+    t.push_back(time);
+    w.push_back(value);
+  }
+  void append(Pairs& from) {
+    t.insert(t.end(), from.t.begin(), from.t.end());
+    w.insert(w.end(), from.w.begin(), from.w.end());
+    from = {};
+  }
+};
+
+void pad(Column& c, std::size_t n) {
+  if (c.size() < n) c.resize(n, kNaN);
 }
 
-// Appends `from` and frees it at once, so that merging chunks never holds a column twice;
-// the first part is taken over without a copy.
-void append_and_free(Doubles& into, Doubles& from) {
-  if (into.empty()) {
-    into = std::move(from);
+// Puts v at `entry` (the host's last entry so far): a later row at the same time replaces the
+// value unless its cell is missing (the last row wins; a blank cell is no value).
+void put(Column& c, std::size_t entry, double v) {
+  if (c.size() > entry) {
+    if (!std::isnan(v)) c[entry] = v;
     return;
   }
-  into.append_consuming(from);
+  if (c.empty() && std::isnan(v)) return;
+  pad(c, entry);
+  c.push_back(v);
 }
 
-// Sorts rows by time (stable) and collapses equal times, each column keeping its last
-// value (a blank cell does not overwrite): the reference's per-column dicts.
-void sort_and_collapse(Doubles& t, std::vector<Values*> cols) {
+// Appends a later part's column whose entry 0 lands at `base` (shared with this column's last
+// entry when the part starts inside a scrape).
+void append_column(Column& into, Column& from, std::size_t base, bool shared) {
+  if (from.empty()) return;
+  std::size_t j = 0;
+  if (shared) {
+    put(into, base, from[0]);
+    j = 1;
+  }
+  if (from.size() > j) {
+    pad(into, base + j);
+    into.insert(into.end(), from.begin() + static_cast<std::ptrdiff_t>(j), from.end());
+  }
+  from = {};
+}
+
+struct Socket {
+  long long id = 0;
+  Column power;                 // wide layouts: one value per host entry
+  std::array<Column, 3> rails;  // cpu_rail, soc, dram
+  Column module;
+  std::vector<std::pair<std::string, Pairs>> sensors;  // long layouts, first-seen order
+  std::array<Pairs, 3> long_rails;
+  Pairs long_module;
+  std::array<Pairs, 5> util;
+  std::optional<std::string> first_sensor;
+  std::vector<std::string> sources;
+
+  void note_source(std::string_view s) {
+    if (!sources.empty() && sources.back() == s) return;
+    if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.emplace_back(s);
+  }
+};
+
+struct Host {
+  std::string name;
+  std::vector<double> t;
+  Column total;
+  std::vector<Socket> sockets;
+
+  Socket& socket(long long id) {
+    for (auto& s : sockets) {
+      if (s.id == id) return s;
+    }
+    sockets.push_back(Socket{});
+    sockets.back().id = id;
+    return sockets.back();
+  }
+};
+
+// What one byte range of the file holds, in file order.
+struct Part {
+  std::vector<Host> hosts;
+  std::size_t rows = 0;
+  RowIssues issues;
+  std::size_t lines = 0;  // physical lines of the range
+  std::size_t first_offset = 0, stop_offset = 0;
+  bool saw_quote = false;
+  std::string error;
+
+  std::unordered_map<std::string, std::size_t> index;
+  std::size_t last_host = SIZE_MAX;
+
+  Host& host(std::string_view name) {
+    if (last_host < hosts.size() && hosts[last_host].name == name) return hosts[last_host];
+    const auto it = index.find(std::string(name));
+    if (it != index.end()) {
+      last_host = it->second;
+    } else {
+      last_host = hosts.size();
+      index.emplace(name, last_host);
+      hosts.push_back(Host{std::string(name), {}, {}, {}});
+    }
+    return hosts[last_host];
+  }
+};
+
+int rail_slot(SensorKind kind) {
+  switch (kind) {
+    case SensorKind::cpu_rail:
+      return 0;
+    case SensorKind::soc:
+      return 1;
+    case SensorKind::dram:
+      return 2;
+    default:
+      return -1;
+  }
+}
+
+// Reads records into a Part by the columns' names.
+class RowReader {
+ public:
+  RowReader(const artifacts::CpuCsvColumns& c, std::size_t header_cells, Part& part)
+      : c_(c), header_cells_(header_cells), part_(part) {}
+
+  void add(const CsvRecord& r) {
+    ++part_.rows;
+    if (!artifacts::whole_record(r, header_cells_, part_.issues)) return;
+    const auto cell = [&](const std::optional<std::size_t>& i) {
+      return i ? r.cells[*i] : std::string_view{};
+    };
+    const auto skip = [&](std::string_view reason, std::string_view column, std::string_view text,
+                          std::string_view wanted) {
+      part_.issues.add(reason, true, r.line,
+                       [&] { return artifacts::describe_bad_cell(column, text, wanted); });
+    };
+    const std::string_view time_text = cell(c_.timestamp_unix);
+    double t = 0;
+    if (!last_time_.lookup(time_text, &t) &&
+        (!artifacts::parse_double(time_text, &t) || !std::isfinite(t))) {
+      return skip("timestamp_unix is not a finite number", "timestamp_unix", time_text,
+                  "a finite number");
+    }
+    const std::string_view host_name = cell(c_.hostname);
+    if (host_name.empty()) return skip("hostname is blank", "hostname", host_name, "");
+    last_time_.store(time_text, t);
+    const std::string_view socket_text = cell(c_.socket_id);
+    const auto socket = socket_text.size() == 1 && socket_text[0] >= '0' && socket_text[0] <= '9'
+                            ? std::optional<long long>(socket_text[0] - '0')
+                            : artifacts::parse_int(socket_text);
+    if (!socket || *socket < 0 || *socket > 0xFFFFFFFFLL) {
+      return skip("socket_id is not an integer in 0..4294967295", "socket_id", socket_text,
+                  "an integer in 0..4294967295");
+    }
+    // Every reading first: a reading above its physical bound skips the whole row.
+    double power = 0, total = 0, module = 0;
+    std::array<double, 3> rails{kNaN, kNaN, kNaN};
+    const auto watts = [&](const std::optional<std::size_t>& i, std::string_view name, double bound,
+                           double* out) {
+      return artifacts::read_watts(cell(i), name, bound, r.line, part_.issues, out);
+    };
+    const std::string_view total_text = cell(c_.total_power_w);
+    if (!last_total_.lookup(total_text, &total)) {
+      if (!watts(c_.total_power_w, "total_power_w", artifacts::kMaxNodeWatts, &total)) return;
+      if (!std::isnan(total)) last_total_.store(total_text, total);
+    }
+    if (!watts(c_.power_w, "power_w", artifacts::kMaxSocketWatts, &power) ||
+        !watts(c_.module_w, "module_w", artifacts::kMaxSocketWatts, &module)) {
+      return;
+    }
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!watts(c_.rails[k], artifacts::kCpuRailColumns[k], artifacts::kMaxSocketWatts,
+                 &rails[k])) {
+        return;
+      }
+    }
+    Host& h = part_.host(host_name);
+    if (h.t.empty() || h.t.back() != t) h.t.push_back(t);
+    const std::size_t entry = h.t.size() - 1;
+    Socket& s = h.socket(*socket);
+    if (c_.wide) {
+      put(s.power, entry, power);
+      if (s.power.size() <= entry) pad(s.power, entry + 1);  // a row, even without a value
+      for (std::size_t k = 0; k < 3; ++k) put(s.rails[k], entry, rails[k]);
+      put(s.module, entry, module);
+      if (!s.first_sensor) {
+        const std::string_view sensor = cell(c_.sensor);
+        s.first_sensor = sensor.empty() ? "power_w" : std::string(sensor);
+      }
+    } else if (!std::isnan(power)) {
+      add_long(s, cell(c_.sensor), t, power);
+    }
+    s.note_source(cell(c_.source));
+    for (std::size_t k = 0; k < 5; ++k) {
+      double u = 0;
+      if (artifacts::parse_double(cell(c_.util[k]), &u) && std::isfinite(u)) s.util[k].push(t, u);
+    }
+    put(h.total, entry, total);  // a scrape without a node total is no zero
+  }
+
+ private:
+  static void add_long(Socket& s, std::string_view name, double t, double power) {
+    auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
+                           [&](const auto& e) { return e.first == name; });
+    if (it == s.sensors.end()) {
+      s.sensors.emplace_back(std::string(name), Pairs{});
+      it = s.sensors.end() - 1;
+    }
+    it->second.push(t, power);
+    const SensorKind kind = classify_sensor(name);
+    if (const int slot = rail_slot(kind); slot >= 0) {
+      s.long_rails[static_cast<std::size_t>(slot)].push(t, power);
+    } else if (kind == SensorKind::module) {
+      s.long_module.push(t, power);
+    }
+  }
+
+  // The text of the last number parsed from one column and its value. The rows of one scrape
+  // repeat its timestamp and node total, so comparing a few bytes replaces most of their
+  // parses (a 17-digit timestamp is the costliest cell of a row; docs/performance.md).
+  struct LastNumber {
+    std::string text;
+    double value = 0;
+    bool lookup(std::string_view cell, double* out) const {
+      if (cell.empty() || cell != text) return false;
+      *out = value;
+      return true;
+    }
+    void store(std::string_view cell, double v) {
+      text.assign(cell);
+      value = v;
+    }
+  };
+
+  const artifacts::CpuCsvColumns& c_;
+  std::size_t header_cells_;
+  Part& part_;
+  LastNumber last_time_, last_total_;
+};
+
+// Reads records until the reader ends; `skip_header` drops the first one (the header).
+template <typename Reader>
+void read_part(Reader& reader, const artifacts::CpuCsvColumns& c, std::size_t header_cells,
+               bool skip_header, Part& part) {
+  RowReader rows(c, header_cells, part);
+  CsvRecord r;
+  std::vector<artifacts::CsvDamage> damage;
+  while (reader.next(r, damage)) {
+    if (skip_header) {
+      skip_header = false;
+      continue;
+    }
+    rows.add(r);
+  }
+  for (const auto& d : damage) {
+    part.issues.add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
+  }
+  part.saw_quote = reader.saw_quote();
+}
+
+// Appends `from` (the part after `into` in the file) to `into`.
+void join(Part& into, Part& from) {
+  into.issues.append(from.issues, into.lines);
+  into.rows += from.rows;
+  into.lines += from.lines;
+  for (Host& f : from.hosts) {
+    Host& h = into.host(f.name);
+    const std::size_t n = h.t.size();
+    const bool shared = n > 0 && !f.t.empty() && f.t.front() == h.t.back();
+    const std::size_t base = n - (shared ? 1 : 0);
+    append_column(h.total, f.total, base, shared);
+    for (Socket& fs : f.sockets) {
+      Socket& s = h.socket(fs.id);
+      append_column(s.power, fs.power, base, shared);
+      for (std::size_t k = 0; k < 3; ++k) append_column(s.rails[k], fs.rails[k], base, shared);
+      append_column(s.module, fs.module, base, shared);
+      for (auto& [name, pairs] : fs.sensors) {
+        auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
+                               [&](const auto& e) { return e.first == name; });
+        if (it == s.sensors.end()) {
+          s.sensors.emplace_back(name, Pairs{});
+          it = s.sensors.end() - 1;
+        }
+        it->second.append(pairs);
+      }
+      for (std::size_t k = 0; k < 3; ++k) s.long_rails[k].append(fs.long_rails[k]);
+      s.long_module.append(fs.long_module);
+      for (std::size_t k = 0; k < 5; ++k) s.util[k].append(fs.util[k]);
+      if (!s.first_sensor) s.first_sensor = fs.first_sensor;
+      for (const auto& src : fs.sources) s.note_source(src);
+    }
+    h.t.insert(h.t.end(), f.t.begin() + (shared ? 1 : 0), f.t.end());
+    f = {};
+  }
+}
+
+// Sorts a host's entries by time (stable) and collapses equal times, each column keeping its
+// last value (a missing one does not overwrite): the reference's per-column dicts.
+void sort_and_collapse(std::vector<double>& t, const std::vector<Column*>& cols) {
   if (!std::is_sorted(t.begin(), t.end())) {
     std::vector<std::size_t> order(t.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
-    Doubles sorted(t.size(), 0.0);
-    for (std::size_t i = 0; i < order.size(); ++i) sorted[i] = t[order[i]];
-    t = std::move(sorted);
-    for (auto* c : cols) {
-      Values out;
-      for (const std::size_t i : order) out.push_back((*c)[i]);
-      *c = std::move(out);
-    }
+    const auto permute = [&](std::vector<double>& v) {
+      std::vector<double> out(v.size());
+      for (std::size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+      v = std::move(out);
+    };
+    permute(t);
+    for (Column* c : cols) permute(*c);
   }
   if (std::adjacent_find(t.begin(), t.end()) == t.end()) return;
   std::size_t out = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (out > 0 && t[out - 1] == t[i]) {
-      for (auto* c : cols) {
-        if (!std::isnan((*c)[i])) c->set(out - 1, (*c)[i]);
+      for (Column* c : cols) {
+        if (!std::isnan((*c)[i])) (*c)[out - 1] = (*c)[i];
       }
       continue;
     }
     t[out] = t[i];
-    for (auto* c : cols) c->set(out, (*c)[i]);
+    for (Column* c : cols) (*c)[out] = (*c)[i];
     ++out;
   }
-  t.truncate(out);
-  for (auto* c : cols) c->truncate(out);
+  t.resize(out);
+  for (Column* c : cols) c->resize(out);
 }
 
-Track pairs_track(std::vector<Pairs*> parts, bool keep_last) {
-  Pairs all;
-  for (Pairs* p : parts) {
-    append_and_free(all.t, p->t);
-    append_and_free(all.w, p->w);
-  }
-  stable_sort_by_time(all.t, all.w, keep_last);
-  return make_track(std::move(all.t), std::move(all.w));
+Track pairs_track(Pairs& p, bool keep_last) {
+  stable_sort_by_time(p.t, p.w, keep_last);
+  return make_track(std::move(p.t), std::move(p.w));
 }
 
-void merge_wide(ChunkSocket& p, const Times& times, CpuSocket& out) {
-  out.power = Track(times, std::move(p.power));
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (p.rails[i].present) out.rails[i] = Track(times, std::move(p.rails[i].v));
-  }
-  if (p.module.present) out.module = Track(times, std::move(p.module.v));
-  if (p.has_first_sensor) out.sensor = p.first_sensor;
-  out.dcgm = std::find(out.sources.begin(), out.sources.end(), "dcgm") != out.sources.end();
+int rank(SensorKind kind) {
+  return static_cast<int>(kind);
 }
 
-void merge_long(ChunkSocket& p, CpuSocket& out) {
-  std::map<std::string, std::pair<SensorKind, std::vector<Pairs*>>> sensors;
-  for (auto& s : p.sensors) {
-    auto& entry = sensors[s.name];
-    entry.first = s.kind;
-    entry.second.push_back(&s.samples);
-  }
-  const auto best = std::min_element(sensors.begin(), sensors.end(), [](auto& a, auto& b) {
-    return std::pair(rank(a.second.first), a.first) < std::pair(rank(b.second.first), b.first);
-  });
-  if (best != sensors.end()) {
-    out.sensor = best->first;
-    out.power = pairs_track(best->second.second, true);
-    out.dcgm = best->second.first == SensorKind::dcgm;
-  }
-  for (const auto& [name, entry] : sensors) {
-    if (best != sensors.end() && name != best->first) out.other_sensors.push_back(name);
-  }
-  for (std::size_t i = 0; i < 3; ++i) {
-    Track track = pairs_track({&p.long_rails[i]}, true);
-    if (track.size() > 0) out.rails[i] = std::move(track);
-  }
-  Track m = pairs_track({&p.long_module}, true);
-  if (m.size() > 0) out.module = std::move(m);
-}
-
-CpuSocket merge_socket(const std::string& host, ChunkSocket& p, const Times& times, bool wide) {
+CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, bool wide) {
   CpuSocket out;
   out.host = host;
-  out.socket = p.socket;
-  out.sources = p.sources;
+  out.socket = s.id;
+  out.sources = s.sources;
   if (wide) {
-    merge_wide(p, times, out);
+    out.power = Track(times, std::move(s.power));
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!s.rails[k].empty()) out.rails[k] = Track(times, std::move(s.rails[k]));
+    }
+    if (!s.module.empty()) out.module = Track(times, std::move(s.module));
+    out.sensor = s.first_sensor.value_or("power_w");
+    out.dcgm = std::find(out.sources.begin(), out.sources.end(), "dcgm") != out.sources.end();
   } else {
-    merge_long(p, out);
+    // One sensor per socket for the whole file: the first of total, DCGM, cpu_rail, soc,
+    // dram, module, other; ties by name.
+    std::sort(s.sensors.begin(), s.sensors.end(), [](const auto& a, const auto& b) {
+      return std::pair(rank(classify_sensor(a.first)), a.first) <
+             std::pair(rank(classify_sensor(b.first)), b.first);
+    });
+    if (!s.sensors.empty()) {
+      out.sensor = s.sensors.front().first;
+      out.dcgm = classify_sensor(out.sensor) == SensorKind::dcgm;
+      out.power = pairs_track(s.sensors.front().second, true);
+      std::vector<std::string> others;
+      for (std::size_t i = 1; i < s.sensors.size(); ++i) others.push_back(s.sensors[i].first);
+      std::sort(others.begin(), others.end());
+      out.other_sensors = std::move(others);
+    }
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!s.long_rails[k].t.empty()) out.rails[k] = pairs_track(s.long_rails[k], true);
+    }
+    if (!s.long_module.t.empty()) out.module = pairs_track(s.long_module, true);
   }
-  for (std::size_t i = 0; i < 5; ++i) {
-    Track u = pairs_track({&p.util[i]}, false);
-    if (u.size() > 0) out.util[i] = std::move(u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    if (!s.util[k].t.empty()) out.util[k] = pairs_track(s.util[k], false);
   }
   return out;
 }
 
 // One host's tracks: its columns made as long as its times, sorted and collapsed together
-// when the file is out of order, and given one shared time column.
-struct HostTracks {
-  std::vector<CpuSocket> sockets;  // by socket id
-  std::optional<CpuNode> node;     // when some row had a node total
-};
-
-HostTracks merge_host(CpuChunk& chunk, ChunkHost& h, bool wide) {
-  std::vector<std::pair<long long, std::size_t>> ids = h.sockets;
-  std::sort(ids.begin(), ids.end());
+// when the file is out of order, on one shared time column.
+void host_tracks(Host& h, bool wide, std::vector<CpuSocket>& sockets,
+                 std::optional<CpuNode>& node) {
+  std::sort(h.sockets.begin(), h.sockets.end(),
+            [](const Socket& a, const Socket& b) { return a.id < b.id; });
   const std::size_t n = h.t.size();
-  std::vector<Values*> cols;
-  const auto add = [&](Values& v) {
-    if (v.size() < n) v.append_fill(n - v.size(), kNaN);
-    cols.push_back(&v);
+  std::vector<Column*> cols;
+  const auto add = [&](Column& c) {
+    if (c.empty()) return;
+    pad(c, n);
+    cols.push_back(&c);
   };
-  if (h.total.present) add(h.total.v);
+  add(h.total);
   if (wide) {
-    for (const auto& [id, index] : ids) {
-      ChunkSocket& s = chunk.sockets[index];
+    for (Socket& s : h.sockets) {
+      if (s.power.empty()) s.power.assign(n, kNaN);
       add(s.power);
-      for (auto& rail : s.rails) {
-        if (rail.present) add(rail.v);
-      }
-      if (s.module.present) add(s.module.v);
+      for (auto& rail : s.rails) add(rail);
+      add(s.module);
     }
   }
   sort_and_collapse(h.t, cols);
-  const Times times = std::make_shared<const Doubles>(std::move(h.t));
-  HostTracks out;
-  for (const auto& [id, index] : ids) {
-    out.sockets.push_back(merge_socket(h.name, chunk.sockets[index], times, wide));
-  }
-  if (h.total.present) out.node = CpuNode{h.name, Track(times, std::move(h.total.v))};
-  return out;
+  const Times times = std::make_shared<const std::vector<double>>(std::move(h.t));
+  for (Socket& s : h.sockets) sockets.push_back(socket_tracks(h.name, s, times, wide));
+  if (!h.total.empty()) node = CpuNode{h.name, Track(times, std::move(h.total))};
 }
 
-// Hosts are merged independently of each other, on `threads` threads.
-CpuData merge_chunks(std::vector<CpuChunk>& chunks, bool wide, unsigned threads) {
+CpuData finish(Part& all, const artifacts::CpuCsvColumns& c, const std::vector<std::string>& header,
+               unsigned threads) {
   CpuData data;
-  data.wide = wide;
-  CpuChunk& all = chunks.front();
-  for (std::size_t i = 1; i < chunks.size(); ++i) all.absorb(chunks[i]);
+  data.wide = c.wide;
+  data.layout = artifacts::describe_cpu_header(header);
   data.rows = all.rows;
-  data.skipped_rows = all.skipped;
-  data.first_skipped = all.first_skipped;
-  std::vector<std::size_t> order(all.hosts.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return all.hosts[a].name < all.hosts[b].name; });
-  std::vector<HostTracks> merged(order.size());
-  parallel_for(order.size(), threads,
-               [&](std::size_t i) { merged[i] = merge_host(all, all.hosts[order[i]], wide); });
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    data.hosts.push_back(all.hosts[order[i]].name);
-    for (auto& s : merged[i].sockets) data.sockets.push_back(std::move(s));
-    if (merged[i].node) data.nodes.push_back(std::move(*merged[i].node));
+  data.issues = std::move(all.issues);
+  std::sort(all.hosts.begin(), all.hosts.end(),
+            [](const Host& a, const Host& b) { return a.name < b.name; });
+  struct Out {
+    std::vector<CpuSocket> sockets;
+    std::optional<CpuNode> node;
+  };
+  std::vector<Out> out(all.hosts.size());
+  parallel_for(all.hosts.size(), threads, [&](std::size_t i) {
+    host_tracks(all.hosts[i], c.wide, out[i].sockets, out[i].node);
+  });
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    data.hosts.push_back(all.hosts[i].name);
+    for (auto& s : out[i].sockets) data.sockets.push_back(std::move(s));
+    if (out[i].node) data.nodes.push_back(std::move(*out[i].node));
   }
   return data;
 }
 
-CpuLoad finish(std::vector<CpuChunk>& chunks, const artifacts::CpuCsvColumns& columns,
-               const std::vector<std::string>& header, const std::string& path, unsigned threads) {
-  CpuLoad load;
-  load.data = merge_chunks(chunks, columns.wide, threads);
-  load.data->path = path;
-  load.data->layout = artifacts::describe_cpu_header(header);
-  return load;
+// The header's columns, or an error naming the first required one that is missing.
+Result<artifacts::CpuCsvColumns> columns_of(const std::vector<std::string>& header,
+                                            const std::string& where) {
+  auto c = artifacts::CpuCsvColumns::from_header(header);
+  const std::string missing = c.missing_required();
+  if (!missing.empty()) return Error{where + "no '" + missing + "' column"};
+  return c;
+}
+
+// Reads [begin, end) of the file into a part (the header is in the first range).
+Part read_range(const std::string& path, const artifacts::CpuCsvColumns& c,
+                std::size_t header_cells, std::size_t begin, std::size_t end) {
+  Part part;
+  auto reader = artifacts::CsvFileReader::open(path, begin, end);
+  if (!reader) {
+    part.error = reader.error();
+    return part;
+  }
+  read_part(*reader, c, header_cells, begin == 0, part);
+  part.error = reader->error();
+  part.lines = reader->lines();
+  part.first_offset = reader->first_offset();
+  part.stop_offset = reader->stop_offset();
+  return part;
 }
 
 }  // namespace
@@ -240,148 +527,71 @@ const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) c
   return nullptr;
 }
 
-namespace {
-
-// Joins the blocks of a parallel scan in file order into one chunk. A thread that finishes a
-// block leaves it ready and goes on with another (recycled) chunk; a thread that finds nobody
-// appending appends every ready block in order. So no thread waits for its turn while a core
-// idles; one only waits while too many parsed blocks are ready (they hold memory).
-class BlockJoiner {
- public:
-  BlockJoiner(const artifacts::CpuCsvColumns* columns, std::size_t block_rows,
-              std::size_t whole_rows, unsigned threads)
-      : columns_(columns), block_rows_(block_rows), whole_(columns, whole_rows) {
-    for (unsigned i = 0; i < threads; ++i) current_.push_back(fresh());
+Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads) {
+  std::vector<std::string> header;
+  std::size_t size = 0;
+  {
+    auto reader = artifacts::CsvFileReader::open(path);
+    if (!reader) return Error{reader.error()};
+    artifacts::CsvRecord r;
+    std::vector<artifacts::CsvDamage> damage;
+    if (reader->next(r, damage)) header.assign(r.cells.begin(), r.cells.end());
+    if (!reader->error().empty()) return Error{reader->error()};
+    size = reader->size();
   }
-
-  CpuChunk& chunk(std::size_t slot) { return *current_[slot]; }
-  CpuChunk& whole() { return whole_; }
-  std::size_t joined() const { return next_; }
-  // Without blocks (one thread, a small file) the slots' chunks are the file's chunks.
-  std::vector<CpuChunk> take_slots() {
-    std::vector<CpuChunk> out;
-    for (auto& c : current_) out.push_back(std::move(*c));
-    return out;
-  }
-
-  void block_done(std::size_t slot, std::size_t block) {
-    std::unique_lock lock(mutex_);
-    ready_.emplace(block, std::move(current_[slot]));
-    while (appending_ && ready_.size() > kMaxReady) changed_.wait(lock);
-    if (!appending_) {
-      appending_ = true;
-      for (auto it = ready_.find(next_); it != ready_.end(); it = ready_.find(next_)) {
-        std::unique_ptr<CpuChunk> c = std::move(it->second);
-        ready_.erase(it);
-        lock.unlock();
-        whole_.absorb(*c);
-        lock.lock();
-        free_.push_back(std::move(c));
-        ++next_;
-        changed_.notify_all();
-      }
-      appending_ = false;
-      changed_.notify_all();
-    }
-    if (free_.empty()) {
-      current_[slot] = fresh();
-    } else {
-      current_[slot] = std::move(free_.back());
-      free_.pop_back();
-    }
-  }
-
- private:
-  static constexpr std::size_t kMaxReady = 16;
-  std::unique_ptr<CpuChunk> fresh() const {
-    return std::make_unique<CpuChunk>(columns_, block_rows_);
-  }
-
-  const artifacts::CpuCsvColumns* columns_;
-  std::size_t block_rows_;
-  CpuChunk whole_;
-  std::vector<std::unique_ptr<CpuChunk>> current_;  // per slot, the chunk being filled
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::size_t, std::unique_ptr<CpuChunk>> ready_;  // parsed, by block
-  std::vector<std::unique_ptr<CpuChunk>> free_;             // appended, to be reused
-  std::size_t next_ = 0;                                    // the next block to append
-  bool appending_ = false;
-};
-
-}  // namespace
-
-CpuLoad load_cpu_samples(const std::string& path, unsigned threads) {
-  artifacts::CpuCsvColumns columns;
-  std::string missing;
-  artifacts::CsvScanOptions options;
-  options.threads = std::max(1u, threads);
-  // No row of any layout is shorter than 16 bytes: bounds for the columns' address space.
-  std::error_code ec;
-  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
-  const std::uintmax_t pieces =
-      std::min<std::uintmax_t>(options.threads, ec ? 1 : bytes / options.min_chunk_bytes + 1);
-  const std::size_t bound = ec ? 0 : static_cast<std::size_t>(bytes / pieces / 16 + 1024);
-  // A large file is read in blocks on every thread. Each block is parsed into a small chunk
-  // that is appended to the whole file's chunk in file order and then reused: on a VM the
-  // first write to fresh memory costs more than parsing, so every column is written once,
-  // in place, and never merged (docs/performance.md).
-  options.block_bytes = 4u << 20;
-  std::optional<BlockJoiner> joiner;
-  bool serial = false;  // a quoted file, rescanned serially straight into the whole chunk
-  options.on_block = [&](std::size_t slot, std::size_t block) {
-    if (!serial) joiner->block_done(slot, block);
-  };
-  const auto scan = artifacts::scan_csv_file(
-      path, options,
-      [&](const std::vector<std::string>& header) {
-        columns = artifacts::CpuCsvColumns::from_header(header);
-        missing = columns.missing_required();
-        joiner.emplace(&columns, bound, bound * pieces, options.threads);
-        return missing.empty();
-      },
-      [&](std::size_t slot, const artifacts::CsvRecord& r) {
-        (serial ? joiner->whole() : joiner->chunk(slot)).add(r);
-      },
-      [&] {
-        joiner.emplace(&columns, bound, bound * pieces, 1);
-        serial = true;
-      });
-  if (!scan.ok) return {std::nullopt, scan.error};
-  if (scan.header.empty()) {
+  if (header.empty()) {
     // A collector that died before writing its header left a leg without samples; the
     // other leg still reports.
-    CpuLoad empty{CpuData{}, ""};
-    empty.data->path = path;
-    empty.data->layout = "empty";
+    CpuData empty;
+    empty.path = path;
+    empty.layout = "empty";
+    empty.empty = true;
     return empty;
   }
-  if (!missing.empty()) return {std::nullopt, path + ": no '" + missing + "' column"};
-  std::vector<CpuChunk> chunks;
-  if (joiner->joined() > 0 || serial) {
-    chunks.push_back(std::move(joiner->whole()));
-  } else {
-    chunks = joiner->take_slots();
+  const auto c = columns_of(header, path + ": ");
+  if (!c) return Error{c.error()};
+  threads = std::max(1u, threads);
+  const std::size_t pieces = std::min<std::size_t>(1 + size / kMinBytesPerThread, threads);
+  std::vector<Part> parts(pieces);
+  parallel_for(pieces, static_cast<unsigned>(pieces), [&](std::size_t k) {
+    parts[k] = read_range(path, *c, header.size(), size * k / pieces,
+                          k + 1 == pieces ? SIZE_MAX : size * (k + 1) / pieces);
+  });
+  // The ranges must meet exactly: a quoted cell holding a line break can make a range start
+  // inside a record, so a quoted file is read again in one piece.
+  bool clean = true;
+  for (std::size_t k = 0; k < pieces; ++k) {
+    if (!parts[k].error.empty()) return Error{parts[k].error};
+    if (pieces > 1 && (parts[k].saw_quote ||
+                       (k + 1 < pieces && parts[k].stop_offset != parts[k + 1].first_offset))) {
+      clean = false;
+    }
   }
-  return finish(chunks, columns, scan.header, path, options.threads);
+  if (!clean) {
+    parts.clear();
+    parts.push_back(read_range(path, *c, header.size(), 0, SIZE_MAX));
+    if (!parts[0].error.empty()) return Error{parts[0].error};
+  }
+  for (std::size_t k = 1; k < parts.size(); ++k) join(parts[0], parts[k]);
+  CpuData data = finish(parts[0], *c, header, threads);
+  data.path = path;
+  return data;
 }
 
-CpuLoad parse_cpu_samples_text(std::string_view text) {
-  artifacts::CpuCsvColumns columns;
-  std::vector<CpuChunk> chunks;
-  std::string missing;
-  const auto scan = artifacts::scan_csv_text(
-      text,
-      [&](const std::vector<std::string>& header) {
-        columns = artifacts::CpuCsvColumns::from_header(header);
-        missing = columns.missing_required();
-        chunks.assign(1, CpuChunk(&columns, 0));
-        return missing.empty();
-      },
-      [&](std::size_t, const artifacts::CsvRecord& r) { chunks[0].add(r); });
-  if (scan.header.empty()) return {std::nullopt, "empty file (no header)"};
-  if (!missing.empty()) return {std::nullopt, "no '" + missing + "' column"};
-  return finish(chunks, columns, scan.header, "", 1);
+Result<CpuData> parse_cpu_samples_text(std::string_view text) {
+  artifacts::CsvTextReader reader(text, true);
+  artifacts::CsvRecord r;
+  std::vector<artifacts::CsvDamage> damage;
+  if (!reader.next(r, damage)) return Error{"empty file (no header)"};
+  const std::vector<std::string> header(r.cells.begin(), r.cells.end());
+  const auto c = columns_of(header, "");
+  if (!c) return Error{c.error()};
+  Part part;
+  read_part(reader, *c, header.size(), false, part);
+  for (const auto& d : damage) {
+    part.issues.add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
+  }
+  return finish(part, *c, header, 1);
 }
 
 }  // namespace cpupower::report

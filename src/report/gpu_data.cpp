@@ -27,7 +27,6 @@ struct DeviceRows {
 
 GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::GpuRoles& roles) {
   GpuData data;
-  data.skipped_rows = file.skipped_rows;
   std::map<std::pair<std::string, long long>, DeviceRows> devices;
   std::map<std::string, TimeSums> nodes;
   std::map<std::pair<std::string, std::string>, TimeSums> role_sums;  // (role, host)
@@ -53,15 +52,13 @@ GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::G
     GpuDevice dev;
     dev.host = key.first;
     dev.index = key.second;
-    Doubles t(rows.t), w(rows.w);
-    stable_sort_by_time(t, w, false);
-    dev.power = make_track(std::move(t), std::move(w));
+    stable_sort_by_time(rows.t, rows.w, false);
+    dev.power = make_track(std::move(rows.t), std::move(rows.w));
     for (int i = 0; i < 2; ++i) {
       auto& [ut, uv] = rows.util[static_cast<std::size_t>(i)];
       if (ut.empty()) continue;
-      Doubles t(ut), v(uv);
-      stable_sort_by_time(t, v, false);
-      dev.util[static_cast<std::size_t>(i)] = make_track(std::move(t), std::move(v));
+      stable_sort_by_time(ut, uv, false);
+      dev.util[static_cast<std::size_t>(i)] = make_track(std::move(ut), std::move(uv));
     }
     const auto assigned = roles.find(key);
     if (assigned != roles.end()) dev.roles = assigned->second;

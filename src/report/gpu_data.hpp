@@ -36,7 +36,6 @@ struct GpuData {
   std::vector<GpuDevice> devices;  // by (host, index)
   std::vector<GpuSum> nodes;       // by host
   std::vector<GpuSum> roles;       // by (role, host)
-  std::size_t skipped_rows = 0;
 };
 
 GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::GpuRoles& roles);

@@ -19,7 +19,7 @@ Series local_samples(const Track& track, double lo, double hi) {
   if (e <= b) return s;
   s.t.resize(e - b);
   s.w.resize(e - b);
-  const std::size_t n = track.v.gather(b, e, t.data(), s.t.data(), s.w.data());
+  const std::size_t n = gather(track, b, e, s.t.data(), s.w.data());
   s.t.resize(n);
   s.w.resize(n);
   return s;

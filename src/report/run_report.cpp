@@ -27,13 +27,6 @@ Window load_window(const WindowSource& s, const std::string& benchmark_out) {
   return load_session_window(s.path);
 }
 
-// "<path>: 3 of 120000 rows skipped (first: timestamp_unix 'abc')": rows a leg could not
-// use are dropped, never read as zeros, and said once for the whole run.
-std::string skipped_rows_warning(const std::string& path, std::size_t skipped, std::size_t rows,
-                                 const std::string& first) {
-  return fmt::format("{}: {} of {} rows skipped (first: {})", path, skipped, rows, first);
-}
-
 unsigned scan_threads(unsigned requested) {
   if (requested > 0) return requested;
   return default_threads();
@@ -43,31 +36,36 @@ unsigned scan_threads(unsigned requested) {
 std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData& data,
                       std::vector<std::string>* run_warnings) {
   if (in.cpu_samples) {
-    CpuLoad cpu = load_cpu_samples(*in.cpu_samples, scan_threads(options.threads));
-    if (!cpu.data) return cpu.error;
-    if (cpu.data->layout == "empty")
+    auto cpu = load_cpu_samples(*in.cpu_samples, scan_threads(options.threads));
+    if (!cpu) return cpu.error();
+    // Rows a leg could not use are dropped, never read as zeros, and said once per file and
+    // reason for the whole run.
+    if (cpu->empty) {
       run_warnings->push_back(*in.cpu_samples + ": empty file, no CPU samples");
-    if (cpu.data->skipped_rows > 0) {
-      run_warnings->push_back(skipped_rows_warning(*in.cpu_samples, cpu.data->skipped_rows,
-                                                   cpu.data->rows, cpu.data->first_skipped));
+    } else if (cpu->rows == 0) {
+      run_warnings->push_back(*in.cpu_samples + ": a header without rows, no CPU samples");
     }
-    data.cpu = std::move(cpu.data);
+    for (auto& w : cpu->issues.warnings(*in.cpu_samples, cpu->rows)) {
+      run_warnings->push_back(std::move(w));
+    }
+    data.cpu = std::move(cpu.value());
   }
   if (in.gpu_samples) {
-    const artifacts::GpuSamplesFile file = artifacts::read_gpu_samples(*in.gpu_samples);
-    if (!file.ok) return file.error;
+    const auto file = artifacts::read_gpu_samples(*in.gpu_samples);
+    if (!file) return file.error();
     artifacts::GpuRoles roles;
     if (in.gpu_manifest) {
       artifacts::GpuManifestRoles m = artifacts::read_gpu_manifest_roles(*in.gpu_manifest);
       if (!m.ok) run_warnings->push_back(m.error + "; GPU roles not available");
       roles = std::move(m.roles);
     }
-    data.gpu = build_gpu_data(file, roles);
+    data.gpu = build_gpu_data(*file, roles);
     data.gpu->path = *in.gpu_samples;
-    if (file.skipped_rows > 0) {
-      run_warnings->push_back(skipped_rows_warning(*in.gpu_samples, file.skipped_rows,
-                                                   file.rows.size() + file.skipped_rows,
-                                                   file.first_skipped));
+    if (file->rows_read == 0) {
+      run_warnings->push_back(*in.gpu_samples + ": a header without rows, no GPU samples");
+    }
+    for (auto& w : file->issues.warnings(*in.gpu_samples, file->rows_read)) {
+      run_warnings->push_back(std::move(w));
     }
   }
   build_module_nodes(data);

@@ -5,23 +5,31 @@
 
 namespace cpupower::report {
 
-bool Track::any_value() const {
-  signed char known = any_value_.load(std::memory_order_relaxed);
-  if (known < 0) {
-    known = v.any_value() ? 1 : 0;
-    any_value_.store(known, std::memory_order_relaxed);
+Track::Track(Times times, std::vector<double> values)
+    : t(std::move(times)),
+      v(std::move(values)),
+      any_value_(std::any_of(v.begin(), v.end(), [](double x) { return !std::isnan(x); })) {}
+
+std::size_t gather(const Track& track, std::size_t begin, std::size_t end, double* times_out,
+                   double* values_out) {
+  std::size_t n = 0;
+  for (std::size_t i = begin; i < end; ++i) {
+    // Every entry is written and the output advanced past values only: no branch per sample.
+    times_out[n] = (*track.t)[i];
+    values_out[n] = track.v[i];
+    n += std::isnan(track.v[i]) ? 0 : 1;
   }
-  return known == 1;
+  return n;
 }
 
-void stable_sort_by_time(Doubles& t, Doubles& w, bool keep_last) {
+void stable_sort_by_time(std::vector<double>& t, std::vector<double>& w, bool keep_last) {
   // Collector files are written in time order, so the common case costs one pass.
   if (!std::is_sorted(t.begin(), t.end())) {
     std::vector<std::size_t> order(t.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return t[a] < t[b]; });
-    Doubles st(t.size(), 0.0), sw(w.size(), 0.0);
+    std::vector<double> st(t.size()), sw(w.size());
     for (std::size_t i = 0; i < order.size(); ++i) {
       st[i] = t[order[i]];
       sw[i] = w[order[i]];
@@ -40,19 +48,12 @@ void stable_sort_by_time(Doubles& t, Doubles& w, bool keep_last) {
     w[out] = w[i];
     ++out;
   }
-  t.truncate(out);
-  w.truncate(out);
+  t.resize(out);
+  w.resize(out);
 }
 
-Track make_track(const std::vector<double>& t, const std::vector<double>& v) {
-  return make_track(Doubles(t), Doubles(v));
-}
-
-Track make_track(Doubles t, Doubles v) {
-  Track track;
-  track.t = std::make_shared<const Doubles>(std::move(t));
-  track.v = Values(std::move(v));
-  return track;
+Track make_track(std::vector<double> t, std::vector<double> v) {
+  return Track(std::make_shared<const std::vector<double>>(std::move(t)), std::move(v));
 }
 
 }  // namespace cpupower::report

@@ -17,9 +17,7 @@ std::optional<UtilRow> summarize(const Track& track, double start, double end) {
   const auto b = std::lower_bound(t.begin(), t.end(), start) - t.begin();
   const auto e = std::upper_bound(t.begin(), t.end(), end) - t.begin();
   if (e <= b) return std::nullopt;
-  const std::vector<double> values =
-      track.v.slice(static_cast<std::size_t>(b), static_cast<std::size_t>(e));
-  const std::span<const double> inside(values);
+  const std::span<const double> inside(track.v.data() + b, static_cast<std::size_t>(e - b));
   UtilRow row;
   row.samples = inside.size();
   row.mean = numpy_sum(inside) / static_cast<double>(inside.size());

@@ -432,11 +432,14 @@ TEST_F(RunDir, SkippedRowsAreOneWarningPerLeg) {
   const WindowReport& r = run.windows[0];
   EXPECT_EQ(r.error, "");
   EXPECT_DOUBLE_EQ(r.cpu_total_joules.get<double>(), 100.0);  // 9 -> 13 at 50 W, cut to 10-12
-  EXPECT_THAT(r.warnings,
-              testing::IsSupersetOf(
-                  {dir() + "/power/cpu/samples.csv: 1 of 3 rows skipped (first: timestamp_unix "
-                           "'eleven' is not a number)",
-                   dir() + "/power/samples.csv: 1 of 3 rows skipped (first: gpu_index is blank)"}));
+  EXPECT_THAT(
+      r.warnings,
+      testing::IsSupersetOf(
+          {dir() + "/power/cpu/samples.csv: 1 of 3 rows skipped: timestamp_unix is not a "
+                   "finite number (first at line 3: timestamp_unix 'eleven' is not a finite "
+                   "number)",
+           dir() + "/power/samples.csv: 1 of 3 rows skipped: gpu_index is not a "
+                   "non-negative integer (first at line 3: gpu_index is blank)"}));
 }
 
 // T3 #39, #40: utilization summaries per socket, node, GPU, GPU node and role.

@@ -1,0 +1,191 @@
+#pragma once
+// The one CSV reader of the project (and the writers' cell formatting). It reads RFC 4180 the
+// way Python's csv module reads and writes it in its default dialect: comma separator, cells
+// holding , " CR or LF enclosed in double quotes with "" for a quote, CR LF, LF or CR line
+// ends, blank lines skipped. Files are read in blocks with pread, never mapped or read whole,
+// so memory stays far below the file size; a byte range of a file can be read on its own,
+// which lets a loader read a large file on several threads.
+//
+// Damage is stepped over, never silently: a quote that is never closed (or a record longer
+// than kMaxRecordBytes) costs only the physical line it starts on, and reading goes on at the
+// next line; a last record without a line end is flagged (a writer was stopped mid-row).
+
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace cpupower::artifacts {
+
+// A record longer than this is damage (real rows are about a hundred bytes).
+inline constexpr std::size_t kMaxRecordBytes = 1u << 20;
+
+struct CsvRecord {
+  std::size_t line = 0;  // 1-based physical line the record starts on (within the range read)
+  std::span<const std::string_view> cells;  // valid until the next call of next()
+  bool terminated = true;  // false: the input ended inside this record, without a line end
+};
+
+// What a reader stepped over, for warnings.
+struct CsvDamage {
+  std::size_t line = 0;  // where the damaged record starts
+  std::string what;      // "a quote is never closed", "a record longer than 1048576 bytes"
+};
+
+// Splits text into records. `text` must start at a record start.
+class CsvTextReader {
+ public:
+  // `final`: the text ends the input. Otherwise a record that may go on past the text (a
+  // quote still open at its end) is left unread for a reset() with more text.
+  explicit CsvTextReader(std::string_view text = {}, bool final = true) { reset(text, final); }
+  // Continues on new text that starts where the consumed bytes ended; lines keep counting.
+  void reset(std::string_view text, bool final) {
+    text_ = text;
+    final_ = final;
+    pos_ = 0;
+  }
+  // The next record; false when the text holds no further whole record. Damage is appended
+  // to `damage` and stepped over.
+  bool next(CsvRecord& out, std::vector<CsvDamage>& damage);
+  std::size_t offset() const { return pos_; }          // bytes consumed of the text
+  std::size_t record_start() const { return start_; }  // where the last record began
+  std::size_t lines() const { return line_ - 1; }      // physical lines consumed in all
+  bool saw_quote() const { return saw_quote_; }
+
+ private:
+  enum class Outcome { record, incomplete, open_quote, too_long };
+  Outcome parse(std::size_t start, std::size_t* next);
+
+  std::string_view text_;
+  bool final_ = true;
+  std::size_t pos_ = 0;
+  std::size_t start_ = 0;
+  std::size_t line_ = 1;
+  bool saw_quote_ = false;
+  struct Ref {
+    bool own = false;  // in scratch_ (an unquoted copy), else in text_
+    std::size_t begin = 0, size = 0;
+  };
+  std::vector<Ref> refs_;
+  std::vector<std::string_view> cells_;
+  std::string scratch_;
+};
+
+// Reads the records of a file, or of the byte range [begin, end) of it: a range that starts
+// inside a line starts at the next line, and the record that starts before `end` is read to
+// its end. Line numbers count from the range's first line.
+class CsvFileReader {
+ public:
+  static Result<CsvFileReader> open(const std::string& path, std::size_t begin = 0,
+                                    std::size_t end = SIZE_MAX);
+  CsvFileReader(CsvFileReader&&) noexcept = default;
+  CsvFileReader& operator=(CsvFileReader&&) noexcept = default;
+  ~CsvFileReader();
+
+  // The next record; false at the end of the range or on a read error (see error()).
+  bool next(CsvRecord& out, std::vector<CsvDamage>& damage);
+  const std::string& error() const { return error_; }
+  bool saw_quote() const { return text_.saw_quote(); }
+  // Physical lines of the range read so far (at its end: every line of the range).
+  std::size_t lines() const { return stopped_ ? stop_lines_ : text_.lines(); }
+  std::size_t size() const { return size_; }  // the whole file's size in bytes
+  // File offsets where the range's text starts and, once next() has returned false, where
+  // its last record ends (the file's size at its end): a range read covers [first, stop),
+  // and ranges that join exactly read every record once.
+  std::size_t first_offset() const { return first_; }
+  std::size_t stop_offset() const { return stop_; }
+
+ private:
+  CsvFileReader() = default;
+  bool fill(std::size_t drop);  // drops consumed bytes, reads a block; false on error
+
+  std::string path_;
+  struct Fd {
+    int fd = -1;
+    Fd() = default;
+    Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+    Fd& operator=(Fd&& o) noexcept {
+      std::swap(fd, o.fd);
+      return *this;
+    }
+    ~Fd();
+  } fd_;
+  std::size_t size_ = 0;
+  std::size_t range_end_ = SIZE_MAX;
+  std::size_t first_ = 0, stop_ = 0;
+  std::vector<char> buf_;      // grows only for records longer than a block
+  std::size_t len_ = 0;        // bytes of buf_ holding file data
+  std::size_t buf_pos_ = 0;    // file offset of buf_[0]
+  std::size_t text_base_ = 0;  // where the text reader's text starts in buf_
+  bool eof_ = false;
+  bool done_ = false;
+  bool stopped_ = false;  // at a record after the range
+  std::size_t stop_lines_ = 0;
+  std::size_t last_end_ = 0, last_lines_ = 0;  // just after the last record returned
+  std::string error_;
+  CsvTextReader text_{std::string_view{}, false};
+};
+
+// A whole small file as records, for headers and tests: every record's cells as strings.
+struct CsvTable {
+  std::vector<std::string> header;
+  struct Row {
+    std::size_t line = 0;
+    std::vector<std::string> cells;
+    bool terminated = true;
+  };
+  std::vector<Row> rows;
+  std::vector<CsvDamage> damage;
+  // The cell of `row` in column `name` (empty when the header or the row lacks it).
+  std::string_view cell(const Row& row, std::string_view name) const;
+};
+CsvTable parse_csv(std::string_view text);
+Result<CsvTable> read_csv(const std::string& path);
+
+// Index of `name` in `header`, or nullopt. Columns are always found by name.
+std::optional<std::size_t> column_index(std::span<const std::string> header, std::string_view name);
+
+// Python float() for one cell: surrounding blanks allowed, decimal or exponent notation, inf
+// and nan; an out-of-range exponent gives inf or 0 as Python does. nullopt when the cell is
+// blank or not a number.
+std::optional<double> parse_double(std::string_view cell);
+// The same, for the loaders' hot path.
+inline bool parse_double(std::string_view cell, double* out) {
+  const char* b = cell.data();
+  const char* e = b + cell.size();
+  if (b != e && *b != '+' && *b != ' ') {
+    const auto [p, ec] = std::from_chars(b, e, *out);
+    if (ec == std::errc() && p == e) return true;
+  }
+  const auto v = parse_double(cell);
+  if (v) *out = *v;
+  return v.has_value();
+}
+
+// Python int() for one cell (surrounding blanks and a sign allowed). nullopt when it is not
+// an integer or does not fit 64 bits.
+std::optional<long long> parse_int(std::string_view cell);
+
+// Why a cell was refused, for a warning: "timestamp_unix is blank" or "timestamp_unix 'abc'
+// is not a number" (a long cell is cut to its first 40 bytes; control bytes are escaped).
+std::string describe_bad_cell(std::string_view column, std::string_view cell,
+                              std::string_view wanted = "a number");
+
+// Writers: one cell in the csv module's default dialect (quoted only when it holds , " CR or
+// LF), the shortest text that reads back to the same double, and ",value" or "," for an
+// optional number (non-finite values are empty cells).
+void append_cell(std::string& out, std::string_view cell);
+void append_number(std::string& out, double value);
+inline void append_optional(std::string& out, const std::optional<double>& value) {
+  out += ',';
+  if (value && std::isfinite(*value)) append_number(out, *value);
+}
+
+}  // namespace cpupower::artifacts

@@ -1,0 +1,127 @@
+#pragma once
+// What a reader did with rows and readings it could not use, per reason, for warnings that
+// name the file and the first line: a skipped row is never silent, and a reading read as
+// missing is never a zero.
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "artifacts/csv.hpp"
+
+namespace cpupower::artifacts {
+
+// Physical bounds on a reading (docs/formats.md): above them a reading is an error and its
+// row is skipped. Zero, negative and non-finite readings are missing values instead.
+inline constexpr double kMaxSocketWatts = 10'000;  // power_w, rails, module_w of one socket
+inline constexpr double kMaxNodeWatts = 100'000;   // total_power_w of one node
+
+struct RowIssue {
+  std::string reason;     // "timestamp_unix is not a finite number"
+  bool skipped = true;    // the row was dropped; else one reading was read as missing
+  std::size_t count = 0;  // rows (or readings)
+  std::size_t first_line = 0;
+  std::string first;  // what the first one held
+};
+
+class RowIssues {
+ public:
+  // Counts one; `detail` is only called for the first of its reason.
+  template <typename Detail>
+  void add(std::string_view reason, bool skipped, std::size_t line, const Detail& detail) {
+    for (auto& i : items_) {
+      if (i.reason == reason && i.skipped == skipped) {
+        ++i.count;
+        return;
+      }
+    }
+    items_.push_back({std::string(reason), skipped, 1, line, detail()});
+  }
+  // Appends the issues of a later part of the same file, its lines moved by `line_offset`.
+  void append(const RowIssues& later, std::size_t line_offset) {
+    for (const auto& l : later.items_) {
+      bool found = false;
+      for (auto& i : items_) {
+        if (i.reason == l.reason && i.skipped == l.skipped) {
+          i.count += l.count;
+          found = true;
+        }
+      }
+      if (!found) {
+        items_.push_back(l);
+        items_.back().first_line += line_offset;
+      }
+    }
+  }
+  const std::vector<RowIssue>& items() const { return items_; }
+  std::size_t skipped_rows() const {
+    std::size_t n = 0;
+    for (const auto& i : items_) n += i.skipped ? i.count : 0;
+    return n;
+  }
+  // One warning per reason: "<path>: 3 of 120 rows skipped: timestamp_unix is not a finite
+  // number (first at line 7: timestamp_unix 'nan' is not a finite number)".
+  std::vector<std::string> warnings(const std::string& path, std::size_t rows) const {
+    std::vector<std::string> out;
+    for (const auto& i : items_) {
+      out.push_back(
+          path + ": " + std::to_string(i.count) +
+          (i.skipped
+               ? " of " + std::to_string(rows) + " rows skipped: "
+               : (i.count == 1 ? " reading" : " readings") + std::string(" read as missing: ")) +
+          i.reason + " (first at line " + std::to_string(i.first_line) + ": " + i.first + ")");
+    }
+    return out;
+  }
+
+ private:
+  std::vector<RowIssue> items_;
+};
+
+// The checks every loader makes before reading a record's cells: as many cells as the header
+// (a torn row closed later, or two rows run together, has another count), and a line end (a
+// last line without one was cut short by a stopped writer, so even its last cell is suspect).
+inline bool whole_record(const CsvRecord& r, std::size_t header_cells, RowIssues& issues) {
+  if (!r.terminated) {
+    issues.add("the last line has no line end (a stopped writer's torn row)", true, r.line,
+               [&] { return std::to_string(r.cells.size()) + " cells"; });
+    return false;
+  }
+  if (r.cells.size() != header_cells) {
+    issues.add("wrong number of cells", true, r.line, [&] {
+      return std::to_string(r.cells.size()) + " cells where the header has " +
+             std::to_string(header_cells);
+    });
+    return false;
+  }
+  return true;
+}
+
+// A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
+// finite; all but blank are counted), or false when it is above `bound`: an error that
+// skips the row (counted by the caller's reason).
+inline bool read_watts(std::string_view cell, std::string_view column, double bound,
+                       std::size_t line, RowIssues& issues, double* out) {
+  *out = std::numeric_limits<double>::quiet_NaN();
+  if (cell.empty()) return true;
+  double v = 0;
+  if (!parse_double(cell, &v) || !(v > 0) || !std::isfinite(v)) {
+    issues.add(std::string(column) + " is not a positive finite number", false, line,
+               [&] { return describe_bad_cell(column, cell, "a positive finite number"); });
+    return true;
+  }
+  if (v > bound) {
+    issues.add(std::string(column) + " is above the physical bound", true, line, [&] {
+      return std::string(column) + " " + std::string(cell) + " W above " +
+             std::to_string(static_cast<long long>(bound)) + " W";
+    });
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace cpupower::artifacts
