@@ -123,12 +123,16 @@ struct Part {
   bool saw_quote = false;
   std::string error;
 
-  std::unordered_map<std::string, std::size_t> index;
+  struct Hash {  // finds a host by string_view without building a string
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index;
   std::size_t last_host = SIZE_MAX;
 
   Host& host(std::string_view name) {
     if (last_host < hosts.size() && hosts[last_host].name == name) return hosts[last_host];
-    const auto it = index.find(std::string(name));
+    const auto it = index.find(name);
     if (it != index.end()) {
       last_host = it->second;
     } else {
