@@ -69,9 +69,10 @@ for c in 1 16 64; do
   fi
 done
 # Paced: 64 connections, each waiting a random think time after a response before its next
-# request (random, so that the connections do not fire in lock-step bursts): 5-15 ms gives
-# about 6,000 scrapes/s, 1-3 ms about 20,000/s. A saturated closed loop (the rows above)
-# measures queueing (64 connections / throughput), not the exporter's response time.
+# request (random, so that the connections do not fire in lock-step bursts): 5-15 ms for a
+# light load, 1-3 ms for a heavy one (docs/performance.md has the throughput each gives). A
+# saturated closed loop (the rows above) measures queueing (64 connections / throughput), not
+# the exporter's response time.
 for think in "5, 15" "1, 3"; do
   printf 'function delay()\n  return math.random(%s)\nend\n' "$think" >"$WORK/paced.lua"
   out=$("${client[@]}" wrk -t1 -c64 -d"${DUR}s" --latency -s "$WORK/paced.lua" "$URL")

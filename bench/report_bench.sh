@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Energy report at scale: a ROWS-row exporter v3 samples.csv (10 million rows, about 1 GB, by
 # default) with 100 sa-bench windows, generated under /tmp and deleted afterwards. Times
-# `cpu-power report` (both edge modes) against the seed's pandas method on the same file,
-# records peak memory (max RSS from /usr/bin/time -v) and checks that every node's joules
-# agree to 1e-9 relative (snap mode, the reference's edges). Prints Markdown.
+# `cpu-power report` (both edge modes) against the plain pandas method (bench/report_pandas.py)
+# on the same file, records peak memory (max RSS from /usr/bin/time -v) and checks that every
+# node's joules agree to 1e-9 relative (snap mode, the reference's edges). Prints Markdown.
 # Usage: bench/report_bench.sh BIN_DIR [ROWS]
 set -euo pipefail
 BIN=${1:-build/bin}
@@ -65,7 +65,7 @@ measure_median() {  # the same over three runs: median wall into $WALL, all thre
 # write-back of the generated file.
 sync
 cat "$csv" >/dev/null
-# Ours take the median of three runs (timings on a shared VM vary by up to 20% run to run);
+# Ours take the median of three runs (timings on a shared VM vary from run to run);
 # each pandas run takes half a minute and runs once.
 measure_median ours_snap "$BIN/cpu-power" report "$run" --edges snap --json-out "$work/ours_snap.json"
 ours_wall=$WALL ours_rss=$RSS ours_runs=$RUNS
@@ -107,7 +107,7 @@ cat <<MD
 |---|---|---|
 | \`cpu-power report --edges snap\` (median of $ours_runs) | $ours_wall | $((ours_rss / 1024)) |
 | \`cpu-power report --edges interpolate\` (median of $interp_runs) | $interp_wall | $((interp_rss / 1024)) |
-| seed pandas method, 100 windows (\`bench/report_pandas.py\`) | $pandas_wall | $((pandas_rss / 1024)) |
+| pandas method, 100 windows (\`bench/report_pandas.py\`) | $pandas_wall | $((pandas_rss / 1024)) |
 | same, correctly rounded parsing (\`report_pandas.py --exact\`) | $exact_wall | $((exact_rss / 1024)) |
 
 - input: $ROWS rows, $((bytes / 1048576)) MiB exporter v3 samples.csv, 8 nodes x 2 sockets, 100 sa-bench windows; $(nproc) cores, load average $load at the end

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""The seed's pandas method ("Computing Total Energy Over a Run") applied per benchmark
-window: read_csv, skip scrapes without a node total, de-duplicate per (hostname, timestamp),
-sort, then np.trapezoid per node over each window's samples, snapped to the nearest sample
-at each edge as the reference report does. Prints {"hosts": {host: [joules per window]}} as
+"""The plain pandas method for a run's node energy, applied per benchmark window: read_csv,
+skip scrapes without a node total, de-duplicate per (hostname, timestamp), sort, then
+np.trapezoid per node over each window's samples, snapped to the nearest sample at each edge
+as the reference report does. Prints {"hosts": {host: [joules per window]}} as
 JSON, windows in (concurrency, path) order.
 
 pandas' default float parser is fast but not correctly rounded: 17-digit time.time()

@@ -11,6 +11,11 @@
 #ifndef CPUPOWER_SOURCE_DIR
 #define CPUPOWER_SOURCE_DIR ""
 #endif
+// The installed fallback's directory relative to the installed binaries (GNUInstallDirs'
+// DATADIR/cpu-power-telemetry from BINDIR; CMakeLists.txt works it out).
+#ifndef CPUPOWER_FALLBACK_RELDIR
+#define CPUPOWER_FALLBACK_RELDIR "../share/cpu-power-telemetry"
+#endif
 
 namespace cpupower::launch {
 namespace {
@@ -46,7 +51,8 @@ ExporterLookup ExporterLookup::from_process() {
   l.self_dir = self_exe_dir();
   if (const char* path = std::getenv("PATH")) l.path_env = path;
   l.fallback_scripts.push_back(l.self_dir + "/" + kFallbackScriptName);
-  l.fallback_scripts.push_back(l.self_dir + "/../share/cpu-power-telemetry/" + kFallbackScriptName);
+  l.fallback_scripts.push_back(l.self_dir + "/" + CPUPOWER_FALLBACK_RELDIR + "/" +
+                               kFallbackScriptName);
   if (*CPUPOWER_SOURCE_DIR) {
     l.fallback_scripts.push_back(std::string(CPUPOWER_SOURCE_DIR) + "/tools/" +
                                  kFallbackScriptName);

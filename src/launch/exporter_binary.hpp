@@ -32,8 +32,9 @@ struct ExporterLookup {
   std::function<bool(const std::string&)> is_executable_file;
   std::function<bool(const std::string&)> is_readable_file;
 
-  // This process's view: the environment, /proc/self/exe, the fallback installed beside the
-  // binaries or in the source tree this cpu-power was built from.
+  // This process's view: the environment, /proc/self/exe, and the fallback beside the
+  // binaries (a build tree), in the installed DATADIR/cpu-power-telemetry (`cmake --install`),
+  // or in the source tree this cpu-power was built from, in that order.
   static ExporterLookup from_process();
 };
 

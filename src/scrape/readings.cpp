@@ -16,7 +16,7 @@ constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
 constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
 constexpr std::string_view kAgeFamily = "cpu_power_exporter_sample_age_seconds";
 
-// The #481 rule: a sensor that reads 0 W is not reporting, a Grace socket never idles at 0.
+// Zero is missing: a sensor that reads 0 W is not reporting, a Grace socket never idles at 0.
 bool usable_watts(double value) {
   return std::isfinite(value) && value > 0;
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Independent oracle for `cpu-power report`: recomputes every number of the energy report
-with pandas and numpy, the way the seed's "Computing Total Energy Over a Run" does it
-(read_csv, skip blank totals, de-duplicate per (hostname, timestamp), sort, np.trapezoid per
-group), with the reference report's window snapping and numpy's linear percentile, plus our
-"interpolate" edge mode.
+with pandas and numpy, the plain pandas method for a run's node energy (read_csv, skip blank
+totals, de-duplicate per (hostname, timestamp), sort, np.trapezoid per group), with the
+reference report's window snapping and numpy's linear percentile, plus our "interpolate"
+edge mode.
 
 It shares no code with the C++ report. Usage:
     power_energy_oracle.py LOG_DIR --edges snap|interpolate [--cpu-samples PATH] --json-out PATH
@@ -85,7 +85,8 @@ def load_cpu(path):
     df = read_csv(path)
     df["_t"] = df["timestamp_unix"].astype(float)
     wide = all(c in df.columns for c in RAILS)
-    # The seed's method for node energy.
+    # Node energy, the plain pandas way: rows with a node total, the last one per
+    # (hostname, timestamp), sorted by time per host.
     totals = df[df["total_power_w"] != ""]
     per_node_ts = (
         totals[["hostname", "_t", "total_power_w"]]

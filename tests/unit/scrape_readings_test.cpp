@@ -9,7 +9,8 @@
 namespace cpupower::scrape {
 namespace {
 
-// Fixtures of the reference parser tests (collector notes 5.2) and exporter bodies (5.9).
+// Bodies in the shapes the reference collector's parser is tested with, and bodies the
+// reference exporter and ours serve.
 std::string dcgm_body() {
   return "cpu_power_dcgm_watts{socket=\"0\",source=\"dcgm\"} 43.878000\n"
          "cpu_power_dcgm_watts{socket=\"1\",source=\"dcgm\"} 52.350000\n";
@@ -49,7 +50,7 @@ std::optional<double> none() {
   return std::nullopt;
 }
 
-// ---- the reference catalogue (5.2) ----------------------------------------------------
+// ---- the reference parser's cases -----------------------------------------------------
 
 TEST(ScrapeReadings, DcgmModeSumsAllSocketsIntoTheTotal) {
   const auto r = readings_from_body(dcgm_body());
@@ -283,7 +284,7 @@ TEST(ScrapeReadings, FirstNvmlModuleValuePerSocketWins) {
   EXPECT_EQ(r.rows[0].module_w, std::optional(400.0));
 }
 
-// ---- the #481 DCGM field_id cases -----------------------------------------------------
+// ---- DCGM bodies with field_id labels (1130 CPU rail, 1132 SysIO) ---------------------
 
 TEST(ScrapeReadings, DcgmFieldLabelledBodyFillsCpuRailAndSoc) {
   const auto r = readings_from_body(
@@ -450,7 +451,7 @@ TEST(ScrapeReadings, EscapedOemLabelsStillClassify) {
   EXPECT_EQ(sockets_of(r), std::vector<std::uint32_t>{0});
 }
 
-// ---- exporter bodies (5.9) ------------------------------------------------------------
+// ---- whole exporter bodies ------------------------------------------------------------
 
 TEST(ScrapeReadings, RustAcpiExporterBodyWithEveryKind) {
   const std::string body =
