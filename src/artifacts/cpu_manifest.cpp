@@ -49,8 +49,12 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-bool write_cpu_manifest(const std::string& path, const CpuManifest& manifest, std::string* error) {
-  return common::write_file_atomic(path, render_cpu_manifest(manifest), error, true);
+Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest) {
+  std::string error;
+  if (!common::write_file_atomic(path, render_cpu_manifest(manifest), &error, true)) {
+    return Error{error};
+  }
+  return Ok{};
 }
 
 }  // namespace cpupower::artifacts

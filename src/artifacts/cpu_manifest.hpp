@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.hpp"
+
 namespace cpupower::artifacts {
 
 inline constexpr std::string_view kCpuManifestFilename = "cpu_manifest.json";
@@ -38,9 +40,7 @@ struct CpuManifest {
 // The JSON text: 2-space indent, keys in reference order, trailing newline.
 std::string render_cpu_manifest(const CpuManifest& manifest);
 
-// Writes the manifest atomically (temporary file, fsync, rename). Returns false with
-// `error` set on failure; never throws.
-bool write_cpu_manifest(const std::string& path, const CpuManifest& manifest,
-                        std::string* error = nullptr);
+// Writes the manifest atomically (temporary file, fsync, rename); never throws.
+Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest);
 
 }  // namespace cpupower::artifacts

@@ -62,59 +62,38 @@ CpuSamplesWriter::~CpuSamplesWriter() {
   close();
 }
 
-std::unique_ptr<CpuSamplesWriter> CpuSamplesWriter::open(const std::string& path,
-                                                         std::string* error) {
+Result<std::unique_ptr<CpuSamplesWriter>> CpuSamplesWriter::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (error) *error = errno_text("open", path);
-    return nullptr;
-  }
+  if (fd < 0) return Error{errno_text("open", path)};
   std::unique_ptr<CpuSamplesWriter> writer(new CpuSamplesWriter(path, fd, false));
-  std::string message;
-  if (!writer->start(&message)) {
-    if (error) *error = std::move(message);
-    return nullptr;  // the destructor closes fd
+  if (Status started = writer->start(); !started) {
+    return Error{started.error()};  // the destructor closes fd
   }
   return writer;
 }
 
-bool CpuSamplesWriter::start(std::string* error) {
+Status CpuSamplesWriter::start() {
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    *error = errno_text("stat", path_);
-    return false;
-  }
+  if (::fstat(fd_, &st) != 0) return Error{errno_text("stat", path_)};
   if (st.st_size == 0) {
     const std::string header = std::string(kCpuHeaderV3) + "\r\n";
     std::size_t written = 0;
-    if (!write_all(header, &written)) {
-      *error = last_error_;
-      return false;
-    }
-    return true;
+    if (!write_all(header, &written)) return Error{last_error_};
+    return Ok{};
   }
   // Continue an existing file only when it is ours: v3 header, then a line break.
   std::string head(kCpuHeaderV3.size() + 1, '\0');
   const ssize_t n = ::pread(fd_, head.data(), head.size(), 0);
-  if (n < 0) {
-    *error = errno_text("read", path_);
-    return false;
-  }
+  if (n < 0) return Error{errno_text("read", path_)};
   head.resize(static_cast<std::size_t>(n));
   const bool header_ok = head.size() > kCpuHeaderV3.size() &&
                          std::string_view(head).starts_with(kCpuHeaderV3) &&
                          (head.back() == '\r' || head.back() == '\n');
-  if (!header_ok) {
-    *error = path_ + " exists and does not start with the samples.csv v3 header";
-    return false;
-  }
+  if (!header_ok) return Error{path_ + " exists and does not start with the samples.csv v3 header"};
   char last = '\n';
-  if (::pread(fd_, &last, 1, st.st_size - 1) != 1) {
-    *error = errno_text("read", path_);
-    return false;
-  }
+  if (::pread(fd_, &last, 1, st.st_size - 1) != 1) return Error{errno_text("read", path_)};
   needs_line_break_ = last != '\n';
-  return true;
+  return Ok{};
 }
 
 bool CpuSamplesWriter::append(std::span<const CpuSampleRow> rows) {

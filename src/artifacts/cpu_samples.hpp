@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::artifacts {
 
 inline constexpr std::string_view kCpuSamplesFilename = "samples.csv";
@@ -60,8 +62,8 @@ class CpuSamplesWriter {
  public:
   // Opens for appending, creating the file (with the header) when it is missing or empty.
   // An existing file must start with the v3 header, so a restarted collector continues
-  // the same file instead of mixing layouts. nullptr with `error` set on failure.
-  static std::unique_ptr<CpuSamplesWriter> open(const std::string& path, std::string* error);
+  // the same file instead of mixing layouts.
+  static Result<std::unique_ptr<CpuSamplesWriter>> open(const std::string& path);
 
   ~CpuSamplesWriter();
   CpuSamplesWriter(const CpuSamplesWriter&) = delete;
@@ -89,7 +91,7 @@ class CpuSamplesWriter {
 
  private:
   CpuSamplesWriter(std::string path, int fd, bool needs_line_break);
-  bool start(std::string* error);
+  Status start();
   bool write_all(std::string_view bytes, std::size_t* written);
 
   std::string path_;

@@ -11,16 +11,18 @@
 namespace cpupower::report {
 namespace {
 
-// Integrates one track; a coverage error fails the window (the first one is kept).
-bool add_row(const Track& track, const std::string& label, const WindowReport& r,
-             std::vector<Breakdown>* rows, std::string* error) {
+// Integrates one track into `rows`, or says why the window does not cover it.
+Status add_row(const Track& track, const std::string& label, const WindowReport& r,
+               std::vector<Breakdown>* rows) {
   Integration in = integrate_window(track, r.window.start_unix, r.window.end_unix, r.edges, label);
-  if (!in.row) {
-    if (error->empty()) *error = in.error;
-    return false;
-  }
+  if (!in.row) return Error{in.error};
   rows->push_back(std::move(*in.row));
-  return true;
+  return Ok{};
+}
+
+// Keeps the first error of several rows: a coverage error fails the window.
+void keep_first(Status s, Status* first) {
+  if (!s && first->ok()) *first = std::move(s);
 }
 
 double sum_joules(const std::vector<Breakdown>& rows) {
@@ -29,34 +31,40 @@ double sum_joules(const std::vector<Breakdown>& rows) {
   return total;
 }
 
-void cpu_rows(const CpuData& cpu, WindowReport& r, std::string* error) {
+Status cpu_rows(const CpuData& cpu, WindowReport& r) {
+  Status first = Ok{};
   for (const auto& s : cpu.sockets) {
-    if (s.power.any_value()) add_row(s.power, s.label(), r, &r.cpu_per_socket, error);
+    if (s.power.any_value()) keep_first(add_row(s.power, s.label(), r, &r.cpu_per_socket), &first);
     r.cpu_sensors.push_back({s.label(), s.sensor, s.other_sensors});
   }
-  for (const auto& n : cpu.nodes) add_row(n.total, "cpu/" + n.host, r, &r.cpu_per_node, error);
+  for (const auto& n : cpu.nodes) {
+    keep_first(add_row(n.total, "cpu/" + n.host, r, &r.cpu_per_node), &first);
+  }
   r.cpu_total_joules = r.cpu_per_node.empty() ? Json(0) : Json(sum_joules(r.cpu_per_node));
+  return first;
 }
 
-void gpu_rows(const GpuData& gpu, WindowReport& r, std::string* error) {
+Status gpu_rows(const GpuData& gpu, WindowReport& r) {
+  Status first = Ok{};
   for (const auto& d : gpu.devices) {
-    if (d.power.size() > 0) add_row(d.power, d.label(), r, &r.gpu_per_device, error);
+    if (d.power.size() > 0) keep_first(add_row(d.power, d.label(), r, &r.gpu_per_device), &first);
   }
-  for (const auto& role : gpu.roles) add_row(role.power, role.label(), r, &r.gpu_per_role, error);
-  for (const auto& n : gpu.nodes) add_row(n.power, n.label(), r, &r.gpu_per_node, error);
+  for (const auto& role : gpu.roles) {
+    keep_first(add_row(role.power, role.label(), r, &r.gpu_per_role), &first);
+  }
+  for (const auto& n : gpu.nodes)
+    keep_first(add_row(n.power, n.label(), r, &r.gpu_per_node), &first);
   r.gpu_total_joules = r.gpu_per_node.empty() ? Json(0) : Json(sum_joules(r.gpu_per_node));
+  return first;
 }
 
 // Module energy is reported, never summed with GPU energy: the GPUs are inside it. A
 // module series without coverage is a warning, not a failed window.
 void module_rows(const RunData& run, WindowReport& r) {
-  std::string problem;
   for (const auto& s : run.cpu->sockets) {
     if (!s.module || !s.module->any_value()) continue;
-    problem.clear();
-    if (!add_row(*s.module, s.label() + "/module", r, &r.module_per_socket, &problem)) {
-      r.warnings.push_back("module_w: " + problem);
-    }
+    const Status added = add_row(*s.module, s.label() + "/module", r, &r.module_per_socket);
+    if (!added) r.warnings.push_back("module_w: " + added.error());
   }
   for (const auto& node : run.module_nodes) {
     // Only the window's own stretch is summed; a failure is redone on the whole series,
@@ -250,10 +258,11 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
     r.error = window.error;
     return r;
   }
-  std::string error;
-  if (run.cpu) cpu_rows(*run.cpu, r, &error);
-  if (run.gpu) gpu_rows(*run.gpu, r, &error);
-  if (!error.empty()) {
+  Status rows = Ok{};
+  if (run.cpu) keep_first(cpu_rows(*run.cpu, r), &rows);
+  if (run.gpu) keep_first(gpu_rows(*run.gpu, r), &rows);
+  if (!rows) {
+    const std::string& error = rows.error();
     WindowReport failed;
     failed.window = window;
     failed.edges = edges;

@@ -692,8 +692,9 @@ void Loop::flush(Clock::time_point now) {
   if (!s_->writer) {
     if (now < next_open_attempt_) return;
     next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
-    std::string error;
-    s_->writer = artifacts::CpuSamplesWriter::open(s_->samples_path, &error);
+    auto opened = artifacts::CpuSamplesWriter::open(s_->samples_path);
+    const std::string error = opened.error();
+    if (opened) s_->writer = std::move(opened.value());
     std::uint64_t since = 0;
     if (!s_->writer) {
       if (write_failures_.on_failure("open", now, s_->options.log_interval, &since)) {
@@ -773,10 +774,10 @@ bool Collector::start(std::string* error) {
   if (!loop->setup(&why)) return fail(why);
 
   {
-    std::string open_error;
     std::lock_guard lock(state_->writer_mutex);
     // On failure the loop retries (and logs) every interval.
-    state_->writer = artifacts::CpuSamplesWriter::open(state_->samples_path, &open_error);
+    auto opened = artifacts::CpuSamplesWriter::open(state_->samples_path);
+    if (opened) state_->writer = std::move(opened.value());
   }
   state_->started_at_unix = to_unix_s(std::chrono::system_clock::now());
   state_->log->info("collector started endpoints={} interval_ms={} request_timeout_ms={} out={}",
@@ -871,10 +872,9 @@ bool Collector::stop_and_finalize(std::string* error) {
     m.last_sample_unix = node.last_sample_unix;
     manifest.nodes[node.hostname] = std::move(m);
   }
-  std::string manifest_error;
-  if (!artifacts::write_cpu_manifest(s.manifest_path, manifest, &manifest_error)) {
-    s.log->error("failed to write cpu_manifest.json error={}", common::quoted(manifest_error));
-    problem("writing cpu_manifest.json: " + manifest_error);
+  if (const Status written = artifacts::write_cpu_manifest(s.manifest_path, manifest); !written) {
+    s.log->error("failed to write cpu_manifest.json error={}", common::quoted(written.error()));
+    problem("writing cpu_manifest.json: " + written.error());
   }
   std::uint64_t scrapes = 0, errors = 0, missed = 0, unchanged = 0;
   for (const auto& node : stats.nodes) {

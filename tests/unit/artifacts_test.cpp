@@ -128,9 +128,9 @@ TEST(CpuSamplesFormat, QuotesCellsHoldingCommaQuoteCrOrLf) {
 TEST(CpuSamplesWriter, WritesTheExactV3Bytes) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
-  std::string error;
-  auto w = CpuSamplesWriter::open(path, &error);
-  ASSERT_TRUE(w) << error;
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
   CpuSampleRow module_row = acpi_row();
   module_row.cpu_rail_w.reset();
   module_row.soc_w.reset();
@@ -154,9 +154,9 @@ TEST(CpuSamplesWriter, WritesTheExactV3Bytes) {
 TEST(CpuSamplesWriter, RoundTripsThroughTheReader) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
-  std::string error;
-  auto w = CpuSamplesWriter::open(path, &error);
-  ASSERT_TRUE(w) << error;
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
   CpuSampleRow second = dcgm_row();
   second.socket_id = 1;
   second.sensor = "CPU1:cpuPowerUsageW";
@@ -177,10 +177,10 @@ TEST(CpuSamplesWriter, RoundTripsThroughTheReader) {
 TEST(CpuSamplesWriter, ReopeningAppendsWithoutASecondHeader) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
-  std::string error;
   for (int i = 0; i < 2; ++i) {
-    auto w = CpuSamplesWriter::open(path, &error);
-    ASSERT_TRUE(w) << error;
+    auto opened = CpuSamplesWriter::open(path);
+    ASSERT_TRUE(opened) << opened.error();
+    auto& w = opened.value();
     const std::vector<CpuSampleRow> rows{dcgm_row()};
     ASSERT_TRUE(w->append(rows));
     ASSERT_TRUE(w->flush());
@@ -196,9 +196,9 @@ TEST(CpuSamplesWriter, ContinuesAfterATornLineWithoutCorruptingNewRows) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
   spit(path, kHeaderV3 + "\r\n" + "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.8");
-  std::string error;
-  auto w = CpuSamplesWriter::open(path, &error);
-  ASSERT_TRUE(w) << error;
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
   const std::vector<CpuSampleRow> rows{dcgm_row()};
   ASSERT_TRUE(w->append(rows));
   ASSERT_TRUE(w->close());
@@ -212,25 +212,27 @@ TEST(CpuSamplesWriter, RefusesAnExistingFileOfAnotherLayout) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
   spit(path, std::string(kCpuHeaderV2) + "\r\n");
-  std::string error;
-  EXPECT_FALSE(CpuSamplesWriter::open(path, &error));
+  const auto opened = CpuSamplesWriter::open(path);
+  EXPECT_FALSE(opened);
+  const std::string error = opened.error();
   EXPECT_NE(error.find("does not start with the samples.csv v3 header"), std::string::npos)
       << error;
   EXPECT_EQ(slurp(path), std::string(kCpuHeaderV2) + "\r\n");  // untouched
 }
 
 TEST(CpuSamplesWriter, OpenFailureIsReturnedNotThrown) {
-  std::string error;
-  EXPECT_FALSE(CpuSamplesWriter::open("/nonexistent-dir/samples.csv", &error));
+  const auto opened = CpuSamplesWriter::open("/nonexistent-dir/samples.csv");
+  EXPECT_FALSE(opened);
+  const std::string error = opened.error();
   EXPECT_NE(error.find("/nonexistent-dir/samples.csv"), std::string::npos) << error;
 }
 
 TEST(CpuSamplesWriter, RefusesRowsItCannotWriteAndKeepsTheRest) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
-  std::string error;
-  auto w = CpuSamplesWriter::open(path, &error);
-  ASSERT_TRUE(w) << error;
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
   CpuSampleRow nan_power = dcgm_row();
   nan_power.power_w = std::nan("");
   CpuSampleRow no_host = dcgm_row();
@@ -245,9 +247,9 @@ TEST(CpuSamplesWriter, RefusesRowsItCannotWriteAndKeepsTheRest) {
 
 TEST(CpuSamplesWriter, AppendAfterCloseFails) {
   TempDir dir;
-  std::string error;
-  auto w = CpuSamplesWriter::open(dir.file("samples.csv"), &error);
-  ASSERT_TRUE(w) << error;
+  auto opened = CpuSamplesWriter::open(dir.file("samples.csv"));
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
   ASSERT_TRUE(w->close());
   const std::vector<CpuSampleRow> rows{dcgm_row()};
   EXPECT_FALSE(w->append(rows));
@@ -259,8 +261,9 @@ TEST(CpuSamplesWriter, AppendAfterCloseFails) {
 TEST(CpuSamplesWriter, HeaderWriteFailureFailsTheOpen) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   // /dev/full accepts the open and fails every write with ENOSPC, like a full disk.
-  std::string error;
-  EXPECT_FALSE(CpuSamplesWriter::open("/dev/full", &error));
+  const auto opened = CpuSamplesWriter::open("/dev/full");
+  EXPECT_FALSE(opened);
+  const std::string error = opened.error();
   EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
 }
 
@@ -287,9 +290,9 @@ class FileSizeLimit {
 TEST(CpuSamplesWriter, WriteErrorsAreCountedAndLaterRowsStayIntact) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
-  std::string error;
-  auto w = CpuSamplesWriter::open(path, &error);
-  ASSERT_TRUE(w) << error;
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
   const std::vector<CpuSampleRow> two{dcgm_row(), acpi_row()};
   ASSERT_TRUE(w->append(two));
   {
@@ -391,8 +394,8 @@ TEST(CpuManifest, IsWrittenAtomicallyAndReadsBack) {
   TempDir dir;
   const auto path = dir.file("cpu_manifest.json");
   spit(path, "old");
-  std::string error;
-  ASSERT_TRUE(write_cpu_manifest(path, sample_manifest(), &error)) << error;
+  const Status written = write_cpu_manifest(path, sample_manifest());
+  ASSERT_TRUE(written) << written.error();
   EXPECT_EQ(slurp(path), render_cpu_manifest(sample_manifest()));
   const auto doc = nlohmann::json::parse(slurp(path));
   EXPECT_EQ(doc["nodes"]["node-b"]["scrape_count"], 10);
@@ -406,8 +409,10 @@ TEST(CpuManifest, IsWrittenAtomicallyAndReadsBack) {
 }
 
 TEST(CpuManifest, WriteFailureIsReturned) {
-  std::string error;
-  EXPECT_FALSE(write_cpu_manifest("/nonexistent-dir/cpu_manifest.json", sample_manifest(), &error));
+  const Status written =
+      write_cpu_manifest("/nonexistent-dir/cpu_manifest.json", sample_manifest());
+  EXPECT_FALSE(written);
+  const std::string error = written.error();
   EXPECT_FALSE(error.empty());
 }
 
