@@ -22,7 +22,7 @@ class GpuRowCollector {
     hostname_ = column_index(header_, "hostname");
     gpu_index_ = column_index(header_, "gpu_index");
     power_w_ = column_index(header_, "power_w");
-    for (int i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < kGpuUtils; ++i) {
       util_[i] = column_index(header_, kGpuUtilColumns[i]);
       out_.has_util_column[i] = util_[i].has_value();
     }
@@ -58,7 +58,7 @@ class GpuRowCollector {
     row.host = host_index(host);
     row.gpu_index = *idx;
     if (!std::isnan(watts)) row.power_w = watts;
-    for (int i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < kGpuUtils; ++i) {
       double u = 0;
       if (parse_double(cell(util_[i]), &u) && std::isfinite(u)) row.util[i] = u;
     }
@@ -76,7 +76,7 @@ class GpuRowCollector {
 
   GpuSamplesFile& out_;
   std::vector<std::string> header_;
-  std::optional<std::size_t> timestamp_unix_, hostname_, gpu_index_, power_w_, util_[2];
+  std::optional<std::size_t> timestamp_unix_, hostname_, gpu_index_, power_w_, util_[kGpuUtils];
   std::unordered_map<std::string, std::size_t> index_;
 };
 

@@ -29,19 +29,20 @@ inline constexpr std::string_view kGpuHeaderV3 =
 
 // Utilization columns the report summarises, in name order.
 inline constexpr std::string_view kGpuUtilColumns[] = {"gpu_util_pct", "sm_active"};
+inline constexpr std::size_t kGpuUtils = std::size(kGpuUtilColumns);
 
 struct GpuSampleRow {
   double timestamp_unix = 0;
   std::size_t host = 0;  // index into GpuSamplesFile::hosts
   long long gpu_index = 0;
   std::optional<double> power_w;
-  std::optional<double> util[2];  // kGpuUtilColumns order
+  std::optional<double> util[kGpuUtils];  // kGpuUtilColumns order
 };
 
 struct GpuSamplesFile {
   std::vector<std::string> hosts;
   std::vector<GpuSampleRow> rows;  // file order
-  bool has_util_column[2] = {false, false};
+  bool has_util_column[kGpuUtils] = {};
   std::size_t rows_read = 0;  // data records, the skipped ones included
   RowIssues issues;           // rows skipped and readings read as missing, per reason
 };

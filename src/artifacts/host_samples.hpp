@@ -33,12 +33,14 @@ inline constexpr std::string_view kHostHeaderV5 =
     "cpu_util_nice,cpu_util_sys,cpu_util_irq";
 
 // DCGM CPU-entity fields 1100..1104, fractions 0-1 of socket CPU time (host leg v3+).
-inline constexpr std::array<std::string_view, 5> kCpuUtilColumns = {
+inline constexpr std::size_t kUtils = 5;
+inline constexpr std::array<std::string_view, kUtils> kCpuUtilColumns = {
     "cpu_util_total", "cpu_util_user", "cpu_util_nice", "cpu_util_sys", "cpu_util_irq"};
 
 // Rail kinds of the wide layouts, in the order the report lists them.
-inline constexpr std::array<std::string_view, 3> kCpuRailColumns = {"cpu_rail_w", "soc_w",
-                                                                    "dram_w"};
+inline constexpr std::size_t kRails = 3;
+inline constexpr std::array<std::string_view, kRails> kCpuRailColumns = {"cpu_rail_w", "soc_w",
+                                                                         "dram_w"};
 
 inline constexpr int kHostSchemaVersion = 5;
 
@@ -54,7 +56,7 @@ struct HostSampleRow {
   std::uint32_t socket_id = 0;
   double power_w = 0;
   std::optional<double> cpu_rail_w, soc_w, dram_w, module_w, total_power_w;
-  std::array<std::optional<double>, 5> cpu_util;  // kCpuUtilColumns order, fractions 0-1
+  std::array<std::optional<double>, kUtils> cpu_util;  // kCpuUtilColumns order, fractions 0-1
 
   bool operator==(const HostSampleRow&) const = default;
 };
@@ -73,8 +75,8 @@ int host_schema_version(const std::vector<std::string>& header);
 struct CpuCsvColumns {
   std::optional<std::size_t> timestamp_unix, hostname, source, sensor, socket_id, power_w,
       total_power_w, module_w;
-  std::array<std::optional<std::size_t>, 3> rails;  // kCpuRailColumns order
-  std::array<std::optional<std::size_t>, 5> util;   // kCpuUtilColumns order
+  std::array<std::optional<std::size_t>, kRails> rails;  // kCpuRailColumns order
+  std::array<std::optional<std::size_t>, kUtils> util;   // kCpuUtilColumns order
   // One row per socket when every rail column is present (the reference's rule); else one
   // row per rail or sensor.
   bool wide = false;

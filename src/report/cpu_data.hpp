@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "artifacts/host_samples.hpp"
 #include "artifacts/row_issues.hpp"
 #include "common/result.hpp"
 #include "report/track.hpp"
@@ -22,14 +23,15 @@ SensorKind classify_sensor(std::string_view sensor);
 struct CpuSocket {
   std::string host;
   long long socket = 0;
-  Track power;                                // the socket's power_w (or chosen sensor)
-  std::array<std::optional<Track>, 3> rails;  // cpu_rail, soc, dram
-  std::optional<Track> module;                // superchip module_w
-  std::array<std::optional<Track>, 5> util;   // kCpuUtilColumns order; lists, not maps
-  std::string sensor;                         // provenance of power
-  std::vector<std::string> other_sensors;     // long layouts: the sensors not chosen
-  std::vector<std::string> sources;           // distinct `source` cells, first-seen order
-  bool dcgm = false;                          // power is DCGM field 1130, the CPU rail only
+  Track power;  // the socket's power_w (or chosen sensor)
+  std::array<std::optional<Track>, artifacts::kRails> rails;  // cpu_rail, soc, dram
+  std::optional<Track> module;                                // superchip module_w
+  std::array<std::optional<Track>, artifacts::kUtils>
+      util;                                // kCpuUtilColumns order; lists, not maps
+  std::string sensor;                      // provenance of power
+  std::vector<std::string> other_sensors;  // long layouts: the sensors not chosen
+  std::vector<std::string> sources;        // distinct `source` cells, first-seen order
+  bool dcgm = false;                       // power is DCGM field 1130, the CPU rail only
 
   std::string label() const { return "cpu/" + host + "/socket" + std::to_string(socket); }
 };

@@ -81,13 +81,13 @@ void append_column(Column& into, Column& from, std::size_t base, bool shared) {
 
 struct Socket {
   long long id = 0;
-  Column power;                 // wide layouts: one value per host entry
-  std::array<Column, 3> rails;  // cpu_rail, soc, dram
+  Column power;                                 // wide layouts: one value per host entry
+  std::array<Column, artifacts::kRails> rails;  // cpu_rail, soc, dram
   Column module;
   std::vector<std::pair<std::string, Pairs>> sensors;  // long layouts, first-seen order
-  std::array<Pairs, 3> long_rails;
+  std::array<Pairs, artifacts::kRails> long_rails;
   Pairs long_module;
-  std::array<Pairs, 5> util;
+  std::array<Pairs, artifacts::kUtils> util;
   std::optional<std::string> first_sensor;
   std::vector<std::string> sources;
 
@@ -194,7 +194,8 @@ class RowReader {
     }
     // Every reading first: a reading above its physical bound skips the whole row.
     double power = 0, total = 0, module = 0;
-    std::array<double, 3> rails{kNaN, kNaN, kNaN};
+    std::array<double, artifacts::kRails> rails;
+    rails.fill(kNaN);
     const auto watts = [&](const std::optional<std::size_t>& i, std::string_view name, double bound,
                            double* out) {
       return artifacts::read_watts(cell(i), name, bound, r.line, part_.issues, out);
@@ -208,7 +209,7 @@ class RowReader {
         !watts(c_.module_w, "module_w", artifacts::kMaxSocketWatts, &module)) {
       return;
     }
-    for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < artifacts::kRails; ++k) {
       if (!watts(c_.rails[k], artifacts::kCpuRailColumns[k], artifacts::kMaxSocketWatts,
                  &rails[k])) {
         return;
@@ -221,7 +222,7 @@ class RowReader {
     if (c_.wide) {
       put(s.power, entry, power);
       if (s.power.size() <= entry) pad(s.power, entry + 1);  // a row, even without a value
-      for (std::size_t k = 0; k < 3; ++k) put(s.rails[k], entry, rails[k]);
+      for (std::size_t k = 0; k < artifacts::kRails; ++k) put(s.rails[k], entry, rails[k]);
       put(s.module, entry, module);
       if (!s.first_sensor) {
         const std::string_view sensor = cell(c_.sensor);
@@ -231,7 +232,7 @@ class RowReader {
       add_long(s, cell(c_.sensor), t, power);
     }
     s.note_source(cell(c_.source));
-    for (std::size_t k = 0; k < 5; ++k) {
+    for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
       double u = 0;
       if (artifacts::parse_double(cell(c_.util[k]), &u) && std::isfinite(u)) s.util[k].push(t, u);
     }
@@ -312,7 +313,8 @@ void join(Part& into, Part& from) {
     for (Socket& fs : f.sockets) {
       Socket& s = h.socket(fs.id);
       append_column(s.power, fs.power, base, shared);
-      for (std::size_t k = 0; k < 3; ++k) append_column(s.rails[k], fs.rails[k], base, shared);
+      for (std::size_t k = 0; k < artifacts::kRails; ++k)
+        append_column(s.rails[k], fs.rails[k], base, shared);
       append_column(s.module, fs.module, base, shared);
       for (auto& [name, pairs] : fs.sensors) {
         auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
@@ -323,9 +325,9 @@ void join(Part& into, Part& from) {
         }
         it->second.append(pairs);
       }
-      for (std::size_t k = 0; k < 3; ++k) s.long_rails[k].append(fs.long_rails[k]);
+      for (std::size_t k = 0; k < artifacts::kRails; ++k) s.long_rails[k].append(fs.long_rails[k]);
       s.long_module.append(fs.long_module);
-      for (std::size_t k = 0; k < 5; ++k) s.util[k].append(fs.util[k]);
+      for (std::size_t k = 0; k < artifacts::kUtils; ++k) s.util[k].append(fs.util[k]);
       if (!s.first_sensor) s.first_sensor = fs.first_sensor;
       for (const auto& src : fs.sources) s.note_source(src);
     }
@@ -383,7 +385,7 @@ CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, 
   out.sources = s.sources;
   if (wide) {
     out.power = Track(times, std::move(s.power));
-    for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < artifacts::kRails; ++k) {
       if (!s.rails[k].empty()) out.rails[k] = Track(times, std::move(s.rails[k]));
     }
     if (!s.module.empty()) out.module = Track(times, std::move(s.module));
@@ -405,12 +407,12 @@ CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, 
       std::sort(others.begin(), others.end());
       out.other_sensors = std::move(others);
     }
-    for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < artifacts::kRails; ++k) {
       if (!s.long_rails[k].t.empty()) out.rails[k] = pairs_track(s.long_rails[k], true);
     }
     if (!s.long_module.t.empty()) out.module = pairs_track(s.long_module, true);
   }
-  for (std::size_t k = 0; k < 5; ++k) {
+  for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
     if (!s.util[k].t.empty()) out.util[k] = pairs_track(s.util[k], false);
   }
   return out;

@@ -20,7 +20,7 @@ Track sums_track(const TimeSums& sums) {
 
 struct DeviceRows {
   std::vector<double> t, w;
-  std::array<std::pair<std::vector<double>, std::vector<double>>, 2> util;
+  std::array<std::pair<std::vector<double>, std::vector<double>>, artifacts::kGpuUtils> util;
 };
 
 }  // namespace
@@ -33,7 +33,7 @@ GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::G
   for (const auto& row : file.rows) {
     const std::string& host = file.hosts[row.host];
     DeviceRows& d = devices[{host, row.gpu_index}];
-    for (int i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < artifacts::kGpuUtils; ++i) {
       if (!row.util[i]) continue;
       d.util[i].first.push_back(row.timestamp_unix);
       d.util[i].second.push_back(*row.util[i]);
@@ -54,11 +54,11 @@ GpuData build_gpu_data(const artifacts::GpuSamplesFile& file, const artifacts::G
     dev.index = key.second;
     stable_sort_by_time(rows.t, rows.w, false);
     dev.power = make_track(std::move(rows.t), std::move(rows.w));
-    for (int i = 0; i < 2; ++i) {
-      auto& [ut, uv] = rows.util[static_cast<std::size_t>(i)];
+    for (std::size_t i = 0; i < artifacts::kGpuUtils; ++i) {
+      auto& [ut, uv] = rows.util[i];
       if (ut.empty()) continue;
       stable_sort_by_time(ut, uv, false);
-      dev.util[static_cast<std::size_t>(i)] = make_track(std::move(ut), std::move(uv));
+      dev.util[i] = make_track(std::move(ut), std::move(uv));
     }
     const auto assigned = roles.find(key);
     if (assigned != roles.end()) dev.roles = assigned->second;

@@ -16,8 +16,8 @@ namespace cpupower::report {
 struct GpuDevice {
   std::string host;
   long long index = 0;
-  Track power;                               // every row, stable-sorted; duplicates stay
-  std::array<std::optional<Track>, 2> util;  // kGpuUtilColumns order
+  Track power;  // every row, stable-sorted; duplicates stay
+  std::array<std::optional<Track>, artifacts::kGpuUtils> util;  // kGpuUtilColumns order
   std::set<std::string> roles;
 
   std::string label() const { return "gpu/" + host + "/gpu" + std::to_string(index); }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "artifacts/gpu_samples.hpp"
 #include "artifacts/host_samples.hpp"
@@ -57,7 +58,8 @@ std::string no_samples(const std::string& label, std::string_view column) {
 void summarize_cpu_utilization(const CpuData& cpu, double start, double end,
                                std::vector<UtilRow>* rows, std::vector<std::string>* warnings) {
   // Columns in name order: irq, nice, sys, total, user.
-  std::vector<std::size_t> order = {0, 1, 2, 3, 4};
+  std::vector<std::size_t> order(artifacts::kUtils);
+  std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {
     return artifacts::kCpuUtilColumns[a] < artifacts::kCpuUtilColumns[b];
   });
@@ -84,7 +86,7 @@ void summarize_gpu_utilization(const GpuData& gpu, double start, double end,
                                std::vector<UtilRow>* rows, std::vector<std::string>* warnings) {
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const auto& dev : gpu.devices) {
-    for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < artifacts::kGpuUtils; ++i) {
       if (!dev.util[i]) continue;
       auto row = summarize(*dev.util[i], start, end);
       const std::string column(artifacts::kGpuUtilColumns[i]);

@@ -103,12 +103,12 @@ void node_power(const RunData& run, WindowReport& r) {
     }
     np.roles.assign(roles.begin(), roles.end());
     if (!run.cpu) continue;
-    double sums[3] = {0, 0, 0};
-    bool any[3] = {false, false, false};
+    std::array<double, artifacts::kRails> sums{};
+    std::array<bool, artifacts::kRails> any{};
     for (const auto& s : run.cpu->sockets) {
       if (s.host != host) continue;
       ++np.socket_count;
-      for (int i = 0; i < 3; ++i) {
+      for (std::size_t i = 0; i < artifacts::kRails; ++i) {
         if (!s.rails[i]) continue;
         const Integration in = integrate_window(*s.rails[i], r.window.start_unix, r.window.end_unix,
                                                 r.edges, "rail", false);
@@ -117,7 +117,7 @@ void node_power(const RunData& run, WindowReport& r) {
         any[i] = true;
       }
     }
-    for (int i = 0; i < 3; ++i) {
+    for (std::size_t i = 0; i < artifacts::kRails; ++i) {
       if (any[i]) np.cpu_rails_w.emplace_back(kRailNames[i], sums[i]);
     }
   }
