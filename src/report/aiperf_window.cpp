@@ -124,7 +124,9 @@ struct AggregateTiming {
   std::optional<double> cut_s;  // benchmark_duration in seconds, when its unit is known
 };
 
-AggregateTiming aggregate_timing(const Json& agg, std::optional<int> offset) {
+// aiperf's own account of the window; an error for a stamp that is there but is no time.
+Result<AggregateTiming> aggregate_timing(const Json& agg, const std::string& path,
+                                         std::optional<int> offset) {
   AggregateTiming out;
   std::optional<double> duration;
   const auto bd = agg.find("benchmark_duration");
@@ -137,14 +139,18 @@ AggregateTiming aggregate_timing(const Json& agg, std::optional<int> offset) {
       if (u == "ms") out.cut_s = *duration * 1e-3;
     }
   }
-  const auto stamp = [&](const char* key) -> std::optional<double> {
-    const auto it = agg.find(key);
-    if (it == agg.end() || !it->is_string()) return std::nullopt;
-    return iso_to_unix(it->get<std::string>(), offset);
-  };
   ReportedTiming& r = out.reported;
-  r.start_unix = stamp("start_time");
-  r.end_unix = stamp("end_time");
+  const std::pair<const char*, std::optional<double>*> stamps[] = {{"start_time", &r.start_unix},
+                                                                   {"end_time", &r.end_unix}};
+  for (const auto& [key, slot] : stamps) {
+    const auto it = agg.find(key);
+    if (it == agg.end() || it->is_null()) continue;
+    const std::string shown = it->dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (!it->is_string()) return Error{fmt::format("{}: {} {}: not a string", path, key, shown)};
+    const auto unix = iso_to_unix(it->get_ref<const std::string&>(), offset);
+    if (!unix) return Error{fmt::format("{}: {} {}: {}", path, key, shown, unix.error())};
+    *slot = *unix;
+  }
   r.duration_seconds = duration;
   if (!r.start_unix && !r.end_unix && !r.duration_seconds) return out;
   r.source = "aiperf-json";
@@ -180,11 +186,19 @@ std::string read_tokens(const Json& agg, const std::string& path, Window& w) {
 void set_window(Window& w, double start, double last_end, const std::optional<double>& cut_s) {
   w.start_unix = start;
   w.end_unix = last_end;
-  // R4: the window ends when the benchmark stops issuing, not when the last reply drains.
+  // The window ends when the benchmark stops issuing requests (start + benchmark_duration),
+  // not when the last reply drains; the drain is kept beside it.
   if (cut_s) w.end_unix = std::min(start + *cut_s, last_end);
   if (last_end > w.end_unix) w.drain_end_unix = last_end;
   w.start_json = w.start_unix;
   w.end_json = w.end_unix;
+}
+
+// The aggregate's timing, its naive stamps read in the run's recorded offset.
+Result<AggregateTiming> read_timing(const Json& agg, const std::string& path) {
+  const auto offset = recorded_utc_offset(fs::path(path).parent_path().string());
+  if (!offset) return Error{offset.error()};
+  return aggregate_timing(agg, path, *offset);
 }
 
 Window base(const std::string& source, long long concurrency) {
@@ -212,16 +226,17 @@ Window load_aiperf_records_window(const std::string& jsonl, long long concurrenc
   const auto agg = read_json_file(agg_path, &w.error);
   if (!agg) return w;
   if (!agg->is_object()) return w.error = agg_path + ": not a JSON object", w;
+  const auto timing = read_timing(*agg, agg_path);
+  if (!timing) return w.error = timing.error(), w;
   if (w.error = read_tokens(*agg, agg_path, w); !w.error.empty()) return w;
-  const AggregateTiming timing = aggregate_timing(*agg, recorded_utc_offset(dir.string()));
   set_window(w, static_cast<double>(span.min_start_ns) / 1e9,
-             static_cast<double>(span.max_end_ns) / 1e9, timing.cut_s);
+             static_cast<double>(span.max_end_ns) / 1e9, timing->cut_s);
   if (span.warmup_start_ns) {
     w.warmup_start_unix = static_cast<double>(*span.warmup_start_ns) / 1e9;
     w.warmup_end_unix = static_cast<double>(*span.warmup_end_ns) / 1e9;
   }
   read_tpot(*agg, w);
-  w.reported = timing.reported;
+  w.reported = timing->reported;
   if (w.reported.source == "unavailable") w.reported = phase_log_timing(benchmark_out);
   return w;
 }
@@ -232,15 +247,15 @@ Window load_aiperf_aggregate_window(const std::string& aggregate, long long conc
   const auto agg = read_json_file(aggregate, &w.error);
   if (!agg) return w;
   if (!agg->is_object()) return w.error = aggregate + ": not a JSON object", w;
-  const fs::path dir = fs::path(aggregate).parent_path();
-  const AggregateTiming timing = aggregate_timing(*agg, recorded_utc_offset(dir.string()));
-  w.reported = timing.reported;
+  const auto timing = read_timing(*agg, aggregate);
+  if (!timing) return w.error = timing.error(), w;
+  w.reported = timing->reported;
   if (!w.reported.start_unix || !w.reported.end_unix) {
     w.error = aggregate + ": no start_time/end_time to derive a window from";
     return w;
   }
   if (w.error = read_tokens(*agg, aggregate, w); !w.error.empty()) return w;
-  set_window(w, *w.reported.start_unix, *w.reported.end_unix, timing.cut_s);
+  set_window(w, *w.reported.start_unix, *w.reported.end_unix, timing->cut_s);
   const std::string start_time = (*agg)["start_time"].get<std::string>();
   const std::string hms = start_time.size() > 11 ? start_time.substr(11, 8) : "";
   const auto warmup = warmup_span_from_log(benchmark_out, hms, w.start_unix);
