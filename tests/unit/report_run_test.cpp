@@ -158,8 +158,8 @@ TEST_F(RunDir, MalformedJsonErrorsSayWhereAndWhy) {
   Window w = load_sa_bench_window(
       write("r.json", "{\"benchmark_start_time_unix\": 1,\n \"benchmark_end_time_unix\": }\n"), 1);
   EXPECT_EQ(w.error, dir() +
-                         "/r.json: malformed JSON at line 2, column 29: syntax error while parsing "
-                         "value - unexpected '}'; expected '[', '{', or a literal");
+                         "/r.json:2:29: malformed JSON: syntax error while parsing value - "
+                         "unexpected '}'; expected '[', '{', or a literal");
   // A record cut off mid-line (a writer killed mid-write): its line and simdjson's reason.
   const std::string jsonl = write("conc_2/aiperf_artifacts/profile_export.jsonl",
                                   record("profiling", 1, 2) + "{\"metadata\": {\"benchmark_ph");
