@@ -1,15 +1,19 @@
 // The report's defences against hostile or damaged input files: ISO 8601 stamps read as
-// Python's datetime.fromisoformat reads them (and refused where it refuses them), and JSON
+// Python's datetime.fromisoformat reads them (and refused where it refuses them), names
+// with control characters or invalid UTF-8 in the text, SVG and JSON outputs, and JSON
 // numbers beyond a double's range, which fail their window with the file, line and column.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "common/text.hpp"
 #include "report/iso_time.hpp"
 #include "report/json_value.hpp"
 #include "report/phase_log.hpp"
@@ -123,6 +127,144 @@ TEST(IsoTime, UnreadableRecordedOffsetFailsTheWindow) {
   const Window w = load_aiperf_aggregate_window(agg, 1, dir.file("benchmark.out"));
   EXPECT_EQ(w.error, "");
   EXPECT_EQ(w.start_unix, 1772211600.0);  // 10:00 at -07:00 is 17:00 UTC
+}
+
+// A host name as hostile as a CSV cell can make it: a terminal escape that clears the screen,
+// CR/LF that would forge report lines, a C0 control, DEL, a C1 control (CSI, valid UTF-8),
+// bytes that are not UTF-8, XML's specials and a valid non-ASCII letter.
+const std::string kHostile = "evil\x1b[2J\r\nnode\x01\x7f\xc2\x9b\xff\xfe<&\"'>\xc3\xa9\\";
+// What a reader must see instead: every control and invalid byte as a visible escape, the
+// backslash doubled so that an escape is never ambiguous, valid UTF-8 as it is.
+const std::string kShown = "evil\\x1b[2J\\r\\nnode\\x01\\x7f\\u009b\\xff\\xfe<&\"'>\xc3\xa9\\\\";
+
+// Every byte below 0x20 other than the layout's line breaks, DEL, and every byte that is
+// not part of valid UTF-8, with its offset.
+std::vector<std::string> unsafe_bytes(const std::string& s) {
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) found.push_back(std::to_string(i) + ": control");
+    if (c < 0x80) continue;
+    std::size_t n = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 ? 1 : 0;
+    if (n == 0 || c > 0xf4) {
+      found.push_back(std::to_string(i) + ": not UTF-8");
+      continue;
+    }
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size() || (static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) {
+        found.push_back(std::to_string(i) + ": not UTF-8");
+        n = 0;
+        break;
+      }
+    }
+    if (n == 1 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0)
+      found.push_back(std::to_string(i) + ": C1 control");
+    i += n;
+  }
+  return found;
+}
+
+WindowReport hostile_window(const std::string& name = kHostile) {
+  WindowReport r;
+  r.window.benchmark_type = "sa-bench";
+  r.window.source = "/runs/" + name + "/results_concurrency_4_gpus_1.json";
+  r.window.concurrency = 4;
+  r.window.start_json = 100;
+  r.window.end_json = 110;
+  r.window.start_unix = 100;
+  r.window.end_unix = 110;
+  r.window.reported.note = "command: " + name;
+  r.window.reported.source = "unavailable";
+  r.cpu_per_node.push_back({"cpu/" + name, {}});
+  r.cpu_per_socket.push_back({"cpu/" + name + "/socket0", {}});
+  r.cpu_utilization.push_back({"cpu/" + name, "cpu_util_total", 0.5, 0.5, 3});
+  r.node_power.push_back({});
+  r.node_power.back().host = name;
+  r.warnings = {"cpu/" + name + ": a warning"};
+  return r;
+}
+
+TEST(HostileNames, TextReportShowsEscapesNotRawBytes) {
+  std::vector<WindowReport> reports = {hostile_window(), hostile_window()};
+  reports[1].error = "/runs/" + kHostile + "/r.json: missing required field 'x'";
+  const std::string text = render_text(reports, Edges::interpolate);
+  EXPECT_THAT(unsafe_bytes(text), ::testing::IsEmpty()) << text;
+  EXPECT_THAT(text, ::testing::HasSubstr("    cpu/" + kShown + "/socket0: 0.00 J ("));
+  EXPECT_THAT(text, ::testing::HasSubstr("  warning: cpu/" + kShown + ": a warning\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("    cpu/" + kShown + " utilization: cpu_util_total"));
+  EXPECT_THAT(text, ::testing::HasSubstr("(command: " + kShown + ")"));
+  EXPECT_THAT(text, ::testing::HasSubstr("[sa-bench concurrency=4] error: /runs/" + kShown +
+                                         "/r.json: missing required field 'x'\n"));
+  // No line was forged: as many lines as with a plain name.
+  std::vector<WindowReport> plain = {hostile_window("plain"), hostile_window("plain")};
+  plain[1].error = "/runs/plain/r.json: missing required field 'x'";
+  const auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
+  EXPECT_EQ(lines(text), lines(render_text(plain, Edges::interpolate)));
+}
+
+// The SVG must stay well-formed XML whatever the host is called: parsed by Python's
+// xml.etree, the panel title reads as the escaped name.
+TEST(HostileNames, SvgPlotStaysWellFormedXml) {
+  RunData run;
+  run.cpu.emplace();
+  run.cpu->nodes.push_back(
+      {kHostile, make_track(std::vector<double>{100, 105, 110}, std::vector<double>{10, 20, 30})});
+  run.cpu->nodes.push_back(
+      {"plain", make_track(std::vector<double>{100, 110}, std::vector<double>{5, 5})});
+  std::vector<WindowReport> reports = {hostile_window()};
+  const std::string svg = render_svg(run, reports);
+  EXPECT_THAT(unsafe_bytes(svg), ::testing::IsEmpty());
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  TempDir dir("report_inputs_svg");
+  spit(dir.file("plot.svg"), svg);
+  const std::string cmd =
+      "/usr/bin/python3 -c 'import json, sys, xml.etree.ElementTree as ET\n"
+      "ns = \"{http://www.w3.org/2000/svg}\"\n"
+      "root = ET.parse(sys.argv[1]).getroot()\n"
+      "titles = [t.text for t in root.iter(ns + \"text\") if t.get(\"class\") == \"title\"]\n"
+      "print(json.dumps(titles))' " +
+      dir.file("plot.svg") + " >" + dir.file("titles.json") + " 2>" + dir.file("err.txt");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir.file("err.txt"));
+  const Json titles = Json::parse(slurp(dir.file("titles.json")));
+  ASSERT_EQ(titles.size(), 3u) << titles.dump();
+  EXPECT_EQ(titles[1].get<std::string>(), kShown);
+  EXPECT_EQ(titles[2].get<std::string>(), "plain");
+}
+
+// nlohmann's dump throws on invalid UTF-8 unless told otherwise: the JSON report replaces
+// such bytes (U+FFFD) and keeps every other character, escaped as JSON requires.
+TEST(HostileNames, JsonReportReplacesInvalidUtf8InsteadOfThrowing) {
+  std::vector<WindowReport> reports = {hostile_window(), hostile_window()};
+  reports[1].error = "/runs/" + kHostile + "/r.json: missing required field 'x'";
+  std::string json;
+  ASSERT_NO_THROW(json = render_json(reports));
+  EXPECT_THAT(unsafe_bytes(json), ::testing::IsEmpty());
+  const Json list = Json::parse(json);
+  const std::string want =
+      "evil\x1b[2J\r\nnode\x01\x7f\xc2\x9b\xef\xbf\xbd\xef\xbf\xbd<&\"'>\xc3\xa9\\";
+  EXPECT_EQ(list[0]["node_power"][0]["hostname"], want);
+  EXPECT_EQ(list[1]["error"], "/runs/" + want + "/r.json: missing required field 'x'");
+}
+
+// The escape itself, byte class by byte class.
+TEST(HostileNames, EscapeUntrustedKeepsValidUtf8AndShowsEverythingElse) {
+  using common::escape_untrusted;
+  EXPECT_EQ(escape_untrusted("node-a.example_1"), "node-a.example_1");
+  EXPECT_EQ(escape_untrusted("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x94\x8b"),
+            "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x94\x8b");  // 2-, 3- and 4-byte UTF-8 stay
+  EXPECT_EQ(escape_untrusted(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(escape_untrusted("\t\r\n\x1b\x7f\\"), "\\t\\r\\n\\x1b\\x7f\\\\");
+  EXPECT_EQ(escape_untrusted("\xc2\x80\xc2\x9f\xc2\xa0"), "\\u0080\\u009f\xc2\xa0");  // C1 only
+  EXPECT_EQ(escape_untrusted("\xef\xbf\xbe\xef\xbf\xbf\xef\xbf\xbd"), "\\ufffe\\uffff\xef\xbf\xbd");
+  // Not UTF-8: a stray continuation, overlong forms, a surrogate, past U+10FFFF, cut short.
+  EXPECT_EQ(escape_untrusted("\x80"), "\\x80");
+  EXPECT_EQ(escape_untrusted("\xc0\xaf"), "\\xc0\\xaf");
+  EXPECT_EQ(escape_untrusted("\xe0\x80\xaf"), "\\xe0\\x80\\xaf");
+  EXPECT_EQ(escape_untrusted("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+  EXPECT_EQ(escape_untrusted("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");
+  EXPECT_EQ(escape_untrusted("\xe6\x97"), "\\xe6\\x97");
+  EXPECT_EQ(common::escape_untrusted_xml("<a href=\"x\">&'\x01</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;\\x01&lt;/a&gt;");
 }
 
 // A run of two windows whose second one's artifact is damaged, with a flat 100 W CPU leg under
