@@ -100,7 +100,7 @@ Result<Json> parse_json(std::string_view text, const std::string& name, std::siz
   Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_discarded()) return doc;
   ErrorLocator locator;
-  Json::sax_parse(text, &locator);
+  if (Json::sax_parse(text, &locator)) return Error{name + ": malformed JSON"};  // never expected
   return Error{name + ":" + locator.describe(text, first_line)};
 }
 
