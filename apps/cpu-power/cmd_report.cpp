@@ -33,7 +33,7 @@ int report_or_fail(const ReportArgs& args) {
   options.edges = *report::parse_edges(args.edges);  // CLI11 checked the choice
   const report::ReportRun run = report::build_reports(args.log_dir, options);
   if (!run.error.empty()) {
-    std::cerr << "error: " << run.error << "\n";
+    std::cerr << "error: " << common::escape_untrusted(run.error) << "\n";  // paths from outside
     return 1;
   }
   std::cout << report::render_text(run.windows, options.edges) << std::flush;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace cpupower::common {
@@ -135,6 +136,108 @@ std::vector<std::string> split(std::string_view s, char sep) {
     out.emplace_back(s.substr(start, pos == std::string_view::npos ? pos : pos - start));
     if (pos == std::string_view::npos) break;
     start = pos + 1;
+  }
+  return out;
+}
+
+namespace {
+
+// The length of the valid UTF-8 sequence at the start of `s` (1 to 4), or 0 when its first
+// byte does not start one: stray continuation bytes, overlong forms, surrogates and code
+// points past U+10FFFF are all invalid.
+std::size_t utf8_length(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xc0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c < 0xc2) return 0;
+  if (c < 0xe0) return cont(1) ? 2 : 0;
+  if (c < 0xf0) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
+    if (c == 0xed && b(1) >= 0xa0) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (c < 0xf5) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xf4 && b(1) >= 0x90) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string escape_untrusted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[8];
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c == '\\') {
+      out += "\\\\";
+      ++i;
+      continue;
+    }
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
+      ++i;
+      continue;
+    }
+    const std::size_t n = c < 0x80 ? 0 : utf8_length(s.substr(i));
+    if (n == 0) {  // a C0 control, DEL, or a byte that is not UTF-8
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+      continue;
+    }
+    // C1 controls (U+0080..U+009F: CSI and friends act on terminals too) and the two
+    // noncharacters XML refuses (U+FFFE, U+FFFF) as \uXXXX; any other character as it is.
+    const auto b1 = n > 1 ? static_cast<unsigned char>(s[i + 1]) : 0;
+    const auto b2 = n > 2 ? static_cast<unsigned char>(s[i + 2]) : 0;
+    if (n == 2 && c == 0xc2 && b1 < 0xa0) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", b1);
+      out += buf;
+    } else if (n == 3 && c == 0xef && b1 == 0xbf && (b2 == 0xbe || b2 == 0xbf)) {
+      out += b2 == 0xbe ? "\\ufffe" : "\\uffff";
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string escape_untrusted_xml(std::string_view s) {
+  const std::string shown = escape_untrusted(s);
+  std::string out;
+  out.reserve(shown.size());
+  for (const char c : shown) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
   }
   return out;
 }

@@ -34,4 +34,16 @@ bool write_file_atomic(const std::string& path, std::string_view content,
 
 std::vector<std::string> split(std::string_view s, char sep);
 
+// Text from outside (a host name, a path, a command line) made safe to print on a terminal or
+// in a text file: C0 controls and DEL as \xNN (\n, \r, \t as such), C1 controls (U+0080 to
+// U+009F, which terminals obey too) and the noncharacters U+FFFE and U+FFFF as \uNNNN, each
+// byte that is not part of valid UTF-8 as \xNN, and the backslash doubled so that an escape is
+// never ambiguous. Valid UTF-8 text stays as it is, ASCII included.
+std::string escape_untrusted(std::string_view s);
+
+// escape_untrusted, then XML's five special characters as entities: text or attribute content
+// that keeps an XML document (an SVG) well-formed. XML 1.0 cannot carry a control character
+// even as a character reference, so those are the visible escapes above.
+std::string escape_untrusted_xml(std::string_view s);
+
 }  // namespace cpupower::common

@@ -4,6 +4,9 @@
 #include <fmt/core.h>
 
 #include <simdjson.h>
+
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 
@@ -23,28 +26,76 @@ struct RecordSpan {
   long long max_end_ns = std::numeric_limits<long long>::min();
   std::size_t profiling = 0;
   std::optional<long long> warmup_start_ns, warmup_end_ns;
-  std::string error;
 };
 
-bool truthy(simdjson::ondemand::value value) {
-  switch (value.type()) {
+// One line of the export, for saying where in it something is wrong.
+struct Line {
+  std::string_view text;
+  std::size_t number = 0;
+
+  // "<line>:<column>" of a value inside the line.
+  std::string at(simdjson::ondemand::value& value) const {
+    const std::string_view raw = value.raw_json_token();
+    const auto column = raw.data() >= text.data() && raw.data() <= text.data() + text.size()
+                            ? static_cast<std::size_t>(raw.data() - text.data()) + 1
+                            : 1;
+    return fmt::format("{}:{}", number, column);
+  }
+  Error malformed(simdjson::error_code code) const {
+    return Error{fmt::format("{}: malformed JSON ({})", number, simdjson::error_message(code))};
+  }
+};
+
+// A number simdjson could not read as a double: beyond a double's range (which simdjson, like
+// nlohmann, refuses), or not a JSON number at all.
+Error bad_number(simdjson::ondemand::value& value, const Line& line) {
+  std::string_view token = value.raw_json_token();
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' ||
+                            token.back() == '\n')) {
+    token.remove_suffix(1);
+  }
+  double parsed = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
+  const std::string shown =
+      token.size() <= 32 ? std::string(token)
+                         : fmt::format("{}... ({} characters)", token.substr(0, 24), token.size());
+  if (ec == std::errc::result_out_of_range && end == token.data() + token.size()) {
+    return Error{fmt::format("{}: number out of a double's range: {}", line.at(value), shown)};
+  }
+  return Error{fmt::format("{}: malformed number: {}", line.at(value), shown)};
+}
+
+// Python's truth value of a JSON value (the reference skips a record when `rec.get("error")`).
+Result<bool> truthy(simdjson::ondemand::value value, const Line& line) {
+  simdjson::ondemand::json_type type;
+  if (const auto code = value.type().get(type)) return line.malformed(code);
+  switch (type) {
     case simdjson::ondemand::json_type::null:
       return false;
-    case simdjson::ondemand::json_type::boolean:
-      return value.get_bool().value_unsafe();
-    case simdjson::ondemand::json_type::number:
-      return value.get_double().value_unsafe() != 0;
-    case simdjson::ondemand::json_type::string:
-      return !value.get_string().value_unsafe().empty();
+    case simdjson::ondemand::json_type::boolean: {
+      bool b = false;
+      if (const auto code = value.get_bool().get(b)) return line.malformed(code);
+      return b;
+    }
+    case simdjson::ondemand::json_type::number: {
+      double d = 0;
+      if (value.get_double().get(d)) return bad_number(value, line);
+      return d != 0;
+    }
+    case simdjson::ondemand::json_type::string: {
+      std::string_view s;
+      if (const auto code = value.get_string().get(s)) return line.malformed(code);
+      return !s.empty();
+    }
     case simdjson::ondemand::json_type::array:
       for (auto element : value.get_array()) {
-        (void)element;
+        if (element.error()) return line.malformed(element.error());
         return true;
       }
       return false;
     case simdjson::ondemand::json_type::object:
       for (auto field : value.get_object()) {
-        (void)field;
+        if (field.error()) return line.malformed(field.error());
         return true;
       }
       return false;
@@ -52,44 +103,79 @@ bool truthy(simdjson::ondemand::value value) {
   return true;
 }
 
+// metadata.<key>: nullopt when absent or null; an error when it is anything but an integer
+// that fits a long long (a float or a number past 2^63 would be rounded or wrapped into the
+// window).
+Result<std::optional<long long>> nanoseconds(simdjson::ondemand::object& meta, const char* key,
+                                             const Line& line) {
+  simdjson::ondemand::value value;
+  const auto code = meta.find_field_unordered(key).get(value);
+  if (code == simdjson::NO_SUCH_FIELD) return std::optional<long long>();
+  if (code) return line.malformed(code);
+  int64_t ns = 0;
+  if (!value.get_int64().get(ns)) return std::optional<long long>(ns);
+  bool null = false;
+  if (!value.is_null().get(null) && null) return std::optional<long long>();
+  double d = 0;
+  simdjson::ondemand::json_type type;
+  if (!value.type().get(type) && type == simdjson::ondemand::json_type::number &&
+      value.get_double().get(d)) {
+    return bad_number(value, line);
+  }
+  return Error{fmt::format("{}: metadata.{} is not an integer nanosecond time in range",
+                           line.at(value), key)};
+}
+
 // One record: skipped when it has a truthy "error"; profiling records extend the span,
-// warmup records the warmup span. Returns an error text for a record we cannot read.
-std::string take_record(simdjson::ondemand::document& doc, RecordSpan& span) {
+// warmup records the warmup span. An error says where the record cannot be read.
+Status take_record(simdjson::ondemand::document& doc, const Line& line, RecordSpan& span) {
   simdjson::ondemand::object record;
-  if (doc.get_object().get(record)) return "record is not a JSON object";
+  if (doc.get_object().get(record)) {
+    return Error{fmt::format("{}: record is not a JSON object", line.number)};
+  }
   simdjson::ondemand::value error;
-  if (!record.find_field_unordered("error").get(error) && truthy(error)) return "";
+  const auto code = record.find_field_unordered("error").get(error);
+  if (code && code != simdjson::NO_SUCH_FIELD) return line.malformed(code);
+  if (!code) {
+    const auto failed = truthy(error, line);
+    if (!failed) return Error{failed.error()};
+    if (*failed) return Ok{};
+  }
   simdjson::ondemand::object meta;
   if (record.find_field_unordered("metadata").get_object().get(meta)) {
-    return "record has no metadata object";
+    return Error{fmt::format("{}: record has no metadata object", line.number)};
   }
   std::string_view phase;
   if (meta.find_field_unordered("benchmark_phase").get_string().get(phase)) {
-    return "record has no metadata.benchmark_phase";
+    return Error{fmt::format("{}: record has no metadata.benchmark_phase", line.number)};
   }
-  int64_t start = 0, end = 0;
-  const bool has_start = !meta.find_field_unordered("request_start_ns").get_int64().get(start);
-  const bool has_end = !meta.find_field_unordered("request_end_ns").get_int64().get(end);
+  const auto start = nanoseconds(meta, "request_start_ns", line);
+  if (!start) return Error{start.error()};
+  const auto end = nanoseconds(meta, "request_end_ns", line);
+  if (!end) return Error{end.error()};
   if (phase == "profiling") {
-    if (!has_start || !has_end) return "profiling record without request_start_ns/request_end_ns";
-    span.min_start_ns = std::min<long long>(span.min_start_ns, start);
-    span.max_end_ns = std::max<long long>(span.max_end_ns, end);
+    if (!*start || !*end) {
+      return Error{
+          fmt::format("{}: profiling record without request_start_ns/request_end_ns", line.number)};
+    }
+    span.min_start_ns = std::min(span.min_start_ns, **start);
+    span.max_end_ns = std::max(span.max_end_ns, **end);
     ++span.profiling;
-  } else if (phase == "warmup" && has_start) {
-    const long long last = (has_end && end != 0) ? end : start;
-    span.warmup_start_ns = std::min<long long>(span.warmup_start_ns.value_or(start), start);
-    span.warmup_end_ns = std::max<long long>(span.warmup_end_ns.value_or(last), last);
+  } else if (phase == "warmup" && *start) {
+    const long long first = **start;
+    const long long last = (*end && **end != 0) ? **end : first;
+    span.warmup_start_ns = std::min(span.warmup_start_ns.value_or(first), first);
+    span.warmup_end_ns = std::max(span.warmup_end_ns.value_or(last), last);
   }
-  return "";
+  return Ok{};
 }
 
-RecordSpan scan_records(const std::string& jsonl) {
-  RecordSpan span;
+// Every record of the export. simdjson reads what the report uses - "error" and the
+// metadata's phase and request times - and checks the rest of a record for structure only.
+Result<RecordSpan> scan_records(const std::string& jsonl) {
   simdjson::padded_string text;
-  if (simdjson::padded_string::load(jsonl).get(text)) {
-    span.error = jsonl + ": cannot be read";
-    return span;
-  }
+  if (simdjson::padded_string::load(jsonl).get(text)) return Error{jsonl + ": cannot be read"};
+  RecordSpan span;
   simdjson::ondemand::parser parser;
   std::size_t line_no = 0;
   std::size_t pos = 0;
@@ -98,23 +184,20 @@ RecordSpan scan_records(const std::string& jsonl) {
     std::size_t nl = all.find('\n', pos);
     if (nl == std::string_view::npos) nl = all.size();
     ++line_no;
-    std::string_view line = all.substr(pos, nl - pos);
+    const Line line{all.substr(pos, nl - pos), line_no};
     const std::size_t begin = pos;
     pos = nl + 1;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (line.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     simdjson::ondemand::document doc;
     // The rest of the padded file lies behind the line, so simdjson may read past it.
     const std::size_t capacity = text.size() + simdjson::SIMDJSON_PADDING - begin;
-    std::string problem;
-    if (const auto code = parser.iterate(line.data(), line.size(), capacity).get(doc)) {
-      problem = std::string("malformed JSON (") + simdjson::error_message(code) + ")";
+    Status taken = Ok{};
+    if (const auto code = parser.iterate(line.text.data(), line.text.size(), capacity).get(doc)) {
+      taken = line.malformed(code);
     } else {
-      problem = take_record(doc, span);
+      taken = take_record(doc, line, span);
     }
-    if (!problem.empty()) {
-      span.error = fmt::format("{}:{}: {}", jsonl, line_no, problem);
-      return span;
-    }
+    if (!taken) return Error{jsonl + ":" + taken.error()};
   }
   return span;
 }
@@ -124,7 +207,9 @@ struct AggregateTiming {
   std::optional<double> cut_s;  // benchmark_duration in seconds, when its unit is known
 };
 
-AggregateTiming aggregate_timing(const Json& agg, std::optional<int> offset) {
+// aiperf's own account of the window; an error for a stamp that is there but is no time.
+Result<AggregateTiming> aggregate_timing(const Json& agg, const std::string& path,
+                                         std::optional<int> offset) {
   AggregateTiming out;
   std::optional<double> duration;
   const auto bd = agg.find("benchmark_duration");
@@ -137,14 +222,18 @@ AggregateTiming aggregate_timing(const Json& agg, std::optional<int> offset) {
       if (u == "ms") out.cut_s = *duration * 1e-3;
     }
   }
-  const auto stamp = [&](const char* key) -> std::optional<double> {
-    const auto it = agg.find(key);
-    if (it == agg.end() || !it->is_string()) return std::nullopt;
-    return iso_to_unix(it->get<std::string>(), offset);
-  };
   ReportedTiming& r = out.reported;
-  r.start_unix = stamp("start_time");
-  r.end_unix = stamp("end_time");
+  const std::pair<const char*, std::optional<double>*> stamps[] = {{"start_time", &r.start_unix},
+                                                                   {"end_time", &r.end_unix}};
+  for (const auto& [key, slot] : stamps) {
+    const auto it = agg.find(key);
+    if (it == agg.end() || it->is_null()) continue;
+    const std::string shown = it->dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (!it->is_string()) return Error{fmt::format("{}: {} {}: not a string", path, key, shown)};
+    const auto unix = iso_to_unix(it->get_ref<const std::string&>(), offset);
+    if (!unix) return Error{fmt::format("{}: {} {}: {}", path, key, shown, unix.error())};
+    *slot = *unix;
+  }
   r.duration_seconds = duration;
   if (!r.start_unix && !r.end_unix && !r.duration_seconds) return out;
   r.source = "aiperf-json";
@@ -180,11 +269,19 @@ std::string read_tokens(const Json& agg, const std::string& path, Window& w) {
 void set_window(Window& w, double start, double last_end, const std::optional<double>& cut_s) {
   w.start_unix = start;
   w.end_unix = last_end;
-  // R4: the window ends when the benchmark stops issuing, not when the last reply drains.
+  // The window ends when the benchmark stops issuing requests (start + benchmark_duration),
+  // not when the last reply drains; the drain is kept beside it.
   if (cut_s) w.end_unix = std::min(start + *cut_s, last_end);
   if (last_end > w.end_unix) w.drain_end_unix = last_end;
   w.start_json = w.start_unix;
   w.end_json = w.end_unix;
+}
+
+// The aggregate's timing, its naive stamps read in the run's recorded offset.
+Result<AggregateTiming> read_timing(const Json& agg, const std::string& path) {
+  const auto offset = recorded_utc_offset(fs::path(path).parent_path().string());
+  if (!offset) return Error{offset.error()};
+  return aggregate_timing(agg, path, *offset);
 }
 
 Window base(const std::string& source, long long concurrency) {
@@ -200,28 +297,29 @@ Window base(const std::string& source, long long concurrency) {
 Window load_aiperf_records_window(const std::string& jsonl, long long concurrency,
                                   const std::string& benchmark_out) {
   Window w = base(jsonl, concurrency);
-  const RecordSpan span = scan_records(jsonl);
-  if (!span.error.empty()) return w.error = span.error, w;
-  if (span.profiling == 0) return w.error = jsonl + ": no successful profiling-phase records", w;
+  const auto span = scan_records(jsonl);
+  if (!span) return w.error = span.error(), w;
+  if (span->profiling == 0) return w.error = jsonl + ": no successful profiling-phase records", w;
   const fs::path dir = fs::path(jsonl).parent_path();
   const std::string agg_path = (dir / "profile_export_aiperf.json").string();
   if (!is_file(agg_path)) {
     w.error = fmt::format("{}: not found (expected alongside {})", agg_path, jsonl);
     return w;
   }
-  const auto agg = read_json_file(agg_path, &w.error);
-  if (!agg) return w;
+  const auto agg = read_json_file(agg_path);
+  if (!agg) return w.error = agg.error(), w;
   if (!agg->is_object()) return w.error = agg_path + ": not a JSON object", w;
+  const auto timing = read_timing(*agg, agg_path);
+  if (!timing) return w.error = timing.error(), w;
   if (w.error = read_tokens(*agg, agg_path, w); !w.error.empty()) return w;
-  const AggregateTiming timing = aggregate_timing(*agg, recorded_utc_offset(dir.string()));
-  set_window(w, static_cast<double>(span.min_start_ns) / 1e9,
-             static_cast<double>(span.max_end_ns) / 1e9, timing.cut_s);
-  if (span.warmup_start_ns) {
-    w.warmup_start_unix = static_cast<double>(*span.warmup_start_ns) / 1e9;
-    w.warmup_end_unix = static_cast<double>(*span.warmup_end_ns) / 1e9;
+  set_window(w, static_cast<double>(span->min_start_ns) / 1e9,
+             static_cast<double>(span->max_end_ns) / 1e9, timing->cut_s);
+  if (span->warmup_start_ns) {
+    w.warmup_start_unix = static_cast<double>(*span->warmup_start_ns) / 1e9;
+    w.warmup_end_unix = static_cast<double>(*span->warmup_end_ns) / 1e9;
   }
   read_tpot(*agg, w);
-  w.reported = timing.reported;
+  w.reported = timing->reported;
   if (w.reported.source == "unavailable") w.reported = phase_log_timing(benchmark_out);
   return w;
 }
@@ -229,18 +327,18 @@ Window load_aiperf_records_window(const std::string& jsonl, long long concurrenc
 Window load_aiperf_aggregate_window(const std::string& aggregate, long long concurrency,
                                     const std::string& benchmark_out) {
   Window w = base(aggregate, concurrency);
-  const auto agg = read_json_file(aggregate, &w.error);
-  if (!agg) return w;
+  const auto agg = read_json_file(aggregate);
+  if (!agg) return w.error = agg.error(), w;
   if (!agg->is_object()) return w.error = aggregate + ": not a JSON object", w;
-  const fs::path dir = fs::path(aggregate).parent_path();
-  const AggregateTiming timing = aggregate_timing(*agg, recorded_utc_offset(dir.string()));
-  w.reported = timing.reported;
+  const auto timing = read_timing(*agg, aggregate);
+  if (!timing) return w.error = timing.error(), w;
+  w.reported = timing->reported;
   if (!w.reported.start_unix || !w.reported.end_unix) {
     w.error = aggregate + ": no start_time/end_time to derive a window from";
     return w;
   }
   if (w.error = read_tokens(*agg, aggregate, w); !w.error.empty()) return w;
-  set_window(w, *w.reported.start_unix, *w.reported.end_unix, timing.cut_s);
+  set_window(w, *w.reported.start_unix, *w.reported.end_unix, timing->cut_s);
   const std::string start_time = (*agg)["start_time"].get<std::string>();
   const std::string hms = start_time.size() > 11 ? start_time.substr(11, 8) : "";
   const auto warmup = warmup_span_from_log(benchmark_out, hms, w.start_unix);

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <vector>
@@ -117,7 +118,11 @@ std::optional<double> elapsed_seconds(std::string_view rest) {
       while (q < rest.size() && is_digit(rest[q])) ++q;
     }
     if (q < rest.size() && rest[q] == 's') {
-      return std::strtod(std::string(rest.substr(digits, q - digits)).c_str(), nullptr);
+      // Digits beyond a double's range (a damaged log) are no duration: infinity would be
+      // printed as one.
+      const double s = std::strtod(std::string(rest.substr(digits, q - digits)).c_str(), nullptr);
+      if (std::isfinite(s)) return s;
+      continue;
     }
   }
   return std::nullopt;

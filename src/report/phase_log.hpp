@@ -26,7 +26,7 @@ std::optional<PhaseLine> parse_phase_line(std::string_view line);
 
 // Seconds between two time-of-day stamps, wrapping at midnight.
 double stamp_difference_s(std::string_view from, std::string_view to);
-// The `elapsed=<s>s` value of a complete line's rest, if any.
+// The `elapsed=<s>s` value of a complete line's rest, if any (and finite).
 std::optional<double> elapsed_seconds(std::string_view rest);
 
 // The profiling phase's duration from its NOTICE pair, when exactly one phase ran.

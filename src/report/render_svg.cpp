@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 
+#include "common/text.hpp"
 #include "report/render.hpp"
 
 namespace cpupower::report {
@@ -30,21 +31,10 @@ struct Panel {
   std::vector<Line> lines;
 };
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
+// Host names and tags come from the run's files: escaped for XML, with control characters and
+// bytes that are not UTF-8 as visible escapes, so that the plot stays well-formed XML.
+std::string esc(std::string_view s) {
+  return common::escape_untrusted_xml(s);
 }
 
 std::vector<Panel> panels(const RunData& run) {

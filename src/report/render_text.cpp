@@ -1,12 +1,20 @@
-// The reference's text table (R4 layout), with our module and edge-mode lines added.
+// The reference's text table, with our module and edge-mode lines added. Every text that
+// comes from outside (host names in labels, paths in errors and warnings, the session's
+// command line) is printed through common::escape_untrusted: a name holding a terminal escape,
+// a line break or bytes that are not UTF-8 shows them as visible escapes.
 
 #include <fmt/core.h>
 
+#include "common/text.hpp"
 #include "report/numeric.hpp"
 #include "report/render.hpp"
 
 namespace cpupower::report {
 namespace {
+
+std::string shown(std::string_view untrusted) {
+  return common::escape_untrusted(untrusted);
+}
 
 std::string c2(double v) {
   return py_fixed_commas(v, 2);
@@ -16,8 +24,8 @@ std::string c2_or_na(const std::optional<double>& v) {
 }
 
 std::string header(const Window& w) {
-  if (!w.concurrency) return fmt::format("[{}]", w.benchmark_type);
-  return fmt::format("[{} concurrency={}]", w.benchmark_type, *w.concurrency);
+  if (!w.concurrency) return fmt::format("[{}]", shown(w.benchmark_type));
+  return fmt::format("[{} concurrency={}]", shown(w.benchmark_type), *w.concurrency);
 }
 
 std::string timing_line(const WindowReport& r) {
@@ -28,9 +36,9 @@ std::string timing_line(const WindowReport& r) {
   const ReportedTiming& rep = w.reported;
   if (rep.source == "unavailable") {
     out += " | reported: n/a";
-    if (rep.note) out += " (" + *rep.note + ")";
+    if (rep.note) out += " (" + shown(*rep.note) + ")";
   } else {
-    out += " | reported[" + rep.source + "]";
+    out += " | reported[" + shown(rep.source) + "]";
     if (rep.start_unix || rep.end_unix) {
       const auto f3 = [](const std::optional<double>& v) {
         return v ? fmt::format("{:.3f}", *v) : std::string("n/a");
@@ -75,7 +83,7 @@ std::string perf_line(const PerfPerWatt& p) {
 void row_lines(const std::vector<Breakdown>& rows, std::string& out) {
   for (const auto& row : rows) {
     const PowerStats& s = row.stats;
-    out += fmt::format("    {}: {} J ({} W avg; p50={} p95={} p99={} max={} W)\n", row.label,
+    out += fmt::format("    {}: {} J ({} W avg; p50={} p95={} p99={} max={} W)\n", shown(row.label),
                        c2(s.joules), c2(s.avg_power_w), c2(s.p50_w), c2(s.p95_w), c2(s.p99_w),
                        c2(s.max_w));
   }
@@ -85,7 +93,8 @@ void utilization_lines(const WindowReport& r, std::string& out) {
   std::vector<std::pair<std::string, std::string>> groups;  // label -> text, first-seen order
   for (const auto* rows : {&r.cpu_utilization, &r.gpu_utilization}) {
     for (const auto& u : *rows) {
-      const std::string part = fmt::format("{} mean={} max={}", u.column, c2(u.mean), c2(u.max));
+      const std::string part =
+          fmt::format("{} mean={} max={}", shown(u.column), c2(u.mean), c2(u.max));
       auto it = std::find_if(groups.begin(), groups.end(),
                              [&](const auto& g) { return g.first == u.label; });
       if (it == groups.end()) {
@@ -95,17 +104,19 @@ void utilization_lines(const WindowReport& r, std::string& out) {
       }
     }
   }
-  for (const auto& [label, text] : groups) out += "    " + label + " utilization: " + text + "\n";
+  for (const auto& [label, text] : groups) {
+    out += "    " + shown(label) + " utilization: " + text + "\n";
+  }
 }
 
 void window_block(const WindowReport& r, std::string& out) {
   const Window& w = r.window;
   if (!r.error.empty()) {
-    out += header(w) + " error: " + r.error + "\n";
+    out += header(w) + " error: " + shown(r.error) + "\n";
     return;
   }
   out += fmt::format("{} window={:.2f}s\n", header(w), w.duration_s());
-  for (const auto& warning : r.warnings) out += "  warning: " + warning + "\n";
+  for (const auto& warning : r.warnings) out += "  warning: " + shown(warning) + "\n";
   out += "  cpu total:      " + c2(r.cpu_total_joules.get<double>()) + " J\n";
   out += "  gpu total:      " + c2(r.gpu_total_joules.get<double>()) + " J\n";
   out += "  combined total: " + c2(r.combined_total_joules) + " J\n";

@@ -39,8 +39,8 @@ Window load_sa_bench_window(const std::string& path, long long concurrency) {
   w.benchmark_type = "sa-bench";
   w.source = path;
   w.concurrency = concurrency;
-  const auto result = read_json_file(path, &w.error);
-  if (!result) return w;
+  const auto result = read_json_file(path);
+  if (!result) return w.error = result.error(), w;
   if (!result->is_object()) return w.error = path + ": not a JSON object", w;
   for (const char* key : {"benchmark_start_time_unix", "benchmark_end_time_unix",
                           "total_input_tokens", "total_output_tokens"}) {

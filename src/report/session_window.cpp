@@ -12,8 +12,8 @@ Window load_session_window(const std::string& path) {
   Window w;
   w.benchmark_type = "session";
   w.source = path;
-  const auto doc = read_json_file(path, &w.error);
-  if (!doc) return w;
+  const auto doc = read_json_file(path);
+  if (!doc) return w.error = doc.error(), w;
   const auto start = json_member_number(*doc, "start_unix");
   const auto end = json_member_number(*doc, "end_unix");
   if (!start || !end) return w.error = path + ": start_unix and end_unix must be numbers", w;

@@ -56,7 +56,9 @@ class RunDir : public testing::Test {
   fs::path dir_;
 };
 
-TEST_F(RunDir, DetectsBenchmarkTypeFromMarkers) {  // T3 #1..#4
+// benchmark.out tells the benchmark: aiperf's profiling-phase NOTICE lines or sa-bench's result
+// banner; both, or neither, is an error.
+TEST_F(RunDir, DetectsBenchmarkTypeFromMarkers) {
   EXPECT_TRUE(has_aiperf_marker(
       "09:00:01.000 NOTICE   Phase profiling (profiling) started | target: 3600.0s duration"));
   EXPECT_FALSE(has_aiperf_marker("Phase profiling (profiling) sending complete | sent=63"));
@@ -71,7 +73,10 @@ TEST_F(RunDir, DetectsBenchmarkTypeFromMarkers) {  // T3 #1..#4
             std::string::npos);
 }
 
-TEST_F(RunDir, DiscoveryByParentDirectory) {  // T3 #27, #28, #36, #37, #38
+// Inputs are found by their directory: cpu/ and cpu_power/ hold CPU samples, any other
+// samples.csv is the GPU leg's; sa-bench results need `results_concurrency_<N>_` inside
+// sa-bench_*; two candidates for one leg are an error unless --cpu-samples picks one.
+TEST_F(RunDir, DiscoveryByParentDirectory) {
   write("benchmark.out", "Successful requests: 1\n");
   write("sa-bench_isl_1_osl_1/results_concurrency_1_gpus_1.json", "{}");
   write("sa-bench_isl_1_osl_1/results_concurrency_2.json", "{}");  // no '_' after N: ignored
@@ -125,7 +130,10 @@ TEST_F(RunDir, SessionWindowWhenThereAreNoBenchmarkArtifacts) {
   EXPECT_EQ(*w.reported.note, "command: cmd arg (exit code 0)");
 }
 
-TEST_F(RunDir, SaBenchWindowFields) {  // T3 #18, #19, #24, #25, #46
+// An sa-bench window is its result JSON's own start and end (an integer stays an integer),
+// with its tokens, TPOT p50 and the 90th entry of percentiles_tpot_ms, and its duration (or a
+// note that it has none) for comparison.
+TEST_F(RunDir, SaBenchWindowFields) {
   Window w = load_sa_bench_window(
       write("r.json", R"({"benchmark_start_time_unix": 100, "benchmark_end_time_unix": 101.5,
         "total_input_tokens": 10, "total_output_tokens": 20, "duration": 59.7,
@@ -158,8 +166,8 @@ TEST_F(RunDir, MalformedJsonErrorsSayWhereAndWhy) {
   Window w = load_sa_bench_window(
       write("r.json", "{\"benchmark_start_time_unix\": 1,\n \"benchmark_end_time_unix\": }\n"), 1);
   EXPECT_EQ(w.error, dir() +
-                         "/r.json: malformed JSON at line 2, column 29: syntax error while parsing "
-                         "value - unexpected '}'; expected '[', '{', or a literal");
+                         "/r.json:2:29: malformed JSON: syntax error while parsing value - "
+                         "unexpected '}'; expected '[', '{', or a literal");
   // A record cut off mid-line (a writer killed mid-write): its line and simdjson's reason.
   const std::string jsonl = write("conc_2/aiperf_artifacts/profile_export.jsonl",
                                   record("profiling", 1, 2) + "{\"metadata\": {\"benchmark_ph");
@@ -167,7 +175,10 @@ TEST_F(RunDir, MalformedJsonErrorsSayWhereAndWhy) {
   EXPECT_EQ(w.error, jsonl + ":2: malformed JSON (A string is opened, but never closed.)");
 }
 
-TEST_F(RunDir, AiperfRecordsFilterWarmupAndErrors) {  // T3 #16, #17, #20, #21
+// An aiperf window spans its successful profiling records: warmup records give the warmup
+// span, records with an error are skipped, blank lines ignored; the aggregate beside the
+// records is required for the tokens.
+TEST_F(RunDir, AiperfRecordsFilterWarmupAndErrors) {
   const std::string jsonl =
       write("conc_8/aiperf_artifacts/profile_export.jsonl",
             record("warmup", 1e-9, 2e-9) + record("profiling", 1, 2) + "\n" +
@@ -190,7 +201,9 @@ TEST_F(RunDir, AiperfRecordsFilterWarmupAndErrors) {  // T3 #16, #17, #20, #21
   EXPECT_EQ(w.reported.source, "unavailable");
 }
 
-TEST_F(RunDir, AiperfWindowEndsAtBenchmarkDurationR4) {  // T3 #41 as R4 changes it
+// An aiperf window ends at start + benchmark_duration, when aiperf stops issuing requests; a
+// later last reply is the drain, kept beside the window.
+TEST_F(RunDir, AiperfWindowEndsAtBenchmarkDuration) {
   const std::string jsonl =
       write("conc_1/aiperf_artifacts/profile_export.jsonl", record("profiling", 1000, 1100));
   write(
@@ -208,7 +221,10 @@ TEST_F(RunDir, AiperfWindowEndsAtBenchmarkDurationR4) {  // T3 #41 as R4 changes
   EXPECT_NE(w.reported.note->find("recorded timezone offset"), std::string::npos);
 }
 
-TEST_F(RunDir, PhaseLogFallback) {  // T3 #42..#45
+// Without aggregate timing, aiperf's profiling NOTICE pair gives the reported duration: its
+// elapsed= when there is one, else the stamps' difference (across midnight too); several
+// profiling phases cannot be paired to one window.
+TEST_F(RunDir, PhaseLogFallback) {
   const std::string out =
       write("benchmark.out",
             "22:09:07.432 NOTICE   Phase profiling (profiling) started | x\n"
@@ -236,7 +252,9 @@ TEST_F(RunDir, PhaseLogFallback) {  // T3 #42..#45
   EXPECT_FALSE(phase_log_timing(out).note);
 }
 
-TEST_F(RunDir, AiperfAggregateOnlyWindowWithRecordedOffset) {  // T3 #60, #61
+// An aggregate-only aiperf window reads its naive stamps in the recorded UTC offset and its
+// warmup from the NOTICE lines; per-record exports win over aggregates for the same N.
+TEST_F(RunDir, AiperfAggregateOnlyWindowWithRecordedOffset) {
   write("benchmark.out",
         "14:42:23.718 NOTICE   Phase warmup (warmup) started\n"
         "15:12:01.957 NOTICE   Phase warmup (warmup) complete | elapsed=1778.24s\n"
@@ -266,7 +284,10 @@ TEST_F(RunDir, AiperfAggregateOnlyWindowWithRecordedOffset) {  // T3 #60, #61
   EXPECT_EQ(both.run->sources[0].kind, SourceKind::aiperf_records);
 }
 
-TEST_F(RunDir, EndToEndAiperf510Joules) {  // T3 #29, notes 11.3
+// The 510 J worked example through discovery, loading and the text report: 40, 44 and 42 W
+// at 9, 15 and 21 s over a 10 s window, snapped. Interpolation lacks samples within 3 s of
+// the edges, so the same window fails in that mode.
+TEST_F(RunDir, EndToEndAiperf510Joules) {
   write("benchmark.out", "Phase profiling (profiling) complete\n");
   write("agentic/conc_4/aiperf_artifacts/profile_export.jsonl", record("profiling", 10, 20));
   write("agentic/conc_4/aiperf_artifacts/profile_export_aiperf.json",
@@ -295,7 +316,9 @@ TEST_F(RunDir, EndToEndAiperf510Joules) {  // T3 #29, notes 11.3
   EXPECT_TRUE(build_reports(dir(), o).any_window_failed());
 }
 
-TEST_F(RunDir, PerfPerWattNeedsBothLegsForCombined) {  // T3 #48, #50, #51, #52, #57
+// perf/W per leg: throughput over average watts; the combined figures need both the CPU and
+// the GPU leg, and a run with one leg says so in a warning.
+TEST_F(RunDir, PerfPerWattNeedsBothLegsForCombined) {
   write("benchmark.out", "Successful requests: 40\n");
   write(
       "sa-bench_x/results_concurrency_4_gpus_1.json",
@@ -337,7 +360,9 @@ TEST_F(RunDir, PerfPerWattNeedsBothLegsForCombined) {  // T3 #48, #50, #51, #52,
   EXPECT_DOUBLE_EQ(*r.perf.t_cpu, 2.0);
 }
 
-TEST_F(RunDir, SocketSumCrossCheckWarning) {  // T3 #58, #59
+// Socket energies that do not add up to the node total are a warning naming the likely
+// cause; the sensor each socket was read from is reported.
+TEST_F(RunDir, SocketSumCrossCheckWarning) {
   std::string csv =
       "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\n";
   for (int t = 9; t <= 21; ++t) {
@@ -442,7 +467,7 @@ TEST_F(RunDir, SkippedRowsAreOneWarningPerLeg) {
                    "non-negative integer (first at line 3: gpu_index is blank)"}));
 }
 
-// T3 #39, #40: utilization summaries per socket, node, GPU, GPU node and role.
+// Utilization is summarized per socket, node, GPU, GPU node and role.
 TEST_F(RunDir, UtilizationSummariesAndTheirWarning) {
   write("benchmark.out", "Successful requests: 1\n");
   write(
@@ -493,7 +518,7 @@ TEST_F(RunDir, UtilizationSummariesAndTheirWarning) {
   EXPECT_EQ(window_json(r)["gpu_utilization"][2].dump(),
             R"({"label":"gpu/node-a","column":"gpu_util_pct","mean":70.0,"max":80.0,"samples":2})");
   EXPECT_EQ(r.perf.num_gpus, 2);
-  // #40: without a sample inside the window the column is a warning, not a row.
+  // Without a sample inside the window the column is a warning, not a row.
   write("cpu_power/samples.csv", cpu_header +
                                      "3,9,x,node-a,dcgm,CPU0:cpuPowerUsageW,0,40,40,0.1,,,,\n"
                                      "3,15,x,node-a,dcgm,CPU0:cpuPowerUsageW,0,40,40,,,,,\n"
@@ -506,7 +531,8 @@ TEST_F(RunDir, UtilizationSummariesAndTheirWarning) {
             run.windows[0].warnings.end());
 }
 
-// T3 #49, #56: per-GPU throughput; node percentiles come from the summed series.
+// Throughput per GPU divides by the GPUs with samples; node percentiles come from the summed
+// series, not from the devices' own.
 TEST_F(RunDir, NodeStatisticsComeFromTheSummedSeries) {
   write("benchmark.out", "Successful requests: 1\n");
   write(
@@ -568,8 +594,8 @@ TEST_F(RunDir, ModuleNodeSumsPerWindowAndTheirCoverageWarning) {
       << "warnings: " << ::testing::PrintToString(late.warnings);
 }
 
-// The reference report's R4 example, kept as a fixture: the exact text block
-// and the JSON's key order.
+// The reference report's worked example (fixture report/r4_example): the exact text block and
+// the JSON's key order, the reference's keys first.
 TEST(ReportGolden, ReferenceExampleTextAndJson) {
   const std::string root = std::string(CPUPOWER_FIXTURES) + "/report/r4_example";
   ReportOptions o;
@@ -584,37 +610,38 @@ TEST(ReportGolden, ReferenceExampleTextAndJson) {
   const Json j = window_json(run.windows[0]);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  const std::vector<std::string> r4 = {"benchmark_type",
-                                       "source",
-                                       "concurrency",
-                                       "start_unix",
-                                       "end_unix",
-                                       "output_tokens",
-                                       "input_tokens",
-                                       "tpot_p50_ms",
-                                       "tpot_p90_ms",
-                                       "warmup_start_unix",
-                                       "warmup_end_unix",
-                                       "drain_end_unix",
-                                       "cpu_per_socket",
-                                       "cpu_per_node",
-                                       "cpu_total_joules",
-                                       "node_power",
-                                       "cpu_sensors",
-                                       "gpu_per_device",
-                                       "gpu_per_role",
-                                       "gpu_per_node",
-                                       "gpu_total_joules",
-                                       "combined_total_joules",
-                                       "joules_per_output_token",
-                                       "joules_per_total_token",
-                                       "timing",
-                                       "perf_per_watt",
-                                       "cpu_utilization",
-                                       "gpu_utilization",
-                                       "warnings"};
-  ASSERT_GE(keys.size(), r4.size());
-  EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + r4.size()), r4);
+  const std::vector<std::string> reference_keys = {"benchmark_type",
+                                                   "source",
+                                                   "concurrency",
+                                                   "start_unix",
+                                                   "end_unix",
+                                                   "output_tokens",
+                                                   "input_tokens",
+                                                   "tpot_p50_ms",
+                                                   "tpot_p90_ms",
+                                                   "warmup_start_unix",
+                                                   "warmup_end_unix",
+                                                   "drain_end_unix",
+                                                   "cpu_per_socket",
+                                                   "cpu_per_node",
+                                                   "cpu_total_joules",
+                                                   "node_power",
+                                                   "cpu_sensors",
+                                                   "gpu_per_device",
+                                                   "gpu_per_role",
+                                                   "gpu_per_node",
+                                                   "gpu_total_joules",
+                                                   "combined_total_joules",
+                                                   "joules_per_output_token",
+                                                   "joules_per_total_token",
+                                                   "timing",
+                                                   "perf_per_watt",
+                                                   "cpu_utilization",
+                                                   "gpu_utilization",
+                                                   "warnings"};
+  ASSERT_GE(keys.size(), reference_keys.size());
+  EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + reference_keys.size()),
+            reference_keys);
   EXPECT_EQ(j["node_power"][0]["cpu_rails_w"].dump(),
             R"({"cpu_rail":40.0,"soc":15.0,"dram":10.0})");
   EXPECT_EQ(j["perf_per_watt"]["total_tokens_per_second_per_combined_watt"], 0.4);
