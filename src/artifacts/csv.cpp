@@ -30,19 +30,18 @@ CsvTextReader::Outcome CsvTextReader::parse(std::size_t start, std::size_t* next
   std::size_t content_end = line_end;
   if (nl && content_end > start && base[content_end - 1] == '\r') --content_end;
   if (line_end - start > kMaxRecordBytes) return Outcome::too_long;
+  // A line without a quote or a bare CR is split at its commas in place. memchr per comma
+  // measured about twice as fast as a byte loop here (docs/performance.md).
   const char* cell = base + start;
-  bool simple = true;
-  for (const char* p = cell; p < base + content_end; ++p) {
-    if (*p == ',') {
-      cells_.emplace_back(cell, static_cast<std::size_t>(p - cell));
-      cell = p + 1;
-    } else if (*p == '"' || *p == '\r') {
-      simple = false;
-      break;
+  const char* const end = base + content_end;
+  const auto size = static_cast<std::size_t>(end - cell);
+  if (!std::memchr(cell, '"', size) && !std::memchr(cell, '\r', size)) {
+    while (const void* comma = std::memchr(cell, ',', static_cast<std::size_t>(end - cell))) {
+      const auto* c = static_cast<const char*>(comma);
+      cells_.emplace_back(cell, static_cast<std::size_t>(c - cell));
+      cell = c + 1;
     }
-  }
-  if (simple) {
-    cells_.emplace_back(cell, static_cast<std::size_t>(base + content_end - cell));
+    cells_.emplace_back(cell, static_cast<std::size_t>(end - cell));
     ++line_;
     *next = nl ? line_end + 1 : n;
     return Outcome::record;

@@ -103,8 +103,17 @@ inline bool whole_record(const CsvRecord& r, std::size_t header_cells, RowIssues
 // A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
 // finite; all but blank are counted), or false when it is above `bound`: an error that
 // skips the row (counted by the caller's reason).
+bool refuse_watts(std::string_view cell, std::string_view column, double bound, std::size_t line,
+                  RowIssues& issues, double* out);
 inline bool read_watts(std::string_view cell, std::string_view column, double bound,
                        std::size_t line, RowIssues& issues, double* out) {
+  if (!cell.empty() && parse_double(cell, out) && *out > 0 && *out <= bound) return true;
+  return refuse_watts(cell, column, bound, line, issues, out);
+}
+
+// The rest of read_watts: a blank, impossible or absurd reading.
+inline bool refuse_watts(std::string_view cell, std::string_view column, double bound,
+                         std::size_t line, RowIssues& issues, double* out) {
   *out = std::numeric_limits<double>::quiet_NaN();
   if (cell.empty()) return true;
   double v = 0;

@@ -13,9 +13,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <thread>
 #include <unordered_map>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "artifacts/csv.hpp"
 #include "artifacts/host_samples.hpp"
@@ -102,6 +107,7 @@ struct Host {
   std::vector<double> t;
   Column total;
   std::vector<Socket> sockets;
+  std::size_t next = SIZE_MAX;  // the host whose row last followed one of this host's
 
   Socket& socket(long long id) {
     for (auto& s : sockets) {
@@ -128,19 +134,49 @@ struct Part {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::size_t, Hash, std::equal_to<>> index;
+
+  // Room for `factor` times what every column holds now (plus a little).
+  void reserve(double factor) {
+    const auto more = [&](std::size_t n) {
+      return static_cast<std::size_t>(static_cast<double>(n) * factor * 1.02) + 64;
+    };
+    for (Host& h : hosts) {
+      const std::size_t n = more(h.t.size());
+      h.t.reserve(n);
+      if (!h.total.empty()) h.total.reserve(n);
+      for (Socket& s : h.sockets) {
+        if (!s.power.empty()) s.power.reserve(n);
+        for (Column& rail : s.rails) {
+          if (!rail.empty()) rail.reserve(n);
+        }
+        if (!s.module.empty()) s.module.reserve(n);
+        for (auto& [name, pairs] : s.sensors) {
+          pairs.t.reserve(more(pairs.t.size()));
+          pairs.w.reserve(more(pairs.w.size()));
+        }
+      }
+    }
+  }
   std::size_t last_host = SIZE_MAX;
 
+  // Rows come host after host in the same order every scrape: the last row's host, or the
+  // one that followed it last time, almost always match without a hash.
   Host& host(std::string_view name) {
-    if (last_host < hosts.size() && hosts[last_host].name == name) return hosts[last_host];
-    const auto it = index.find(name);
-    if (it != index.end()) {
-      last_host = it->second;
-    } else {
-      last_host = hosts.size();
-      index.emplace(name, last_host);
-      hosts.push_back(Host{std::string(name), {}, {}, {}});
+    if (last_host < hosts.size()) {
+      if (hosts[last_host].name == name) return hosts[last_host];
+      const std::size_t next = hosts[last_host].next;
+      if (next < hosts.size() && hosts[next].name == name) return hosts[last_host = next];
     }
-    return hosts[last_host];
+    std::size_t found = 0;
+    if (const auto it = index.find(name); it != index.end()) {
+      found = it->second;
+    } else {
+      found = hosts.size();
+      index.emplace(name, found);
+      hosts.push_back(Host{std::string(name), {}, {}, {}, SIZE_MAX});
+    }
+    if (last_host < hosts.size()) hosts[last_host].next = found;
+    return hosts[last_host = found];
   }
 };
 
@@ -176,14 +212,15 @@ class RowReader {
     };
     const std::string_view time_text = cell(c_.timestamp_unix);
     double t = 0;
-    if (!last_time_.lookup(time_text, &t) &&
-        (!artifacts::parse_double(time_text, &t) || !std::isfinite(t))) {
-      return skip("timestamp_unix is not a finite number", "timestamp_unix", time_text,
-                  "a finite number");
+    if (!last_time_.lookup(time_text, &t)) {
+      if (!artifacts::parse_double(time_text, &t) || !std::isfinite(t)) {
+        return skip("timestamp_unix is not a finite number", "timestamp_unix", time_text,
+                    "a finite number");
+      }
+      last_time_.store(time_text, t);
     }
     const std::string_view host_name = cell(c_.hostname);
     if (host_name.empty()) return skip("hostname is blank", "hostname", host_name, "");
-    last_time_.store(time_text, t);
     const std::string_view socket_text = cell(c_.socket_id);
     const auto socket = socket_text.size() == 1 && socket_text[0] >= '0' && socket_text[0] <= '9'
                             ? std::optional<long long>(socket_text[0] - '0')
@@ -233,8 +270,11 @@ class RowReader {
     }
     s.note_source(cell(c_.source));
     for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
+      const std::string_view text = cell(c_.util[k]);
       double u = 0;
-      if (artifacts::parse_double(cell(c_.util[k]), &u) && std::isfinite(u)) s.util[k].push(t, u);
+      if (!text.empty() && artifacts::parse_double(text, &u) && std::isfinite(u)) {
+        s.util[k].push(t, u);
+      }
     }
     put(h.total, entry, total);  // a scrape without a node total is no zero
   }
@@ -279,19 +319,27 @@ class RowReader {
   LastNumber last_time_, last_total_;
 };
 
-// Reads records until the reader ends; `skip_header` drops the first one (the header).
+// Reads records until the reader ends; `skip_header` drops the first one (the header). Once
+// the first rows show each host's share and the bytes a row takes, the columns reserve room
+// for the `plan_bytes` this part is expected to hold: a column written once into memory it
+// owns costs half the time of one that doubles its way up (docs/performance.md).
 template <typename Reader>
 void read_part(Reader& reader, const artifacts::CpuCsvColumns& c, std::size_t header_cells,
-               bool skip_header, Part& part) {
+               bool skip_header, std::size_t plan_bytes, Part& part) {
   RowReader rows(c, header_cells, part);
   CsvRecord r;
   std::vector<artifacts::CsvDamage> damage;
+  const std::size_t start = reader.offset();
+  constexpr std::size_t kSampleRows = 1u << 16;
   while (reader.next(r, damage)) {
     if (skip_header) {
       skip_header = false;
       continue;
     }
     rows.add(r);
+    if (part.rows == kSampleRows && plan_bytes > 0 && reader.offset() > start) {
+      part.reserve(static_cast<double>(plan_bytes) / static_cast<double>(reader.offset() - start));
+    }
   }
   for (const auto& d : damage) {
     part.issues.add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
@@ -489,7 +537,9 @@ Part read_range(const std::string& path, const artifacts::CpuCsvColumns& c,
     part.error = reader.error();
     return part;
   }
-  read_part(*reader, c, header_cells, begin == 0, part);
+  // The first part plans for the whole file, so that the later parts are appended in place.
+  const std::size_t plan = begin == 0 ? reader->size() : std::min(end, reader->size()) - begin;
+  read_part(*reader, c, header_cells, begin == 0, plan, part);
   part.error = reader->error();
   part.lines = reader->lines();
   part.first_offset = reader->first_offset();
@@ -534,6 +584,14 @@ const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) c
 }
 
 Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads) {
+#if defined(__GLIBC__)
+  // glibc raises its mmap threshold each time a large block is freed, and then keeps later
+  // large blocks in its heaps, where freed ones stay resident: a fixed threshold returns
+  // every freed column to the system (peak RSS of a 10-million-row load 598 -> 419 MB,
+  // docs/performance.md). Other C libraries need nothing here.
+  static std::once_flag fixed;
+  std::call_once(fixed, [] { mallopt(M_MMAP_THRESHOLD, 128 * 1024); });
+#endif
   std::vector<std::string> header;
   std::size_t size = 0;
   {
@@ -593,7 +651,7 @@ Result<CpuData> parse_cpu_samples_text(std::string_view text) {
   const auto c = columns_of(header, "");
   if (!c) return Error{c.error()};
   Part part;
-  read_part(reader, *c, header.size(), false, part);
+  read_part(reader, *c, header.size(), false, 0, part);
   for (const auto& d : damage) {
     part.issues.add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
   }
