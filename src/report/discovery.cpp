@@ -76,7 +76,9 @@ std::optional<long long> sa_bench_concurrency(const std::string& name) {
   return std::stoll(std::string(rest.substr(0, digits)));
 }
 
-std::string detect_type(const std::string& benchmark_out, std::string* error) {
+enum class Markers { aiperf, sa_bench, both, neither };
+
+Markers detect_markers(const std::string& benchmark_out) {
   std::ifstream in(benchmark_out, std::ios::binary);
   bool aiperf = false, sa_bench = false;
   std::string line;
@@ -87,10 +89,9 @@ std::string detect_type(const std::string& benchmark_out, std::string* error) {
       sa_bench = true;
     }
   }
-  if (aiperf && sa_bench) *error = benchmark_out + ": matched both aiperf and sa-bench markers";
-  if (!aiperf && !sa_bench)
-    *error = benchmark_out + ": matched neither aiperf nor sa-bench markers";
-  return aiperf ? "aiperf" : "sa-bench";
+  if (aiperf && sa_bench) return Markers::both;
+  if (aiperf) return Markers::aiperf;
+  return sa_bench ? Markers::sa_bench : Markers::neither;
 }
 
 std::vector<WindowSource> window_sources(const Tree& tree, const std::string& root,
@@ -199,14 +200,16 @@ Discovery discover_run(const std::string& log_dir,
   }
   std::string missing = run.benchmark_out + ": not found";
   if (has_out) {
-    std::string type_error;
-    run.benchmark_type = detect_type(run.benchmark_out, &type_error);
-    if (type_error.find("matched both") != std::string::npos) return {std::nullopt, type_error};
-    if (type_error.empty()) {
+    const Markers markers = detect_markers(run.benchmark_out);
+    if (markers == Markers::both) {
+      return {std::nullopt, run.benchmark_out + ": matched both aiperf and sa-bench markers"};
+    }
+    run.benchmark_type = markers == Markers::aiperf ? "aiperf" : "sa-bench";
+    if (markers == Markers::neither) {
+      missing = run.benchmark_out + ": matched neither aiperf nor sa-bench markers";
+    } else {
       run.sources = window_sources(tree, run.log_dir, run.benchmark_type);
       missing = "no " + run.benchmark_type + " result artifacts found below " + run.log_dir;
-    } else {
-      missing = type_error;
     }
   }
   if (run.sources.empty()) {

@@ -11,7 +11,7 @@ namespace cpupower::report {
 // The text table, one block per window, then the grand total (trailing newline included).
 std::string render_text(const std::vector<WindowReport>& reports, Edges edges);
 
-// The JSON list: `json.dumps(list, indent=2) + "\n"`, keys in the reference's order (R4),
+// The JSON list: `json.dumps(list, indent=2) + "\n"`, keys in the reference's order,
 // our additions after them.
 std::string render_json(const std::vector<WindowReport>& reports);
 Json window_json(const WindowReport& report);

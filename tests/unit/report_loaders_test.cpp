@@ -47,7 +47,7 @@ std::vector<std::pair<double, double>> valued(const Track& t) {
   return out;
 }
 
-TEST(ReportCpuLoad, LongRowsGroupPerSocketAndDedupeTheNodeTotal) {  // T3 #11
+TEST(ReportCpuLoad, LongRowsGroupPerSocketAndDedupeTheNodeTotal) {
   const CpuData d = load(kV1 +
                          "1,10,node-a,dcgm,CPU0:cpuPowerUsageW,0,40,90\n"
                          "1,10,node-a,dcgm,CPU1:cpuPowerUsageW,1,50,90\n"
@@ -91,7 +91,7 @@ TEST(ReportCpuLoad, ManyInterleavedHosts) {
   }
 }
 
-TEST(ReportCpuLoad, OneSensorPerSocketForAcpiMultiRailRows) {  // T3 #12, #58
+TEST(ReportCpuLoad, OneSensorPerSocketForAcpiMultiRailRows) {
   std::string text = kV1;
   for (int t = 10; t <= 12; ++t) {
     for (const char* row : {"CPU0:cpuSidePowerUsageW,0,100", "CPU0:cpuRailPowerUsageW,0,40",
@@ -110,7 +110,7 @@ TEST(ReportCpuLoad, OneSensorPerSocketForAcpiMultiRailRows) {  // T3 #12, #58
   EXPECT_EQ(values(*d.sockets[0].rails[1]), (std::vector<double>{15, 15, 15}));
 }
 
-TEST(ReportCpuLoad, WideLayoutIsReadDirectly) {  // T3 #13
+TEST(ReportCpuLoad, WideLayoutIsReadDirectly) {
   std::string text = kV2;
   for (int t = 10; t <= 12; ++t) {
     const std::string ts = std::to_string(t);
@@ -129,7 +129,7 @@ TEST(ReportCpuLoad, WideLayoutIsReadDirectly) {  // T3 #13
   EXPECT_TRUE(d.sockets[2].dcgm);
 }
 
-TEST(ReportCpuLoad, FallsBackToComponentRailsWithoutATotal) {  // T3 #14
+TEST(ReportCpuLoad, FallsBackToComponentRailsWithoutATotal) {
   const CpuData d = load(kV1 +
                          "1,10,node-a,acpi,CPU Power Socket 0,0,40,\n"
                          "1,10,node-a,acpi,SysIO Power Socket 0,0,15,\n"
@@ -139,7 +139,7 @@ TEST(ReportCpuLoad, FallsBackToComponentRailsWithoutATotal) {  // T3 #14
   EXPECT_TRUE(d.nodes.empty());
 }
 
-TEST(ReportCpuLoad, BlankTotalIsSkippedNotZero) {  // T3 #15
+TEST(ReportCpuLoad, BlankTotalIsSkippedNotZero) {
   const CpuData d = load(kV1 +
                          "1,10,node-a,acpi,Grace Power Socket 0,0,40,\n"
                          "1,11,node-a,acpi,Grace Power Socket 0,0,42,92\n");
@@ -151,7 +151,7 @@ TEST(ReportCpuLoad, BlankTotalIsSkippedNotZero) {  // T3 #15
   EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{40, 42}));
 }
 
-TEST(ReportCpuLoad, UtilizationColumnsByName) {  // T3 #30, #31
+TEST(ReportCpuLoad, UtilizationColumnsByName) {
   const std::string header =
       "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,"
       "total_power_w,cpu_util_total,cpu_util_user,cpu_util_nice,cpu_util_sys,cpu_util_irq\n";
@@ -606,7 +606,7 @@ TEST(ReportHostSamples, HeaderVersions) {
   EXPECT_TRUE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV5)).module_w);
 }
 
-TEST(ReportGpuLoad, RolesAndPerRoleSums) {  // T3 #26
+TEST(ReportGpuLoad, RolesAndPerRoleSums) {
   const auto file = artifacts::parse_gpu_samples(
       "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n"
       "1,10,0,node-a,0,GPU-a,100\n1,10,0,node-a,1,GPU-b,50\n"
@@ -638,7 +638,7 @@ TEST(ReportGpuLoad, SkippedRowsAreCountedAndTheFirstDescribed) {
   EXPECT_EQ(file.issues.items()[0].first, "timestamp_unix is blank");
 }
 
-TEST(ReportGpuLoad, UtilizationColumnsAndBlankPower) {  // T3 #32, #33
+TEST(ReportGpuLoad, UtilizationColumnsAndBlankPower) {
   const auto file = artifacts::parse_gpu_samples(
       "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,"
       "gpu_util_pct,sm_active\n"
