@@ -25,7 +25,7 @@ CsvTextReader::Outcome CsvTextReader::parse(std::size_t start, std::size_t* next
   const std::size_t n = text_.size();
   // Fast path: a line without quotes or a bare CR is split at its commas in place.
   const void* nl = std::memchr(base + start, '\n', n - start);
-  if (!nl && !final_) return Outcome::incomplete;
+  if (!nl && !final_) return n - start > kMaxRecordBytes ? Outcome::too_long : Outcome::incomplete;
   const std::size_t line_end = nl ? static_cast<const char*>(nl) - base : n;
   std::size_t content_end = line_end;
   if (nl && content_end > start && base[content_end - 1] == '\r') --content_end;
@@ -114,6 +114,16 @@ CsvTextReader::Outcome CsvTextReader::parse(std::size_t start, std::size_t* next
 
 bool CsvTextReader::next(CsvRecord& out, std::vector<CsvDamage>& damage) {
   while (pos_ < text_.size()) {
+    if (skip_to_line_end_) {
+      // After damage only the line the damaged record starts on is lost: read on from the
+      // next one. Text without its line end is consumed, so memory stays bounded.
+      const void* nl = std::memchr(text_.data() + pos_, '\n', text_.size() - pos_);
+      pos_ = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - text_.data()) + 1
+                : text_.size();
+      if (!nl && !final_) return false;
+      skip_to_line_end_ = false;
+      continue;
+    }
     const char c = text_[pos_];
     if (c == '\n' || c == '\r') {  // a blank line
       const bool crlf = c == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n';
@@ -128,14 +138,11 @@ bool CsvTextReader::next(CsvRecord& out, std::vector<CsvDamage>& damage) {
     const Outcome o = parse(pos_, &next);
     if (o == Outcome::incomplete) return false;
     if (o != Outcome::record) {
-      // Only the line the record starts on is lost: read on from the next one.
       damage.push_back(
           {start_line, o == Outcome::open_quote
                            ? "a quote is never closed"
                            : "a record longer than " + std::to_string(kMaxRecordBytes) + " bytes"});
-      const void* nl = std::memchr(text_.data() + pos_, '\n', text_.size() - pos_);
-      if (!nl && !final_) return false;
-      pos_ = nl ? static_cast<const char*>(nl) - text_.data() + 1 : text_.size();
+      skip_to_line_end_ = true;
       line_ = start_line + 1;
       continue;
     }
@@ -256,9 +263,12 @@ std::string_view CsvTable::cell(const Row& row, std::string_view name) const {
   return i && *i < row.cells.size() ? std::string_view(row.cells[*i]) : std::string_view{};
 }
 
-CsvTable parse_csv(std::string_view text) {
+namespace {
+
+// Every record of a reader, the first as the header.
+template <typename Reader>
+CsvTable table_of(Reader& reader) {
   CsvTable t;
-  CsvTextReader reader(text, true);
   CsvRecord r;
   bool first = true;
   while (reader.next(r, t.damage)) {
@@ -273,21 +283,17 @@ CsvTable parse_csv(std::string_view text) {
   return t;
 }
 
+}  // namespace
+
+CsvTable parse_csv(std::string_view text) {
+  CsvTextReader reader(text, true);
+  return table_of(reader);
+}
+
 Result<CsvTable> read_csv(const std::string& path) {
   auto file = CsvFileReader::open(path);
   if (!file) return Error{file.error()};
-  CsvTable t;
-  CsvRecord r;
-  bool first = true;
-  while (file->next(r, t.damage)) {
-    std::vector<std::string> cells(r.cells.begin(), r.cells.end());
-    if (first) {
-      t.header = std::move(cells);
-      first = false;
-    } else {
-      t.rows.push_back({r.line, std::move(cells), r.terminated});
-    }
-  }
+  CsvTable t = table_of(*file);
   if (!file->error().empty()) return Error{file->error()};
   return t;
 }

@@ -70,6 +70,7 @@ class CsvTextReader {
   std::size_t start_ = 0;
   std::size_t line_ = 1;
   bool saw_quote_ = false;
+  bool skip_to_line_end_ = false;  // stepping over the rest of a damaged line
   struct Ref {
     bool own = false;  // in scratch_ (an unquoted copy), else in text_
     std::size_t begin = 0, size = 0;

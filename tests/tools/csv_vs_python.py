@@ -108,7 +108,9 @@ def check_csv(tool, work):
                 print("MISMATCH on text %d %r\n ours:   %r\n python: %r\n damage: %r"
                       % (n, text, whole, want, damage))
             continue
-        for pieces in (2, 3, 7):
+        # Texts with quotes are read again in one piece by the loader; one split of them
+        # checks that the ranges say so (or join correctly), the others get three.
+        for pieces in (3,) if '"' in text else (2, 3, 7):
             records, _, meet = ours(tool, path, pieces)
             if meet:
                 split_checked += 1

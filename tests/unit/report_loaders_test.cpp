@@ -521,6 +521,22 @@ TEST(ReportCsv, ARecordAboveTheLimitIsDamageNotMemory) {
   EXPECT_EQ(cells_of(t), (std::vector<std::vector<std::string>>{{"1"}}));
 }
 
+// A line of several blocks without a line end is one damage, said once, and the rows after
+// it are read.
+TEST(ReportCsv, AGiantLineIsOneDamageInTheFileReader) {
+  const std::string path = ::testing::TempDir() + "/report_giant_line.csv";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "h,i\n" << std::string(9u << 20, 'x') << "\n1,a\n2,b\n";
+  }
+  const auto f = artifacts::read_csv(path);
+  ASSERT_TRUE(f) << f.error();
+  ASSERT_EQ(f->damage.size(), 1u);
+  EXPECT_EQ(f->damage[0].line, 2u);
+  EXPECT_EQ(cells_of(*f), (std::vector<std::vector<std::string>>{{"1", "a"}, {"2", "b"}}));
+  std::filesystem::remove(path);
+}
+
 // The file reader's 4 MiB blocks: records of hundreds of KiB that run past a block's end
 // grow the buffer and keep what it held, read whole and in byte ranges alike.
 TEST(ReportCsv, RecordsAcrossBlocksAndRanges) {
