@@ -2,6 +2,7 @@
 // and role sums, utilization columns, and the streaming CSV reader underneath.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <mutex>
@@ -249,7 +250,8 @@ void expect_same_data(const CpuData& serial, const CpuData& parallel) {
 // blocks, a node total is blank now and then, sources switch, and a quote forces a rescan.
 TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
   namespace fs = std::filesystem;
-  const std::string path = ::testing::TempDir() + "/report_parallel_samples.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_parallel_samples.csv";
   for (const bool quoted : {false, true}) {
     {
       std::ofstream out(path, std::ios::binary);
@@ -286,7 +288,8 @@ TEST(ReportCpuLoad, ParallelScanEqualsSerialScanEvenWithQuotes) {
 // order (not the first a thread met) is described with its line, whatever the parts.
 TEST(ReportCpuLoad, SkippedRowsAreCountedPerReasonWithTheirFirstLine) {
   namespace fs = std::filesystem;
-  const std::string path = ::testing::TempDir() + "/report_skipped_samples.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_skipped_samples.csv";
   {
     std::ofstream out(path, std::ios::binary);
     out << artifacts::kCpuHeaderV3 << "\n";
@@ -333,7 +336,8 @@ TEST(ReportCpuLoad, SkippedRowsAreCountedPerReasonWithTheirFirstLine) {
 // and as the rows say.
 TEST(ReportCpuLoad, ScrapesStraddlingBlocksShareTheirTimeEntry) {
   namespace fs = std::filesystem;
-  const std::string path = ::testing::TempDir() + "/report_straddle_samples.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_straddle_samples.csv";
   {
     std::ofstream out(path, std::ios::binary);
     out << artifacts::kCpuHeaderV3 << "\n";
@@ -417,7 +421,8 @@ TEST(ReportCpuLoad, ScrapesStraddlingBlocksShareTheirTimeEntry) {
 
 // The long layout (one row per sensor) through the same blocks.
 TEST(ReportCpuLoad, ParallelScanEqualsSerialScanInTheLongLayout) {
-  const std::string path = ::testing::TempDir() + "/report_parallel_long.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_parallel_long.csv";
   {
     std::ofstream out(path, std::ios::binary);
     out << kV1;
@@ -499,7 +504,8 @@ TEST(ReportCsv, AnUnclosedQuoteLosesOnlyItsLine) {
   EXPECT_EQ(t.damage[0].what, "a quote is never closed");
   EXPECT_EQ(t.rows[0].line, 3u);
   // The same through the file reader, whose buffer ends inside the open quote many times.
-  const std::string path = ::testing::TempDir() + "/report_open_quote.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_open_quote.csv";
   {
     std::ofstream out(path, std::ios::binary);
     out << "h,i\n1,\"oops\n";
@@ -524,7 +530,8 @@ TEST(ReportCsv, ARecordAboveTheLimitIsDamageNotMemory) {
 // A line of several blocks without a line end is one damage, said once, and the rows after
 // it are read.
 TEST(ReportCsv, AGiantLineIsOneDamageInTheFileReader) {
-  const std::string path = ::testing::TempDir() + "/report_giant_line.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_giant_line.csv";
   {
     std::ofstream out(path, std::ios::binary);
     out << "h,i\n" << std::string(9u << 20, 'x') << "\n1,a\n2,b\n";
@@ -540,7 +547,8 @@ TEST(ReportCsv, AGiantLineIsOneDamageInTheFileReader) {
 // The file reader's 4 MiB blocks: records of hundreds of KiB that run past a block's end
 // grow the buffer and keep what it held, read whole and in byte ranges alike.
 TEST(ReportCsv, RecordsAcrossBlocksAndRanges) {
-  const std::string path = ::testing::TempDir() + "/report_long_records.csv";
+  const std::string path =
+      ::testing::TempDir() + "/" + std::to_string(::getpid()) + "_report_long_records.csv";
   std::vector<std::vector<std::string>> expected;
   {
     std::ofstream out(path, std::ios::binary);
