@@ -11,13 +11,9 @@
 #include <vector>
 
 #include "artifacts/csv.hpp"
+#include "artifacts/limits.hpp"
 
 namespace cpupower::artifacts {
-
-// Physical bounds on a reading (docs/formats.md): above them a reading is an error and its
-// row is skipped. Zero, negative and non-finite readings are missing values instead.
-inline constexpr double kMaxSocketWatts = 10'000;  // power_w, rails, module_w of one socket
-inline constexpr double kMaxNodeWatts = 100'000;   // total_power_w of one node
 
 struct RowIssue {
   std::string reason;     // "timestamp_unix is not a finite number"

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "artifacts/limits.hpp"
 #include "rails/rails.hpp"
 
 namespace cpupower::scrape {
@@ -17,8 +18,10 @@ constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
 constexpr std::string_view kAgeFamily = "cpu_power_exporter_sample_age_seconds";
 
 // Zero is missing: a sensor that reads 0 W is not reporting, a Grace socket never idles at 0.
+// Above the physical bound a reading is an error, and so is no reading either (two sockets at
+// 1e308 W would make an infinite node total).
 bool usable_watts(double value) {
-  return std::isfinite(value) && value > 0;
+  return std::isfinite(value) && value > 0 && value <= artifacts::kMaxSocketWatts;
 }
 
 std::optional<std::uint32_t> socket_label(const expo::Sample& sample) {

@@ -392,6 +392,22 @@ TEST(ScrapeReadings, NegativeAndNonFiniteValuesAreMissing) {
   EXPECT_EQ(r.rows[0].dram_w, none());
 }
 
+// Above the physical bound (10 kW a socket, the report's bound too) a reading is refused:
+// two sockets at 1e308 W once made a row with an empty (infinite) node total.
+TEST(ScrapeReadings, ReadingsAboveThePhysicalBoundAreRefused) {
+  const auto r = readings_from_body(
+      "cpu_power_acpi_watts{type=\"total\",socket=\"0\"} 1e308\n"
+      "cpu_power_acpi_watts{type=\"total\",socket=\"1\"} 1e308\n"
+      "cpu_power_acpi_watts{type=\"total\",socket=\"2\"} 10000.5\n"
+      "cpu_power_acpi_watts{type=\"total\",socket=\"3\"} 10000\n"
+      "cpu_power_acpi_watts{type=\"total\",socket=\"4\"} 90\n"
+      "cpu_power_acpi_watts{type=\"module\",socket=\"4\"} 2e4\n");
+  EXPECT_EQ(sockets_of(r), (std::vector<std::uint32_t>{3, 4}));
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].total_power_w, 10090.0);
+  EXPECT_EQ(r.rows[1].module_w, none());
+}
+
 TEST(ScrapeReadings, UnusableSocketLabelFallsBackToTheOemLabel) {
   const auto r = readings_from_body(
       "cpu_power_acpi_watts{type=\"total\",socket=\"-1\",oem_info=\"Grace Power Socket 1\"} 91\n"
