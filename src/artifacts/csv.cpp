@@ -258,11 +258,6 @@ bool CsvFileReader::next(CsvRecord& out, std::vector<CsvDamage>& damage) {
 
 // ---- small files, cells, numbers --------------------------------------------------------
 
-std::string_view CsvTable::cell(const Row& row, std::string_view name) const {
-  const auto i = column_index(header, name);
-  return i && *i < row.cells.size() ? std::string_view(row.cells[*i]) : std::string_view{};
-}
-
 namespace {
 
 // Every record of a reader, the first as the header.

@@ -146,8 +146,6 @@ struct CsvTable {
   };
   std::vector<Row> rows;
   std::vector<CsvDamage> damage;
-  // The cell of `row` in column `name` (empty when the header or the row lacks it).
-  std::string_view cell(const Row& row, std::string_view name) const;
 };
 CsvTable parse_csv(std::string_view text);
 Result<CsvTable> read_csv(const std::string& path);

@@ -94,9 +94,7 @@ void read_all(Reader& reader, GpuSamplesFile& out) {
       collector.record(r);
     }
   }
-  for (const auto& d : damage) {
-    out.issues.add(d.what, true, d.line, [&] { return "the line is skipped"; });
-  }
+  out.issues.add_damage(damage);
 }
 
 }  // namespace

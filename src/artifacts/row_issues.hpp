@@ -36,6 +36,12 @@ class RowIssues {
     }
     items_.push_back({std::string(reason), skipped, 1, line, detail()});
   }
+  // Records the reader stepped over (an unclosed quote, an overlong record): each lost a line.
+  void add_damage(const std::vector<CsvDamage>& damage) {
+    for (const auto& d : damage) {
+      add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
+    }
+  }
   // Appends the issues of a later part of the same file, its lines moved by `line_offset`.
   void append(const RowIssues& later, std::size_t line_offset) {
     for (const auto& l : later.items_) {

@@ -341,9 +341,7 @@ void read_part(Reader& reader, const artifacts::CpuCsvColumns& c, std::size_t he
       part.reserve(static_cast<double>(plan_bytes) / static_cast<double>(reader.offset() - start));
     }
   }
-  for (const auto& d : damage) {
-    part.issues.add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
-  }
+  part.issues.add_damage(damage);
   part.saw_quote = reader.saw_quote();
 }
 
@@ -652,9 +650,7 @@ Result<CpuData> parse_cpu_samples_text(std::string_view text) {
   if (!c) return Error{c.error()};
   Part part;
   read_part(reader, *c, header.size(), false, 0, part);
-  for (const auto& d : damage) {
-    part.issues.add(d.what, true, d.line, [] { return std::string("the line is skipped"); });
-  }
+  part.issues.add_damage(damage);
   return finish(part, *c, header, 1);
 }
 
