@@ -4,7 +4,7 @@ BUILD_ARM64 ?= build-arm64
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build setup test test-arm64 unit demo bench format clean
+.PHONY: all deps configure build setup test test-arm64 test-asan test-tsan unit demo bench format clean
 
 all: build
 
@@ -32,6 +32,15 @@ test: setup
 test-arm64:
 	BUILD_ARM64=$(BUILD_ARM64) HOST_BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-arm64.sh
 
+# The unit and integration tests against sanitized builds of the whole project, each in its
+# own build directory: AddressSanitizer with LeakSanitizer and UndefinedBehaviorSanitizer, and
+# ThreadSanitizer. A sanitizer report anywhere fails the run (scripts/test-sanitizer.sh).
+test-asan:
+	JOBS=$(JOBS) bash scripts/test-sanitizer.sh asan build-asan
+
+test-tsan:
+	JOBS=$(JOBS) bash scripts/test-sanitizer.sh tsan build-tsan
+
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -R '^unit\.'
 
@@ -45,4 +54,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ARM64)
+	rm -rf $(BUILD) $(BUILD_ARM64) build-asan build-tsan

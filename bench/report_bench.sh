@@ -4,13 +4,14 @@
 # `cpu-power report` (both edge modes) against the plain pandas method (bench/report_pandas.py)
 # on the same file, records peak memory (max RSS from /usr/bin/time -v) and checks that every
 # node's joules agree to 1e-9 relative (snap mode, the reference's edges). Prints Markdown.
-# Usage: bench/report_bench.sh BIN_DIR [ROWS]
+# Usage: bench/report_bench.sh BIN_DIR [ROWS]  (KEEP=1 keeps the generated run)
 set -euo pipefail
 BIN=${1:-build/bin}
 ROWS=${2:-10000000}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/cpupower-report-bench.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+[ -z "${KEEP:-}" ] || echo "KEEP: the run and its samples.csv stay in $work/run" >&2
 run="$work/run"
 mkdir -p "$run/power/cpu" "$run/sa-bench_isl_1024_osl_1024"
 

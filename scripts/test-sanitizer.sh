@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make test-asan / make test-tsan: the whole project built with a sanitizer into its own
+# build directory, then every unit and integration test run against those binaries, the
+# exporters and collectors that the integration tests start included.
+#
+#   scripts/test-sanitizer.sh asan [BUILD_DIR]   AddressSanitizer with LeakSanitizer and
+#                                                UndefinedBehaviorSanitizer (build-asan)
+#   scripts/test-sanitizer.sh tsan [BUILD_DIR]   ThreadSanitizer (build-tsan)
+#
+# Every sanitized process writes its reports under BUILD_DIR/sanitizer-logs (a process that a
+# test stops with a signal, or whose exit status a test does not look at, cannot hide one),
+# and the run fails when any report was written, whatever the tests said. Sanitized binaries
+# are slower, so the integration tests stretch their time bounds (CPUPOWER_TEST_TIME_SCALE).
+# The benchmarks and the install-layout test (a fresh unsanitized configure) are left out.
+# Environment: JOBS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:?usage: scripts/test-sanitizer.sh asan|tsan [BUILD_DIR]}
+BUILD=${2:-build-$kind}
+JOBS=${JOBS:-$(nproc)}
+
+case "$kind" in
+  asan)
+    flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+    scale=3
+    ;;
+  tsan)
+    flags="-fsanitize=thread"
+    scale=6
+    ;;
+  *)
+    echo "usage: scripts/test-sanitizer.sh asan|tsan [BUILD_DIR]" >&2
+    exit 2
+    ;;
+esac
+
+bash scripts/install-deps.sh
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
+  -DCPUPOWER_BENCHMARKS=OFF -DCPUPOWER_TEST_TIME_SCALE="$scale"
+ninja -C "$BUILD" -j "$JOBS"
+
+logs="$(realpath -m "$BUILD/sanitizer-logs")"
+rm -rf "$logs"
+mkdir -p "$logs"
+# Reports go to files named by sanitizer and process id; exit code 66 marks a process that
+# had one, so a test that checks the status fails on the spot too.
+export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:exitcode=66:strict_string_checks=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=1:exitcode=66"
+export LSAN_OPTIONS="log_path=$logs/lsan:exitcode=66"
+export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=1:exitcode=66:second_deadlock_stack=1"
+
+status=0
+ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -E '^install\.' || status=$?
+
+reports=$(find "$logs" -type f | sort)
+if [ -n "$reports" ]; then
+  echo "test-$kind: sanitizer reports:" >&2
+  for f in $reports; do
+    echo "==== $f" >&2
+    cat "$f" >&2
+  done
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "test-$kind: every test passed, no sanitizer report"
+exit "$status"
