@@ -67,6 +67,15 @@ std::string node_name() {
 int run_host_collect(const HostCollectOptions& o) {
   ::umask(0002);
   const std::string host = o.hostname.empty() ? node_name() : o.hostname;
+  if (!is_file_name(host)) {
+    // The host names this node's files in the output and ready directories: anything but a
+    // plain file name would write outside them.
+    log()->error(
+        "invalid host name host={}: it names this node's files, so it must not be "
+        "empty, '.', '..' or hold a '/'",
+        common::quoted(host));
+    return kExitNoSource;
+  }
   for (const auto* dir : {&o.output_dir, &o.ready_dir}) {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);

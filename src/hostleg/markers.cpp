@@ -14,9 +14,7 @@ using Json = nlohmann::json;  // std::map underneath: keys come out sorted
 
 bool write_marker(const std::string& ready_dir, const std::string& host, std::string_view suffix,
                   const Json& doc, std::string* error) {
-  // A host name that is not a plain file name would write outside ready_dir, or never be
-  // found again by scan_markers.
-  if (host.empty() || host.find('/') != std::string::npos || host == "." || host == "..") {
+  if (!is_file_name(host)) {
     if (error) *error = "invalid host name '" + host + "' for a marker";
     return false;
   }
@@ -56,6 +54,11 @@ std::string error_text_of(const std::string& path) {
 }
 
 }  // namespace
+
+bool is_file_name(std::string_view host) {
+  return !host.empty() && host != "." && host != ".." &&
+         host.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
+}
 
 bool write_ready_marker(const std::string& ready_dir, const std::string& host,
                         const std::string& source, double ready_at_unix, std::string* error) {

@@ -15,6 +15,10 @@ namespace cpupower::hostleg {
 inline constexpr std::string_view kReadySuffix = ".ready.json";
 inline constexpr std::string_view kErrorSuffix = ".error.json";
 
+// Whether `host` can name a node's files in a directory: not empty, no '/', no NUL, not "."
+// or "..". A name that is not would write outside the directory, or never be found again.
+bool is_file_name(std::string_view host);
+
 // {"hostname", "ready_at_unix", "source"}: sorted keys, 2-space indent, trailing newline.
 // False with `error` set when it cannot be written; never throws.
 bool write_ready_marker(const std::string& ready_dir, const std::string& host,

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "hostleg/markers.hpp"
 #include "launch/process.hpp"
 #include "launch/srun_argv.hpp"
 
@@ -188,6 +189,14 @@ SessionPlan make_plan(const PlanRequest& r) {
         exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
   }
   if (!plan.telemetry) plan.exporter_command.clear();
+  // Node names name files in the log directory (logs, the host leg's rows and markers).
+  for (const auto& n : plan.nodes) {
+    if (!hostleg::is_file_name(n)) {
+      plan.error = "node name '" + n +
+                   "' cannot name the node's files: it is empty, '.', '..' or holds a '/'";
+      return plan;
+    }
+  }
   if (host_leg) plan_host_leg(r, allocation, plan);
   if (plan.telemetry && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;

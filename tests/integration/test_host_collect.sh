@@ -49,6 +49,11 @@ for layout in legacy modern; do
   [ "$(head -1 "$csv" | tr -d '\r')" = "$HEADER" ] || fail "$layout: header $(head -1 "$csv")"
   [ "$(wc -l <"$csv")" -ge 3 ] || fail "$layout: ready before the first sample's rows"
   [ -s "$WORK/acpi_$layout/nodes/node-a.metadata.json" ] || fail "$layout: no metadata before ready"
+  # The host leg writes group-writable files (umask 0002, whatever the caller's), as
+  # docs/formats.md states: 0664 rows, 0644 JSON written through a temporary file, 0775 dirs.
+  [ "$(stat -c %a "$csv")" = 664 ] || fail "$layout: $csv has mode $(stat -c %a "$csv")"
+  [ "$(stat -c %a "$WORK/acpi_$layout/ready/node-a.ready.json")" = 644 ] || fail "$layout: ready marker mode"
+  [ "$(stat -c %a "$WORK/acpi_$layout/nodes")" = 775 ] || fail "$layout: nodes/ mode $(stat -c %a "$WORK/acpi_$layout/nodes")"
   rows_at_least "$csv" 20
   kill -TERM "$COLLECTOR_PID"
   exit_of "$COLLECTOR_PID"
@@ -204,6 +209,19 @@ rc=0
   --interval-seconds 0 >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "--interval-seconds 0: exit $rc"
 ok "no source: error marker naming the reason, exit 2; a bad interval is a usage error (2)"
+
+# --- a host name that is no file name: nothing written outside the directories -----------
+# (on a node with a source, where the collector would otherwise write its rows)
+for bad in ../escaped . ..; do
+  rc=0
+  timeout -s TERM $((10 * ${CPUPOWER_TEST_TIME_SCALE:-1})) "$BIN/cpu-power" host-collect \
+    --output-dir "$WORK/esc/out/nodes" --ready-dir "$WORK/esc/out/ready" --hostname "$bad" \
+    --hwmon-root "$WORK/tree_legacy" --no-nvml >"$WORK/esc.log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "--hostname $bad: exit $rc, want 2"
+  grep -qF "invalid host name host=$bad: it names" "$WORK/esc.log" || fail "--hostname $bad: $(cat "$WORK/esc.log")"
+done
+[ -z "$(find "$WORK/esc" -type f)" ] || fail "files written for an invalid host name: $(find "$WORK/esc" -type f)"
+ok "a host name with '/' (or '.', '..') is refused with exit 2 before any file is written"
 
 # --- SIGKILL mid-run: rows up to the kill are kept, the merge reads them -------------------
 start_sim sim_kill "$WORK/tree_kill" --profile gb200 --update-ms 50

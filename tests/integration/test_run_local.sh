@@ -44,8 +44,8 @@ ok "check-config names the unknown key with file:line:column and exits 1"
 
 # --- a simulated run ---------------------------------------------------------------------
 rc=0
-"$BIN/cpu-power" run --simulate gb200 --nodes a,b --config "$WORK/fast.yaml" --log-dir "$WORK/sim" \
-  -- sh -c 'sleep 2; exit 3' >"$WORK/sim.log" 2>&1 || rc=$?
+(umask 022 && exec "$BIN/cpu-power" run --simulate gb200 --nodes a,b --config "$WORK/fast.yaml" \
+  --log-dir "$WORK/sim" -- sh -c 'sleep 2; exit 3') >"$WORK/sim.log" 2>&1 || rc=$?
 [ "$rc" = 3 ] || { cat "$WORK/sim.log"; fail "simulated run exited $rc, want the command's 3"; }
 rows=$(rows_per_node "$WORK/sim/power/cpu/samples.csv")
 for host in a b; do
@@ -69,6 +69,14 @@ for host in ("a", "b"):
 EOF
 grep -q 'listening addr=127.0.0.1:' "$WORK/sim/telemetry_cpu_power_exporter.a.out" || fail "exporter log for node a"
 ok "simulated run: rows for both nodes cover the command's window, session.json, exit status kept"
+# The modes docs/formats.md states: files 0644 and directories 0755 under umask 022.
+for f in power/cpu/samples.csv power/cpu/cpu_manifest.json session.json telemetry_cpu_power_exporter.a.out; do
+  [ "$(stat -c %a "$WORK/sim/$f")" = 644 ] || fail "$f has mode $(stat -c %a "$WORK/sim/$f"), want 644"
+done
+for d in . power power/cpu; do
+  [ "$(stat -c %a "$WORK/sim/$d")" = 755 ] || fail "$d has mode $(stat -c %a "$WORK/sim/$d"), want 755"
+done
+ok "artifacts are created 0644, directories 0755 (umask 022)"
 
 # --- SIGTERM to the session reaches the command; artifacts are still finalized -------------
 "$BIN/cpu-power" run --simulate gh200 --config "$WORK/fast.yaml" --log-dir "$WORK/term" \

@@ -309,6 +309,16 @@ TEST(SessionPlan, UsageErrors) {
   r = request();
   r.nodes = " , ";
   EXPECT_THAT(make_plan(r).error, HasSubstr("no node names"));
+  // A node name names its files under the log directory: one with a '/' would escape it.
+  r = request();
+  r.simulate = "gh200";
+  r.nodes = "s1,../../etc";
+  EXPECT_EQ(make_plan(r).error,
+            "node name '../../etc' cannot name the node's files: it is empty, '.', '..' or holds "
+            "a '/'");
+  r = request();
+  r.local_hostname = "..";
+  EXPECT_THAT(make_plan(r).error, HasSubstr("node name '..'"));
 }
 
 TEST(SessionPlan, DryRunDescriptionShowsEveryArgv) {
