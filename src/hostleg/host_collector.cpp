@@ -46,6 +46,37 @@ bool write_all(int fd, std::string_view bytes, std::string* error) {
   return true;
 }
 
+// The rows file, written in whole rows: `end` is where the last complete row ends. A write
+// that fails part way (disk full, a file size limit) is cut back to `end` at once, and again
+// before the next write while that fails, so a partial row never stays in the middle of the
+// file, where a reader could take a cut value for a real one.
+struct RowFile {
+  int fd = -1;
+  off_t end = 0;
+  bool torn = false;
+
+  bool append(std::string_view text, std::string* error) {
+    if (torn && ::ftruncate(fd, end) != 0) {
+      *error = std::string("cannot cut back a partial row: ") + std::strerror(errno);
+      return false;
+    }
+    torn = false;
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n =
+          ::pwrite(fd, text.data() + done, text.size() - done, end + static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error = std::strerror(errno);
+        torn = ::ftruncate(fd, end) != 0;
+        return false;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    end += static_cast<off_t>(text.size());
+    return true;
+  }
+};
+
 bool write_metadata(const std::string& path, const nlohmann::json& j) {
   std::string error;
   if (common::write_file_atomic(path, j.dump(2) + "\n", &error, true)) return true;
@@ -138,7 +169,8 @@ int run_host_collect(const HostCollectOptions& o) {
   bool ready = false;
 
   RunOutcome outcome;
-  std::uint64_t write_errors = 0;
+  RowFile rows{fd, static_cast<off_t>(artifacts::kHostHeaderV5.size() + 2)};
+  std::uint64_t write_errors = 0, failing_writes = 0, rows_lost = 0, failing_rows = 0;
   double last_time = -1;
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.interval_seconds));
@@ -155,7 +187,12 @@ int run_host_collect(const HostCollectOptions& o) {
       last_time = sample.timestamp_unix;
       std::string text;
       for (const auto& row : sample.rows) text += artifacts::format_host_v5_row(row);
-      if (write_all(fd, text, &error)) {
+      if (rows.append(text, &error)) {
+        if (failing_writes > 0) {
+          log()->info("writes recovered path={} failed_writes={} rows_lost={}",
+                      common::quoted(csv_path), failing_writes, failing_rows);
+          failing_writes = failing_rows = 0;
+        }
         outcome.sample_row_count += sample.rows.size();
         // Ready once rows are on disk: the head node starts the benchmark on it, and an
         // energy window needs a sample at or before its start.
@@ -163,9 +200,15 @@ int run_host_collect(const HostCollectOptions& o) {
           log()->warn("cannot write the ready marker error={}", common::quoted(error));
         }
         ready = true;
-      } else if (write_errors++ == 0) {
-        log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
-                    common::quoted(csv_path), common::quoted(error));
+      } else {
+        // Once when writes start failing, once when they recover: never a line per sample.
+        if (failing_writes++ == 0) {
+          log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
+                      common::quoted(csv_path), common::quoted(error));
+        }
+        ++write_errors;
+        failing_rows += sample.rows.size();
+        rows_lost += sample.rows.size();
       }
     }
     // Fixed rate: a late wake-up is not made up with a burst of samples.
@@ -181,8 +224,8 @@ int run_host_collect(const HostCollectOptions& o) {
   write_metadata(metadata_path, node_metadata(info, resolved, outcome));
   if (nvml) nvml->stop(std::chrono::milliseconds(500));
   resolved.source->stop(std::chrono::milliseconds(500));
-  log()->info("stopped rows={} read_failures={} write_errors={}", outcome.sample_row_count,
-              outcome.read_failure_count, write_errors);
+  log()->info("stopped rows={} read_failures={} write_errors={} rows_lost={}",
+              outcome.sample_row_count, outcome.read_failure_count, write_errors, rows_lost);
   return outcome.sample_row_count > 0 ? 0 : kExitNoRows;
 }
 

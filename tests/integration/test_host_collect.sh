@@ -220,7 +220,8 @@ for bad in ../escaped . ..; do
   [ "$rc" = 2 ] || fail "--hostname $bad: exit $rc, want 2"
   grep -qF "invalid host name host=$bad: it names" "$WORK/esc.log" || fail "--hostname $bad: $(cat "$WORK/esc.log")"
 done
-[ -z "$(find "$WORK/esc" -type f)" ] || fail "files written for an invalid host name: $(find "$WORK/esc" -type f)"
+written=$(find "$WORK" \( -path "$WORK/esc/*" -type f \) -o -name 'escaped*')
+[ -z "$written" ] || fail "files written for an invalid host name: $written"
 ok "a host name with '/' (or '.', '..') is refused with exit 2 before any file is written"
 
 # --- SIGKILL mid-run: rows up to the kill are kept, the merge reads them -------------------
@@ -246,6 +247,41 @@ assert m["malformed_rows"] == 0 and "cpu_samples_malformed" not in m["reason_cod
 PYEOF
 stop "$SIM_PID"
 ok "SIGKILL mid-run: $kept rows on disk, all complete ones merged, no final metadata"
+
+# --- writes failing mid-run (a file size limit, as a full disk would): no partial row ------
+# The collector's file may grow to 8 KiB; writes past it fail (EFBIG, SIGXFSZ ignored) until
+# the limit is lifted. Every line on disk must stay a whole row, the failing and recovering
+# states logged once each.
+start_sim sim_full "$WORK/tree_full" --profile gb200 --update-ms 50
+spawn full bash -c 'trap "" XFSZ; ulimit -S -f 8; exec "$@"' _ "$BIN/cpu-power" host-collect \
+  --output-dir "$WORK/full/nodes" --ready-dir "$WORK/full/ready" --hostname node-f \
+  --hwmon-root "$WORK/tree_full" --no-nvml --interval-seconds 0.02
+COLLECTOR_PID=$LAST_PID
+wait_for_line "$WORK/full.log" 'cannot append rows' 15
+sleep 0.3  # (a few more failing samples, which must not be logged again)
+prlimit --pid "$COLLECTOR_PID" --fsize=unlimited
+wait_for_line "$WORK/full.log" 'writes recovered' 15
+rows_at_least "$WORK/full/nodes/node-f.csv" 120
+kill -TERM "$COLLECTOR_PID"
+exit_of "$COLLECTOR_PID"
+stop "$SIM_PID"
+[ "$RC" = 0 ] || fail "full disk: exit $RC"
+[ "$(grep -c 'cannot append rows' "$WORK/full.log")" = 1 ] || fail "failing state logged $(grep -c 'cannot append rows' "$WORK/full.log") times"
+[ "$(grep -c 'writes recovered' "$WORK/full.log")" = 1 ] || fail "recovery logged $(grep -c 'writes recovered' "$WORK/full.log") times"
+grep -qE 'writes recovered .*failed_writes=[1-9][0-9]* rows_lost=[1-9]' "$WORK/full.log" || fail "recovery line: $(grep recovered "$WORK/full.log")"
+grep -qE 'stopped rows=[0-9]+ read_failures=[0-9]+ write_errors=[1-9][0-9]* rows_lost=[1-9]' "$WORK/full.log" || fail "final line: $(grep stopped "$WORK/full.log")"
+$PY - "$WORK/full/nodes/node-f.csv" <<'PYEOF' || fail "a partial row stayed in the file"
+import sys
+data = open(sys.argv[1], "rb").read()
+assert len(data) > 8192, len(data)
+lines = data.split(b"\r\n")
+assert lines[-1] == b"", "last line not ended"
+for i, line in enumerate(lines[:-1]):
+    assert line.count(b",") == 17 and b"\n" not in line and b"\r" not in line, (i + 1, line)
+    if i:
+        float(line.split(b",")[7])  # power_w, whole
+PYEOF
+ok "writes failing mid-run: every line a whole row, failing and recovery logged once each"
 
 # --- the report over host-leg rows ----------------------------------------------------------
 # A session window inside the DCGM run above; the report finds cpu_power/samples.csv.
