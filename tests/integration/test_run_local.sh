@@ -166,4 +166,13 @@ rc=0
 "$BIN/cpu-power" run --simulate gb200 --log-dir "$WORK/nf" -- /no/such/benchmark >"$WORK/nf.log" 2>&1 || rc=$?
 [ "$rc" = 127 ] || fail "missing command exited $rc, want 127"
 ok "bad recipe and --dry-run run nothing; a missing command exits 127"
+
+# --- a log directory that cannot be written: the command still runs, its status kept -----
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --config "$WORK/fast.yaml" --log-dir /dev/null/run \
+  -- sh -c 'echo benchmark ran; exit 5' >"$WORK/ro.log" 2>&1 || rc=$?
+[ "$rc" = 5 ] || { cat "$WORK/ro.log"; fail "unwritable log dir: exit $rc, want the command's 5"; }
+grep -q '^benchmark ran$' "$WORK/ro.log" || fail "the command did not run"
+grep -qF 'cannot create log dir /dev/null/run' "$WORK/ro.log" || fail "no warning: $(cat "$WORK/ro.log")"
+ok "an unwritable log directory: warned, the command runs and its exit status is kept"
 finish
