@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <thread>
 
 #include "common/log.hpp"
@@ -24,12 +23,20 @@ std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
 }
 
-// The port of "listening addr=<ip>:<port>" (also "[v6]:port"), the exporter's readiness line.
+// The port of "listening addr=<ip>:<port>" (also "[v6]:port"), the exporter's readiness line:
+// the digits after the address's last colon.
 std::optional<long> listening_port(const std::string& text) {
-  static const std::regex re(R"(listening addr=\S*:([0-9]+))");
-  std::smatch m;
-  if (!std::regex_search(text, m, re)) return std::nullopt;
-  const auto port = common::parse_u64(m[1].str());
+  constexpr std::string_view kKey = "listening addr=";
+  const auto at = text.find(kKey);
+  if (at == std::string::npos) return std::nullopt;
+  const std::size_t begin = at + kKey.size();
+  const std::string_view addr =
+      std::string_view(text).substr(begin, text.find_first_of(" \t\r\n", begin) - begin);
+  const auto colon = addr.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = addr.substr(colon + 1);
+  const auto digits = rest.substr(0, rest.find_first_not_of("0123456789"));
+  const auto port = common::parse_u64(std::string(digits));
   return port ? std::optional<long>(static_cast<long>(*port)) : std::nullopt;
 }
 
