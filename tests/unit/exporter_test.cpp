@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "exporter/connection_guard.hpp"
 #include "exporter/render.hpp"
 #include "exporter/service.hpp"
 #include "sources/acpi_reader.hpp"
@@ -100,6 +101,57 @@ TEST(ExporterService, BaseFamilyComesBeforeTheSelfMetrics) {
   const auto body = s.render_metrics();
   EXPECT_EQ(body.rfind("# HELP cpu_power_acpi_watts ", 0), 0u);
   EXPECT_LT(body.find("cpu_power_acpi_watts{"), body.find("cpu_power_exporter_"));
+}
+
+// --- slow clients -------------------------------------------------------------------------
+
+struct GuardProbe {
+  std::vector<int> closed_fds;
+  ConnectionGuard guard;
+  GuardProbe(std::size_t cap, ConnectionGuard::Clock::duration timeout)
+      : guard(cap, timeout, [this](int fd) { closed_fds.push_back(fd); }) {}
+};
+
+TEST(ConnectionGuard, AtTheCapTheLongestWaitingConnectionOfThatThreadMakesRoom) {
+  GuardProbe p(2, 5s);
+  const ConnectionGuard::Clock::time_point t0{};
+  auto* a = p.guard.opened(10, 1, t0);
+  auto* b = p.guard.opened(11, 1, t0 + 1ms);
+  auto* other = p.guard.opened(20, 2, t0 + 2ms);  // another polling thread: its own share
+  p.guard.request_complete(a);                    // being answered: never evicted
+  auto* c = p.guard.opened(12, 1, t0 + 3ms);
+  EXPECT_TRUE(p.closed_fds.empty());
+  auto* d = p.guard.opened(13, 1, t0 + 4ms);
+  EXPECT_EQ(p.closed_fds, std::vector<int>{11});
+  EXPECT_EQ(p.guard.counts().evicted, 1u);
+  EXPECT_EQ(p.guard.counts().waiting, 3u);  // c, d and other; b is closing
+  EXPECT_EQ(p.guard.counts().open, 5u);     // b stays open until libmicrohttpd lets go
+  p.guard.request_complete(b);              // too late: a closing connection stays closing
+  p.guard.closed(b);
+  EXPECT_EQ(p.guard.counts().open, 4u);
+  for (auto* e : {a, c, d, other}) p.guard.closed(e);
+  EXPECT_EQ(p.guard.counts().open, 0u);
+  EXPECT_EQ(p.guard.counts().waiting, 0u);
+}
+
+TEST(ConnectionGuard, DeadlineCountsFromAcceptOrPreviousResponseNotFromTheLastByte) {
+  GuardProbe p(100, 5s);
+  const ConnectionGuard::Clock::time_point t0{};
+  auto* trickle = p.guard.opened(10, 1, t0);
+  auto* keepalive = p.guard.opened(11, 1, t0 + 1s);
+  auto* busy = p.guard.opened(12, 1, t0 + 1s);
+  EXPECT_EQ(p.guard.sweep(t0 + 2s), t0 + 5s);  // next due: the trickle's deadline
+  p.guard.request_complete(keepalive);
+  p.guard.response_done(keepalive, t0 + 3s);  // waits for its next request from 3 s
+  p.guard.request_complete(busy);             // being answered: no deadline
+  EXPECT_EQ(p.guard.sweep(t0 + 5s), t0 + 8s);
+  EXPECT_EQ(p.closed_fds, std::vector<int>{10});
+  EXPECT_EQ(p.guard.sweep(t0 + 8s), t0 + 13s);  // nothing waits: one timeout ahead
+  EXPECT_EQ(p.closed_fds, (std::vector<int>{10, 11}));
+  EXPECT_EQ(p.guard.counts().expired, 2u);
+  EXPECT_EQ(p.guard.sweep(t0 + 60s), t0 + 65s);  // an answered request is not timed here
+  EXPECT_EQ(p.closed_fds.size(), 2u);
+  for (auto* e : {trickle, keepalive, busy}) p.guard.closed(e);
 }
 
 }  // namespace
