@@ -1,8 +1,15 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "exporter/connection_guard.hpp"
+#include "exporter/http_server.hpp"
 #include "exporter/render.hpp"
 #include "exporter/service.hpp"
 #include "sources/acpi_reader.hpp"
@@ -152,6 +159,144 @@ TEST(ConnectionGuard, DeadlineCountsFromAcceptOrPreviousResponseNotFromTheLastBy
   EXPECT_EQ(p.guard.sweep(t0 + 60s), t0 + 65s);  // an answered request is not timed here
   EXPECT_EQ(p.closed_fds.size(), 2u);
   for (auto* e : {trickle, keepalive, busy}) p.guard.closed(e);
+}
+
+TEST(ConnectionGuard, WaitingShareLeavesRoomForAnsweredRequests) {
+  EXPECT_EQ(waiting_cap(512), 448u);
+  EXPECT_EQ(waiting_cap(32), 28u);
+  EXPECT_EQ(waiting_cap(8), 4u);
+  EXPECT_EQ(waiting_cap(1), 1u);
+  EXPECT_EQ(waiting_cap(0), 1u);
+}
+
+// Each runs in a child process: the limits it sets must not outlive the test.
+[[noreturn]] void fit_under_hard_limit() {
+  const rlimit low{200, 200};
+  if (::setrlimit(RLIMIT_NOFILE, &low) != 0) std::_Exit(3);
+  const auto f = fit_connection_limit(1024);
+  std::_Exit(f.reduced && f.connections == 72 && f.fd_limit == 200 ? 0 : 1);
+}
+
+[[noreturn]] void fit_by_raising_soft_limit(rlim_t hard) {
+  const rlimit soft{256, hard};
+  if (::setrlimit(RLIMIT_NOFILE, &soft) != 0) std::_Exit(3);
+  const auto f = fit_connection_limit(1024);
+  rlimit after{};
+  ::getrlimit(RLIMIT_NOFILE, &after);
+  std::_Exit(!f.reduced && f.connections == 1024 && after.rlim_cur >= 1024 + 128 ? 0 : 1);
+}
+
+TEST(HttpServerLimits, ConnectionLimitFitsTheHardFileDescriptorLimit) {
+  EXPECT_EXIT(fit_under_hard_limit(), ::testing::ExitedWithCode(0), "");
+  rlimit now{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &now), 0);
+  if (now.rlim_max != RLIM_INFINITY && now.rlim_max < 1024 + 128) {
+    GTEST_SKIP() << "hard RLIMIT_NOFILE " << now.rlim_max << " is below what 1024 connections need";
+  }
+  EXPECT_EXIT(fit_by_raising_soft_limit(now.rlim_max), ::testing::ExitedWithCode(0), "");
+}
+
+int connect_loopback(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Milliseconds until the server ends the connection (EOF or reset), or -1 after `limit`.
+long ms_until_closed(int fd, std::chrono::milliseconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[4096];
+  for (;;) {
+    const auto left = limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - t0);
+    if (left <= 0ms) return -1;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    if (::recv(fd, buf, sizeof buf, 0) <= 0) break;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t0)
+      .count();
+}
+
+std::string get_health(std::uint16_t port) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return "connect failed";
+  const std::string req = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return "send failed";
+  }
+  std::string out;
+  char buf[4096];
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, 2000) > 0) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayTheDeadline) {
+  HttpServer server;
+  HttpLimits limits;
+  limits.connection_limit = 32;  // 16 a polling thread, 12 of them for waiting connections
+  limits.request_timeout = 400ms;
+  std::string error;
+  ASSERT_TRUE(server.start(
+      "127.0.0.1", 0,
+      [](std::string_view, std::string_view) {
+        return HttpResponse{200, "text/plain", "ok\n", {}};
+      },
+      limits, &error))
+      << error;
+  // Twice the connection limit of clients that send nothing: without room-making the
+  // server would sit at its limit until the deadline.
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) idle.push_back(connect_loopback(server.port()));
+  const int trickle = connect_loopback(server.port());
+  ASSERT_GE(trickle, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(get_health(server.port()).find("\r\n\r\nok\n"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms) << "a complete request waited";
+  EXPECT_GT(server.evicted_connections(), 0u);
+  // One byte every 100 ms: each resets the idle timeout, none extends the deadline.
+  const std::string drip = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa";
+  long lived_ms = -1;
+  for (std::size_t i = 0; i < drip.size(); ++i) {
+    if (::send(trickle, &drip[i], 1, MSG_NOSIGNAL) != 1) break;
+    pollfd p{trickle, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      lived_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+      break;
+    }
+  }
+  EXPECT_GE(lived_ms, 0) << "a trickling request outlived " << drip.size() * 100 << " ms";
+  EXPECT_LT(lived_ms, 1500);
+  // A partial request whose client shuts its write side is let go at once.
+  const int half = connect_loopback(server.port());
+  const std::string partial = "GET /health HTTP/1.1\r\nHost: x\r\nX-Part";
+  ASSERT_EQ(::send(half, partial.data(), partial.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(partial.size()));
+  ::shutdown(half, SHUT_WR);
+  const long half_ms = ms_until_closed(half, 2000ms);
+  EXPECT_GE(half_ms, 0);
+  EXPECT_LT(half_ms, 200);
+  for (int fd : idle) ::close(fd);
+  ::close(trickle);
+  ::close(half);
+  server.stop();
 }
 
 }  // namespace
