@@ -163,9 +163,14 @@ int main(int argc, char** argv) {
     exit_now(0);
   }).detach();
   server.stop();
-  if (server.expired_connections() + server.evicted_connections() > 0) {
-    log->info("slow clients: closed {} connections at the request deadline, {} to make room",
-              server.expired_connections(), server.evicted_connections());
+  if (server.expired_connections() + server.evicted_connections() +
+          server.half_closed_connections() >
+      0) {
+    log->info(
+        "slow clients: closed {} connections at the request deadline, {} to make room, {} "
+        "half-closed by their client",
+        server.expired_connections(), server.evicted_connections(),
+        server.half_closed_connections());
   }
   service.stop(std::chrono::milliseconds(500));
   exit_now(0);

@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +24,8 @@ namespace {
 // wake-up descriptors of the polling threads, hwmon files, NVIDIA device files, logs.
 constexpr unsigned kSpareFds = 128;
 constexpr unsigned kMinConnections = 16;
+// The sweeper's epoll tags the wake-up eventfd with this key; connection keys start at 1.
+constexpr std::uint64_t kWakeKey = 0;
 
 ConnectionGuard::Entry* entry_of(MHD_Connection* connection) {
   const MHD_ConnectionInfo* info =
@@ -65,11 +70,22 @@ struct HttpServerAccess {
       const MHD_ConnectionInfo* info =
           MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
       if (!info) return;
+      const int fd = info->connect_fd;
       const auto worker = std::hash<std::thread::id>{}(std::this_thread::get_id());
-      *socket_context =
-          self->guard_->opened(info->connect_fd, worker, ConnectionGuard::Clock::now());
+      auto* entry = self->guard_->opened(fd, worker, ConnectionGuard::Clock::now());
+      *socket_context = entry;
+      // Edge-triggered on the peer's half-close alone: data arriving does not wake the
+      // sweeper. A half-close that came before this is reported at once.
+      epoll_event ev{};
+      ev.events = EPOLLRDHUP | EPOLLET;
+      ev.data.u64 = self->guard_->key(entry);
+      ::epoll_ctl(self->watch_fd_, EPOLL_CTL_ADD, fd, &ev);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
-      self->guard_->closed(static_cast<ConnectionGuard::Entry*>(*socket_context));
+      auto* entry = static_cast<ConnectionGuard::Entry*>(*socket_context);
+      const MHD_ConnectionInfo* info =
+          MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+      if (info) ::epoll_ctl(self->watch_fd_, EPOLL_CTL_DEL, info->connect_fd, nullptr);
+      self->guard_->closed(entry);
       *socket_context = nullptr;
     }
   }
@@ -177,9 +193,24 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
   // libmicrohttpd splits the connection limit evenly between its polling threads, and each
   // thread accepts on its own: the cap on waiting connections is per thread too.
   const unsigned threads = std::max(limits.threads, 1u);
-  guard_ = std::make_unique<ConnectionGuard>(waiting_cap(limits.connection_limit / threads),
-                                             limits.request_timeout,
-                                             [](int fd) { ::shutdown(fd, SHUT_RDWR); });
+  guard_ = std::make_unique<ConnectionGuard>(
+      waiting_cap(limits.connection_limit / threads), limits.request_timeout,
+      ConnectionGuard::SocketOps{[](int fd) { ::shutdown(fd, SHUT_RDWR); },
+                                 [](int fd) {
+                                   int unread = 0;
+                                   return ::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0;
+                                 }});
+  watch_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.u64 = kWakeKey;
+  if (watch_fd_ < 0 || wake_fd_ < 0 ||
+      ::epoll_ctl(watch_fd_, EPOLL_CTL_ADD, wake_fd_, &wake) != 0) {
+    *error = "start HTTP server on " + address_ + ": " + std::strerror(errno);
+    stop();
+    return false;
+  }
 
   // The connection memory pool holds the request header block plus the response headers;
   // a request whose header does not fit gets a 431 instead of a silent drop.
@@ -194,24 +225,27 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
       &HttpServerAccess::request_completed, this, MHD_OPTION_END);
   if (!daemon_) {
     *error = "start HTTP server on " + address_ + ": libmicrohttpd refused the configuration";
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-    guard_.reset();
+    stop();
     return false;
   }
-  sweeper_stop_ = false;
   sweeper_ = std::thread([this] { sweep_loop(); });
   return true;
 }
 
-// Closes connections past the request deadline, waking when the oldest waiting one falls due.
+// Closes connections past the request deadline, waking when the oldest waiting one falls due,
+// and hands each half-close to the guard as soon as epoll reports it.
 void HttpServer::sweep_loop() {
-  auto next = guard_->sweep(ConnectionGuard::Clock::now());
-  std::unique_lock lock(sweeper_mu_);
-  while (!sweeper_cv_.wait_until(lock, next, [this] { return sweeper_stop_; })) {
-    lock.unlock();
-    next = guard_->sweep(ConnectionGuard::Clock::now());
-    lock.lock();
+  using namespace std::chrono;
+  epoll_event events[64];
+  for (;;) {
+    const auto now = ConnectionGuard::Clock::now();
+    const auto next = guard_->sweep(now);
+    const auto wait_ms = std::clamp<long>(ceil<milliseconds>(next - now).count(), 1, 60000);
+    const int n = ::epoll_wait(watch_fd_, events, 64, static_cast<int>(wait_ms));
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == kWakeKey) return;
+      guard_->peer_closed(events[i].data.u64, ConnectionGuard::Clock::now());
+    }
   }
 }
 
@@ -223,13 +257,14 @@ std::uint64_t HttpServer::evicted_connections() const {
   return guard_ ? guard_->counts().evicted : 0;
 }
 
+std::uint64_t HttpServer::half_closed_connections() const {
+  return guard_ ? guard_->counts().half_closed : 0;
+}
+
 void HttpServer::stop() {
   if (sweeper_.joinable()) {
-    {
-      std::lock_guard lock(sweeper_mu_);
-      sweeper_stop_ = true;
-    }
-    sweeper_cv_.notify_all();
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
     sweeper_.join();
   }
   if (daemon_) {
@@ -240,6 +275,10 @@ void HttpServer::stop() {
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
     listen_fd_ = -1;
+  }
+  for (int* fd : {&watch_fd_, &wake_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
   }
 }
 

@@ -6,11 +6,9 @@
 // Handlers must be fast and non-blocking: they run on the polling threads.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -71,10 +69,12 @@ class HttpServer {
   const std::string& address() const { return address_; }
   std::uint16_t port() const { return port_; }
 
-  // Connections closed because they waited too long for their request (deadline) or to
-  // make room for new ones (evicted), since start.
+  // Connections closed because they waited too long for their request (deadline), to make
+  // room for new ones (evicted), or whose client shut its write side mid-request
+  // (half-closed), since start.
   std::uint64_t expired_connections() const;
   std::uint64_t evicted_connections() const;
+  std::uint64_t half_closed_connections() const;
 
  private:
   void sweep_loop();
@@ -82,9 +82,8 @@ class HttpServer {
   HttpHandler handler_;
   std::unique_ptr<ConnectionGuard> guard_;
   std::thread sweeper_;
-  std::mutex sweeper_mu_;
-  std::condition_variable sweeper_cv_;
-  bool sweeper_stop_ = false;
+  int watch_fd_ = -1;  // epoll: connections whose client shut its write side, and wake_fd_
+  int wake_fd_ = -1;   // eventfd that stops the sweeper
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
   std::string address_;
