@@ -15,7 +15,7 @@ hard=$(ulimit -Hn)
 
 # The p99 bound asserted here is looser than the 10 ms the exporter meets on a quiet machine
 # (docs/reliability.md): ctest runs this beside builds and other tests on two shared cores,
-# where the good client's p99 is 25-30 ms with no attack at all (the baseline below prints
+# where the good client's p99 is 10-40 ms with no attack at all (the baseline below prints
 # it), because a descheduled client or server thread costs tens of ms. A locked-out client
 # waits seconds or times out, so the loose bound still separates pass from fail. On a quiet
 # machine, SLOW_CLIENTS_P99_MS=10 holds the documented figure.
