@@ -13,17 +13,18 @@ SLOW="$(dirname "$0")/slow_clients.py"
 hard=$(ulimit -Hn)
 [ "$hard" = unlimited ] || [ "$hard" -ge 1024 ] || fail "needs a hard RLIMIT_NOFILE of 1024 or more, not $hard"
 
-# The p99 bound asserted here is looser than the 10 ms the exporter meets on a quiet machine
-# (docs/reliability.md): ctest runs this beside builds and other tests on two shared cores,
+# The p99 bound asserted here is looser than the 10 ms target (met in the runs recorded in
+# docs/reliability.md): ctest runs this beside builds and other tests on two shared cores,
 # where the good client's p99 is 10-40 ms with no attack at all (the baseline below prints
 # it), because a descheduled client or server thread costs tens of ms. A locked-out client
 # waits seconds or times out, so the loose bound still separates pass from fail. On a quiet
 # machine, SLOW_CLIENTS_P99_MS=10 holds the documented figure.
 P99_MS=$(scaled "${SLOW_CLIENTS_P99_MS:-100}")
 
-# probe NAME SECONDS: the good client; fails on any failed scrape or a p99 over the bound.
+# probe NAME SECONDS [any]: the good client; fails on any failed scrape or, unless "any",
+# a p99 over the bound.
 probe() {
-  local name=$1 secs=$2 line
+  local name=$1 secs=$2 bound=${3:-} line
   "$PY" "$SLOW" probe "$PORT" "$secs" 10 2 >"$WORK/$name.out" 2>&1 || { cat "$WORK/$name.out"; fail "$name: probe crashed"; }
   line=$(grep '^probe n=' "$WORK/$name.out")
   echo "# $name: $line"
@@ -34,7 +35,7 @@ probe() {
   [ "$failures" = 0 ] || { cat "$WORK/$name.out"; fail "$name: $failures of $n scrapes failed"; }
   # At least 20 a second (100 when nothing is slow): a stalled client would make only a few.
   [ "$n" -ge "$(awk "BEGIN { print int($secs * 20 / $TIME_SCALE) }")" ] || fail "$name: only $n scrapes in ${secs}s"
-  "$PY" -c "import sys; sys.exit(0 if $p99 < $P99_MS else 1)" ||
+  [ "$bound" = any ] || "$PY" -c "import sys; sys.exit(0 if $p99 < $P99_MS else 1)" ||
     fail "$name: p99 ${p99} ms over ${P99_MS} ms$(scale_note)"
 }
 
@@ -55,8 +56,8 @@ attack_done() {
 
 start_sim sim "$WORK/node" --profile gb200 --model constant --no-noise
 start_exporter exp --hwmon-root "$WORK/node"
-probe baseline 1  # no attack: what this machine's noise does to the tail
-ok "baseline without attack"
+probe baseline 1 any  # no attack: what this machine's noise does to the tail
+ok "baseline without attack: no scrape failed"
 
 # --- 500 trickling connections -------------------------------------------------------------
 # Long enough for the 5 s deadline to close every trickle opened at the start.
