@@ -132,13 +132,24 @@ int main(int argc, char** argv) {
   }
   exporter::Service service(std::move(readers), kVersion);
   exporter::HttpServer server;
+  exporter::HttpLimits limits;
+  // Every connection takes a file descriptor: raise the soft limit as far as the hard one
+  // allows, and serve fewer connections where even that is too low.
+  const auto fitted = exporter::fit_connection_limit(limits.connection_limit);
+  if (fitted.reduced) {
+    log->warn(
+        "file descriptor limit {} leaves room for {} connections, not {}; raise the hard "
+        "RLIMIT_NOFILE (ulimit -Hn, systemd LimitNOFILE) to serve more",
+        fitted.fd_limit, fitted.connections, limits.connection_limit);
+  }
+  limits.connection_limit = fitted.connections;
   std::string error;
   if (!server.start(
           o.bind, o.port,
           [&service](std::string_view method, std::string_view path) {
             return service.handle(method, path);
           },
-          exporter::HttpLimits{}, &error)) {
+          limits, &error)) {
     return fail(error);
   }
   log->info("listening addr={}", server.address());
@@ -152,6 +163,15 @@ int main(int argc, char** argv) {
     exit_now(0);
   }).detach();
   server.stop();
+  if (server.expired_connections() + server.evicted_connections() +
+          server.half_closed_connections() >
+      0) {
+    log->info(
+        "slow clients: closed {} connections at the request deadline, {} to make room, {} "
+        "half-closed by their client",
+        server.expired_connections(), server.evicted_connections(),
+        server.half_closed_connections());
+  }
   service.stop(std::chrono::milliseconds(500));
   exit_now(0);
 }

@@ -1,12 +1,17 @@
 #pragma once
 // A small HTTP/1.1 server on libmicrohttpd: a small pool of epoll threads, bounded connections,
-// per-connection timeout and a request-header size limit answered with a 4xx. Handlers
-// must be fast and non-blocking: they run on the polling threads.
+// per-connection timeout and a request-header size limit answered with a 4xx. Slow clients
+// cannot hold it (ConnectionGuard): a request must be complete within a deadline however it
+// trickles, and connections still waiting for their request make room for new ones.
+// Handlers must be fast and non-blocking: they run on the polling threads.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 struct MHD_Daemon;
 
@@ -22,15 +27,34 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(std::string_view method, std::string_view path)>;
 
 struct HttpLimits {
-  unsigned threads = 2;  // epoll threads sharing the listening socket
-  unsigned connection_limit = 64;
-  unsigned connection_timeout_s = 5;
+  unsigned threads = 2;               // epoll threads sharing the listening socket
+  unsigned connection_limit = 1024;   // open connections, all threads together
+  unsigned connection_timeout_s = 5;  // idle: no byte received or sent for this long
+  // A connection must deliver a complete request within this long of its accept or of its
+  // previous response, however often bytes arrive.
+  std::chrono::milliseconds request_timeout{5000};
   std::size_t header_limit_bytes = 8192;
 };
 
+// Connections waiting for their request may hold at most this many of a polling thread's
+// `per_thread` slots: the rest stay free for requests being answered and for new arrivals.
+std::size_t waiting_cap(std::size_t per_thread);
+
+// The file descriptors a connection limit needs. Raises the soft RLIMIT_NOFILE toward the hard
+// limit when it is lower than `wanted` connections need; where the hard limit is lower too,
+// returns the connection limit that fits, with `reduced` set.
+struct FittedLimit {
+  unsigned connections = 0;
+  std::uint64_t fd_limit = 0;  // the soft RLIMIT_NOFILE in force afterwards
+  bool reduced = false;
+};
+FittedLimit fit_connection_limit(unsigned wanted);
+
+class ConnectionGuard;
+
 class HttpServer {
  public:
-  HttpServer() = default;
+  HttpServer();
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -45,8 +69,21 @@ class HttpServer {
   const std::string& address() const { return address_; }
   std::uint16_t port() const { return port_; }
 
+  // Connections closed because they waited too long for their request (deadline), to make
+  // room for new ones (evicted), or whose client shut its write side mid-request
+  // (half-closed), since start.
+  std::uint64_t expired_connections() const;
+  std::uint64_t evicted_connections() const;
+  std::uint64_t half_closed_connections() const;
+
  private:
+  void sweep_loop();
+
   HttpHandler handler_;
+  std::unique_ptr<ConnectionGuard> guard_;
+  std::thread sweeper_;
+  int watch_fd_ = -1;  // epoll: connections whose client shut its write side, and wake_fd_
+  int wake_fd_ = -1;   // eventfd that stops the sweeper
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
   std::string address_;

@@ -1,7 +1,17 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <future>
+#include <set>
 #include <thread>
 
+#include "exporter/connection_guard.hpp"
+#include "exporter/http_server.hpp"
 #include "exporter/render.hpp"
 #include "exporter/service.hpp"
 #include "sources/acpi_reader.hpp"
@@ -100,6 +110,283 @@ TEST(ExporterService, BaseFamilyComesBeforeTheSelfMetrics) {
   const auto body = s.render_metrics();
   EXPECT_EQ(body.rfind("# HELP cpu_power_acpi_watts ", 0), 0u);
   EXPECT_LT(body.find("cpu_power_acpi_watts{"), body.find("cpu_power_exporter_"));
+}
+
+// --- slow clients -------------------------------------------------------------------------
+
+struct GuardProbe {
+  std::vector<int> closed_fds;
+  std::set<int> unread_fds;  // sockets holding bytes the server has not read yet
+  ConnectionGuard guard;
+  GuardProbe(std::size_t cap, ConnectionGuard::Clock::duration timeout)
+      : guard(cap, timeout,
+              {[this](int fd) { closed_fds.push_back(fd); },
+               [this](int fd) { return unread_fds.count(fd) > 0; }}) {}
+};
+
+TEST(ConnectionGuard, AtTheCapTheLongestWaitingConnectionOfThatThreadMakesRoom) {
+  GuardProbe p(2, 5s);
+  const ConnectionGuard::Clock::time_point t0{};
+  auto* a = p.guard.opened(10, 1, t0);
+  auto* b = p.guard.opened(11, 1, t0 + 1ms);
+  auto* other = p.guard.opened(20, 2, t0 + 2ms);  // another polling thread: its own share
+  p.guard.request_complete(a);                    // being answered: never evicted
+  auto* c = p.guard.opened(12, 1, t0 + 3ms);
+  EXPECT_TRUE(p.closed_fds.empty());
+  auto* d = p.guard.opened(13, 1, t0 + 4ms);
+  EXPECT_EQ(p.closed_fds, std::vector<int>{11});
+  EXPECT_EQ(p.guard.counts().evicted, 1u);
+  EXPECT_EQ(p.guard.counts().waiting, 3u);  // c, d and other; b is closing
+  EXPECT_EQ(p.guard.counts().open, 5u);     // b stays open until libmicrohttpd lets go
+  p.guard.request_complete(b);              // too late: a closing connection stays closing
+  p.guard.closed(b);
+  EXPECT_EQ(p.guard.counts().open, 4u);
+  for (auto* e : {a, c, d, other}) p.guard.closed(e);
+  EXPECT_EQ(p.guard.counts().open, 0u);
+  EXPECT_EQ(p.guard.counts().waiting, 0u);
+}
+
+TEST(ConnectionGuard, DeadlineCountsFromAcceptOrPreviousResponseNotFromTheLastByte) {
+  GuardProbe p(100, 5s);
+  const ConnectionGuard::Clock::time_point t0{};
+  auto* trickle = p.guard.opened(10, 1, t0);
+  auto* keepalive = p.guard.opened(11, 1, t0 + 1s);
+  auto* busy = p.guard.opened(12, 1, t0 + 1s);
+  EXPECT_EQ(p.guard.sweep(t0 + 2s), t0 + 5s);  // next due: the trickle's deadline
+  p.guard.request_complete(keepalive);
+  p.guard.response_done(keepalive, t0 + 3s);  // waits for its next request from 3 s
+  p.guard.request_complete(busy);             // being answered: no deadline
+  EXPECT_EQ(p.guard.sweep(t0 + 5s), t0 + 8s);
+  EXPECT_EQ(p.closed_fds, std::vector<int>{10});
+  EXPECT_EQ(p.guard.sweep(t0 + 8s), t0 + 13s);  // nothing waits: one timeout ahead
+  EXPECT_EQ(p.closed_fds, (std::vector<int>{10, 11}));
+  EXPECT_EQ(p.guard.counts().expired, 2u);
+  EXPECT_EQ(p.guard.sweep(t0 + 60s), t0 + 65s);  // an answered request is not timed here
+  EXPECT_EQ(p.closed_fds.size(), 2u);
+  for (auto* e : {trickle, keepalive, busy}) p.guard.closed(e);
+}
+
+TEST(ConnectionGuard, HalfClosedConnectionsCloseOnceTheServerHasReadAllTheirBytes) {
+  GuardProbe p(100, 5s);
+  const auto grace = ConnectionGuard::kHalfCloseGrace;
+  const ConnectionGuard::Clock::time_point t0{};
+  auto* partial = p.guard.opened(10, 1, t0);
+  auto* unread = p.guard.opened(11, 1, t0);
+  auto* answered = p.guard.opened(12, 1, t0);
+  p.unread_fds.insert(11);
+  p.guard.request_complete(answered);
+  const auto partial_key = p.guard.key(partial);
+  for (auto* e : {partial, unread, answered}) p.guard.peer_closed(p.guard.key(e), t0);
+  p.guard.peer_closed(partial_key, t0 + 1ms);  // epoll may say it twice: no new grace
+  EXPECT_EQ(p.guard.sweep(t0 + grace / 2), t0 + grace);
+  EXPECT_TRUE(p.closed_fds.empty());
+  EXPECT_EQ(p.guard.sweep(t0 + grace), t0 + 2 * grace);
+  EXPECT_EQ(p.closed_fds, std::vector<int>{10});  // the unread one waits for the server
+  p.unread_fds.clear();
+  p.guard.response_done(answered, t0 + grace);  // answered first; then no more requests
+  p.guard.sweep(t0 + 2 * grace);
+  EXPECT_EQ(p.closed_fds, (std::vector<int>{10, 11, 12}));
+  EXPECT_EQ(p.guard.counts().half_closed, 3u);
+  p.guard.closed(partial);
+  p.guard.peer_closed(partial_key, t0 + 3 * grace);  // after libmicrohttpd let go: ignored
+  for (auto* e : {unread, answered}) p.guard.closed(e);
+  EXPECT_EQ(p.guard.counts().open, 0u);
+}
+
+TEST(ConnectionGuard, WaitingShareLeavesRoomForAnsweredRequests) {
+  EXPECT_EQ(waiting_cap(512), 448u);
+  EXPECT_EQ(waiting_cap(32), 28u);
+  EXPECT_EQ(waiting_cap(8), 4u);
+  EXPECT_EQ(waiting_cap(1), 1u);
+  EXPECT_EQ(waiting_cap(0), 1u);
+}
+
+// Each runs in a child process: the limits it sets must not outlive the test.
+[[noreturn]] void fit_under_hard_limit() {
+  const rlimit low{200, 200};
+  if (::setrlimit(RLIMIT_NOFILE, &low) != 0) std::_Exit(3);
+  const auto f = fit_connection_limit(1024);
+  std::_Exit(f.reduced && f.connections == 72 && f.fd_limit == 200 ? 0 : 1);
+}
+
+[[noreturn]] void fit_by_raising_soft_limit(rlim_t hard) {
+  const rlimit soft{256, hard};
+  if (::setrlimit(RLIMIT_NOFILE, &soft) != 0) std::_Exit(3);
+  const auto f = fit_connection_limit(1024);
+  rlimit after{};
+  ::getrlimit(RLIMIT_NOFILE, &after);
+  std::_Exit(!f.reduced && f.connections == 1024 && after.rlim_cur >= 1024 + 128 ? 0 : 1);
+}
+
+TEST(HttpServerLimits, ConnectionLimitFitsTheHardFileDescriptorLimit) {
+  EXPECT_EXIT(fit_under_hard_limit(), ::testing::ExitedWithCode(0), "");
+  rlimit now{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &now), 0);
+  if (now.rlim_max != RLIM_INFINITY && now.rlim_max < 1024 + 128) {
+    GTEST_SKIP() << "hard RLIMIT_NOFILE " << now.rlim_max << " is below what 1024 connections need";
+  }
+  EXPECT_EXIT(fit_by_raising_soft_limit(now.rlim_max), ::testing::ExitedWithCode(0), "");
+}
+
+int connect_loopback(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Milliseconds until the server ends the connection (EOF or reset), or -1 after `limit`.
+long ms_until_closed(int fd, std::chrono::milliseconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[4096];
+  for (;;) {
+    const auto left = limit - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - t0);
+    if (left <= 0ms) return -1;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    if (::recv(fd, buf, sizeof buf, 0) <= 0) break;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t0)
+      .count();
+}
+
+// GET `path` on a fresh connection; `half_close` shuts the write side after the request.
+std::string get_path(std::uint16_t port, const std::string& path, bool half_close = false) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return "connect failed";
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return "send failed";
+  }
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, 2000) > 0) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayTheDeadline) {
+  HttpServer server;
+  HttpLimits limits;
+  limits.connection_limit = 32;  // 16 a polling thread, 12 of them for waiting connections
+  limits.request_timeout = 400ms;
+  std::string error;
+  ASSERT_TRUE(server.start(
+      "127.0.0.1", 0,
+      [](std::string_view, std::string_view) {
+        return HttpResponse{200, "text/plain", "ok\n", {}};
+      },
+      limits, &error))
+      << error;
+  // Twice the connection limit of clients that send nothing: without room-making the
+  // server would sit at its limit until the deadline.
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) idle.push_back(connect_loopback(server.port()));
+  const int trickle = connect_loopback(server.port());
+  ASSERT_GE(trickle, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(get_path(server.port(), "/health").find("\r\n\r\nok\n"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms) << "a complete request waited";
+  EXPECT_GT(server.evicted_connections(), 0u);
+  // One byte every 100 ms: each resets the idle timeout, none extends the deadline.
+  const std::string drip = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa";
+  long lived_ms = -1;
+  for (std::size_t i = 0; i < drip.size(); ++i) {
+    if (::send(trickle, &drip[i], 1, MSG_NOSIGNAL) != 1) break;
+    pollfd p{trickle, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      lived_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+      break;
+    }
+  }
+  EXPECT_GE(lived_ms, 0) << "a trickling request outlived " << drip.size() * 100 << " ms";
+  EXPECT_LT(lived_ms, 1500);
+  for (int fd : idle) ::close(fd);
+  ::close(trickle);
+  server.stop();
+}
+
+// Sends part of a request and shuts the write side: the bytes and the end of stream reach
+// the server together when it is not reading at that moment.
+int half_closed_partial_request(std::uint16_t port) {
+  const int fd = connect_loopback(port);
+  const std::string partial = "GET /health HTTP/1.1\r\nHost: x\r\nX-Part";
+  if (fd < 0 || ::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL) !=
+                    static_cast<ssize_t>(partial.size())) {
+    return -1;
+  }
+  ::shutdown(fd, SHUT_WR);
+  return fd;
+}
+
+TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
+  // One polling thread, held in a handler while the half-closed request arrives: when it
+  // comes back, the partial request and the end of stream are read in one go, which
+  // libmicrohttpd alone notices only at a timeout.
+  std::promise<void> entered;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  HttpServer server;
+  HttpLimits limits;
+  limits.threads = 1;
+  limits.request_timeout = 3s;
+  limits.connection_timeout_s = 3;
+  std::string error;
+  ASSERT_TRUE(server.start(
+      "127.0.0.1", 0,
+      [&](std::string_view, std::string_view path) {
+        if (path == "/hold") {
+          entered.set_value();
+          released.wait();
+        }
+        return HttpResponse{200, "text/plain", "ok\n", {}};
+      },
+      limits, &error))
+      << error;
+  std::thread holder([&] { get_path(server.port(), "/hold"); });
+  entered.get_future().wait();
+  std::vector<int> halves;
+  for (int i = 0; i < 8; ++i) halves.push_back(half_closed_partial_request(server.port()));
+  release.set_value();
+  for (int fd : halves) {
+    ASSERT_GE(fd, 0);
+    const long ms = ms_until_closed(fd, 2500ms);
+    EXPECT_GE(ms, 0) << "a half-closed partial request held its connection";
+    EXPECT_LT(ms, 500);
+    ::close(fd);
+  }
+  holder.join();
+  // One after the other: libmicrohttpd alone keeps a few in a hundred until its timeout.
+  for (int i = 0; i < 100; ++i) {
+    const int fd = half_closed_partial_request(server.port());
+    ASSERT_GE(fd, 0);
+    const long ms = ms_until_closed(fd, 2500ms);
+    ::close(fd);
+    ASSERT_GE(ms, 0) << "half-closed partial request " << i << " held its connection";
+    EXPECT_LT(ms, 500);
+  }
+  // A complete request whose client half-closes right after it is still answered.
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_NE(get_path(server.port(), "/health", true).find("\r\n\r\nok\n"), std::string::npos);
+  }
+  server.stop();
 }
 
 }  // namespace

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Slowloris against the exporter over loopback: 500 connections that trickle a request one
+# byte at a time and never finish it, then 500 that send nothing, then both at once against
+# an exporter whose file descriptor limit leaves room for 128 connections; meanwhile a good
+# client scrapes /metrics on a fresh connection every 10 ms and must never fail. Also: a
+# trickle cannot keep its connection past the 5 s request deadline, and a partial request
+# whose client shuts its write side is let go at once. All attackers share 127.0.0.1 with the
+# good client, so no per-address limit could tell them apart: the server must.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+SLOW="$(dirname "$0")/slow_clients.py"
+# Each attacker process holds 500 sockets.
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] || [ "$hard" -ge 1024 ] || fail "needs a hard RLIMIT_NOFILE of 1024 or more, not $hard"
+
+# The p99 bound asserted here is looser than the 10 ms target (met in the runs recorded in
+# docs/reliability.md): ctest runs this beside builds and other tests on two shared cores,
+# where the good client's p99 is 10-40 ms with no attack at all (the baseline below prints
+# it), because a descheduled client or server thread costs tens of ms. A locked-out client
+# waits seconds or times out, so the loose bound still separates pass from fail. On a quiet
+# machine, SLOW_CLIENTS_P99_MS=10 holds the documented figure.
+P99_MS=$(scaled "${SLOW_CLIENTS_P99_MS:-100}")
+
+# probe NAME SECONDS [any]: the good client; fails on any failed scrape or, unless "any",
+# a p99 over the bound.
+probe() {
+  local name=$1 secs=$2 bound=${3:-} line
+  "$PY" "$SLOW" probe "$PORT" "$secs" 10 2 >"$WORK/$name.out" 2>&1 || { cat "$WORK/$name.out"; fail "$name: probe crashed"; }
+  line=$(grep '^probe n=' "$WORK/$name.out")
+  echo "# $name: $line"
+  local n failures p99
+  n=$(sed -E 's/.*n=([0-9]+).*/\1/' <<<"$line")
+  failures=$(sed -E 's/.*failures=([0-9]+).*/\1/' <<<"$line")
+  p99=$(sed -E 's/.*p99_ms=([0-9.]+).*/\1/' <<<"$line")
+  [ "$failures" = 0 ] || { cat "$WORK/$name.out"; fail "$name: $failures of $n scrapes failed"; }
+  # At least 20 a second (100 when nothing is slow): a stalled client would make only a few.
+  [ "$n" -ge "$(awk "BEGIN { print int($secs * 20 / $TIME_SCALE) }")" ] || fail "$name: only $n scrapes in ${secs}s"
+  [ "$bound" = any ] || "$PY" -c "import sys; sys.exit(0 if $p99 < $P99_MS else 1)" ||
+    fail "$name: p99 ${p99} ms over ${P99_MS} ms$(scale_note)"
+}
+
+# attack NAME MODE CONNS SECONDS: attackers from 127.0.0.1, ready once every socket is tried.
+attack() {
+  spawn "$1" "$PY" "$SLOW" attack "$PORT" "$2" "$3" 2 "$4"
+  ATTACK_PID=$LAST_PID
+  wait_for_line "$WORK/$1.log" '^attack ready' 10
+  echo "# $1: $(grep '^attack ready' "$WORK/$1.log")"
+}
+
+# attack_done NAME: waits for the attacker to finish and prints its summary.
+attack_done() {
+  wait "$ATTACK_PID" || fail "$1: attacker exited with $?"
+  ATTACK_DONE=$(grep '^attack done' "$WORK/$1.log") || { cat "$WORK/$1.log"; fail "$1: no summary"; }
+  echo "# $1: $ATTACK_DONE"
+}
+
+start_sim sim "$WORK/node" --profile gb200 --model constant --no-noise
+start_exporter exp --hwmon-root "$WORK/node"
+probe baseline 1 any  # no attack: what this machine's noise does to the tail
+ok "baseline without attack: no scrape failed"
+
+# --- 500 trickling connections -------------------------------------------------------------
+# Long enough for the 5 s deadline to close every trickle opened at the start.
+DRIP_S=$(awk "BEGIN { print 5 + 1.5 * $TIME_SCALE }")
+attack drip drip 500 "$DRIP_S"
+# Meanwhile, partial requests whose client then shuts its write side. libmicrohttpd alone
+# keeps a few in a hundred of them until its timeout (the unit test HalfClosedPartialRequest*
+# holds a hundred to it on one polling thread).
+spawn half "$PY" "$SLOW" halfclose "$PORT" "$(scaled 3)" 20
+HALF_PID=$LAST_PID
+probe probe_drip 5
+ok "500 trickling connections: no scrape failed, p99 under ${P99_MS} ms"
+
+wait "$HALF_PID" || fail "halfclose exited with $?"
+ms=$(sed -nE 's/^halfclose n=[0-9]+ closed_after_ms=([0-9.]+).*/\1/p' "$WORK/half.log")
+echo "# $(cat "$WORK/half.log")"
+[ -n "$ms" ] && "$PY" -c "import sys; sys.exit(0 if $ms < $(scaled 500) else 1)" ||
+  fail "half-closed partial request not closed within $(scaled 500) ms: $(cat "$WORK/half.log")$(scale_note)"
+ok "20 half-closed partial requests each closed within ${ms} ms, under attack"
+
+attack_done drip
+closed=$(sed -E 's/.*closed_by_server=([0-9]+).*/\1/' <<<"$ATTACK_DONE")
+held=$(sed -E 's/.*longest_held_s=([0-9.]+).*/\1/' <<<"$ATTACK_DONE")
+# Every trickle opened at the start has been waiting 5 s for its request by 5.x s.
+[ "$closed" -ge 500 ] || fail "only $closed trickling connections were closed in $DRIP_S s"
+"$PY" -c "import sys; sys.exit(0 if $held < 5.0 + $(scaled 1) else 1)" ||
+  fail "a trickling connection was held ${held} s, past the 5 s request deadline$(scale_note)"
+ok "trickling connections closed at the 5 s request deadline (longest held ${held} s)"
+
+# --- 500 connections that send nothing -------------------------------------------------------
+attack idle idle 500 3
+probe probe_idle 2.5
+attack_done idle
+ok "500 idle connections: no scrape failed, p99 under ${P99_MS} ms"
+
+stop "$EXPORTER_PID"
+grep -q 'slow clients: closed [0-9]* connections at the request deadline' "$WORK/exp.log" ||
+  fail "no slow-client summary at shutdown: $(tail -3 "$WORK/exp.log")"
+
+# --- both at once, with room for 128 connections ----------------------------------------------
+# ulimit -n sets the hard limit too, so the exporter cannot raise it: it must say so and
+# serve fewer connections, and still make room for the good client among 1000 attackers.
+(ulimit -n 256 && exec "$BIN/cpu-power-exporter" --bind 127.0.0.1 --port 0 --hwmon-root "$WORK/node") \
+  >"$WORK/exp_low.log" 2>&1 &
+PIDS+=($!)
+EXPORTER_PID=$!
+wait_for_line "$WORK/exp_low.log" 'listening addr=' 15
+PORT=$(grep -oE 'listening addr=[0-9.]+:[0-9]+' "$WORK/exp_low.log" | head -1 | sed 's/.*://')
+grep -qF 'WARN cpu_power_exporter: file descriptor limit 256 leaves room for 128 connections, not 1024' "$WORK/exp_low.log" ||
+  fail "no WARN about the low file descriptor limit: $(cat "$WORK/exp_low.log")"
+attack drip_low drip 500 3.5
+DRIP_PID=$ATTACK_PID
+attack idle_low idle 500 3
+probe probe_low 2.5
+attack_done idle_low
+ATTACK_PID=$DRIP_PID
+attack_done drip_low
+ok "500 trickling + 500 idle connections with room for 128: no scrape failed, p99 under ${P99_MS} ms"
+stop "$EXPORTER_PID"
+
+finish
