@@ -457,9 +457,36 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
       "first_sample_unix": 1788310001.0,
       "last_sample_unix": 1788310143.25
     }
-  }
+  },
+  "rows_written": 0,
+  "rows_dropped": 0,
+  "write_errors": [],
+  "samples_file_changes": []
 }
 )");
+}
+
+TEST(CpuManifest, RendersSamplesCsvFailuresAfterTheNodes) {
+  CpuManifest m;
+  m.stopped_at_unix = 5;
+  m.rows_written = 1200;
+  m.rows_dropped = 2391;
+  m.write_errors.push_back({"write /x/samples.csv: No space left on device", 37, 2.5, 4.5});
+  m.samples_file_changes.push_back({3.0, "deleted", 42});
+  const auto doc = nlohmann::ordered_json::parse(render_cpu_manifest(m));
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : doc.items()) keys.push_back(k);
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"schema_version", "producer", "producer_git_commit",
+                                      "started_at_unix", "stopped_at_unix", "nodes", "rows_written",
+                                      "rows_dropped", "write_errors", "samples_file_changes"}));
+  EXPECT_EQ(doc["rows_dropped"], 2391);
+  EXPECT_EQ(doc["write_errors"][0]["error"], "write /x/samples.csv: No space left on device");
+  EXPECT_EQ(doc["write_errors"][0]["count"], 37);
+  EXPECT_EQ(doc["write_errors"][0]["first_unix"], 2.5);
+  EXPECT_EQ(doc["write_errors"][0]["last_unix"], 4.5);
+  EXPECT_EQ(doc["samples_file_changes"][0],
+            nlohmann::json({{"at_unix", 3.0}, {"change", "deleted"}, {"rows_in_old_file", 42}}));
 }
 
 TEST(CpuManifest, NullsForANeverStartedCollectorAndNoNodes) {
