@@ -1,7 +1,9 @@
 // The collector in-process against stand-in HTTP servers on loopback: rows and manifest,
 // row time, the unchanged-readings rule, every failure kind, the schedule (missed slots not
 // replayed, a stalled endpoint does not delay the others), keep-alive, the final cycle,
-// write failures and recovery, and a SIGKILL that leaves a loadable samples.csv.
+// write failures and recovery (a real file size limit: EFBIG part-way through a row, as on
+// a full disk), samples.csv deleted or replaced mid-run, and a SIGKILL that leaves a
+// loadable samples.csv.
 //
 // Nothing here asserts how fast the machine is: the tests wait for states (with generous
 // limits) instead of sleeping fixed times, and check the schedule by its order and
@@ -16,6 +18,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,12 +26,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -376,6 +381,87 @@ void expect_slot_accounting(const std::vector<ScrapeEvent>& ev, const NodeStats&
   EXPECT_LE(node.missed_slots, skipped + trailing) << "more slots missed than passed";
 }
 
+// ---- a collector in a child process ------------------------------------------------------
+
+// What a forked child printed (its stdout and stderr, the collector's log included) and how
+// it ended.
+struct ChildRun {
+  int status = -1;  // waitpid status
+  std::string output;
+  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+// Runs `body` in a forked child with stdout and stderr on a pipe, so that its log can be
+// read and its process limits (RLIMIT_FSIZE) touch nothing of the test's. The child exits
+// with body's return value; after `limit` it is killed.
+ChildRun run_in_child(const std::function<int()>& body, milliseconds limit = milliseconds(90000)) {
+  ChildRun run;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return run;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t child = ::fork();
+  if (child < 0) return run;
+  if (child == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    const int rc = body();
+    std::fflush(stdout);
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
+  const auto until = Clock::now() + limit;
+  char buf[4096];
+  while (true) {
+    const auto left = std::chrono::ceil<milliseconds>(until - Clock::now()).count();
+    if (left <= 0) {
+      ::kill(child, SIGKILL);
+      run.output += "\n[killed: the child ran past its limit]\n";
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long>(left, 1000))) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    run.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  ::waitpid(child, &run.status, 0);
+  return run;
+}
+
+// In the child: a line the parent finds in the output, to place the log lines around it.
+void mark(const std::string& what) {
+  std::printf("MARK %s\n", what.c_str());
+  std::fflush(stdout);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Indexes of the lines that contain `needle`.
+std::vector<std::size_t> find_lines(const std::vector<std::string>& lines,
+                                    const std::string& needle) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(needle) != std::string::npos) out.push_back(i);
+  }
+  return out;
+}
+
+// The unsigned number after `key=` in `line`; nullopt when absent.
+std::optional<std::uint64_t> field(const std::string& line, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex("(^| )" + key + "=([0-9]+)"))) return std::nullopt;
+  return std::stoull(m[2].str());
+}
+
 // ---- endpoints -------------------------------------------------------------------------
 
 TEST(Endpoint, ParsesHostAddressAndPort) {
@@ -470,6 +556,10 @@ TEST(Collector, WritesRowsAndManifestFromAReachableNode) {
   EXPECT_EQ(node["scrape_count"], stats.nodes[0].scrape_count);
   EXPECT_EQ(node["error_count"], 0);
   EXPECT_EQ(node["missed_slots"], stats.nodes[0].missed_slots);
+  EXPECT_EQ(m["rows_written"], 2);
+  EXPECT_EQ(m["rows_dropped"], 0);
+  EXPECT_EQ(m["write_errors"], nlohmann::json::array());
+  EXPECT_EQ(m["samples_file_changes"], nlohmann::json::array());
   EXPECT_TRUE(node["last_error"].is_null());
   EXPECT_EQ(node["endpoint_url"], "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
   EXPECT_EQ(node["first_sample_unix"].get<double>(), file.rows.front().timestamp_unix);
@@ -710,14 +800,215 @@ TEST(Collector, WriteFailuresAreCountedAndCollectionRecovers) {
   }));
   const auto during = c.stats();
   EXPECT_EQ(during.rows_written, 0u);
+  ASSERT_TRUE(during.samples_failing);
+  EXPECT_EQ(*during.samples_failing, "No space left on device");
 
   fs::remove(samples);  // space again
   ASSERT_TRUE(wait_until([&] { return c.stats().rows_written >= 10; }));
   ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
   const auto after = c.stats();
+  EXPECT_FALSE(after.samples_failing);
   const auto file = testing::read_v3(samples);
   EXPECT_EQ(file.bad + file.torn, 0u);
   EXPECT_EQ(file.rows.size(), after.rows_written);
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  EXPECT_EQ(m["rows_dropped"], after.rows_dropped);
+  ASSERT_EQ(m["write_errors"].size(), 1u);
+  EXPECT_NE(m["write_errors"][0]["error"].get<std::string>().find("No space left on device"),
+            std::string::npos);
+  EXPECT_GE(m["write_errors"][0]["count"], 1);
+}
+
+// The full disk, with a real file size limit in a child process: writes stop
+// part-way through a row (EFBIG, as ENOSPC on a full tmpfs) while scraping goes on, then the
+// limit is lifted. Readings change on every second request, so half the flushes have
+// nothing to write; such a flush is no sign that writes work again.
+TEST(Collector, DiskFullIsSaidOnceEachWayAndLeavesNoPartialLine) {
+  StandIn server([](const Request& r) {
+    return ok_reply(acpi_body(90.0 + static_cast<double>(r.number / 2) * 0.01, 100.0));
+  });
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  const auto run = run_in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
+    if (!c.start()) return 3;
+    if (!wait_until([&] { return c.stats().rows_written >= 6; })) return 4;
+    rlimit saved{};
+    ::getrlimit(RLIMIT_FSIZE, &saved);
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(fs::file_size(samples)) + 200;  // two rows and a part
+    mark("limited");
+    if (::setrlimit(RLIMIT_FSIZE, &low) != 0) return 5;
+    if (!wait_until([&] { return c.stats().rows_dropped >= 40; })) return 6;
+    mark("raised");
+    if (::setrlimit(RLIMIT_FSIZE, &saved) != 0) return 7;
+    const auto before = c.stats().rows_written;
+    if (!wait_until([&] { return c.stats().rows_written >= before + 10; })) return 8;
+    return c.stop_and_finalize() ? 0 : 9;
+  });
+  ASSERT_TRUE(run.exited_ok()) << "status " << run.status << "\n" << run.output;
+
+  // No partial line anywhere: every line a whole row, as many as were reported written.
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_FALSE(m.is_discarded());
+  const auto file = testing::read_v3(samples);
+  EXPECT_EQ(file.bad + file.torn, 0u) << "a cut row was left in samples.csv";
+  EXPECT_EQ(file.rows.size(), m.value("rows_written", 0u));
+  for (const auto& row : file.rows) {
+    EXPECT_GE(row.power_w, 90.0) << "a value cut short";
+  }
+
+  const auto lines = lines_of(run.output);
+  const auto limited = find_lines(lines, "MARK limited");
+  const auto raised = find_lines(lines, "MARK raised");
+  ASSERT_EQ(limited.size(), 1u);
+  ASSERT_EQ(raised.size(), 1u);
+  // Entering the failure: one ERROR, after the limit came.
+  const auto failed = find_lines(lines, "samples.csv write failed");
+  ASSERT_EQ(failed.size(), 1u) << run.output;
+  EXPECT_GT(failed[0], limited[0]);
+  EXPECT_LT(failed[0], raised[0]);
+  EXPECT_NE(lines[failed[0]].find("ERROR"), std::string::npos) << lines[failed[0]];
+  EXPECT_NE(lines[failed[0]].find("File too large"), std::string::npos) << lines[failed[0]];
+  // Recovery: one line, only once writes work again, with the rows dropped meanwhile.
+  const auto recovered = find_lines(lines, "samples.csv writes recovered");
+  ASSERT_EQ(recovered.size(), 1u) << run.output;
+  EXPECT_GT(recovered[0], raised[0]) << "recovery announced while writes still failed:\n"
+                                     << run.output;
+  const auto meanwhile = field(lines[recovered[0]], "rows_dropped_meanwhile");
+  EXPECT_TRUE(meanwhile) << "no count of the rows dropped: " << lines[recovered[0]];
+  EXPECT_GE(meanwhile.value_or(0), 40u);
+
+  // The manifest tells the same story as the log.
+  EXPECT_EQ(m.value("rows_dropped", 0u), meanwhile.value_or(0));
+  ASSERT_TRUE(m.contains("write_errors")) << m.dump();
+  ASSERT_EQ(m["write_errors"].size(), 1u) << m["write_errors"].dump();
+  const auto& e = m["write_errors"][0];
+  EXPECT_NE(e["error"].get<std::string>().find("write "), std::string::npos) << e.dump();
+  EXPECT_NE(e["error"].get<std::string>().find("File too large"), std::string::npos) << e.dump();
+  EXPECT_EQ(e["count"], field(lines[recovered[0]], "failed_attempts").value_or(0)) << e.dump();
+}
+
+TEST(Collector, DeletedSamplesCsvIsSaidOnceAndStartedAnew) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  const auto run = run_in_child([&] {
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
+    if (!c.start()) return 3;
+    if (!wait_until([&] { return c.stats().rows_written >= 10; })) return 4;
+    mark("deleting");
+    fs::remove(samples);
+    const auto before = c.stats().rows_written;
+    if (!wait_until([&] { return c.stats().rows_written >= before + 10; })) return 5;
+    return c.stop_and_finalize() ? 0 : 6;
+  });
+  ASSERT_TRUE(run.exited_ok()) << "status " << run.status << "\n" << run.output;
+  const auto lines = lines_of(run.output);
+  const auto deleting = find_lines(lines, "MARK deleting");
+  const auto said = find_lines(lines, "samples.csv was deleted");
+  ASSERT_EQ(deleting.size(), 1u);
+  ASSERT_EQ(said.size(), 1u) << run.output;
+  EXPECT_GT(said[0], deleting[0]);
+  EXPECT_NE(lines[said[0]].find("ERROR"), std::string::npos) << lines[said[0]];
+
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_FALSE(m.is_discarded());
+  ASSERT_TRUE(m.contains("samples_file_changes")) << m.dump();
+  ASSERT_EQ(m["samples_file_changes"].size(), 1u);
+  const auto& change = m["samples_file_changes"][0];
+  EXPECT_EQ(change["change"], "deleted");
+  const auto lost = change.value("rows_in_old_file", 0u);
+  EXPECT_GE(lost, 10u);
+  EXPECT_NE(lines[said[0]].find(" " + std::to_string(lost) + " rows"), std::string::npos)
+      << lines[said[0]];
+  // A new samples.csv at the path, with its header, holding the rows written after.
+  ASSERT_TRUE(fs::exists(samples)) << "rows went on into the deleted file";
+  const auto file = testing::read_v3(samples);
+  EXPECT_EQ(file.schema_version, 3);
+  EXPECT_EQ(file.bad + file.torn, 0u);
+  EXPECT_EQ(file.rows.size(), m["rows_written"].get<std::uint64_t>() - lost);
+  EXPECT_GE(file.rows.size(), 10u);
+}
+
+TEST(Collector, ReplacedOrMovedSamplesCsvIsSaidOnceEach) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  artifacts::CpuSampleRow kept;
+  kept.timestamp_unix = 1788310143.5;
+  kept.hostname = "put-there";
+  kept.source = "acpi";
+  kept.sensor = "CPU0:cpuSidePowerUsageW";
+  kept.power_w = 10;
+  kept.total_power_w = 10;
+  const auto run = run_in_child([&] {
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
+    if (!c.start()) return 3;
+    const auto written_past = [&](std::uint64_t n) {
+      return wait_until([&] { return c.stats().rows_written >= n; });
+    };
+    if (!written_past(10)) return 4;
+    // Replaced: another v3 samples.csv renamed over it, which the collector continues.
+    {
+      std::ofstream other(dir.path() + "/other.csv", std::ios::binary);
+      other << artifacts::kCpuHeaderV3 << "\r\n" << artifacts::format_v3_row(kept);
+    }
+    mark("replacing");
+    fs::rename(dir.path() + "/other.csv", samples);
+    if (!written_past(c.stats().rows_written + 10)) return 5;
+    // Moved: renamed away; its rows live on under the new name.
+    mark("moving");
+    fs::rename(samples, dir.path() + "/moved.csv");
+    if (!written_past(c.stats().rows_written + 10)) return 6;
+    return c.stop_and_finalize() ? 0 : 7;
+  });
+  ASSERT_TRUE(run.exited_ok()) << "status " << run.status << "\n" << run.output;
+  const auto lines = lines_of(run.output);
+  const auto replaced = find_lines(lines, "samples.csv was replaced");
+  const auto moved_line = find_lines(lines, "samples.csv was moved");
+  ASSERT_EQ(replaced.size(), 1u) << run.output;
+  ASSERT_EQ(moved_line.size(), 1u) << run.output;
+  EXPECT_GT(replaced[0], find_lines(lines, "MARK replacing").at(0));
+  EXPECT_GT(moved_line[0], find_lines(lines, "MARK moving").at(0));
+
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_EQ(m["samples_file_changes"].size(), 2u) << m.dump();
+  EXPECT_EQ(m["samples_file_changes"][0]["change"], "replaced");
+  EXPECT_EQ(m["samples_file_changes"][1]["change"], "moved");
+  const auto lost = m["samples_file_changes"][0]["rows_in_old_file"].get<std::uint64_t>();
+  const auto in_moved = m["samples_file_changes"][1]["rows_in_old_file"].get<std::uint64_t>();
+  // The file put there was continued: its own row first, then ours; all of them moved away.
+  const auto moved = testing::read_v3(dir.path() + "/moved.csv");
+  EXPECT_EQ(moved.bad + moved.torn, 0u);
+  ASSERT_EQ(moved.rows.size(), in_moved + 1);
+  EXPECT_EQ(moved.rows[0], kept);
+  // And a new one at the path for the rest.
+  const auto now = testing::read_v3(samples);
+  EXPECT_EQ(now.schema_version, 3);
+  EXPECT_EQ(now.bad + now.torn, 0u);
+  EXPECT_EQ(lost + in_moved + now.rows.size(), m["rows_written"].get<std::uint64_t>());
+}
+
+TEST(SamplesHealthText, SaysWhatIsWrongWithSamplesCsv) {
+  CollectorStats s;
+  EXPECT_EQ(samples_health_text(s), "");
+  s.rows_dropped = 2391;
+  s.samples_failing = "No space left on device";
+  EXPECT_EQ(samples_health_text(s),
+            "samples.csv FAILING (No space left on device), rows dropped 2391");
+  s.samples_failing.reset();
+  EXPECT_EQ(samples_health_text(s), "rows dropped 2391");
+  s.samples_file_changes.push_back({1.0, "deleted", 42});
+  EXPECT_EQ(samples_health_text(s),
+            "rows dropped 2391, samples.csv deleted mid-run (42 rows lost with it; writing a new "
+            "one)");
+  s.rows_dropped = 0;
+  s.samples_file_changes.push_back({2.0, "moved", 7});
+  EXPECT_EQ(s.rows_lost(), 42u);
+  EXPECT_EQ(samples_health_text(s),
+            "samples.csv moved (2 times) mid-run (42 rows lost with it; writing a new one)");
 }
 
 // ---- schedule --------------------------------------------------------------------------
