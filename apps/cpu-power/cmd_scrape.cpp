@@ -94,12 +94,14 @@ std::string status_text(const scrape::CollectorStats& stats) {
   for (const auto& n : stats.nodes) missed += n.missed_slots;
   const auto failing = stats.nodes_failing();
   const auto ok = stats.nodes_ok();
-  return fmt::format("rows written {}, nodes ok {} / failing {}{}, missed slots {}",
+  // The nodes can all be fine while samples.csv is not (disk full, file deleted): say so.
+  const auto samples = scrape::samples_health_text(stats);
+  return fmt::format("rows written {}, nodes ok {} / failing {}{}, missed slots {}{}",
                      stats.rows_written, ok, failing,
                      ok + failing < stats.nodes.size()
                          ? fmt::format(" / waiting {}", stats.nodes.size() - ok - failing)
                          : std::string(),
-                     missed);
+                     missed, samples.empty() ? std::string() : ", " + samples);
 }
 
 int run_scrape(const ScrapePlan& plan) {

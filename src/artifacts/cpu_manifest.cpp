@@ -37,6 +37,23 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"last_sample_unix", number_or_null(node.last_sample_unix)},
     };
   }
+  Json write_errors = Json::array();
+  for (const auto& e : manifest.write_errors) {
+    write_errors.push_back(Json{
+        {"error", e.error},
+        {"count", e.count},
+        {"first_unix", number_or_null(e.first_unix)},
+        {"last_unix", number_or_null(e.last_unix)},
+    });
+  }
+  Json changes = Json::array();
+  for (const auto& c : manifest.samples_file_changes) {
+    changes.push_back(Json{
+        {"at_unix", number_or_null(c.at_unix)},
+        {"change", c.change},
+        {"rows_in_old_file", c.rows_in_old_file},
+    });
+  }
   const Json doc{
       {"schema_version", kCpuManifestSchemaVersion},
       {"producer", manifest.producer},
@@ -44,6 +61,10 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
       {"started_at_unix", number_or_null(manifest.started_at_unix)},
       {"stopped_at_unix", number_or_null(manifest.stopped_at_unix)},
       {"nodes", std::move(nodes)},
+      {"rows_written", manifest.rows_written},
+      {"rows_dropped", manifest.rows_dropped},
+      {"write_errors", std::move(write_errors)},
+      {"samples_file_changes", std::move(changes)},
   };
   // Replace invalid UTF-8 (a hostname or error text from the wire) rather than throw.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

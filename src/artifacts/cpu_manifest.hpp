@@ -2,13 +2,15 @@
 // power/cpu/cpu_manifest.json: non-authoritative debugging metadata written once, at
 // finalize (the CSV is the record). The reference keys come first, in the reference order,
 // so existing consumers read it unchanged; the per-node extras after them say why a node
-// has gaps.
+// has gaps, and the samples.csv keys after `nodes` why the file has fewer rows than were
+// collected.
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -29,12 +31,32 @@ struct CpuManifestNode {
   std::optional<double> last_sample_unix;
 };
 
+// One kind of samples.csv failure: every failed write, open or truncation with this text.
+struct CpuManifestWriteError {
+  std::string error;  // "<operation> <path>: <errno text>"
+  std::uint64_t count = 0;
+  std::optional<double> first_unix;
+  std::optional<double> last_unix;
+};
+
+// samples.csv deleted, replaced, moved or truncated under the running collector.
+struct CpuManifestFileChange {
+  std::optional<double> at_unix;  // when the collector noticed (at its next flush)
+  std::string change;             // deleted | replaced | moved | truncated
+  std::uint64_t rows_in_old_file = 0;
+};
+
 struct CpuManifest {
   std::string producer = "srt-slurm.cpu-power";  // the reference's value, for consumers
   std::optional<std::string> producer_git_commit;
   std::optional<double> started_at_unix;  // null when the collector never started
   double stopped_at_unix = 0;
   std::map<std::string, CpuManifestNode> nodes;  // by hostname, so sorted
+  // samples.csv, after the reference keys:
+  std::uint64_t rows_written = 0;                   // handed to the OS, over the run
+  std::uint64_t rows_dropped = 0;                   // collected but never written
+  std::vector<CpuManifestWriteError> write_errors;  // in the order first seen
+  std::vector<CpuManifestFileChange> samples_file_changes;
 };
 
 // The JSON text: 2-space indent, keys in reference order, trailing newline.

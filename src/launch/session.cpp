@@ -261,6 +261,11 @@ std::string summary_text(const SessionResult& r) {
   const auto& s = *r.stats;
   out += fmt::format("CPU power: {} rows in {} ({} dropped), manifest {}\n", s.rows_written,
                      r.samples_path, s.rows_dropped, r.manifest_path);
+  if (const auto samples = scrape::samples_health_text(s); !samples.empty()) {
+    out += "  " + samples;
+    if (!s.write_error_log.empty()) out += "; first error: " + s.write_error_log.front().error;
+    out += "\n";
+  }
   std::size_t width = 4;
   for (const auto& n : s.nodes) width = std::max(width, n.hostname.size());
   out += fmt::format("  {:<{}}  {:>7} {:>8} {:>7} {:>7} {:>9}  {}\n", "node", width, "rows",

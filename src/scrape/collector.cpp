@@ -17,6 +17,8 @@
 #include <queue>
 #include <set>
 
+#include <fmt/core.h>
+
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "common/log.hpp"
@@ -125,6 +127,39 @@ std::size_t CollectorStats::nodes_failing() const {
       std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.last_ok == false; }));
 }
 
+std::uint64_t CollectorStats::rows_lost() const {
+  std::uint64_t lost = 0;
+  for (const auto& c : samples_file_changes) {
+    if (c.change != artifacts::samples_file_change_name(artifacts::SamplesFileChange::moved)) {
+      lost += c.rows_in_old_file;
+    }
+  }
+  return lost;
+}
+
+std::string samples_health_text(const CollectorStats& stats) {
+  std::string out;
+  if (stats.samples_failing) {
+    out = fmt::format("samples.csv FAILING ({}), rows dropped {}", *stats.samples_failing,
+                      stats.rows_dropped);
+  } else if (stats.rows_dropped > 0) {
+    out = fmt::format("rows dropped {}", stats.rows_dropped);
+  }
+  const auto& changes = stats.samples_file_changes;
+  if (!changes.empty()) {
+    if (!out.empty()) out += ", ";
+    const auto& last = changes.back();
+    const std::string what = changes.size() == 1
+                                 ? last.change
+                                 : fmt::format("{} ({} times)", last.change, changes.size());
+    const auto lost = stats.rows_lost();
+    out += fmt::format("samples.csv {} mid-run ({}; writing a new one)", what,
+                       lost > 0 ? fmt::format("{} rows lost with it", lost)
+                                : std::string("earlier rows moved with it"));
+  }
+  return out;
+}
+
 // Everything the loop thread shares with the caller. Held through a shared pointer so that
 // a loop left behind by a join timeout still owns what it touches.
 struct detail::CollectorState {
@@ -137,11 +172,27 @@ struct detail::CollectorState {
 
   mutable std::mutex stats_mutex;
   std::vector<NodeStats> nodes;
-  std::uint64_t rows_dropped_unopened = 0;  // rows with no writer to take them
 
-  std::mutex writer_mutex;
+  // Taken before stats_mutex when both are held. Everything about samples.csv lives under it.
+  mutable std::mutex writer_mutex;
   std::unique_ptr<artifacts::CpuSamplesWriter> writer;
-  bool writer_closed = false;  // finalize closed it for good; never reopen
+  bool writer_closed = false;               // finalize closed it for good; never reopen
+  std::uint64_t rows_dropped_unopened = 0;  // rows with no writer to take them
+  std::uint64_t open_failures = 0;
+  // The counters of writers given up on (a file that could not be opened again).
+  std::uint64_t retired_written = 0;
+  std::uint64_t retired_dropped = 0;
+  std::uint64_t retired_errors = 0;
+  std::optional<std::string> samples_failing;  // errno text while writes or opens fail
+  std::vector<SamplesWriteError> write_error_log;
+  std::vector<SamplesFileEvent> file_changes;
+
+  std::uint64_t rows_written_locked() const {
+    return retired_written + (writer ? writer->rows_written() : 0);
+  }
+  std::uint64_t rows_dropped_locked() const {
+    return rows_dropped_unopened + retired_dropped + (writer ? writer->rows_dropped() : 0);
+  }
 
   std::atomic<bool> stop_requested{false};
   int wake_fd = -1;  // eventfd in the loop's epoll set: stop() writes to it
@@ -248,6 +299,11 @@ class Loop {
   bool same_reading(const Transfer& t, const Readings& readings, double read_unix,
                     double round_trip_s) const;
   void flush(Clock::time_point now);
+  void check_samples_file(Clock::time_point now);
+  void retire_writer();
+  void on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
+                        const std::string& reason, std::uint64_t dropped_before);
+  void on_write_success(Clock::time_point now, std::string_view what);
   int running() const;
 
   std::shared_ptr<detail::CollectorState> s_;
@@ -264,7 +320,13 @@ class Loop {
   std::priority_queue<Slot, std::vector<Slot>, std::greater<>> slots_;
   Clock::time_point next_flush_;
   Clock::time_point next_open_attempt_;
-  RateLimitedLog write_failures_;
+  // A samples.csv failure in progress (writes or opens failing), logged when it began.
+  struct WriteOutage {
+    Clock::time_point since;
+    std::uint64_t dropped_before = 0;  // rows dropped before it began
+    std::uint64_t failures = 0;        // failed flushes or opens in it
+  };
+  std::optional<WriteOutage> outage_;
   std::vector<artifacts::CpuSampleRow> rows_;  // reused buffer
 };
 
@@ -434,6 +496,14 @@ void Loop::run() {
     wait_for_events(deadline);
   }
   flush(Clock::now());
+  if (outage_) {
+    std::lock_guard lock(s_->writer_mutex);
+    s_->log->error(
+        "samples.csv still failing at stop failed_attempts={} failing_s={:.1f} "
+        "rows_dropped_meanwhile={} rows_dropped_total={}",
+        outage_->failures, seconds(Clock::now() - outage_->since),
+        s_->rows_dropped_locked() - outage_->dropped_before, s_->rows_dropped_locked());
+  }
 }
 
 void Loop::run_curl_timers() {
@@ -655,7 +725,6 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
       if (s_->writer && !s_->writer_closed) {
         s_->writer->append(rows_);
       } else {
-        std::lock_guard stats_lock(s_->stats_mutex);
         s_->rows_dropped_unopened += rows_.size();
       }
     }
@@ -686,38 +755,128 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   if (s_->options.on_scrape) s_->options.on_scrape(event);
 }
 
+// The text a status line gives for a failure: the errno text at the end of "<op> <path>:
+// <errno text>", or all of it when it has no such part.
+std::string reason_of_error(const std::string& error) {
+  const auto colon = error.rfind(": ");
+  return colon == std::string::npos ? error : error.substr(colon + 2);
+}
+
+void record_write_error(detail::CollectorState& s, const std::string& error, double now_unix) {
+  constexpr std::size_t kMaxKinds = 16;  // distinct texts kept; the rest share one entry
+  auto it = std::find_if(s.write_error_log.begin(), s.write_error_log.end(),
+                         [&](const auto& e) { return e.error == error; });
+  if (it == s.write_error_log.end()) {
+    if (s.write_error_log.size() >= kMaxKinds) {
+      it = s.write_error_log.end() - 1;
+      it->error = "(more kinds of error than are listed)";
+    } else {
+      s.write_error_log.push_back(SamplesWriteError{error, 0, now_unix, now_unix});
+      it = s.write_error_log.end() - 1;
+    }
+  }
+  ++it->count;
+  it->last_unix = now_unix;
+}
+
+// Called with writer_mutex held.
+void Loop::on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
+                            const std::string& reason, std::uint64_t dropped_before) {
+  record_write_error(*s_, error, to_unix_s(std::chrono::system_clock::now()));
+  s_->samples_failing = reason;
+  if (outage_) {
+    ++outage_->failures;  // said when it began; the status line and manifest keep counting
+    return;
+  }
+  outage_ = WriteOutage{now, dropped_before, 1};
+  s_->log->error(
+      "samples.csv {} failed; rows are dropped until it succeeds (logged again then) error={} "
+      "rows_dropped={} rows_written={}",
+      what, common::quoted(error), s_->rows_dropped_locked() - dropped_before,
+      s_->rows_written_locked());
+}
+
+// Called with writer_mutex held, after a write or open that succeeded.
+void Loop::on_write_success(Clock::time_point now, std::string_view what) {
+  s_->samples_failing.reset();
+  if (!outage_) return;
+  const auto dropped = s_->rows_dropped_locked();
+  s_->log->warn(
+      "samples.csv writes recovered: {} succeeded again failed_attempts={} failing_s={:.1f} "
+      "rows_dropped_meanwhile={} rows_dropped_total={}",
+      what, outage_->failures, seconds(now - outage_->since), dropped - outage_->dropped_before,
+      dropped);
+  outage_.reset();
+}
+
+// Called with writer_mutex held: gives up on the writer, counting its pending rows dropped.
+void Loop::retire_writer() {
+  auto& w = *s_->writer;
+  w.discard_pending();
+  s_->retired_written += w.rows_written();
+  s_->retired_dropped += w.rows_dropped();
+  s_->retired_errors += w.write_errors();
+  s_->writer.reset();
+}
+
+// Called with writer_mutex held. A samples.csv deleted, replaced, moved or truncated under
+// us would otherwise go on taking rows nobody can read at the path: say so once and start
+// a new file there (or continue the one put there, if it is a v3 samples.csv).
+void Loop::check_samples_file(Clock::time_point now) {
+  auto& w = *s_->writer;
+  const auto change = w.check_path();
+  if (change == artifacts::SamplesFileChange::none) return;
+  const auto name = artifacts::samples_file_change_name(change);
+  const auto rows = w.rows_in_file();
+  s_->file_changes.push_back(
+      SamplesFileEvent{to_unix_s(std::chrono::system_clock::now()), std::string(name), rows});
+  const bool moved = change == artifacts::SamplesFileChange::moved;
+  s_->log->error(
+      "samples.csv was {} under the collector; the {} rows written to it {}; writing samples.csv "
+      "anew at the path path={}",
+      name, rows, moved ? "are in the moved file, no longer at the path" : "are lost with it",
+      s_->samples_path);
+  const auto dropped_before = s_->rows_dropped_locked();
+  if (Status reopened = w.reopen(); !reopened) {
+    ++s_->open_failures;
+    const std::string error = reopened.error();
+    retire_writer();
+    next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
+    on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
+  }
+}
+
 void Loop::flush(Clock::time_point now) {
   std::lock_guard lock(s_->writer_mutex);
   if (s_->writer_closed) return;
+  if (s_->writer) check_samples_file(now);
   if (!s_->writer) {
     if (now < next_open_attempt_) return;
     next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
+    const auto dropped_before = s_->rows_dropped_locked();
     auto opened = artifacts::CpuSamplesWriter::open(s_->samples_path);
-    const std::string error = opened.error();
-    if (opened) s_->writer = std::move(opened.value());
-    std::uint64_t since = 0;
-    if (!s_->writer) {
-      if (write_failures_.on_failure("open", now, s_->options.log_interval, &since)) {
-        s_->log->error("cannot open samples.csv; rows are dropped until it opens error={}",
-                       common::quoted(error));
-      }
+    if (!opened) {
+      ++s_->open_failures;
+      const std::string error = opened.error();
+      on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
       return;
     }
-    if (write_failures_.on_success(now, &since)) {
-      s_->log->info("samples.csv opened after failing path={}", s_->samples_path);
-    }
+    s_->writer = std::move(opened.value());
+    on_write_success(now, "open");
     return;
   }
-  const auto errors_before = s_->writer->write_errors();
-  s_->writer->flush();
-  std::uint64_t n = 0;
-  if (s_->writer->write_errors() != errors_before) {
-    if (write_failures_.on_failure("write", now, s_->options.log_interval, &n)) {
-      s_->log->error("samples.csv write failed; rows dropped error={} rows_dropped={}",
-                     common::quoted(s_->writer->last_error()), s_->writer->rows_dropped());
-    }
-  } else if (write_failures_.on_success(now, &n)) {
-    s_->log->info("samples.csv writes recovered after {} failed flushes", n);
+  auto& w = *s_->writer;
+  // A flush with nothing to write says nothing about the disk: no recovery from it.
+  if (w.pending_rows() == 0) return;
+  const auto errors_before = w.write_errors();
+  const auto written_before = w.rows_written();
+  const auto dropped_before = s_->rows_dropped_locked();
+  w.flush();
+  if (w.write_errors() != errors_before) {
+    const std::string reason = w.last_errno() ? std::strerror(w.last_errno()) : w.last_error();
+    on_write_failure(now, "write", w.last_error(), reason, dropped_before);
+  } else if (w.rows_written() > written_before) {
+    on_write_success(now, "write");
   }
 }
 
@@ -799,19 +958,18 @@ bool Collector::start(std::string* error) {
 
 CollectorStats Collector::stats() const {
   CollectorStats out;
-  std::uint64_t unopened = 0;
   {
     std::lock_guard lock(state_->stats_mutex);
     out.nodes = state_->nodes;
-    unopened = state_->rows_dropped_unopened;
   }
-  std::lock_guard lock(state_->writer_mutex);
-  if (state_->writer) {
-    out.rows_written = state_->writer->rows_written();
-    out.rows_dropped = state_->writer->rows_dropped();
-    out.write_errors = state_->writer->write_errors();
-  }
-  out.rows_dropped += unopened;
+  const auto& s = *state_;
+  std::lock_guard lock(s.writer_mutex);
+  out.rows_written = s.rows_written_locked();
+  out.rows_dropped = s.rows_dropped_locked();
+  out.write_errors = s.retired_errors + s.open_failures + (s.writer ? s.writer->write_errors() : 0);
+  out.samples_failing = s.samples_failing;
+  out.write_error_log = s.write_error_log;
+  out.samples_file_changes = s.file_changes;
   return out;
 }
 
@@ -872,6 +1030,14 @@ bool Collector::stop_and_finalize(std::string* error) {
     m.last_sample_unix = node.last_sample_unix;
     manifest.nodes[node.hostname] = std::move(m);
   }
+  manifest.rows_written = stats.rows_written;
+  manifest.rows_dropped = stats.rows_dropped;
+  for (const auto& e : stats.write_error_log) {
+    manifest.write_errors.push_back({e.error, e.count, e.first_unix, e.last_unix});
+  }
+  for (const auto& c : stats.samples_file_changes) {
+    manifest.samples_file_changes.push_back({c.at_unix, c.change, c.rows_in_old_file});
+  }
   if (const Status written = artifacts::write_cpu_manifest(s.manifest_path, manifest); !written) {
     s.log->error("failed to write cpu_manifest.json error={}", common::quoted(written.error()));
     problem("writing cpu_manifest.json: " + written.error());
@@ -884,9 +1050,10 @@ bool Collector::stop_and_finalize(std::string* error) {
     unchanged += node.unchanged_count;
   }
   s.log->info(
-      "collector stopped rows_written={} rows_dropped={} scrapes={} errors={} unchanged={} "
-      "missed_slots={}",
-      stats.rows_written, stats.rows_dropped, scrapes, errors, unchanged, missed);
+      "collector stopped rows_written={} rows_dropped={} write_errors={} rows_lost={} scrapes={} "
+      "errors={} unchanged={} missed_slots={}",
+      stats.rows_written, stats.rows_dropped, stats.write_errors, stats.rows_lost(), scrapes,
+      errors, unchanged, missed);
   if (!ok && error) *error = problems;
   return ok;
 }

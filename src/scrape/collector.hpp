@@ -12,7 +12,10 @@
 //
 // Best-effort throughout: resolution, connection, timeout, HTTP status, malformed body and
 // write failures are counted per node and logged with rate limiting; nothing is thrown and
-// collection goes on.
+// collection goes on. samples.csv itself is watched at every flush: a failing write (disk
+// full) is logged once when it starts and once when writes resume, with the rows dropped
+// meanwhile; a samples.csv deleted or replaced under the collector is logged once and a new
+// one is started at the path (docs/reliability.md).
 //
 // Row time: one timestamp per node per scrape, shared by all of that scrape's socket rows:
 // the wall clock at the midpoint of request start and response end, minus the mean age the
@@ -98,15 +101,42 @@ struct NodeStats {
   std::optional<bool> last_ok;  // outcome of the latest completed request; unset before one
 };
 
+// One kind of samples.csv failure (the same text each time), counted.
+struct SamplesWriteError {
+  std::string error;  // "<operation> <path>: <errno text>"
+  std::uint64_t count = 0;
+  double first_unix = 0;
+  double last_unix = 0;
+};
+
+// samples.csv deleted, replaced, moved or truncated under the collector (noticed at a flush).
+struct SamplesFileEvent {
+  double at_unix = 0;
+  std::string
+      change;  // artifacts::samples_file_change_name: deleted | replaced | moved | truncated
+  std::uint64_t rows_in_old_file = 0;  // rows this collector had written to that file
+};
+
 struct CollectorStats {
   std::vector<NodeStats> nodes;    // in endpoint order
-  std::uint64_t rows_written = 0;  // handed to the OS
-  std::uint64_t rows_dropped = 0;  // lost to write failures or a writer that would not open
-  std::uint64_t write_errors = 0;
+  std::uint64_t rows_written = 0;  // handed to the OS, over the run (a deleted file's included)
+  std::uint64_t rows_dropped = 0;  // collected, never written: write failures, no file open
+  std::uint64_t write_errors = 0;  // failed writes, opens and truncations of samples.csv
+  // Set while samples.csv is failing (its latest write or open failed): the errno text.
+  std::optional<std::string> samples_failing;
+  std::vector<SamplesWriteError> write_error_log;  // by text, in the order first seen
+  std::vector<SamplesFileEvent> samples_file_changes;
 
   std::size_t nodes_ok() const;       // latest request succeeded
   std::size_t nodes_failing() const;  // latest request failed
+  // Rows written to a samples.csv that was then deleted, replaced or truncated: gone.
+  std::uint64_t rows_lost() const;
 };
+
+// What went wrong with samples.csv, for a status line: "" when nothing did, else e.g.
+// "samples.csv FAILING (No space left on device), rows dropped 2391" or "rows dropped 12,
+// samples.csv deleted mid-run (42 rows lost with it; writing a new one)".
+std::string samples_health_text(const CollectorStats& stats);
 
 namespace detail {
 struct CollectorState;  // shared with the loop thread

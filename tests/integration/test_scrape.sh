@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `cpu-power scrape` against real exporters on simulated Grace nodes over loopback: a row per
 # socket per slot with the node total, the v3 bytes; a killed exporter, a 5 s responder, a
-# garbage body and a 10 MB body beside healthy nodes whose cadence must not move; SIGKILL of
-# the collector; SIGTERM; IPv6; the terminal status line; usage errors (exit 2).
+# garbage body and a 10 MB body beside healthy nodes whose cadence must not move; a full disk
+# (a real 64 KiB tmpfs where mount(8) is allowed, else a file size limit) and a samples.csv
+# deleted mid-run; SIGKILL of the collector; SIGTERM; IPv6; the terminal status line; usage
+# errors (exit 2).
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 HEADER='schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,dram_w,module_w,total_power_w'
@@ -164,13 +166,26 @@ grep -q 'stopping reason=duration' "$WORK/healthy.log" || fail "no duration stop
 ! grep -q $'\r' "$WORK/healthy.log" || fail "status line drawn into a file"
 ok "not a terminal: plain log lines, no carriage returns"
 
+# wait_rows FILE HOST N [TIMEOUT_S]: waits until FILE holds N rows of HOST (the collector
+# writes them once per interval), the readiness signal for the steps below.
+wait_rows() {
+  local file=$1 host=$2 n=$3 timeout=$((${4:-20} * TIME_SCALE))
+  local end=$((SECONDS + timeout)) got=0
+  while ((SECONDS < end)); do
+    got=$(grep -c ",$host," "$file" 2>/dev/null || true)
+    ((got >= n)) && return 0
+    sleep 0.05
+  done
+  fail "timed out waiting for $n rows of $host in $file (have $got)"
+}
+
 # --- a killed exporter, a 5 s responder, garbage and 10 MB beside two healthy nodes --------
 spawn scrape_mixed "$BIN/cpu-power" scrape --out "$WORK/mixed" --interval-ms "$IV_MS" --duration-s "$(scaled 4)" \
   --endpoint "node-a=127.0.0.1:$PORT_a" --endpoint "node-b=127.0.0.1:$PORT_b" \
   --endpoint "node-c=127.0.0.1:$PORT_c" --endpoint "slow=127.0.0.1:$PORT_slow" \
   --endpoint "garbage=127.0.0.1:$PORT_garbage" --endpoint "huge=127.0.0.1:$PORT_huge"
 SCRAPE=$LAST_PID
-sleep "$((15 * TIME_SCALE / 10)).$((15 * TIME_SCALE % 10))"
+wait_rows "$WORK/mixed/samples.csv" node-c 12 # six scrapes of node-c, then its exporter dies
 kill -KILL "$PID_c"
 wait "$SCRAPE" || fail "mixed scrape exited $?"
 $PY "$WORK/check.py" "$WORK/mixed" every_slot:node-a:40 every_slot:node-b:40 killed:node-c:15 \
@@ -183,6 +198,109 @@ for host in node-c slow garbage huge; do
   [ "$n" = 1 ] || fail "$n log lines for $host in 4 s (want 1: first failure, then rate-limited)"
 done
 ok "failures logged once per node and reason within the rate limit"
+
+# --- a full disk: said once each way, counted, shown, and no partial row left --------------
+# The issue's case: 12 endpoints at 200 ms into a 64 KiB tmpfs. Where mount(8) is not
+# allowed (or CPUPOWER_TEST_DISKFULL=rlimit), a file size limit on the collector stands in
+# for it: writes then fail with EFBIG part-way through a row, the same path as ENOSPC.
+FULL=$WORK/full
+mkdir -p "$FULL"
+MODE=${CPUPOWER_TEST_DISKFULL:-tmpfs}
+if [ "$MODE" = tmpfs ] && mount -t tmpfs -o size=64k cpupower-it "$FULL" 2>/dev/null; then
+  # Detached at once on exit, before lib.sh stops the collector and removes $WORK.
+  trap 'umount -l "$FULL" 2>/dev/null || true; cleanup' EXIT
+  dd if=/dev/zero of="$FULL/filler" bs=1k count=32 status=none # half the disk, freed later
+  WANT_ERROR="No space left on device"
+else
+  MODE=rlimit
+  WANT_ERROR="File too large"
+fi
+ENDPOINTS=()
+for i in 1 2 3 4 5 6; do
+  ENDPOINTS+=(--endpoint "a$i=127.0.0.1:$PORT_a" --endpoint "b$i=127.0.0.1:$PORT_b")
+done
+if [ "$MODE" = tmpfs ]; then
+  spawn scrape_full "$BIN/cpu-power" scrape --out "$FULL/out" --interval-ms "$(scaled 200)" "${ENDPOINTS[@]}"
+else
+  # 40 KiB for each file the collector writes (its log is stdout, opened by this shell, and
+  # stays far below it); SIGXFSZ ignored so that the write fails instead of killing it.
+  spawn scrape_full bash -c 'trap "" XFSZ; ulimit -S -f 40; exec "$@"' _ \
+    "$BIN/cpu-power" scrape --out "$FULL/out" --interval-ms "$(scaled 200)" "${ENDPOINTS[@]}"
+fi
+FULL_PID=$LAST_PID
+FULL_LOG=$WORK/scrape_full.log
+wait_for_line "$FULL_LOG" 'samples.csv write failed' 60
+# The status line (logged every 10 s when not on a terminal) shows the failure: the nodes
+# are all fine, samples.csv is not.
+wait_for_line "$FULL_LOG" "status rows written [0-9]+, nodes ok 12 / failing 0, missed slots [0-9]+, samples.csv FAILING \\($WANT_ERROR\\), rows dropped [1-9]" 30
+before_free=$(wc -l <"$FULL_LOG")
+if [ "$MODE" = tmpfs ]; then
+  rm "$FULL/filler" # space again
+else
+  prlimit --pid "$FULL_PID" --fsize=unlimited: || fail "cannot lift the file size limit"
+fi
+wait_for_line "$FULL_LOG" 'samples.csv writes recovered' 30
+stop "$FULL_PID"
+n_failed=$(grep -c 'samples.csv write failed' "$FULL_LOG" || true)
+n_recovered=$(grep -c 'samples.csv writes recovered' "$FULL_LOG" || true)
+[ "$n_failed" = 1 ] && [ "$n_recovered" = 1 ] ||
+  fail "$n_failed failure and $n_recovered recovery lines, want 1 each: $(grep samples.csv "$FULL_LOG")"
+grep 'samples.csv write failed' "$FULL_LOG" | grep -q "ERROR.*$WANT_ERROR" ||
+  fail "failure line: $(grep 'samples.csv write failed' "$FULL_LOG")"
+rec_line=$(grep -n 'samples.csv writes recovered' "$FULL_LOG" | cut -d: -f1)
+((rec_line > before_free)) || fail "recovery said at line $rec_line, before space came back (line $before_free)"
+$PY - "$FULL/out" "$FULL_LOG" "$WANT_ERROR" <<'PYEOF' || fail "full disk artifacts"
+import csv, io, json, re, sys
+out, log, want = sys.argv[1:]
+raw = open(out + "/samples.csv", "rb").read()
+m = json.load(open(out + "/cpu_manifest.json"))
+text = open(log).read()
+assert raw.endswith(b"\r\n") and raw.count(b"\n") == raw.count(b"\r\n"), "a line without CRLF"
+rows = list(csv.reader(io.StringIO(raw.decode())))[1:]
+bad = [r for r in rows if len(r) != 12 or r[0] != "3"]
+assert not bad, "partial rows left in samples.csv: %r" % bad[:3]
+for r in rows:
+    float(r[1]); float(r[6]); float(r[11])
+assert len(rows) == m["rows_written"], (len(rows), m["rows_written"])
+meanwhile = int(re.search(r"samples.csv writes recovered.* rows_dropped_meanwhile=(\d+)", text).group(1))
+assert m["rows_dropped"] == meanwhile > 0, (m["rows_dropped"], meanwhile)
+assert len(m["write_errors"]) == 1 and want in m["write_errors"][0]["error"], m["write_errors"]
+fin = re.search(r"finished rows written (\d+), nodes ok 12 / failing 0, missed slots \d+, rows dropped (\d+) ", text)
+assert fin and int(fin.group(1)) == len(rows) and int(fin.group(2)) == meanwhile, fin and fin.groups()
+print("rows", len(rows), "dropped", meanwhile, "failed writes", m["write_errors"][0]["count"])
+PYEOF
+ok "full disk ($MODE): one ERROR, one recovery with the rows dropped meanwhile; status, manifest and final line say so; no partial row"
+if [ "$MODE" = tmpfs ]; then
+  umount -l "$FULL"
+  trap cleanup EXIT
+fi
+
+# --- samples.csv deleted mid-run: said once, and a new one started at the path --------------
+spawn scrape_deleted "$BIN/cpu-power" scrape --out "$WORK/deleted" --interval-ms "$(scaled 100)" \
+  --endpoint "node-a=127.0.0.1:$PORT_a"
+DEL_PID=$LAST_PID
+wait_rows "$WORK/deleted/samples.csv" node-a 10
+rm "$WORK/deleted/samples.csv"
+wait_for_line "$WORK/scrape_deleted.log" 'samples.csv was deleted' 20
+wait_rows "$WORK/deleted/samples.csv" node-a 10
+stop "$DEL_PID"
+n=$(grep -c 'samples.csv was' "$WORK/scrape_deleted.log" || true)
+[ "$n" = 1 ] || fail "deletion said $n times"
+$PY - "$WORK/deleted" "$WORK/scrape_deleted.log" "$HEADER" <<'PYEOF' || fail "deleted samples.csv"
+import json, re, sys
+out, log, header = sys.argv[1:]
+raw = open(out + "/samples.csv", "rb").read()
+m = json.load(open(out + "/cpu_manifest.json"))
+text = open(log).read()
+assert raw.startswith(header.encode() + b"\r\n"), raw[:100]
+(change,) = m["samples_file_changes"]
+assert change["change"] == "deleted" and change["rows_in_old_file"] >= 10, change
+lost = change["rows_in_old_file"]
+assert raw.count(b"\r\n") - 1 == m["rows_written"] - lost, (raw.count(b"\r\n"), m["rows_written"], lost)
+assert re.search(r"ERROR .*samples.csv was deleted under the collector; the %d rows" % lost, text), text
+assert "samples.csv deleted mid-run (%d rows lost with it; writing a new one)" % lost in text, text
+PYEOF
+ok "samples.csv deleted mid-run: one ERROR, a new file with its header, the loss in the manifest and final line"
 
 # --- SIGKILL mid-run: every complete line is a whole row ----------------------------------
 spawn scrape_kill "$BIN/cpu-power" scrape --out "$WORK/killed" --interval-ms 20 \
@@ -217,8 +335,8 @@ printf '# two nodes\nnode-a=127.0.0.1:%s\n\nnode-6=[::1]:%s  # v6\n' "$PORT_a" "
 spawn scrape_term "$BIN/cpu-power" scrape --endpoints-file "$WORK/endpoints" --out "$WORK/term" \
   --interval-ms 100
 TERM_PID=$LAST_PID
-wait_for_line "$WORK/scrape_term.log" 'collector started' 10
-sleep 1
+wait_rows "$WORK/term/samples.csv" node-a 10
+wait_rows "$WORK/term/samples.csv" node-6 10
 kill -TERM "$TERM_PID"
 wait "$TERM_PID" || fail "exit $? after SIGTERM"
 grep -q 'stopping reason=SIGTERM' "$WORK/scrape_term.log" || fail "no SIGTERM stop line"

@@ -195,17 +195,18 @@ TEST(CpuSamplesWriter, ReopeningAppendsWithoutASecondHeader) {
 TEST(CpuSamplesWriter, ContinuesAfterATornLineWithoutCorruptingNewRows) {
   TempDir dir;
   const auto path = dir.file("samples.csv");
-  spit(path, kHeaderV3 + "\r\n" + "3,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.8");
+  // A killed writer's last row, cut inside its last cell: 12 cells, and a total that was
+  // never measured. Terminated, it would read as a real row.
+  const std::string whole = format_v3_row(acpi_row());
+  spit(path, kHeaderV3 + "\r\n" + whole + whole.substr(0, whole.size() - 5));
   auto opened = CpuSamplesWriter::open(path);
   ASSERT_TRUE(opened) << opened.error();
   auto& w = opened.value();
   const std::vector<CpuSampleRow> rows{dcgm_row()};
   ASSERT_TRUE(w->append(rows));
   ASSERT_TRUE(w->close());
-  const auto file = testing::read_v3(path);
-  ASSERT_EQ(file.rows.size(), 1u);
-  EXPECT_EQ(file.rows[0], dcgm_row());
-  EXPECT_EQ(file.bad, 1u);  // the torn row, closed by the restarted writer
+  // The cut row is gone, the whole one before it kept, the new one after it.
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + whole + format_v3_row(dcgm_row()));
 }
 
 TEST(CpuSamplesWriter, RefusesAnExistingFileOfAnotherLayout) {
@@ -298,20 +299,110 @@ TEST(CpuSamplesWriter, WriteErrorsAreCountedAndLaterRowsStayIntact) {
   {
     const FileSizeLimit limit(fs::file_size(path) + 30);  // room for part of the first row
     EXPECT_FALSE(w->flush());
+    EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n") << "the partial row was left behind";
   }
   EXPECT_EQ(w->write_errors(), 1u);
   EXPECT_EQ(w->rows_written(), 0u);
   EXPECT_EQ(w->rows_dropped(), 2u);
   EXPECT_NE(w->last_error().find("File too large"), std::string::npos) << w->last_error();
+  EXPECT_EQ(w->last_errno(), EFBIG);
 
   const std::vector<CpuSampleRow> one{dcgm_row()};
   ASSERT_TRUE(w->append(one));
   EXPECT_TRUE(w->flush());
   EXPECT_EQ(w->rows_written(), 1u);
-  const auto file = testing::read_v3(path);
-  ASSERT_EQ(file.rows.size(), 1u);
-  EXPECT_EQ(file.rows[0], dcgm_row());
-  EXPECT_EQ(file.bad, 1u);
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + format_v3_row(dcgm_row()));
+}
+
+TEST(CpuSamplesWriter, AFailedWriteKeepsItsWholeRowsAndCutsThePartialOne) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
+  const std::string first = format_v3_row(dcgm_row());
+  const std::vector<CpuSampleRow> three{dcgm_row(), acpi_row(), dcgm_row()};
+  ASSERT_TRUE(w->append(three));
+  {
+    // Room for the first row and 10 bytes of the second: the disk filled mid-row.
+    const FileSizeLimit limit(fs::file_size(path) + first.size() + 10);
+    EXPECT_FALSE(w->flush());
+  }
+  EXPECT_EQ(w->rows_written(), 1u);
+  EXPECT_EQ(w->rows_in_file(), 1u);
+  EXPECT_EQ(w->rows_dropped(), 2u);
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + first);
+  const std::vector<CpuSampleRow> one{acpi_row()};
+  ASSERT_TRUE(w->append(one));
+  EXPECT_TRUE(w->flush());
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + first + format_v3_row(acpi_row()));
+}
+
+TEST(CpuSamplesWriter, AHeaderCutByAFullDiskIsNotLeftBehind) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  {
+    const FileSizeLimit limit(20);
+    const auto opened = CpuSamplesWriter::open(path);
+    EXPECT_FALSE(opened);
+    EXPECT_NE(opened.error().find("File too large"), std::string::npos) << opened.error();
+  }
+  EXPECT_EQ(fs::file_size(path), 0u) << "a later open would refuse the cut header as not ours";
+  const auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+}
+
+TEST(CpuSamplesWriter, TellsWhatBecameOfItsPath) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  auto opened = CpuSamplesWriter::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
+  const std::vector<CpuSampleRow> one{dcgm_row()};
+  const auto write_one = [&] {
+    ASSERT_TRUE(w->append(one));
+    ASSERT_TRUE(w->flush());
+  };
+  write_one();
+  EXPECT_EQ(w->check_path(), SamplesFileChange::none);
+
+  fs::remove(path);
+  EXPECT_EQ(w->check_path(), SamplesFileChange::deleted);
+  ASSERT_TRUE(w->append(one));  // pending when the change is noticed: goes to the new file
+  ASSERT_TRUE(w->reopen());
+  EXPECT_EQ(w->rows_in_file(), 0u);
+  ASSERT_TRUE(w->flush());
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + format_v3_row(dcgm_row()));
+  EXPECT_EQ(w->check_path(), SamplesFileChange::none);
+
+  spit(dir.file("other.csv"), kHeaderV3 + "\r\n");
+  fs::rename(dir.file("other.csv"), path);
+  EXPECT_EQ(w->check_path(), SamplesFileChange::replaced);
+  ASSERT_TRUE(w->reopen());  // continues the v3 file put there
+  write_one();
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + format_v3_row(dcgm_row()));
+
+  fs::rename(path, dir.file("moved.csv"));
+  EXPECT_EQ(w->check_path(), SamplesFileChange::moved);
+  ASSERT_TRUE(w->reopen());
+  write_one();
+
+  fs::resize_file(path, 0);
+  EXPECT_EQ(w->check_path(), SamplesFileChange::truncated);
+  ASSERT_TRUE(w->reopen());  // an empty file: the header first
+  write_one();
+  EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + format_v3_row(dcgm_row()));
+  EXPECT_EQ(w->rows_written(), 5u);
+  EXPECT_EQ(w->rows_in_file(), 1u);
+
+  fs::remove(path);
+  fs::remove_all(dir.path());
+  EXPECT_EQ(w->check_path(), SamplesFileChange::deleted);
+  ASSERT_TRUE(w->append(one));
+  EXPECT_FALSE(w->reopen());  // no directory to create it in
+  EXPECT_FALSE(w->is_open());
+  EXPECT_EQ(w->discard_pending(), 1u);
+  EXPECT_EQ(w->rows_dropped(), 1u);
 }
 
 // ---- manifest -------------------------------------------------------------------------
@@ -366,9 +457,36 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
       "first_sample_unix": 1788310001.0,
       "last_sample_unix": 1788310143.25
     }
-  }
+  },
+  "rows_written": 0,
+  "rows_dropped": 0,
+  "write_errors": [],
+  "samples_file_changes": []
 }
 )");
+}
+
+TEST(CpuManifest, RendersSamplesCsvFailuresAfterTheNodes) {
+  CpuManifest m;
+  m.stopped_at_unix = 5;
+  m.rows_written = 1200;
+  m.rows_dropped = 2391;
+  m.write_errors.push_back({"write /x/samples.csv: No space left on device", 37, 2.5, 4.5});
+  m.samples_file_changes.push_back({3.0, "deleted", 42});
+  const auto doc = nlohmann::ordered_json::parse(render_cpu_manifest(m));
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : doc.items()) keys.push_back(k);
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"schema_version", "producer", "producer_git_commit",
+                                      "started_at_unix", "stopped_at_unix", "nodes", "rows_written",
+                                      "rows_dropped", "write_errors", "samples_file_changes"}));
+  EXPECT_EQ(doc["rows_dropped"], 2391);
+  EXPECT_EQ(doc["write_errors"][0]["error"], "write /x/samples.csv: No space left on device");
+  EXPECT_EQ(doc["write_errors"][0]["count"], 37);
+  EXPECT_EQ(doc["write_errors"][0]["first_unix"], 2.5);
+  EXPECT_EQ(doc["write_errors"][0]["last_unix"], 4.5);
+  EXPECT_EQ(doc["samples_file_changes"][0],
+            nlohmann::json({{"at_unix", 3.0}, {"change", "deleted"}, {"rows_in_old_file", 42}}));
 }
 
 TEST(CpuManifest, NullsForANeverStartedCollectorAndNoNodes) {

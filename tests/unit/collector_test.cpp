@@ -1,7 +1,14 @@
 // The collector in-process against stand-in HTTP servers on loopback: rows and manifest,
 // row time, the unchanged-readings rule, every failure kind, the schedule (missed slots not
 // replayed, a stalled endpoint does not delay the others), keep-alive, the final cycle,
-// write failures and recovery, and a SIGKILL that leaves a loadable samples.csv.
+// write failures and recovery (a real file size limit: EFBIG part-way through a row, as on
+// a full disk), samples.csv deleted or replaced mid-run, and a SIGKILL that leaves a
+// loadable samples.csv.
+//
+// Nothing here asserts how fast the machine is: the tests wait for states (with generous
+// limits) instead of sleeping fixed times, and check the schedule by its order and
+// accounting (each slot scraped or counted missed, never both, never replayed), so they
+// hold on a machine whose cores are busy with other work.
 
 #include "scrape/collector.hpp"
 
@@ -11,6 +18,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,12 +26,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -57,6 +67,7 @@ struct Reply {
 struct Request {
   std::size_t number = 0;  // 0-based, over the server's life
   double received_unix = 0;
+  double replied_unix = 0;  // when the answer was sent (0 until then)
 };
 
 // A small threaded HTTP/1.1 server: one thread per connection, keep-alive honoured.
@@ -164,6 +175,12 @@ class StandIn {
         break;
       }
       nap(reply.delay);
+      {
+        std::lock_guard lock(mutex_);
+        for (auto& r : log_) {
+          if (r.number == request.number) r.replied_unix = now_unix();
+        }
+      }
       std::string head = "HTTP/1.1 " + std::to_string(reply.status) + " X\r\n" +
                          "Content-Type: text/plain; version=0.0.4\r\n";
       head += reply.content_length
@@ -256,8 +273,10 @@ Endpoint local(const std::string& host, std::uint16_t port) {
   return Endpoint{host, "127.0.0.1", port};
 }
 
+// The default request timeout is far above a loopback round trip even on a starved machine:
+// a test that means a timeout sets one.
 CollectorOptions options_for(const TempDir& dir, milliseconds interval,
-                             milliseconds timeout = milliseconds(1000)) {
+                             milliseconds timeout = milliseconds(5000)) {
   CollectorOptions o;
   o.out_dir = dir.path();
   o.collect_interval = interval;
@@ -274,15 +293,22 @@ class Events {
       events_.push_back(e);
     };
   }
-  std::vector<ScrapeEvent> of(std::size_t endpoint) const {
+  // The endpoint's scheduled requests (the final cycle's left out), in completion order.
+  std::vector<ScrapeEvent> of(std::size_t endpoint) const { return select(endpoint, false); }
+  // All of them, the final cycle's included.
+  std::vector<ScrapeEvent> all(std::size_t endpoint) const { return select(endpoint, true); }
+
+ private:
+  std::vector<ScrapeEvent> select(std::size_t endpoint, bool with_final) const {
     std::lock_guard lock(mutex_);
     std::vector<ScrapeEvent> out;
     for (const auto& e : events_) {
-      if (e.endpoint_index == endpoint && !e.final_cycle) out.push_back(e);
+      if (e.endpoint_index == endpoint && (with_final || !e.final_cycle)) out.push_back(e);
     }
     return out;
   }
 
+ public:
  private:
   mutable std::mutex mutex_;
   std::vector<ScrapeEvent> events_;
@@ -301,11 +327,139 @@ std::vector<artifacts::CpuSampleRow> rows_of(const testing::V3File& f, const std
   return out;
 }
 
-void run_for(Collector& c, milliseconds d) {
+// Polls `done` until it holds or `limit` passes; whether it held. The limit is far beyond
+// what any state here needs on a quiet machine: it only bounds a test that is broken.
+bool wait_until(const std::function<bool()>& done, milliseconds limit = milliseconds(30000)) {
+  const auto until = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+// Starts the collector, waits until `done` holds for its stats, and finalizes it.
+void run_until(Collector& c, const std::function<bool(const CollectorStats&)>& done) {
   std::string error;
   ASSERT_TRUE(c.start(&error)) << error;
-  std::this_thread::sleep_for(d);
+  const bool reached = wait_until([&] { return done(c.stats()); });
   ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+  ASSERT_TRUE(reached) << "the collector never reached the state the test waits for";
+}
+
+double seconds_of(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// The schedule's promises for one endpoint, as order and accounting rather than timings, so
+// that they hold however late a busy machine runs the loop: the slots are one grid, each
+// used once and in order; a request starts at or after its slot and after the previous one
+// finished; a slot that came while a request was in flight is counted missed and never
+// started later (so no request's slot is a whole interval older than the previous end);
+// every grid slot between two requests was counted missed, and no more were counted than
+// the slots that passed before the collector stopped. `ev` is Events::of, `node` the
+// stats after stop_and_finalize, `stopped` a time after stop_and_finalize returned.
+void expect_slot_accounting(const std::vector<ScrapeEvent>& ev, const NodeStats& node,
+                            milliseconds interval, Clock::time_point stopped) {
+  SCOPED_TRACE(node.hostname);
+  ASSERT_FALSE(ev.empty());
+  std::uint64_t skipped = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    EXPECT_GE(ev[i].started, ev[i].slot) << "request " << i << " started before its slot";
+    if (i == 0) continue;
+    const auto step = ev[i].slot - ev[i - 1].slot;
+    ASSERT_GT(step, Clock::duration::zero()) << "request " << i << ": a slot used twice";
+    EXPECT_EQ(step % interval, Clock::duration::zero()) << "request " << i << " off the grid";
+    skipped += static_cast<std::uint64_t>(step / interval) - 1;
+    EXPECT_GE(ev[i].started, ev[i - 1].finished) << "request " << i << " overlapped";
+    EXPECT_GT(ev[i].slot, ev[i - 1].finished - interval)
+        << "request " << i << " replayed a slot that came while request " << i - 1
+        << " was in flight";
+  }
+  EXPECT_GE(node.missed_slots, skipped) << "slots between requests not counted missed";
+  const auto trailing = static_cast<std::uint64_t>((stopped - ev.back().slot) / interval);
+  EXPECT_LE(node.missed_slots, skipped + trailing) << "more slots missed than passed";
+}
+
+// ---- a collector in a child process ------------------------------------------------------
+
+// What a forked child printed (its stdout and stderr, the collector's log included) and how
+// it ended.
+struct ChildRun {
+  int status = -1;  // waitpid status
+  std::string output;
+  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+// Runs `body` in a forked child with stdout and stderr on a pipe, so that its log can be
+// read and its process limits (RLIMIT_FSIZE) touch nothing of the test's. The child exits
+// with body's return value; after `limit` it is killed.
+ChildRun run_in_child(const std::function<int()>& body, milliseconds limit = milliseconds(90000)) {
+  ChildRun run;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return run;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t child = ::fork();
+  if (child < 0) return run;
+  if (child == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(fds[1], STDERR_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    const int rc = body();
+    std::fflush(stdout);
+    ::_exit(rc);
+  }
+  ::close(fds[1]);
+  const auto until = Clock::now() + limit;
+  char buf[4096];
+  while (true) {
+    const auto left = std::chrono::ceil<milliseconds>(until - Clock::now()).count();
+    if (left <= 0) {
+      ::kill(child, SIGKILL);
+      run.output += "\n[killed: the child ran past its limit]\n";
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long>(left, 1000))) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    run.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  ::waitpid(child, &run.status, 0);
+  return run;
+}
+
+// In the child: a line the parent finds in the output, to place the log lines around it.
+void mark(const std::string& what) {
+  std::printf("MARK %s\n", what.c_str());
+  std::fflush(stdout);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Indexes of the lines that contain `needle`.
+std::vector<std::size_t> find_lines(const std::vector<std::string>& lines,
+                                    const std::string& needle) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(needle) != std::string::npos) out.push_back(i);
+  }
+  return out;
+}
+
+// The unsigned number after `key=` in `line`; nullopt when absent.
+std::optional<std::uint64_t> field(const std::string& line, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex("(^| )" + key + "=([0-9]+)"))) return std::nullopt;
+  return std::stoull(m[2].str());
 }
 
 // ---- endpoints -------------------------------------------------------------------------
@@ -368,7 +522,7 @@ TEST(Collector, WritesRowsAndManifestFromAReachableNode) {
   ASSERT_TRUE(server.ok());
   TempDir dir;
   Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(50)));
-  run_for(c, milliseconds(300));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 4; });
 
   const auto file = testing::read_v3(dir.path() + "/samples.csv");
   EXPECT_EQ(file.bad + file.torn, 0u);
@@ -401,7 +555,11 @@ TEST(Collector, WritesRowsAndManifestFromAReachableNode) {
   EXPECT_EQ(node["resolved_mode"], "dcgm");
   EXPECT_EQ(node["scrape_count"], stats.nodes[0].scrape_count);
   EXPECT_EQ(node["error_count"], 0);
-  EXPECT_EQ(node["missed_slots"], 0);
+  EXPECT_EQ(node["missed_slots"], stats.nodes[0].missed_slots);
+  EXPECT_EQ(m["rows_written"], 2);
+  EXPECT_EQ(m["rows_dropped"], 0);
+  EXPECT_EQ(m["write_errors"], nlohmann::json::array());
+  EXPECT_EQ(m["samples_file_changes"], nlohmann::json::array());
   EXPECT_TRUE(node["last_error"].is_null());
   EXPECT_EQ(node["endpoint_url"], "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
   EXPECT_EQ(node["first_sample_unix"].get<double>(), file.rows.front().timestamp_unix);
@@ -415,7 +573,7 @@ TEST(Collector, WritesEveryScrapeWhoseReadingsChanged) {
   });
   TempDir dir;
   Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(40)));
-  run_for(c, milliseconds(600));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 12; });
 
   const auto rows = testing::read_v3(dir.path() + "/samples.csv").rows;
   const auto stats = c.stats().nodes[0];
@@ -438,47 +596,94 @@ TEST(Collector, AgesTellANewReadOfASteadySensorFromTheSameRead) {
     return ok_reply(acpi_body(95.0, 96.0, r.received_unix - read_at_unix));
   });
   TempDir dir;
-  Collector c({local("fresh", fresh.port()), local("same", same.port())},
-              options_for(dir, milliseconds(60)));
-  run_for(c, milliseconds(500));
+  Events events;
+  const milliseconds interval(60);
+  auto o = options_for(dir, interval);
+  o.on_scrape = events.sink();
+  Collector c({local("fresh", fresh.port()), local("same", same.port())}, o);
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 7; });
 
   const auto file = testing::read_v3(dir.path() + "/samples.csv");
   const auto stats = c.stats();
-  // Every scrape saw a new read; only the final one may come too soon after the last slot
-  // to tell apart.
-  EXPECT_GE(stats.nodes[0].scrape_count, 7u);
-  EXPECT_LE(stats.nodes[0].unchanged_count, 1u);
+  // The rule, scrape by scrape, from the events' own round trips: equal values are a new
+  // read when the read times are further apart than a quarter interval plus the mean round
+  // trip, and the same read when they are closer (1 ms either side left undecided).
+  const auto fresh_events = events.all(0);
+  ASSERT_EQ(fresh_events.size(), stats.nodes[0].scrape_count);
+  std::optional<ScrapeEvent> last_written;
+  std::size_t new_reads = 0;
+  for (const auto& e : fresh_events) {
+    ASSERT_NE(e.outcome, ScrapeOutcome::failed);
+    if (!last_written) {
+      EXPECT_EQ(e.outcome, ScrapeOutcome::written) << "the first scrape is always new";
+    } else {
+      const double apart = std::abs(e.timestamp_unix - last_written->timestamp_unix);
+      const double tolerance =
+          seconds_of(interval) / 4 + (seconds_of(e.finished - e.started) +
+                                      seconds_of(last_written->finished - last_written->started)) /
+                                         2;
+      if (apart > tolerance + 0.001) {
+        EXPECT_EQ(e.outcome, ScrapeOutcome::written) << apart << " s after the last written";
+        ++new_reads;
+      } else if (apart < tolerance - 0.001) {
+        EXPECT_EQ(e.outcome, ScrapeOutcome::unchanged) << apart << " s after the last written";
+      }
+    }
+    if (e.outcome == ScrapeOutcome::written) last_written = e;
+  }
+  EXPECT_GE(new_reads, 3u) << "the fresh sensor's reads were never told apart";
   EXPECT_EQ(rows_of(file, "fresh").size(),
             2 * (stats.nodes[0].scrape_count - stats.nodes[0].unchanged_count));
-  EXPECT_EQ(rows_of(file, "same").size(), 2u);
+  // One read, scraped again and again: written once, at the time it was read, give or take
+  // the estimate's half round trip.
+  const auto same_rows = rows_of(file, "same");
+  ASSERT_EQ(same_rows.size(), 2u);
   EXPECT_EQ(stats.nodes[1].unchanged_count, stats.nodes[1].scrape_count - 1);
-  EXPECT_NEAR(rows_of(file, "same")[0].timestamp_unix, read_at_unix, 0.02);
+  const auto first_same = events.all(1).front();
+  EXPECT_NEAR(same_rows[0].timestamp_unix, read_at_unix,
+              seconds_of(first_same.finished - first_same.started) / 2 + 0.002);
 }
 
 TEST(Collector, RowTimeIsTheRequestMidpointMinusTheReportedAge) {
   auto handler = [](std::optional<double> age_s) {
     return [age_s](const Request& r) {
       Reply reply = ok_reply(acpi_body(90.0 + static_cast<double>(r.number), 100.0, age_s));
-      reply.delay = milliseconds(200);
+      reply.delay = milliseconds(600);
       return reply;
     };
   };
   StandIn aged(handler(0.5));
   StandIn plain(handler(std::nullopt));
   TempDir dir;
-  Collector c({local("aged", aged.port()), local("plain", plain.port())},
-              options_for(dir, milliseconds(1000)));
-  run_for(c, milliseconds(100));  // the first slots, then the final cycle waits for them
+  Events events;
+  auto o = options_for(dir, milliseconds(10000), milliseconds(5000));
+  o.on_scrape = events.sink();
+  Collector c({local("aged", aged.port()), local("plain", plain.port())}, o);
+  // Stopped while the first slots' requests are in flight: the final cycle waits for them
+  // instead of scraping again, so one scrape each.
+  run_until(c, [&](const CollectorStats&) { return !aged.log().empty() && !plain.log().empty(); });
 
   const auto file = testing::read_v3(dir.path() + "/samples.csv");
+  std::size_t index = 0;
   for (const auto& [host, server, age_s] :
        {std::tuple{"aged", &aged, 0.5}, std::tuple{"plain", &plain, 0.0}}) {
+    SCOPED_TRACE(host);
     const auto rows = rows_of(file, host);
-    ASSERT_EQ(rows.size(), 2u) << host;
+    ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[0].timestamp_unix, rows[1].timestamp_unix) << "one time per node scrape";
-    // The request reached the server about when it started; the answer took 200 ms more.
-    const double received = server->log().front().received_unix;
-    EXPECT_NEAR(rows[0].timestamp_unix, received + 0.1 - age_s, 0.03) << host;
+    // row time = wall(start) + round trip / 2 - age. The wall clock at the start it implies
+    // must lie before the server received the request, and the start plus the round trip
+    // after the server sent its answer, however long either took on a busy machine.
+    const auto ev = events.all(index++);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].timestamp_unix, rows[0].timestamp_unix);
+    const double round_trip = seconds_of(ev[0].finished - ev[0].started);
+    const double start_wall = rows[0].timestamp_unix + age_s - round_trip / 2;
+    const auto request = server->log().front();
+    EXPECT_LE(start_wall, request.received_unix + 0.002) << "the request came before its start";
+    EXPECT_GE(start_wall + round_trip, request.replied_unix - 0.002)
+        << "the answer came before it was sent";
+    EXPECT_GE(round_trip, 0.6) << "the server held the answer 600 ms";
   }
 }
 
@@ -509,6 +714,10 @@ TEST(Collector, CountsEveryKindOfFailureAndKeepsGoing) {
   }
 
   TempDir dir;
+  Events events;
+  const milliseconds interval(100);
+  auto o = options_for(dir, interval);
+  o.on_scrape = events.sink();
   Collector c(
       {
           local("healthy", healthy.port()),
@@ -520,8 +729,15 @@ TEST(Collector, CountsEveryKindOfFailureAndKeepsGoing) {
           local("big-length", big_length.port()),
           local("big-stream", big_stream.port()),
       },
-      options_for(dir, milliseconds(100), milliseconds(1000)));
-  run_for(c, milliseconds(700));
+      o);
+  run_until(c, [](const CollectorStats& s) {
+    return std::all_of(s.nodes.begin(), s.nodes.end(), [](const NodeStats& n) {
+      const bool quick = n.hostname == "healthy" || n.hostname == "refused" ||
+                         n.hostname == "status" || n.hostname == "garbage";
+      return n.scrape_count >= (quick ? 7u : 1u);
+    });
+  });
+  const auto stopped = Clock::now();
 
   const auto stats = c.stats();
   const std::map<std::string, std::vector<std::string>> want = {
@@ -533,22 +749,25 @@ TEST(Collector, CountsEveryKindOfFailureAndKeepsGoing) {
       {"big-length", {"body_too_large: "}},
       {"big-stream", {"body_too_large: "}},
   };
-  for (const auto& node : stats.nodes) {
+  for (std::size_t i = 0; i < stats.nodes.size(); ++i) {
+    const auto& node = stats.nodes[i];
+    SCOPED_TRACE(node.hostname);
+    expect_slot_accounting(events.of(i), node, interval, stopped);
     if (node.hostname == "healthy") {
       EXPECT_EQ(node.error_count, 0u);
-      EXPECT_EQ(node.missed_slots, 0u);
-      EXPECT_GE(node.rows_appended, 14u);
+      EXPECT_EQ(node.rows_appended, 2 * node.scrape_count);  // every reading new
       EXPECT_EQ(node.last_ok, true);
       continue;
     }
-    SCOPED_TRACE(node.hostname);
     EXPECT_GE(node.scrape_count, 1u);
     EXPECT_EQ(node.error_count, node.scrape_count);
     if (node.hostname == "refused" || node.hostname == "status" || node.hostname == "garbage") {
-      // Failures that take no time take no slots (libcurl 7.88 could sit on a refused
-      // connection for its 200 ms happy-eyeballs delay).
-      EXPECT_EQ(node.missed_slots, 0u);
-      EXPECT_GE(node.scrape_count, 7u);
+      // Failures that take no time take no slots. libcurl 7.88 could sit on a refused
+      // connection for its 200 ms happy-eyeballs delay, every attempt; a machine busy
+      // enough to delay one attempt that long does not delay all of them.
+      Clock::duration fastest = Clock::duration::max();
+      for (const auto& e : events.of(i)) fastest = std::min(fastest, e.finished - e.started);
+      EXPECT_LT(fastest, milliseconds(200)) << "every failing request took 200 ms or more";
     }
     EXPECT_EQ(node.rows_appended, 0u);
     EXPECT_EQ(node.last_ok, false);
@@ -575,27 +794,229 @@ TEST(Collector, WriteFailuresAreCountedAndCollectionRecovers) {
   Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(50)));
   std::string error;
   ASSERT_TRUE(c.start(&error)) << error;
-  std::this_thread::sleep_for(milliseconds(400));
+  ASSERT_TRUE(wait_until([&] {
+    const auto s = c.stats();
+    return s.rows_dropped >= 4 && s.nodes[0].scrape_count >= 4;  // scraping goes on
+  }));
   const auto during = c.stats();
-  EXPECT_GE(during.rows_dropped, 4u);
   EXPECT_EQ(during.rows_written, 0u);
-  EXPECT_GE(during.nodes[0].scrape_count, 4u);  // scraping goes on
+  ASSERT_TRUE(during.samples_failing);
+  EXPECT_EQ(*during.samples_failing, "No space left on device");
 
   fs::remove(samples);  // space again
-  std::this_thread::sleep_for(milliseconds(1500));
+  ASSERT_TRUE(wait_until([&] { return c.stats().rows_written >= 10; }));
   ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
   const auto after = c.stats();
-  EXPECT_GE(after.rows_written, 10u);
+  EXPECT_FALSE(after.samples_failing);
   const auto file = testing::read_v3(samples);
   EXPECT_EQ(file.bad + file.torn, 0u);
   EXPECT_EQ(file.rows.size(), after.rows_written);
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  EXPECT_EQ(m["rows_dropped"], after.rows_dropped);
+  ASSERT_EQ(m["write_errors"].size(), 1u);
+  EXPECT_NE(m["write_errors"][0]["error"].get<std::string>().find("No space left on device"),
+            std::string::npos);
+  EXPECT_GE(m["write_errors"][0]["count"], 1);
+}
+
+// The full disk, with a real file size limit in a child process: writes stop
+// part-way through a row (EFBIG, as ENOSPC on a full tmpfs) while scraping goes on, then the
+// limit is lifted. Readings change on every second request, so half the flushes have
+// nothing to write; such a flush is no sign that writes work again.
+TEST(Collector, DiskFullIsSaidOnceEachWayAndLeavesNoPartialLine) {
+  StandIn server([](const Request& r) {
+    return ok_reply(acpi_body(90.0 + static_cast<double>(r.number / 2) * 0.01, 100.0));
+  });
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  const auto run = run_in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
+    if (!c.start()) return 3;
+    if (!wait_until([&] { return c.stats().rows_written >= 6; })) return 4;
+    rlimit saved{};
+    ::getrlimit(RLIMIT_FSIZE, &saved);
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(fs::file_size(samples)) + 200;  // two rows and a part
+    mark("limited");
+    if (::setrlimit(RLIMIT_FSIZE, &low) != 0) return 5;
+    if (!wait_until([&] { return c.stats().rows_dropped >= 40; })) return 6;
+    mark("raised");
+    if (::setrlimit(RLIMIT_FSIZE, &saved) != 0) return 7;
+    const auto before = c.stats().rows_written;
+    if (!wait_until([&] { return c.stats().rows_written >= before + 10; })) return 8;
+    return c.stop_and_finalize() ? 0 : 9;
+  });
+  ASSERT_TRUE(run.exited_ok()) << "status " << run.status << "\n" << run.output;
+
+  // No partial line anywhere: every line a whole row, as many as were reported written.
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_FALSE(m.is_discarded());
+  const auto file = testing::read_v3(samples);
+  EXPECT_EQ(file.bad + file.torn, 0u) << "a cut row was left in samples.csv";
+  EXPECT_EQ(file.rows.size(), m.value("rows_written", 0u));
+  for (const auto& row : file.rows) {
+    EXPECT_GE(row.power_w, 90.0) << "a value cut short";
+  }
+
+  const auto lines = lines_of(run.output);
+  const auto limited = find_lines(lines, "MARK limited");
+  const auto raised = find_lines(lines, "MARK raised");
+  ASSERT_EQ(limited.size(), 1u);
+  ASSERT_EQ(raised.size(), 1u);
+  // Entering the failure: one ERROR, after the limit came.
+  const auto failed = find_lines(lines, "samples.csv write failed");
+  ASSERT_EQ(failed.size(), 1u) << run.output;
+  EXPECT_GT(failed[0], limited[0]);
+  EXPECT_LT(failed[0], raised[0]);
+  EXPECT_NE(lines[failed[0]].find("ERROR"), std::string::npos) << lines[failed[0]];
+  EXPECT_NE(lines[failed[0]].find("File too large"), std::string::npos) << lines[failed[0]];
+  // Recovery: one line, only once writes work again, with the rows dropped meanwhile.
+  const auto recovered = find_lines(lines, "samples.csv writes recovered");
+  ASSERT_EQ(recovered.size(), 1u) << run.output;
+  EXPECT_GT(recovered[0], raised[0]) << "recovery announced while writes still failed:\n"
+                                     << run.output;
+  const auto meanwhile = field(lines[recovered[0]], "rows_dropped_meanwhile");
+  EXPECT_TRUE(meanwhile) << "no count of the rows dropped: " << lines[recovered[0]];
+  EXPECT_GE(meanwhile.value_or(0), 40u);
+
+  // The manifest tells the same story as the log.
+  EXPECT_EQ(m.value("rows_dropped", 0u), meanwhile.value_or(0));
+  ASSERT_TRUE(m.contains("write_errors")) << m.dump();
+  ASSERT_EQ(m["write_errors"].size(), 1u) << m["write_errors"].dump();
+  const auto& e = m["write_errors"][0];
+  EXPECT_NE(e["error"].get<std::string>().find("write "), std::string::npos) << e.dump();
+  EXPECT_NE(e["error"].get<std::string>().find("File too large"), std::string::npos) << e.dump();
+  EXPECT_EQ(e["count"], field(lines[recovered[0]], "failed_attempts").value_or(0)) << e.dump();
+}
+
+TEST(Collector, DeletedSamplesCsvIsSaidOnceAndStartedAnew) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  const auto run = run_in_child([&] {
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
+    if (!c.start()) return 3;
+    if (!wait_until([&] { return c.stats().rows_written >= 10; })) return 4;
+    mark("deleting");
+    fs::remove(samples);
+    const auto before = c.stats().rows_written;
+    if (!wait_until([&] { return c.stats().rows_written >= before + 10; })) return 5;
+    return c.stop_and_finalize() ? 0 : 6;
+  });
+  ASSERT_TRUE(run.exited_ok()) << "status " << run.status << "\n" << run.output;
+  const auto lines = lines_of(run.output);
+  const auto deleting = find_lines(lines, "MARK deleting");
+  const auto said = find_lines(lines, "samples.csv was deleted");
+  ASSERT_EQ(deleting.size(), 1u);
+  ASSERT_EQ(said.size(), 1u) << run.output;
+  EXPECT_GT(said[0], deleting[0]);
+  EXPECT_NE(lines[said[0]].find("ERROR"), std::string::npos) << lines[said[0]];
+
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_FALSE(m.is_discarded());
+  ASSERT_TRUE(m.contains("samples_file_changes")) << m.dump();
+  ASSERT_EQ(m["samples_file_changes"].size(), 1u);
+  const auto& change = m["samples_file_changes"][0];
+  EXPECT_EQ(change["change"], "deleted");
+  const auto lost = change.value("rows_in_old_file", 0u);
+  EXPECT_GE(lost, 10u);
+  EXPECT_NE(lines[said[0]].find(" " + std::to_string(lost) + " rows"), std::string::npos)
+      << lines[said[0]];
+  // A new samples.csv at the path, with its header, holding the rows written after.
+  ASSERT_TRUE(fs::exists(samples)) << "rows went on into the deleted file";
+  const auto file = testing::read_v3(samples);
+  EXPECT_EQ(file.schema_version, 3);
+  EXPECT_EQ(file.bad + file.torn, 0u);
+  EXPECT_EQ(file.rows.size(), m["rows_written"].get<std::uint64_t>() - lost);
+  EXPECT_GE(file.rows.size(), 10u);
+}
+
+TEST(Collector, ReplacedOrMovedSamplesCsvIsSaidOnceEach) {
+  StandIn server(changing_acpi());
+  TempDir dir;
+  const std::string samples = dir.path() + "/samples.csv";
+  artifacts::CpuSampleRow kept;
+  kept.timestamp_unix = 1788310143.5;
+  kept.hostname = "put-there";
+  kept.source = "acpi";
+  kept.sensor = "CPU0:cpuSidePowerUsageW";
+  kept.power_w = 10;
+  kept.total_power_w = 10;
+  const auto run = run_in_child([&] {
+    Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
+    if (!c.start()) return 3;
+    const auto written_past = [&](std::uint64_t n) {
+      return wait_until([&] { return c.stats().rows_written >= n; });
+    };
+    if (!written_past(10)) return 4;
+    // Replaced: another v3 samples.csv renamed over it, which the collector continues.
+    {
+      std::ofstream other(dir.path() + "/other.csv", std::ios::binary);
+      other << artifacts::kCpuHeaderV3 << "\r\n" << artifacts::format_v3_row(kept);
+    }
+    mark("replacing");
+    fs::rename(dir.path() + "/other.csv", samples);
+    if (!written_past(c.stats().rows_written + 10)) return 5;
+    // Moved: renamed away; its rows live on under the new name.
+    mark("moving");
+    fs::rename(samples, dir.path() + "/moved.csv");
+    if (!written_past(c.stats().rows_written + 10)) return 6;
+    return c.stop_and_finalize() ? 0 : 7;
+  });
+  ASSERT_TRUE(run.exited_ok()) << "status " << run.status << "\n" << run.output;
+  const auto lines = lines_of(run.output);
+  const auto replaced = find_lines(lines, "samples.csv was replaced");
+  const auto moved_line = find_lines(lines, "samples.csv was moved");
+  ASSERT_EQ(replaced.size(), 1u) << run.output;
+  ASSERT_EQ(moved_line.size(), 1u) << run.output;
+  EXPECT_GT(replaced[0], find_lines(lines, "MARK replacing").at(0));
+  EXPECT_GT(moved_line[0], find_lines(lines, "MARK moving").at(0));
+
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  ASSERT_EQ(m["samples_file_changes"].size(), 2u) << m.dump();
+  EXPECT_EQ(m["samples_file_changes"][0]["change"], "replaced");
+  EXPECT_EQ(m["samples_file_changes"][1]["change"], "moved");
+  const auto lost = m["samples_file_changes"][0]["rows_in_old_file"].get<std::uint64_t>();
+  const auto in_moved = m["samples_file_changes"][1]["rows_in_old_file"].get<std::uint64_t>();
+  // The file put there was continued: its own row first, then ours; all of them moved away.
+  const auto moved = testing::read_v3(dir.path() + "/moved.csv");
+  EXPECT_EQ(moved.bad + moved.torn, 0u);
+  ASSERT_EQ(moved.rows.size(), in_moved + 1);
+  EXPECT_EQ(moved.rows[0], kept);
+  // And a new one at the path for the rest.
+  const auto now = testing::read_v3(samples);
+  EXPECT_EQ(now.schema_version, 3);
+  EXPECT_EQ(now.bad + now.torn, 0u);
+  EXPECT_EQ(lost + in_moved + now.rows.size(), m["rows_written"].get<std::uint64_t>());
+}
+
+TEST(SamplesHealthText, SaysWhatIsWrongWithSamplesCsv) {
+  CollectorStats s;
+  EXPECT_EQ(samples_health_text(s), "");
+  s.rows_dropped = 2391;
+  s.samples_failing = "No space left on device";
+  EXPECT_EQ(samples_health_text(s),
+            "samples.csv FAILING (No space left on device), rows dropped 2391");
+  s.samples_failing.reset();
+  EXPECT_EQ(samples_health_text(s), "rows dropped 2391");
+  s.samples_file_changes.push_back({1.0, "deleted", 42});
+  EXPECT_EQ(samples_health_text(s),
+            "rows dropped 2391, samples.csv deleted mid-run (42 rows lost with it; writing a new "
+            "one)");
+  s.rows_dropped = 0;
+  s.samples_file_changes.push_back({2.0, "moved", 7});
+  EXPECT_EQ(s.rows_lost(), 42u);
+  EXPECT_EQ(samples_health_text(s),
+            "samples.csv moved (2 times) mid-run (42 rows lost with it; writing a new one)");
 }
 
 // ---- schedule --------------------------------------------------------------------------
 
 TEST(Collector, MissedSlotsAreSkippedNeverReplayed) {
-  // Each answer takes 250 ms against a 100 ms interval: two of every three slots find the
-  // previous request in flight. They are counted, and no burst follows.
+  // Each answer takes at least 250 ms against a 100 ms interval: the slots that come while a
+  // request is in flight are counted missed, and no burst follows. Checked as order and
+  // accounting, which a busy machine cannot move.
   StandIn slow([](const Request& r) {
     Reply reply = ok_reply(acpi_body(90.0 + static_cast<double>(r.number), 100.0));
     reply.delay = milliseconds(250);
@@ -603,31 +1024,23 @@ TEST(Collector, MissedSlotsAreSkippedNeverReplayed) {
   });
   TempDir dir;
   Events events;
-  auto o = options_for(dir, milliseconds(100));
+  const milliseconds interval(100);
+  auto o = options_for(dir, interval);
   o.on_scrape = events.sink();
   Collector c({local("slow", slow.port())}, o);
-  const auto t0 = Clock::now();
-  std::string error;
-  ASSERT_TRUE(c.start(&error)) << error;
-  std::this_thread::sleep_for(milliseconds(1500));
-  const auto running = c.stats().nodes[0];
-  const auto elapsed = Clock::now() - t0;
-  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+  run_until(c, [&](const CollectorStats&) { return events.of(0).size() >= 4; });
+  const auto stopped = Clock::now();
 
+  const auto node = c.stats().nodes[0];
   const auto ev = events.of(0);
-  ASSERT_GE(ev.size(), 4u);
+  expect_slot_accounting(ev, node, interval, stopped);
   for (std::size_t i = 1; i < ev.size(); ++i) {
-    const auto gap = ev[i].started - ev[i - 1].started;
-    // A replay would start right after the previous answer; a kept slot waits for the grid.
-    EXPECT_GE(gap, milliseconds(280)) << "request " << i;
-    EXPECT_EQ((ev[i].slot - ev[0].slot) % milliseconds(100), Clock::duration::zero())
-        << "slots stay on the grid";
+    // The next slot came while the previous request (250 ms or more) was in flight.
+    EXPECT_GE(ev[i].slot - ev[i - 1].slot, 2 * interval) << "request " << i << " replayed a slot";
   }
-  const auto slots = static_cast<std::uint64_t>(elapsed / milliseconds(100));
-  EXPECT_NEAR(static_cast<double>(running.scrape_count + running.missed_slots),
-              static_cast<double>(slots), 2.0);
-  EXPECT_GE(running.missed_slots, 2 * (running.scrape_count - 1));
-  EXPECT_EQ(running.error_count, 0u);
+  EXPECT_GE(node.missed_slots, ev.size() - 1);
+  EXPECT_EQ(node.scrape_count, events.all(0).size());
+  EXPECT_EQ(node.error_count, 0u);
 }
 
 TEST(Collector, AStalledEndpointDoesNotDelayTheOthers) {
@@ -639,37 +1052,50 @@ TEST(Collector, AStalledEndpointDoesNotDelayTheOthers) {
   });
   TempDir dir;
   Events events;
-  auto o = options_for(dir, milliseconds(50), milliseconds(1000));
+  const milliseconds interval(50);
+  const milliseconds timeout(1000);
+  auto o = options_for(dir, interval, timeout);
   o.on_scrape = events.sink();
   Collector c({local("stalled", stalled.port()), local("healthy", healthy.port())}, o);
-  const auto t0 = Clock::now();
-  std::string error;
-  ASSERT_TRUE(c.start(&error)) << error;
-  std::this_thread::sleep_for(milliseconds(1500));
-  const auto running = c.stats();
-  const auto elapsed = Clock::now() - t0;
-  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+  // Until the stalled endpoint's first request has timed out.
+  run_until(c, [&](const CollectorStats&) { return !events.of(0).empty(); });
+  const auto stopped = Clock::now();
+  const auto stats = c.stats();
 
-  const auto& h = running.nodes[1];
-  EXPECT_EQ(h.missed_slots, 0u);
-  EXPECT_EQ(h.error_count, 0u);
-  EXPECT_GE(h.scrape_count, static_cast<std::uint64_t>(elapsed / milliseconds(50)) - 1);
-  Clock::duration worst{};
-  for (const auto& e : events.of(1)) worst = std::max(worst, e.started - e.slot);
-  EXPECT_LT(worst, milliseconds(40)) << "healthy requests started late";
-
-  const auto& s = running.nodes[0];
-  EXPECT_EQ(s.scrape_count, 1u);  // one timeout at 1 s; the next request still waiting
-  EXPECT_EQ(s.error_count, 1u);
+  const auto stall = events.of(0).front();
+  EXPECT_EQ(stall.outcome, ScrapeOutcome::failed);
+  EXPECT_EQ(stall.reason, kReasonTimeout);
+  const auto& s = stats.nodes[0];
+  EXPECT_EQ(s.error_count, s.scrape_count);
+  ASSERT_TRUE(s.last_error);
   EXPECT_EQ(s.last_error->rfind("timeout: ", 0), 0u) << *s.last_error;
-  EXPECT_GE(s.missed_slots, 20u);
+  expect_slot_accounting(events.of(0), s, interval, stopped);
+  EXPECT_GE(s.missed_slots, 1u);
+
+  // While the stalled request hung, the healthy endpoint's requests went on beside it: a
+  // collector that waited for it would have none in that second. A busy machine may slow
+  // them, not stop them, so a quarter of the slots is plenty; and none of them started
+  // anywhere near as late as the stalled request's timeout.
+  const auto& h = stats.nodes[1];
+  const auto healthy_events = events.of(1);
+  expect_slot_accounting(healthy_events, h, interval, stopped);
+  EXPECT_EQ(h.error_count, 0u);
+  std::size_t beside = 0;
+  Clock::duration worst{};
+  for (const auto& e : healthy_events) {
+    if (e.started > stall.started && e.finished < stall.finished) ++beside;
+    worst = std::max(worst, e.started - e.slot);
+  }
+  const auto slots_in_stall = static_cast<std::size_t>((stall.finished - stall.started) / interval);
+  EXPECT_GE(beside, slots_in_stall / 4) << "healthy requests held up by the stalled one";
+  EXPECT_LT(worst, timeout / 2) << "a healthy request started as late as a timeout";
 }
 
 TEST(Collector, ReusesTheKeepAliveConnection) {
   StandIn server(changing_acpi());
   TempDir dir;
   Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
-  run_for(c, milliseconds(400));
+  run_until(c, [&](const CollectorStats&) { return server.requests() >= 10; });
   EXPECT_GE(server.requests(), 10u);
   EXPECT_EQ(server.connections(), 1u);
 }
@@ -679,7 +1105,7 @@ TEST(Collector, ScrapesIPv6Endpoints) {
   if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here";
   TempDir dir;
   Collector c({Endpoint{"node-6", "::1", server.port()}}, options_for(dir, milliseconds(50)));
-  run_for(c, milliseconds(200));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].rows_appended >= 6; });
   EXPECT_EQ(c.stats().nodes[0].error_count, 0u);
   EXPECT_GE(rows_of(testing::read_v3(c.samples_path()), "node-6").size(), 6u);
 }
@@ -688,7 +1114,8 @@ TEST(Collector, StopRunsOneFinalCycle) {
   StandIn server(changing_acpi());
   TempDir dir;
   Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(10000)));
-  run_for(c, milliseconds(200));
+  // After the first slot's scrape; the next slot is 10 s away.
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 1; });
   EXPECT_EQ(server.requests(), 2u);  // the first slot, then the final scrape
   EXPECT_EQ(c.stats().nodes[0].scrape_count, 2u);
   EXPECT_EQ(testing::read_v3(c.samples_path()).rows.size(), 4u);
@@ -715,7 +1142,7 @@ TEST(Collector, SigkillLeavesACsvTheReaderLoads) {
     while (true) ::pause();
   }
   std::size_t lines = 0;
-  for (int i = 0; i < 400 && lines < 200; ++i) {
+  for (int i = 0; i < 3000 && lines < 200; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
     std::ifstream in(samples);
     lines = static_cast<std::size_t>(

@@ -18,6 +18,7 @@
 #include "launch/node_set.hpp"
 #include "launch/process.hpp"
 #include "launch/readiness.hpp"
+#include "launch/session.hpp"
 #include "launch/session_plan.hpp"
 #include "launch/session_record.hpp"
 #include "launch/srun_argv.hpp"
@@ -546,6 +547,34 @@ TEST(SessionRecord, Json) {
             "{\n  \"schema_version\": 1,\n  \"command\": [\n    \"sh\",\n    \"-c\",\n    \"exit "
             "3\"\n  ],\n  \"start_unix\": 1700000000.25,\n  \"end_unix\": 1700000005.5,\n  "
             "\"exit_code\": 3\n}\n");
+}
+
+TEST(SessionSummary, SaysWhatWentWrongWithSamplesCsv) {
+  SessionResult r;
+  r.samples_path = "power/cpu/samples.csv";
+  r.manifest_path = "power/cpu/cpu_manifest.json";
+  scrape::CollectorStats s;
+  s.rows_written = 323;
+  scrape::NodeStats n;
+  n.hostname = "node-a";
+  s.nodes.push_back(n);
+  r.stats = s;
+  EXPECT_EQ(summary_text(r).find("samples.csv FAILING"), std::string::npos) << summary_text(r);
+  EXPECT_EQ(summary_text(r).find("first error"), std::string::npos) << summary_text(r);
+
+  s.rows_dropped = 2391;
+  s.samples_failing = "No space left on device";
+  s.write_error_log.push_back(
+      {"write power/cpu/samples.csv: No space left on device", 40, 1.0, 9.0});
+  r.stats = s;
+  const auto text = summary_text(r);
+  EXPECT_NE(text.find("CPU power: 323 rows in power/cpu/samples.csv (2391 dropped)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n  samples.csv FAILING (No space left on device), rows dropped 2391; "
+                      "first error: write power/cpu/samples.csv: No space left on device\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
