@@ -481,7 +481,8 @@ TEST(ConfigRules, CollectIntervalIsCheckedWithoutTheGpuLeg) {
 }
 
 TEST(ConfigRules, StorageSubdirIsCheckedWithoutTheGpuLeg) {
-  for (const char* dir : {"/abs", "~/x", "a/../b", "a//b", "a/", "''"}) {
+  for (const char* dir : {"/abs", "~/x", "a/../b", "a//b", "a/", "''", "..", "../x", ".", "./power",
+                          "power/.", "/"}) {
     EXPECT_THAT(messages_of(cpu_only(std::string("  storage_subdir: ") + dir + "\n")),
                 ElementsAre("telemetry.storage_subdir must be a safe relative path below the run "
                             "log directory"))
@@ -519,6 +520,26 @@ TEST(ConfigRules, SafeRelativeSubpath) {
   EXPECT_FALSE(is_safe_relative_subpath(".."));
   EXPECT_FALSE(is_safe_relative_subpath("a/../b"));
   EXPECT_FALSE(is_safe_relative_subpath("a//b"));
+  EXPECT_FALSE(is_safe_relative_subpath("."));
+  EXPECT_FALSE(is_safe_relative_subpath("./a"));
+  EXPECT_FALSE(is_safe_relative_subpath("a/./b"));
+  EXPECT_TRUE(is_safe_relative_subpath(".a/b."));
+}
+
+TEST(ConfigRules, HostLegMayNotShareTheScraperLegsDirectory) {
+  // The scraper leg writes <storage_subdir>/cpu/samples.csv, the host leg
+  // <cpu_power.storage_subdir>/samples.csv: one file for both.
+  const std::string both =
+      "telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n  cpu_power:\n    enabled: true\n";
+  EXPECT_THAT(messages_of(both + "    storage_subdir: power/cpu\n"),
+              ElementsAre("telemetry.cpu_power.storage_subdir must differ from "
+                          "telemetry.storage_subdir + \"/cpu\", where the scraper leg writes its "
+                          "samples.csv"));
+  EXPECT_THAT(messages_of(both + "    storage_subdir: power/cpu/host\n"), IsEmpty());
+  // Without the scraper leg nothing is written there.
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n"
+                          "    storage_subdir: power/cpu\n"),
+              IsEmpty());
 }
 
 TEST(ConfigDescribe, ShowsResolvedAndDerivedValues) {
