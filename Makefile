@@ -1,10 +1,13 @@
 # Two commands on a fresh Debian 12 machine: `make demo` and `make test`.
 BUILD ?= build
 BUILD_ARM64 ?= build-arm64
+BUILD_FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= 1
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build setup test test-arm64 test-asan test-tsan unit demo bench format clean
+.PHONY: all deps configure build setup test test-arm64 test-asan test-tsan unit demo bench fuzz format clean
 
 all: build
 
@@ -50,8 +53,15 @@ demo: setup
 bench: setup
 	bash bench/run.sh $(BUILD)/bin
 
+# The libFuzzer targets (tests/fuzz), built with clang into $(BUILD_FUZZ) and run for
+# FUZZ_SECONDS each, FUZZ_JOBS at a time; fails when one crashes, and copies its input to
+# tests/fuzz/regressions/<target>/ (tests/fuzz/run.sh).
+fuzz: deps
+	BUILD_FUZZ=$(BUILD_FUZZ) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) JOBS=$(JOBS) \
+	  bash tests/fuzz/run.sh
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ARM64) build-asan build-tsan
+	rm -rf $(BUILD) $(BUILD_ARM64) build-asan build-tsan $(BUILD_FUZZ)

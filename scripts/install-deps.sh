@@ -21,6 +21,8 @@ packages=(
   # libraries
   libmicrohttpd-dev libcurl4-openssl-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev
   libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # fuzzing (make fuzz): clang with its libFuzzer and sanitizer runtimes
+  clang libclang-rt-14-dev
   # test and benchmark tools
   prometheus curl wrk slurm-wlm munge iproute2 procps
   python3 python3-numpy python3-pandas python3-yaml chromium

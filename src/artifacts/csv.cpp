@@ -206,7 +206,9 @@ Result<CsvFileReader> CsvFileReader::open(const std::string& path, std::size_t b
 bool CsvFileReader::fill(std::size_t drop) {
   // Keep the unconsumed bytes at the front, then read a block behind them (a record longer
   // than what is left of the buffer grows it; the text reader refuses very long records).
-  std::memmove(buf_.data(), buf_.data() + drop, len_ - drop);
+  // (Not on the first fill: memmove with the null data() of an empty buffer is undefined,
+  // even for zero bytes.)
+  if (drop > 0) std::memmove(buf_.data(), buf_.data() + drop, len_ - drop);
   len_ -= drop;
   buf_pos_ += drop;
   if (buf_.size() < len_ + kBlockBytes) buf_.resize(len_ + kBlockBytes);

@@ -1,10 +1,18 @@
 #include "config/load.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "common/text.hpp"
 #include "config/validate.hpp"
@@ -52,6 +60,40 @@ bool plain_non_string(const YAML::Node& n) {
   static const std::set<std::string> words = {"true", "false", "yes",   "no",    "on",
                                               "off",  ".inf",  "-.inf", "+.inf", ".nan"};
   return words.count(lower) || common::parse_i64(n.Scalar()) || common::parse_double(n.Scalar());
+}
+
+// The string fields that name a file, a directory or an interface: no control character at
+// all (a NUL would cut the path short where the C library takes it over, a newline or an
+// escape sequence would corrupt every log line that prints it).
+bool path_like(const std::string& path) {
+  static const std::set<std::string> fields = {
+      "telemetry.storage_subdir", "telemetry.cpu_power.storage_subdir",
+      "telemetry.dcgm_exporter.container_image", "telemetry.dcgm_exporter.binary",
+      "runtime.network_interface"};
+  return fields.count(path) > 0;
+}
+
+// The first control character in `s`: C0 (U+0000 to U+001F), DEL, or C1 (U+0080 to U+009F,
+// in UTF-8 0xC2 0x80..0x9F). Its code point and byte offset, or nullopt.
+std::optional<std::pair<unsigned, std::size_t>> first_control(std::string_view s, bool nul_only) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return std::pair{0u, i};
+    if (nul_only) continue;
+    if (c < 0x20 || c == 0x7f) return std::pair{unsigned{c}, i};
+    if (c == 0xc2 && i + 1 < s.size()) {
+      const auto next = static_cast<unsigned char>(s[i + 1]);
+      if (next >= 0x80 && next <= 0x9f) return std::pair{unsigned{next}, i};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string describe_control(std::pair<unsigned, std::size_t> found) {
+  char code[8];
+  std::snprintf(code, sizeof code, "U+%04X", found.first);
+  return std::string(found.first == 0 ? "a NUL byte (" : "a control character (") + code +
+         ") at byte " + std::to_string(found.second);
 }
 
 class Loader {
@@ -108,6 +150,11 @@ class Loader {
         continue;
       }
       const std::string key = k.Scalar();
+      if (const auto bad = first_control(key, true)) {
+        fail(k, (path.empty() ? std::string("recipe") : path) + ": a key contains " +
+                    describe_control(*bad));
+        continue;
+      }
       if (!seen.insert(key).second) {
         fail(k, join(path, key) + ": duplicate key");
         continue;
@@ -181,7 +228,20 @@ class Loader {
       fail(v, path + ": expected a string, got " + v.Scalar() + " (quote it to make it one)");
       return;
     }
+    if (!text_ok(path, v)) return;
     out = v.Scalar();
+  }
+
+  // No string may hold a NUL (every consumer is a C string in the end); a path-like field
+  // (path_like) no control character at all.
+  bool text_ok(const std::string& path, const YAML::Node& v) {
+    const bool is_path = path_like(path);
+    if (const auto bad = first_control(v.Scalar(), !is_path)) {
+      fail(v, path + ": " + describe_control(*bad) + " is not allowed in " +
+                  (is_path ? "a path or name" : "a string"));
+      return false;
+    }
+    return true;
   }
 
   // Optional fields: null leaves them unset.
@@ -329,7 +389,7 @@ class Loader {
           recipe_.runtime.srun_options.emplace_back(key, std::nullopt);  // a bare flag
         } else if (fv.Tag() == "?" && (s == "false" || s == "no" || s == "off")) {
           // A flag switched off: not passed.
-        } else {
+        } else if (text_ok(path, fv)) {
           recipe_.runtime.srun_options.emplace_back(key, fv.Scalar());
         }
       }
@@ -392,6 +452,87 @@ class Loader {
   std::vector<ConfigError>& errors_;
 };
 
+// Notes where each document starts, without building any.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> starts;
+};
+
+// Where the second document starts (its `---`), or nullopt when the text holds one document
+// or none. A syntax error inside the second document does not hide it: the second document
+// is the mistake to report. A syntax error before it throws.
+std::optional<Mark> second_document(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  DocumentStarts handler;
+  try {
+    if (parser.HandleNextDocument(handler)) parser.HandleNextDocument(handler);
+  } catch (const YAML::Exception&) {
+    if (handler.starts.size() < 2) throw;
+  }
+  if (handler.starts.size() < 2) return std::nullopt;
+  const YAML::Mark& m = handler.starts[1];
+  if (m.is_null()) return Mark{};
+  return Mark{m.line + 1, m.column + 1};
+}
+
+// The whole file, or nullopt with the message in `error`. The size is checked before any
+// parsing, twice: fstat on the open file refuses a regular file that is too large without
+// reading it, and the read stops after cap + 1 bytes, so a file that grows meanwhile, a FIFO
+// or a character device cannot get past the cap either.
+std::optional<std::string> read_capped(const std::string& path, std::size_t cap,
+                                       std::string* error) {
+  const auto too_large = [&](const std::string& size) {
+    *error = "recipe is " + size + ", larger than the " + std::to_string(cap) + "-byte limit (" +
+             std::to_string(cap >> 20) + " MiB) on recipe files";
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::string("cannot read recipe: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::uint64_t>(st.st_size) > cap) {
+    ::close(fd);
+    too_large(std::to_string(st.st_size) + " bytes");
+    return std::nullopt;
+  }
+  std::string out;
+  char buf[65536];
+  while (out.size() <= cap) {
+    const std::size_t want = std::min(sizeof buf, cap + 1 - out.size());
+    const ssize_t n = ::read(fd, buf, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *error = std::string("cannot read recipe: ") + std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  if (out.size() > cap) {
+    too_large("more than " + std::to_string(cap) + " bytes");
+    return std::nullopt;
+  }
+  return out;
+}
+
 }  // namespace
 
 Recipe parse_recipe_text(std::string_view text, const std::string& file,
@@ -402,6 +543,21 @@ Recipe parse_recipe_text(std::string_view text, const std::string& file,
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
+    Mark mark;
+    if (!e.mark.is_null()) mark = {e.mark.line + 1, e.mark.column + 1};
+    errors.push_back({file, mark, "invalid YAML: " + e.msg});
+    return recipe;
+  }
+  // YAML::Load reads the first document only; whatever follows a second `---` would be
+  // dropped without a word, so a second document is an error at the line that starts it.
+  try {
+    if (const auto second = second_document(text)) {
+      errors.push_back({file, *second,
+                        "a recipe is one YAML document; a second one starts here (remove the "
+                        "`---` line and what follows it, or merge the two)"});
+      return recipe;
+    }
+  } catch (const YAML::Exception& e) {  // not expected: YAML::Load read the first one
     Mark mark;
     if (!e.mark.is_null()) mark = {e.mark.line + 1, e.mark.column + 1};
     errors.push_back({file, mark, "invalid YAML: " + e.msg});
@@ -425,11 +581,11 @@ LoadResult load_recipe_text(std::string_view text, const std::string& file) {
 }
 
 LoadResult load_recipe_file(const std::string& path) {
+  LoadResult result;
   std::string error;
-  const auto text = common::read_small_file(path, &error, std::size_t{16} << 20);
+  std::optional<std::string> text = read_capped(path, kMaxRecipeBytes, &error);
   if (!text) {
-    LoadResult result;
-    result.errors.push_back({path, {}, "cannot read recipe: " + error});
+    result.errors.push_back({path, {}, error});
     return result;
   }
   return load_recipe_text(*text, path);

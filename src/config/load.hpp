@@ -5,6 +5,7 @@
 // recipe.hpp matter. Inside `telemetry:` every key must be known: a misspelt key is an error
 // naming it, since a silently ignored `colect_interval_ms` would run with the default.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,11 @@ struct LoadResult {
   std::optional<Recipe> recipe;     // set when `errors` is empty
   std::vector<ConfigError> errors;  // in file order for syntax and types, then rule order
 };
+
+// The largest recipe file load_recipe_file reads: real recipes are a few kilobytes, and
+// yaml-cpp holds some sixteen times the text in memory while parsing. A larger file is an
+// error naming it and its size, before any parsing.
+inline constexpr std::size_t kMaxRecipeBytes = std::size_t{1} << 20;
 
 // `file` names the source in errors.
 LoadResult load_recipe_text(std::string_view text, const std::string& file);

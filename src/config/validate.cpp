@@ -140,6 +140,11 @@ class Rules {
       fail("telemetry.cpu_power.storage_subdir",
            "telemetry.cpu_power.storage_subdir must differ from telemetry.storage_subdir; the "
            "two legs write their own samples and manifest");
+    } else if (t_.cpu_power_exporter && c.storage_subdir == t_.storage_subdir + "/cpu") {
+      // The scraper leg writes <storage_subdir>/cpu/samples.csv: the same file.
+      fail("telemetry.cpu_power.storage_subdir",
+           "telemetry.cpu_power.storage_subdir must differ from telemetry.storage_subdir + "
+           "\"/cpu\", where the scraper leg writes its samples.csv");
     }
   }
 
@@ -224,7 +229,10 @@ class Rules {
 bool is_safe_relative_subpath(std::string_view path) {
   if (path.empty() || path.front() == '/' || path.front() == '~') return false;
   for (const auto& part : common::split(path, '/')) {
-    if (part.empty() || part == "..") return false;
+    // "." parts too: "." alone is the log directory itself, not a directory below it, and
+    // without them two spellings of one directory ("power", "./power") cannot slip past the
+    // rule that the legs write to different directories.
+    if (part.empty() || part == "." || part == "..") return false;
   }
   return true;
 }

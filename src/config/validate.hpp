@@ -17,8 +17,9 @@ namespace cpupower::config {
 // (or, for a default, at the nearest enclosing block given in the file).
 std::vector<ConfigError> validate_recipe(const Recipe& recipe);
 
-// Non-empty, not starting with '/' or '~', and no ".." or empty parts: a directory that
-// stays below the run's log directory.
+// Non-empty, not starting with '/' or '~', and no "..", "." or empty parts: a directory that
+// stays strictly below the run's log directory, spelt one way only. (Control characters are
+// refused when the recipe is read, config/load.cpp.)
 bool is_safe_relative_subpath(std::string_view path);
 
 }  // namespace cpupower::config

@@ -364,7 +364,7 @@ void join(Part& into, Part& from) {
       append_column(s.module, fs.module, base, shared);
       for (auto& [name, pairs] : fs.sensors) {
         auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
-                               [&](const auto& e) { return e.first == name; });
+                               [&key = name](const auto& e) { return e.first == key; });
         if (it == s.sensors.end()) {
           s.sensors.emplace_back(name, Pairs{});
           it = s.sensors.end() - 1;

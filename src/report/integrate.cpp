@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "report/numeric.hpp"
 
@@ -61,10 +63,13 @@ std::size_t nearest(const Series& s, double x) {
   return (x - s.t[i - 1]) <= (s.t[i] - x) ? i - 1 : i;
 }
 
-double snap_gap(const Track& track, double x) {
+// How far the sample nearest to x is: over the whole track when there is one, else (the
+// empty stand-in of integrate_samples) over the series, whose nearest sample is s.t[i].
+double snap_gap(const Track& track, const Series& s, std::size_t i, double x) {
   const Neighbours n = neighbours(track, x);
   if (n.before_s && n.after_s) return std::min(*n.before_s, *n.after_s);
-  return n.before_s ? *n.before_s : *n.after_s;
+  if (n.before_s || n.after_s) return n.before_s ? *n.before_s : *n.after_s;
+  return s.empty() ? std::numeric_limits<double>::infinity() : std::abs(s.t[i] - x);
 }
 
 void fill_stats(const Series& s, std::size_t first, std::size_t last, bool full, PowerStats* out) {
@@ -101,11 +106,11 @@ Integration snap(const Track& track, const Series& s, double S, double E, const 
   const std::size_t ei = s.empty() ? 0 : nearest(s, E);
   if (s.empty() || std::abs(s.t[si] - S) > kMaxSampleGapS) {
     return fail(fmt::format("{}: nearest sample to window start is {:.3f}s away, no coverage",
-                            label, snap_gap(track, S)));
+                            label, snap_gap(track, s, si, S)));
   }
   if (std::abs(s.t[ei] - E) > kMaxSampleGapS) {
     return fail(fmt::format("{}: nearest sample to window end is {:.3f}s away, no coverage", label,
-                            snap_gap(track, E)));
+                            snap_gap(track, s, ei, E)));
   }
   if (ei <= si) return fail(label + ": window narrower than the sample spacing");
   const std::span<const double> x(s.t.data() + si, ei - si + 1);

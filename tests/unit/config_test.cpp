@@ -4,8 +4,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/describe.hpp"
@@ -187,6 +197,115 @@ TEST(ConfigLoad, UnreadableFile) {
   EXPECT_THAT(format_error(result.errors[0]), HasSubstr("does-not-exist.yaml: cannot read recipe"));
 }
 
+// A file whose content is `text`, removed at the end of the test.
+class RecipeFile {
+ public:
+  explicit RecipeFile(const std::string& text)
+      : path_(::testing::TempDir() + "config_test_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml") {
+    std::ofstream(path_, std::ios::binary) << text;
+  }
+  ~RecipeFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ConfigLoad, ARecipeAtTheSizeCapLoads) {
+  std::string text = cpu_only("");
+  text += std::string(kMaxRecipeBytes - text.size() - 1, '#') + "\n";  // one long comment
+  ASSERT_EQ(text.size(), kMaxRecipeBytes);
+  const RecipeFile file(text);
+  const auto result = load_recipe_file(file.path());
+  EXPECT_THAT(result.errors, IsEmpty());
+}
+
+TEST(ConfigLoad, ARecipeOverTheSizeCapIsRefusedBeforeParsing) {
+  // One byte over, and not YAML at all: the size is the error, not the syntax.
+  const RecipeFile file(std::string(kMaxRecipeBytes + 1, '['));
+  const auto result = load_recipe_file(file.path());
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_EQ(format_error(result.errors[0]),
+            file.path() +
+                ": recipe is 1048577 bytes, larger than the 1048576-byte limit (1 MiB) "
+                "on recipe files");
+}
+
+TEST(ConfigLoad, TheSizeCapHoldsForAFifo) {
+  // fstat cannot size a FIFO: the read itself stops after cap + 1 bytes.
+  const std::string path = ::testing::TempDir() + "config_test_fifo_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  std::thread writer([&] {
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    const std::string chunk(65536, '#');
+    for (int i = 0; i < 64; ++i) {  // 4 MiB, or until the reader has gone
+      if (::write(fd, chunk.data(), chunk.size()) < 0) break;
+    }
+    ::close(fd);
+  });
+  ::signal(SIGPIPE, SIG_IGN);
+  const auto result = load_recipe_file(path);
+  writer.join();
+  ::unlink(path.c_str());
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_THAT(result.errors[0].message,
+              ::testing::StartsWith("recipe is more than 1048576 bytes, larger than the"));
+}
+
+TEST(ConfigLoad, ASecondYamlDocumentIsAnErrorAtItsStart) {
+  EXPECT_THAT(errors_of(cpu_only("---\ntelemetry:\n  enabled: false\n")),
+              ElementsAre("r.yaml:4:1: a recipe is one YAML document; a second one starts here "
+                          "(remove the `---` line and what follows it, or merge the two)"));
+  // Even an empty one: the line says what was meant to follow.
+  EXPECT_THAT(messages_of(cpu_only("---\n")),
+              ElementsAre(::testing::StartsWith("a recipe is one YAML document")));
+  EXPECT_THAT(errors_of(cpu_only("...\n---\nx: [\n")),  // what follows is not even read
+              ElementsAre(::testing::StartsWith("r.yaml:5:1: a recipe is one YAML document")));
+  // A leading `---` and a closing `...` are one document.
+  EXPECT_THAT(errors_of("---\n" + cpu_only("") + "...\n"), IsEmpty());
+  EXPECT_THAT(errors_of("# comment\n---\n" + cpu_only("")), IsEmpty());
+}
+
+TEST(ConfigLoad, ControlCharactersInPathsAreErrorsNamingTheField) {
+  // YAML's "\0" escape puts a NUL in the string: the path would end there for the C library.
+  EXPECT_THAT(errors_of(cpu_only("  storage_subdir: \"pw\\0/x\"\n")),
+              ElementsAre("r.yaml:4:19: telemetry.storage_subdir: a NUL byte (U+0000) at byte 2 "
+                          "is not allowed in a path or name"));
+  EXPECT_THAT(
+      messages_of("telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n"
+                  "    storage_subdir: \"cpu\\npower\"\n"),
+      ElementsAre("telemetry.cpu_power.storage_subdir: a control character (U+000A) at byte 3 "
+                  "is not allowed in a path or name"));
+  EXPECT_THAT(messages_of("runtime:\n  network_interface: \"eth0\\e[31m\"\n"),
+              ElementsAre("runtime.network_interface: a control character (U+001B) at byte 4 is "
+                          "not allowed in a path or name"));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: \"a\\x7f\"\n")),
+              ElementsAre("telemetry.storage_subdir: a control character (U+007F) at byte 1 is "
+                          "not allowed in a path or name"));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: \"a\\x85\"\n")),  // C1 NEL
+              ElementsAre("telemetry.storage_subdir: a control character (U+0085) at byte 1 is "
+                          "not allowed in a path or name"));
+  EXPECT_THAT(messages_of(cpu_only("  dcgm_exporter: {container_image: \"/c/x\\t.sqsh\", port: "
+                                   "9401}\n")),
+              ElementsAre("telemetry.dcgm_exporter.container_image: a control character "
+                          "(U+0009) at byte 4 is not allowed in a path or name"));
+  // Not a path: a tab is fine, a NUL is not.
+  EXPECT_THAT(messages_of("benchmark:\n  type: \"a\\tb\"\n"), IsEmpty());
+  EXPECT_THAT(messages_of("benchmark:\n  type: \"a\\0b\"\n"),
+              ElementsAre("benchmark.type: a NUL byte (U+0000) at byte 1 is not allowed in a "
+                          "string"));
+  // srun options become srun's argv: a NUL would cut the argument short.
+  EXPECT_THAT(messages_of("runtime:\n  srun_options:\n    mpi: \"pmi\\0x\"\n"),
+              ElementsAre("runtime.srun_options.mpi: a NUL byte (U+0000) at byte 3 is not "
+                          "allowed in a string"));
+  EXPECT_THAT(messages_of("runtime:\n  srun_options:\n    \"m\\0pi\": x\n"),
+              ElementsAre("runtime.srun_options: a key contains a NUL byte (U+0000) at byte 1"));
+  // UTF-8 beyond the C1 block stays allowed.
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: \"p\u00e9\u00a0w\"\n")), IsEmpty());
+}
+
 // --- rule 1: telemetry disabled -----------------------------------------------------------
 
 TEST(ConfigRules, HostLegWithoutTelemetry) {
@@ -362,7 +481,8 @@ TEST(ConfigRules, CollectIntervalIsCheckedWithoutTheGpuLeg) {
 }
 
 TEST(ConfigRules, StorageSubdirIsCheckedWithoutTheGpuLeg) {
-  for (const char* dir : {"/abs", "~/x", "a/../b", "a//b", "a/", "''"}) {
+  for (const char* dir : {"/abs", "~/x", "a/../b", "a//b", "a/", "''", "..", "../x", ".", "./power",
+                          "power/.", "/"}) {
     EXPECT_THAT(messages_of(cpu_only(std::string("  storage_subdir: ") + dir + "\n")),
                 ElementsAre("telemetry.storage_subdir must be a safe relative path below the run "
                             "log directory"))
@@ -400,6 +520,26 @@ TEST(ConfigRules, SafeRelativeSubpath) {
   EXPECT_FALSE(is_safe_relative_subpath(".."));
   EXPECT_FALSE(is_safe_relative_subpath("a/../b"));
   EXPECT_FALSE(is_safe_relative_subpath("a//b"));
+  EXPECT_FALSE(is_safe_relative_subpath("."));
+  EXPECT_FALSE(is_safe_relative_subpath("./a"));
+  EXPECT_FALSE(is_safe_relative_subpath("a/./b"));
+  EXPECT_TRUE(is_safe_relative_subpath(".a/b."));
+}
+
+TEST(ConfigRules, HostLegMayNotShareTheScraperLegsDirectory) {
+  // The scraper leg writes <storage_subdir>/cpu/samples.csv, the host leg
+  // <cpu_power.storage_subdir>/samples.csv: one file for both.
+  const std::string both =
+      "telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n  cpu_power:\n    enabled: true\n";
+  EXPECT_THAT(messages_of(both + "    storage_subdir: power/cpu\n"),
+              ElementsAre("telemetry.cpu_power.storage_subdir must differ from "
+                          "telemetry.storage_subdir + \"/cpu\", where the scraper leg writes its "
+                          "samples.csv"));
+  EXPECT_THAT(messages_of(both + "    storage_subdir: power/cpu/host\n"), IsEmpty());
+  // Without the scraper leg nothing is written there.
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n"
+                          "    storage_subdir: power/cpu\n"),
+              IsEmpty());
 }
 
 TEST(ConfigDescribe, ShowsResolvedAndDerivedValues) {

@@ -61,6 +61,24 @@ TEST(ReportIntegrate, SnapErrors) {
   EXPECT_EQ(err(track({}, {}), 0, 1, Edges::snap), "gpu/n/gpu0: no power samples available");
 }
 
+// integrate_samples has only the samples the caller gathered: its snap error names the
+// nearest of those. It read an empty optional here (undefined behaviour, found by the fuzz
+// target cpu_samples).
+TEST(ReportIntegrate, SnapErrorOverGatheredSamplesNamesTheNearestOfThem) {
+  Series s;
+  s.t = {95, 104};
+  s.w = {1, 1};
+  Integration in = integrate_samples(s, 100, 101, Edges::snap, "module/n");
+  EXPECT_FALSE(in.row);
+  EXPECT_EQ(in.error, "module/n: nearest sample to window start is 4.000s away, no coverage");
+  // Here the gathered samples are the whole series: the same text as over the track.
+  EXPECT_EQ(in.error, integrate_window(track(s.t, s.w), 100, 101, Edges::snap, "module/n").error);
+  s.t = {100, 101, 104.5};
+  s.w = {1, 1, 1};
+  in = integrate_samples(s, 100, 108, Edges::snap, "module/n");
+  EXPECT_EQ(in.error, "module/n: nearest sample to window end is 3.500s away, no coverage");
+}
+
 // Snapped to samples 12 s apart, a 10 s window integrates 510 J: an average of 51 W, above
 // every sample, because the energy is divided by the window, not by the samples' span.
 TEST(ReportIntegrate, WorkedExample510JoulesAt51Watts) {

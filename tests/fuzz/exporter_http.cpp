@@ -1,0 +1,148 @@
+// The exporter's HTTP front (exporter/http_server on libmicrohttpd, exporter/service routes)
+// on raw request bytes. The server runs in-process, once, on an ephemeral loopback port, over
+// a fixed stand-in source; each input is written to a fresh connection, the write side is
+// shut, and the reply is read (round_trip says how long). The server must survive every input,
+// and whatever it answers starts with an HTTP/1.x status line.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.hpp"
+#include "expo/parser.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/service.hpp"
+#include "fuzz_util.hpp"
+
+namespace {
+
+namespace sources = cpupower::sources;
+using namespace std::chrono_literals;
+
+// One socket total with a fresh reading: the exporter's families and self metrics, no sensor.
+class StandInSource : public sources::Source {
+ public:
+  StandInSource() {
+    sources::Sensor s;
+    s.name = "hwmon2/power1";
+    s.kind = cpupower::rails::Kind::total;
+    s.socket = 0;
+    s.primary = true;
+    s.label_text =
+        "sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\",oem_info=\"Grace Power Socket "
+        "0\",source=\"acpi\"";
+    s.self_label_text = "sensor=\"hwmon2/power1\"";
+    sensors_ = std::make_shared<const std::vector<sources::Sensor>>(
+        std::vector<sources::Sensor>{std::move(s)});
+  }
+  std::string_view mode() const override { return "acpi"; }
+  void start() override {}
+  void stop(std::chrono::milliseconds) override {}
+  sources::Snapshot snapshot(sources::SteadyTime) const override {
+    sources::ChannelReading r;
+    r.watts = 98.029;
+    r.age_s = 0.05;
+    r.read_duration_s = 0.001;
+    r.read_at_unix = 1.7e9;
+    r.reads_total = 10;
+    return {sensors_, {r}, true};
+  }
+
+ private:
+  std::shared_ptr<const std::vector<sources::Sensor>> sensors_;
+};
+
+struct Server {
+  cpupower::exporter::Service service;
+  cpupower::exporter::HttpServer http;
+  sockaddr_in addr{};
+
+  Server() : service(make_sources(), "fuzz") {
+    cpupower::common::init_logging(spdlog::level::off);
+    // What the stand-in serves is itself readable exposition.
+    const std::string body = service.render_metrics();
+    FUZZ_CHECK(cpupower::expo::parse(body).ok(), "the exporter's own /metrics does not parse");
+    std::string error;
+    cpupower::exporter::HttpLimits limits;
+    limits.connection_timeout_s = 2;
+    FUZZ_CHECK(http.start(
+                   "127.0.0.1", 0,
+                   [this](std::string_view m, std::string_view p) { return service.handle(m, p); },
+                   limits, &error),
+               "%s", error.c_str());
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(http.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+
+  static std::vector<std::unique_ptr<sources::Source>> make_sources() {
+    std::vector<std::unique_ptr<sources::Source>> out;
+    out.push_back(std::make_unique<StandInSource>());
+    return out;
+  }
+};
+
+// The reply to `request` on a new connection: everything the server sends until it closes or
+// falls silent. libmicrohttpd does not close on the client's shut write side: after an
+// HTTP/1.1 reply it keeps the connection, and with a request still incomplete it waits for
+// the rest, both until its timeout (two seconds here). So the wait ends 10 ms after the last
+// byte received, and for the first byte after 250 ms when the request holds a blank line
+// (the end of a header) and after 20 ms when it does not (it is incomplete: no reply is
+// coming before the timeout, unless it is refused at once).
+std::string round_trip(const sockaddr_in& addr, std::string_view request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  FUZZ_CHECK(fd >= 0, "socket: %d", errno);
+  FUZZ_CHECK(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0,
+             "the server no longer accepts connections: errno %d", errno);
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may refuse a request before it has all of it
+    sent += static_cast<std::size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  const bool header_ends = request.find("\n\n") != std::string_view::npos ||
+                           request.find("\n\r\n") != std::string_view::npos;
+  std::string reply;
+  const auto deadline = std::chrono::steady_clock::now() + (header_ends ? 250ms : 20ms);
+  char buf[4096];
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const int wait_ms = reply.empty() ? static_cast<int>(std::max<long>(left.count(), 0)) : 10;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, wait_ms) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    reply.append(buf, static_cast<std::size_t>(n));
+  }
+  // Closed with a reset: no TIME_WAIT left behind, so a long run never runs out of ports.
+  const linger reset{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  ::close(fd);
+  return reply;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static Server* server = new Server;  // never destroyed: its threads serve until exit
+  const std::string reply = round_trip(server->addr, cpupower::fuzz::as_text(data, size));
+  if (cpupower::fuzz::verbose()) {
+    std::fprintf(stderr, "reply: %.*s\n", static_cast<int>(reply.find('\r')), reply.c_str());
+  }
+  if (!reply.empty()) {
+    FUZZ_CHECK(reply.rfind("HTTP/1.", 0) == 0, "a reply that is not HTTP: %.40s", reply.c_str());
+  }
+  return 0;
+}
