@@ -33,7 +33,6 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -457,9 +456,15 @@ std::vector<std::size_t> find_lines(const std::vector<std::string>& lines,
 
 // The unsigned number after `key=` in `line`; nullopt when absent.
 std::optional<std::uint64_t> field(const std::string& line, const std::string& key) {
-  std::smatch m;
-  if (!std::regex_search(line, m, std::regex("(^| )" + key + "=([0-9]+)"))) return std::nullopt;
-  return std::stoull(m[2].str());
+  const std::string token = key + "=";
+  for (auto at = line.find(token); at != std::string::npos; at = line.find(token, at + 1)) {
+    if (at > 0 && line[at - 1] != ' ') continue;
+    const auto begin = at + token.size();
+    const auto end = line.find_first_not_of("0123456789", begin);
+    if (end == begin) continue;
+    return std::stoull(line.substr(begin, end - begin));
+  }
+  return std::nullopt;
 }
 
 // ---- endpoints -------------------------------------------------------------------------
