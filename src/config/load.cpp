@@ -50,7 +50,7 @@ std::string node_kind(const YAML::Node& n) {
   if (n.IsMap()) return "a mapping";
   if (n.IsSequence()) return "a sequence";
   if (n.IsNull()) return "null";
-  return "\"" + n.Scalar() + "\"";
+  return "\"" + common::escape_untrusted(n.Scalar()) + "\"";  // printed on a terminal
 }
 
 // What PyYAML would have made of a plain (unquoted) scalar that is not a string.
@@ -160,7 +160,8 @@ class Loader {
         continue;
       }
       if (!field(key, k, v) && strict) {
-        fail(k, "unknown key \"" + key + "\" in " + path + suggestion(key, known));
+        fail(k, "unknown key \"" + common::escape_untrusted(key) + "\" in " + path +
+                    suggestion(key, known));
       }
     }
   }

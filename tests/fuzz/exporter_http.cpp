@@ -93,12 +93,11 @@ struct Server {
 };
 
 // The reply to `request` on a new connection: everything the server sends until it closes or
-// falls silent. libmicrohttpd does not close on the client's shut write side: after an
-// HTTP/1.1 reply it keeps the connection, and with a request still incomplete it waits for
-// the rest, both until its timeout (two seconds here). So the wait ends 10 ms after the last
-// byte received, and for the first byte after 250 ms when the request holds a blank line
-// (the end of a header) and after 20 ms when it does not (it is incomplete: no reply is
-// coming before the timeout, unless it is refused at once).
+// falls silent. Whether the server closes on the client's half-close is its own business (it
+// may keep an HTTP/1.1 connection after the reply, or wait out an incomplete request), so the
+// wait ends 10 ms after the last byte received, and for the first byte after 250 ms when the
+// request holds a blank line (the end of a header) and after 20 ms when it does not (no reply
+// is due to an incomplete request, unless it is refused at once).
 std::string round_trip(const sockaddr_in& addr, std::string_view request) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   FUZZ_CHECK(fd >= 0, "socket: %d", errno);

@@ -302,6 +302,11 @@ TEST(ConfigLoad, ControlCharactersInPathsAreErrorsNamingTheField) {
                           "allowed in a string"));
   EXPECT_THAT(messages_of("runtime:\n  srun_options:\n    \"m\\0pi\": x\n"),
               ElementsAre("runtime.srun_options: a key contains a NUL byte (U+0000) at byte 1"));
+  // What an error quotes from the file is escaped: it is printed on a terminal.
+  EXPECT_THAT(messages_of(cpu_only("  \"colect\\e[2J\": 1\n")),
+              ElementsAre("unknown key \"colect\\x1b[2J\" in telemetry"));
+  EXPECT_THAT(messages_of(cpu_only("  required: \"\\e[2J\"\n")),
+              ElementsAre("telemetry.required: expected true or false, got \"\\x1b[2J\""));
   // UTF-8 beyond the C1 block stays allowed.
   EXPECT_THAT(messages_of(cpu_only("  storage_subdir: \"p\u00e9\u00a0w\"\n")), IsEmpty());
 }
