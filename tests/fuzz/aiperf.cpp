@@ -12,6 +12,7 @@
 #include "fuzz_util.hpp"
 #include "report/phase_log.hpp"
 #include "report/window.hpp"
+#include "window_checks.hpp"
 
 namespace {
 
@@ -26,16 +27,6 @@ std::vector<std::string_view> split_files(std::string_view text) {
   }
   parts.push_back(text);
   return parts;
-}
-
-void check_window(const cpupower::report::Window& w) {
-  if (cpupower::fuzz::verbose()) {
-    std::fprintf(stderr, "window %s: %s\n", w.source.c_str(),
-                 w.error.empty() ? "ok" : w.error.c_str());
-  }
-  if (!w.error.empty()) return;
-  FUZZ_CHECK(std::isfinite(w.start_unix) && std::isfinite(w.end_unix),
-             "a window without an error has a non-finite edge (%s)", w.source.c_str());
 }
 
 }  // namespace
@@ -55,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       cpupower::fuzz::remove_file(paths[i]);
     }
   }
-  check_window(report::load_aiperf_records_window(paths[0], 4, paths[2]));
-  check_window(report::load_aiperf_aggregate_window(paths[1], 4, paths[2]));
+  cpupower::fuzz::check_window(report::load_aiperf_records_window(paths[0], 4, paths[2]));
+  cpupower::fuzz::check_window(report::load_aiperf_aggregate_window(paths[1], 4, paths[2]));
   (void)report::phase_log_timing(paths[2]);
   if (parts.size() > 2) {
     std::string_view log = parts[2];

@@ -10,22 +10,7 @@
 #include "fuzz_util.hpp"
 #include "report/json_value.hpp"
 #include "report/window.hpp"
-
-namespace {
-
-void check_window(const cpupower::report::Window& w) {
-  if (cpupower::fuzz::verbose()) {
-    std::fprintf(stderr, "window %s: %s\n", w.source.c_str(),
-                 w.error.empty() ? "ok" : w.error.c_str());
-  }
-  if (!w.error.empty()) return;
-  // No error: the span is what the arithmetic uses.
-  FUZZ_CHECK(std::isfinite(w.start_unix) && std::isfinite(w.end_unix),
-             "a window without an error has a non-finite edge (%s)", w.source.c_str());
-  (void)w.duration_s();
-}
-
-}  // namespace
+#include "window_checks.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace report = cpupower::report;
@@ -43,9 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string dir = cpupower::fuzz::scratch_dir() + "/sa_bench";
   const std::string results = dir + "/results_concurrency_4_gpus_1.json";
   cpupower::fuzz::write_file(results, text);
-  check_window(report::load_sa_bench_window(results, 4));
+  cpupower::fuzz::check_window(report::load_sa_bench_window(results, 4));
   const std::string session = dir + "/session.json";
   cpupower::fuzz::write_file(session, text);
-  check_window(report::load_session_window(session));
+  cpupower::fuzz::check_window(report::load_session_window(session));
   return 0;
 }
