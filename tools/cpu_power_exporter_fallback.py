@@ -8,6 +8,12 @@ rules (zero, negative, non-finite, the firmware's invalid value and failed reads
 values) and the same readiness line (`listening addr=<ip:port>`). Sensors are read on one
 thread per hwmon node, never on a request thread, so a hung firmware read cannot block
 /health or /metrics; a reading older than --max-age-s is withheld.
+
+Slow clients: a request must arrive whole within REQUEST_DEADLINE_S of its connection's accept
+(or of the previous response on it), however slowly its bytes trickle in, and at most
+MAX_CONNECTIONS connections are served at once (one thread each); one over that is closed at
+accept. This is weaker than the binary, which keeps room for complete requests however many
+slow ones arrive: here a flood of slow connections can hold every slot for up to 5 s.
 """
 
 import argparse
@@ -54,6 +60,8 @@ PHRASES = [
 HELP = "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
 TYPE = "# TYPE cpu_power_acpi_watts gauge\n"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+REQUEST_DEADLINE_S = 5.0
+MAX_CONNECTIONS = 512
 
 
 def log(level, message):
@@ -185,6 +193,24 @@ class Readers:
 def make_handler(channels, readers, max_age_s):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = REQUEST_DEADLINE_S  # no single read waits longer
+
+        def handle_one_request(self):
+            # The whole request, not each read, must come within the deadline: when it runs
+            # out, shutting the socket ends the blocked read and the connection.
+            timer = threading.Timer(REQUEST_DEADLINE_S, self.expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                super().handle_one_request()
+            finally:
+                timer.cancel()
+
+        def expire(self):
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
         def log_message(self, *args):  # no access log
             pass
@@ -232,6 +258,37 @@ def make_handler(channels, readers, max_age_s):
     return Handler
 
 
+class BoundedServer(http.server.ThreadingHTTPServer):
+    """One thread per connection, at most MAX_CONNECTIONS of them."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, *args, **kwargs):
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.refused = 0
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.refused += 1
+            if self.refused == 1:
+                log("WARN", f"connection limit reached: {MAX_CONNECTIONS} connections open, closing new ones")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 def main():
     parser = argparse.ArgumentParser(description="Grace CPU power exporter (python3 fallback, ACPI only)")
     parser.add_argument("--port", type=int, default=9405, help="listen port (0 picks a free one)")
@@ -250,9 +307,9 @@ def main():
     log("INFO", f"discovered ACPI sensors count={len(channels)} source=acpi (python fallback)")
     readers = Readers(channels, max(args.read_interval_ms, 1) / 1000.0)
 
-    server_class = http.server.ThreadingHTTPServer
+    server_class = BoundedServer
     if ":" in args.bind:
-        server_class = type("Server6", (http.server.ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+        server_class = type("Server6", (BoundedServer,), {"address_family": socket.AF_INET6})
     try:
         server = server_class((args.bind, args.port), make_handler(channels, readers, args.max_age_s))
     except OSError as e:
