@@ -78,6 +78,17 @@ for think in "5, 15" "1, 3"; do
   out=$("${client[@]}" wrk -t1 -c64 -d"${DUR}s" --latency -s "$WORK/paced.lua" "$URL")
   echo "| 64, paced (${think/, /-} ms think time) | $(awk '/^Requests\/sec/ {print $2}' <<<"$out") | $(awk '$1=="50%" {print $2}' <<<"$out") | $(awk '$1=="90%" {print $2}' <<<"$out") | $(awk '$1=="99%" {print $2}' <<<"$out") | $(awk '/^    Latency/ {print $4}' <<<"$out") | $(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')none |"
 done
+# Churn: every request on a new connection (Connection: close), 64 at a time, for three
+# times as long; open descriptors and RSS before and after, which must come back to where
+# they were (no descriptor or memory kept per closed connection).
+fds() { find "/proc/$EXP/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$EXP/status"; }
+fds_before=$(fds); rss_before=$(rss_kb)
+out=$("${client[@]}" wrk -t1 -c64 -d"$((DUR * 3))s" --latency -H 'Connection: close' "$URL")
+sleep 1  # the server's side of the last connections closes
+fds_after=$(fds); rss_after=$(rss_kb)
+echo "| 64, a new connection per request | $(awk '/^Requests\/sec/ {print $2}' <<<"$out") | $(awk '$1=="50%" {print $2}' <<<"$out") | $(awk '$1=="90%" {print $2}' <<<"$out") | $(awk '$1=="99%" {print $2}' <<<"$out") | $(awk '/^    Latency/ {print $4}' <<<"$out") | $(awk '/Non-2xx|Socket errors/ {print}' <<<"$out" | tr '\n' ' ')none |"
+CHURN="$(awk '/requests in/ {print $1}' <<<"$out") connections opened and closed: descriptors $fds_before before, $fds_after after; RSS $((rss_before / 1024)).$(((rss_before % 1024) * 10 / 1024)) MiB before, $((rss_after / 1024)).$(((rss_after % 1024) * 10 / 1024)) MiB after"
 RSS_KB=$(awk '/^VmRSS/ {print $2}' "/proc/$EXP/status")
 HWM_KB=$(awk '/^VmHWM/ {print $2}' "/proc/$EXP/status")
 idle_before=$(cpu_ticks); sleep 5; idle_after=$(cpu_ticks)
@@ -85,4 +96,5 @@ echo
 echo "- body: $BYTES bytes ($MODE mode, with self metrics); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "- exporter RSS after the runs: $((RSS_KB / 1024)).$(((RSS_KB % 1024) * 10 / 1024)) MiB (peak $((HWM_KB / 1024)).$(((HWM_KB % 1024) * 10 / 1024)) MiB)"
 echo "- CPU per 10,000 scrapes at 64 connections: ${CPU_PER_10K} s"
+echo "- churn: $CHURN"
 echo "- CPU while idle (reading 6 rails every 100 ms, no scrapes): $(awk -v d=$((idle_after - idle_before)) -v t="$TCK" 'BEGIN {printf "%.3f", d / t / 5}') s per s"
