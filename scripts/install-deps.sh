@@ -24,7 +24,7 @@ packages=(
   # fuzzing (make fuzz): clang with its libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # test and benchmark tools
-  prometheus curl wrk slurm-wlm munge iproute2 procps
+  prometheus curl wrk slurm-wlm munge iproute2 procps faketime
   python3 python3-numpy python3-pandas python3-yaml chromium
 )
 

@@ -35,9 +35,10 @@ case "$kind" in
 esac
 
 bash scripts/install-deps.sh
-# -O1 -g1: what the sanitizers' documentation advises (line tables for the reports), and a
-# build much quicker than the release one's -O2 -g.
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE= \
+# -O1 -g1 and nothing else: what the sanitizers' documentation advises (line tables for the
+# reports), and a build much quicker than the release one's -O2 -g. The build type None adds
+# no flags of its own (an empty one would get the project's default, RelWithDebInfo).
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=None \
   -DCMAKE_C_FLAGS="-O1 -g1 $flags" -DCMAKE_CXX_FLAGS="-O1 -g1 $flags" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
   -DCPUPOWER_BENCHMARKS=OFF -DCPUPOWER_TEST_TIME_SCALE="$scale"

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Wall-clock steps under the collector: `cpu-power scrape` runs with libfaketime preloaded,
+# its wall clock (CLOCK_REALTIME) stepped forward and then back while it scrapes, its monotonic
+# clock left alone, as NTP or an operator stepping a node's clock would. The schedule runs on
+# the monotonic clock, so a step must neither burst nor stall scraping: every slot is scraped
+# or counted missed, exactly once. Row times are wall-clock times, so the steps show in them,
+# and the energy report warns about the forward one as a gap inside the window.
+source "$(dirname "$0")/lib.sh"
+
+FAKETIME_LIB=""
+for d in /usr/lib/"$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"/faketime /usr/lib/faketime; do
+  [ -f "$d/libfaketimeMT.so.1" ] && FAKETIME_LIB="$d/libfaketimeMT.so.1" && break
+done
+[ -n "$FAKETIME_LIB" ] || fail "libfaketime not found (Debian package faketime; scripts/install-deps.sh)"
+
+start_sim sim "$WORK/node" --profile gb200 --model constant --no-noise
+start_exporter exp --hwmon-root "$WORK/node"
+
+INTERVAL_MS=200
+DURATION_S=$(scaled 8)
+echo "+0" >"$WORK/faketime.rc"
+# A sanitized build's runtime must come first among the loaded libraries; the preload puts
+# libfaketime there, which the runtime accepts when told.
+spawn scrape env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$WORK/faketime.rc" \
+  FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1 \
+  ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+  "$BIN/cpu-power" scrape --endpoint "n1=127.0.0.1:$PORT" --out "$WORK/run/cpu" \
+  --interval-ms "$INTERVAL_MS" --duration-s "$DURATION_S"
+SCRAPE_PID=$LAST_PID
+
+# data_rows: rows written so far (2 sockets a scrape on this node).
+data_rows() { local n; n=$(wc -l <"$WORK/run/cpu/samples.csv" 2>/dev/null || echo 1); echo $((n - 1)); }
+wait_rows() {
+  local want=$1 end=$((SECONDS + $(scaled 10)))
+  while (($(data_rows) < want)); do
+    ((SECONDS < end)) || fail "only $(data_rows) rows, waiting for $want"
+    sleep 0.05
+  done
+}
+wait_rows 12
+echo "+3600s" >"$WORK/faketime.rc"  # an hour forward
+wait_rows 24
+echo "+1800s" >"$WORK/faketime.rc"  # half an hour back
+wait "$SCRAPE_PID" || { cat "$WORK/scrape.log"; fail "scrape exited with $?"; }
+echo "# $(grep 'finished rows written' "$WORK/scrape.log" | sed 's/.*scrape: //')"
+
+# Accounting: every slot of the run scraped or missed, none twice. The run lasts DURATION_S
+# on the monotonic clock; a burst after the forward step or a stall after the backward one
+# would move the count far from DURATION_S / interval.
+stats=$(grep -oE 'scrapes=[0-9]+ .*missed_slots=[0-9]+' "$WORK/scrape.log") || fail "no collector summary"
+scrapes=$(sed -E 's/scrapes=([0-9]+).*/\1/' <<<"$stats")
+missed=$(sed -E 's/.*missed_slots=([0-9]+)/\1/' <<<"$stats")
+slots=$((DURATION_S * 1000 / INTERVAL_MS))
+((scrapes + missed >= slots - 1 && scrapes + missed <= slots + 1)) ||
+  fail "scrapes $scrapes + missed $missed slots, expected $slots (+-1) in ${DURATION_S} s at ${INTERVAL_MS} ms"
+ok "wall-clock steps neither burst nor stall the schedule: $scrapes scrapes + $missed missed of $slots slots"
+
+# The steps in the row times, in file order: one jump forward of about an hour, one back of
+# about half an hour, every other step one interval (a scrape's row time follows the clock).
+/usr/bin/python3 - "$WORK/run/cpu/samples.csv" "$INTERVAL_MS" <<'EOF' || fail "row times do not show the two steps"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+times = []
+for r in rows:
+    t = float(r["timestamp_unix"])
+    if not times or times[-1] != t:
+        times.append(t)
+steps = [b - a for a, b in zip(times, times[1:])]
+fwd = [s for s in steps if s > 600]
+back = [s for s in steps if s < -600]
+small = [s for s in steps if -600 <= s <= 600]
+print(f"# row-time steps: {len(steps)}, forward {[round(s) for s in fwd]}, back {[round(s) for s in back]}")
+assert len(fwd) == 1 and 3000 < fwd[0] < 4200, fwd
+assert len(back) == 1 and -2400 < back[0] < -1200, back
+assert all(0 < s < 60 for s in small), [s for s in small if not 0 < s < 60]
+EOF
+ok "row times follow the wall clock: one step forward, one back"
+
+# The report over the whole run: the forward step is a gap inside the window, said once.
+read -r first last < <(/usr/bin/python3 -c '
+import csv, sys
+t = [float(r["timestamp_unix"]) for r in csv.DictReader(open(sys.argv[1]))]
+print(min(t), max(t))' "$WORK/run/cpu/samples.csv")
+printf '{"schema_version": 1, "command": ["bench"], "start_unix": %s, "end_unix": %s, "exit_code": 0}\n' \
+  "$first" "$last" >"$WORK/run/session.json"
+"$BIN/cpu-power" report "$WORK/run" >"$WORK/report.txt" 2>&1 || { cat "$WORK/report.txt"; fail "report failed"; }
+grep -qE 'samples [0-9.]+s apart inside the window' "$WORK/report.txt" ||
+  { cat "$WORK/report.txt"; fail "the report does not warn about the forward step"; }
+ok "the report warns about the forward step: $(grep -oE 'samples [0-9.]+s apart inside the window' "$WORK/report.txt" | head -1)"
+
+finish
