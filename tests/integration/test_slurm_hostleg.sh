@@ -130,9 +130,12 @@ best = json.load(open(sys.argv[2] + "/cpu_power/manifest.json"))
 for m in (req, best):
     assert m["status"] == "incomplete", m["status"]
     assert m["reason_codes"][0] == "cpu_power_source_unavailable", m["reason_codes"]  # carried
-    assert "cpu_node_samples_missing" in m["reason_codes"] and m["missing_nodes"] == ["n2"], m
+    assert "cpu_node_samples_missing" in m["reason_codes"] and "n2" in m["missing_nodes"], m
     assert "no ACPI power_meter hwmon sensors" in m["ready_errors"]["n2"], m["ready_errors"]
-assert best["observed_nodes"] == ["n1", "n3"], best["observed_nodes"]
+# When required blocks the command, the collectors are stopped at once: whether the ready
+# nodes wrote a row by then depends on how fast this machine runs them. Best-effort, the
+# command ran, so they did.
+assert best["missing_nodes"] == ["n2"] and best["observed_nodes"] == ["n1", "n3"], best
 PYEOF
 replace_sim 2
 ok "no source on n2: error marker; required blocks the command and exits 1; best-effort runs it and keeps exit 4; reasons carried"
