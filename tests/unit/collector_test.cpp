@@ -392,7 +392,9 @@ struct ChildRun {
 
 // Runs `body` in a forked child with stdout and stderr on a pipe, so that its log can be
 // read and its process limits (RLIMIT_FSIZE) touch nothing of the test's. The child exits
-// with body's return value; after `limit` it is killed.
+// with body's return value; after `limit` it is killed. Call it while the test has no thread
+// running, and start servers and collectors in `body`: a thread started in a child forked
+// from a threaded process is undefined in general, and ThreadSanitizer refuses it.
 ChildRun run_in_child(const std::function<int()>& body, milliseconds limit = milliseconds(90000)) {
   ChildRun run;
   int fds[2];
@@ -829,12 +831,12 @@ TEST(Collector, WriteFailuresAreCountedAndCollectionRecovers) {
 // limit is lifted. Readings change on every second request, so half the flushes have
 // nothing to write; such a flush is no sign that writes work again.
 TEST(Collector, DiskFullIsSaidOnceEachWayAndLeavesNoPartialLine) {
-  StandIn server([](const Request& r) {
-    return ok_reply(acpi_body(90.0 + static_cast<double>(r.number / 2) * 0.01, 100.0));
-  });
   TempDir dir;
   const std::string samples = dir.path() + "/samples.csv";
   const auto run = run_in_child([&] {
+    StandIn server([](const Request& r) {
+      return ok_reply(acpi_body(90.0 + static_cast<double>(r.number / 2) * 0.01, 100.0));
+    });
     ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
     Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
     if (!c.start()) return 3;
@@ -896,10 +898,10 @@ TEST(Collector, DiskFullIsSaidOnceEachWayAndLeavesNoPartialLine) {
 }
 
 TEST(Collector, DeletedSamplesCsvIsSaidOnceAndStartedAnew) {
-  StandIn server(changing_acpi());
   TempDir dir;
   const std::string samples = dir.path() + "/samples.csv";
   const auto run = run_in_child([&] {
+    StandIn server(changing_acpi());
     Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
     if (!c.start()) return 3;
     if (!wait_until([&] { return c.stats().rows_written >= 10; })) return 4;
@@ -938,7 +940,6 @@ TEST(Collector, DeletedSamplesCsvIsSaidOnceAndStartedAnew) {
 }
 
 TEST(Collector, ReplacedOrMovedSamplesCsvIsSaidOnceEach) {
-  StandIn server(changing_acpi());
   TempDir dir;
   const std::string samples = dir.path() + "/samples.csv";
   artifacts::CpuSampleRow kept;
@@ -949,6 +950,7 @@ TEST(Collector, ReplacedOrMovedSamplesCsvIsSaidOnceEach) {
   kept.power_w = 10;
   kept.total_power_w = 10;
   const auto run = run_in_child([&] {
+    StandIn server(changing_acpi());
     Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(20)));
     if (!c.start()) return 3;
     const auto written_past = [&](std::uint64_t n) {
@@ -1135,13 +1137,13 @@ TEST(Collector, RefusesDuplicateHostnames) {
 }
 
 TEST(Collector, SigkillLeavesACsvTheReaderLoads) {
-  StandIn server(changing_acpi());
   TempDir dir;
   const std::string samples = dir.path() + "/samples.csv";
-  const pid_t child = ::fork();
+  const pid_t child = ::fork();  // before any thread: see run_in_child
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // The child scrapes the parent's server as fast as it can until it is killed.
+    // The child scrapes its own server as fast as it can until it is killed.
+    StandIn server(changing_acpi());
     Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(2)));
     if (!c.start()) ::_exit(3);
     while (true) ::pause();
