@@ -61,6 +61,25 @@ wait_for_line() {
   fail "timed out waiting for /$re/ in $file"
 }
 
+# wait_until TIMEOUT_S WHAT CMD...: runs CMD until it succeeds; fails naming WHAT after
+# TIMEOUT_S (scaled). The readiness wait for a state with no log line of its own.
+wait_until() {
+  local timeout=$(($1 * TIME_SCALE)) what=$2
+  shift 2
+  local end=$((SECONDS + timeout))
+  until "$@"; do
+    ((SECONDS < end)) || fail "timed out after ${timeout} s waiting for: $what"
+    sleep 0.05
+  done
+}
+
+# gone PID: PID has exited (no such process, or a zombie its parent has not reaped yet).
+gone() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 0
+  [ -z "$state" ] || [ "$state" = Z ]
+}
+
 # start_sim NAME ROOT [ARGS...]: a simulated node, ready when it says so.
 start_sim() {
   local name=$1 root=$2

@@ -45,9 +45,8 @@ ok "routes: /health, query ignored, 404, 405 + Allow, content type, HEAD, 431 ov
 # Values follow the files over time.
 stop "$SIM_PID"
 start_sim sim2 "$WORK/gb200" --profile gb200 --layout modern --model constant --load 1.0 --no-noise
-sleep 0.5
-grep -qF 'socket="0",oem_info="Grace Power Socket 0",source="acpi"} 258.500000' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")" ||
-  fail "value did not follow the sim to full load"
+full_load() { grep -qF 'socket="0",oem_info="Grace Power Socket 0",source="acpi"} 258.500000' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")"; }
+wait_until 5 "the value to follow the sim to full load" full_load
 ok "values follow the hwmon files"
 
 # SIGTERM: exit 0, promptly.

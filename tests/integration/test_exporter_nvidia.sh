@@ -144,7 +144,8 @@ CTL
 start_exporter nvml --hwmon-root "$WORK/gb200" --pci-root "$PCI" --nvml-lib "$NVML"
 nlog="$WORK/nvml.log"
 wait_for_line "$nlog" 'NVML module reader initialised gpu_count=4 sockets=\[0, 1\]' 5
-sleep 0.7
+both_sockets() { [ "$(curl -sf "http://127.0.0.1:$PORT/metrics" | grep -c '^cpu_power_nvml_watts{')" = 2 ]; }
+wait_until 5 "NVML module power of both sockets" both_sockets
 body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
 nv=$(base_family "$body" cpu_power_nvml_watts | grep '^cpu_power_nvml_watts{')
 want='cpu_power_nvml_watts{type="module",socket="0",gpus="0,1",source="nvml"} 498.720000
@@ -157,8 +158,8 @@ ok "NVML: mean per socket over GPUs 3.3 % apart, gpus label, numa_node -1 skippe
 
 sed -i 's/^gpu.3.mw=.*/gpu.3.mw=640000/' "$FAKE_NVML_CONTROL"   # 6.5 % apart
 wait_for_line "$nlog" 'WARN .*GPU module power readings of a socket disagree by more than 5% of their mean; withholding the socket socket=1 gpus=2,3' 5
-sleep 0.2
-grep -q 'socket="1",gpus' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")" && fail "disagreeing socket still served"
+withheld() { ! grep -q 'socket="1",gpus' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")"; }
+wait_until 5 "the disagreeing socket to be withheld" withheld
 sed -i 's/^gpu.3.mw=.*/gpu.3.mw=620000/' "$FAKE_NVML_CONTROL"
 wait_for_line "$nlog" 'INFO .*GPU module power readings of a socket agree again; publishing it socket=1' 5
 [ "$(grep -c 'disagree by more than' "$nlog")" = 1 ] || fail "disagreement warned more than once"

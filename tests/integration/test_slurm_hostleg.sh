@@ -40,8 +40,10 @@ run_in() {
 replace_sim() {
   local i=$1
   shift
-  kill "$(cat "$CLUSTER/run/sim.$i.pid")" 2>/dev/null || true
-  sleep 0.2
+  local old
+  old=$(cat "$CLUSTER/run/sim.$i.pid")
+  kill "$old" 2>/dev/null || true
+  wait_until 5 "simulated node $i to exit" gone "$old"
   spawn "sim$i.$RANDOM" "$BIN/cpu-power" sim-node --root "$CLUSTER/nodes/$i/hwmon" \
     --profile gb200 --update-ms 100 --seed "$i" "$@"
   echo "$LAST_PID" >"$CLUSTER/run/sim.$i.pid"
@@ -111,8 +113,9 @@ done
 ok "both legs: power/cpu/ and cpu_power/ complete side by side, the report needs --cpu-samples and reports each"
 
 # --- 3. a node with no source ---------------------------------------------------------------
-kill "$(cat "$CLUSTER/run/sim.2.pid")"
-sleep 0.2
+sim2=$(cat "$CLUSTER/run/sim.2.pid")
+kill "$sim2"
+wait_until 5 "simulated node 2 to exit" gone "$sim2"
 rm -rf "${CLUSTER:?}/nodes/2/hwmon/"*
 run_in nosrc_req "$WORK/required.yaml" sh -c "touch $WORK/ran_req; exit 0"
 [ "$RC" = 1 ] || { cat "$WORK/nosrc_req.log"; fail "required, no source: exit $RC, want 1"; }
