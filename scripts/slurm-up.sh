@@ -169,16 +169,18 @@ done
 # Ready when every simulated node has written its tree and every node is idle.
 if [ -n "$SIM_BIN" ]; then
   for i in $(seq 1 "$N"); do
-    for _ in $(seq 200); do
+    for _ in $(seq 600); do
       grep -q '^sim-node ready' "$D/nodes/$i/sim.log" 2>/dev/null && break
       sleep 0.05
     done
     grep -q '^sim-node ready' "$D/nodes/$i/sim.log" || { cat "$D/nodes/$i/sim.log" >&2; exit 1; }
   done
 fi
+# sinfo fails until slurmctld answers, which on a busy machine can take a while: a failure
+# is "none idle yet", not the end of the wait.
 idle=0
-for _ in $(seq 300); do
-  idle=$(sinfo -h -t idle -o '%D' 2>/dev/null | awk '{s += $1} END {print s + 0}')
+for _ in $(seq 600); do
+  idle=$(sinfo -h -t idle -o '%D' 2>/dev/null | awk '{s += $1} END {print s + 0}') || idle=0
   [ "$idle" = "$N" ] && break
   sleep 0.1
 done
