@@ -59,7 +59,11 @@ trap 'rc=$?; if [ $rc -ne 0 ]; then echo "slurm-up: failed (${FAILED_AT:-exit $r
 HASH=$(printf '%s' "$D" | md5sum | cut -c1-6)
 NET=$((0x${HASH:0:2} % 250 + 1))
 BRIDGE="cpb$HASH"
-CTL_PORT=$((20000 + 0x${HASH:2:4} % 20000))
+# slurmctld's port lies below the kernel's ephemeral range, which every client connection and
+# every port-0 listener of the tests draws from: a port in that range can be taken by one.
+read -r EPHEMERAL_LO _ </proc/sys/net/ipv4/ip_local_port_range
+PORT_BASE=$((EPHEMERAL_LO > 21000 ? 20000 : 1024))
+CTL_PORT=$((PORT_BASE + 0x${HASH:2:4} % (EPHEMERAL_LO - PORT_BASE)))
 HOST_ADDR="10.213.$NET.1"
 echo "$BRIDGE" >"$D/run/bridge"
 printf '%s\n' "${NAMES[@]}" >"$D/nodes/names"
@@ -177,9 +181,16 @@ if [ -n "$SIM_BIN" ]; then
   done
 fi
 # sinfo fails until slurmctld answers, which on a busy machine can take a while: a failure
-# is "none idle yet", not the end of the wait.
+# is "none idle yet", not the end of the wait. A slurmctld that has exited ends it at once.
 idle=0
-for _ in $(seq 600); do
+deadline=$((SECONDS + 60))
+while ((SECONDS < deadline)); do
+  ctld=$(cat "$D/run/slurmctld.pid" 2>/dev/null || true)
+  if [ -n "$ctld" ] && ! kill -0 "$ctld" 2>/dev/null; then
+    echo "slurm-up: slurmctld exited; the end of its log:" >&2
+    tail -5 "$D/log/slurmctld.log" >&2 || true
+    exit 1
+  fi
   idle=$(sinfo -h -t idle -o '%D' 2>/dev/null | awk '{s += $1} END {print s + 0}') || idle=0
   [ "$idle" = "$N" ] && break
   sleep 0.1
