@@ -47,11 +47,14 @@ attack() {
   echo "# $1: $(grep '^attack ready' "$WORK/$1.log")"
 }
 
-# attack_done NAME: waits for the attacker to finish and prints its summary.
+# attack_done NAME: waits for the attacker to finish and prints its summary; sets closed
+# (connections the server closed) and held (the longest one was held, in s).
 attack_done() {
   wait "$ATTACK_PID" || fail "$1: attacker exited with $?"
   ATTACK_DONE=$(grep '^attack done' "$WORK/$1.log") || { cat "$WORK/$1.log"; fail "$1: no summary"; }
   echo "# $1: $ATTACK_DONE"
+  closed=$(sed -E 's/.*closed_by_server=([0-9]+).*/\1/' <<<"$ATTACK_DONE")
+  held=$(sed -E 's/.*longest_held_s=([0-9.]+).*/\1/' <<<"$ATTACK_DONE")
 }
 
 start_sim sim "$WORK/node" --profile gb200 --model constant --no-noise
@@ -79,8 +82,6 @@ echo "# $(cat "$WORK/half.log")"
 ok "20 half-closed partial requests each closed within ${ms} ms, under attack"
 
 attack_done drip
-closed=$(sed -E 's/.*closed_by_server=([0-9]+).*/\1/' <<<"$ATTACK_DONE")
-held=$(sed -E 's/.*longest_held_s=([0-9.]+).*/\1/' <<<"$ATTACK_DONE")
 # Every trickle opened at the start has been waiting 5 s for its request by 5.x s.
 [ "$closed" -ge 500 ] || fail "only $closed trickling connections were closed in $DRIP_S s"
 "$PY" -c "import sys; sys.exit(0 if $held < 5.0 + $(scaled 1) else 1)" ||
@@ -133,8 +134,6 @@ PY_DRIP_S=$(awk "BEGIN { print 5 + 4 * $TIME_SCALE }")
 attack drip_py drip 300 "$PY_DRIP_S"
 probe probe_py 5 any
 attack_done drip_py
-closed=$(sed -E 's/.*closed_by_server=([0-9]+).*/\1/' <<<"$ATTACK_DONE")
-held=$(sed -E 's/.*longest_held_s=([0-9.]+).*/\1/' <<<"$ATTACK_DONE")
 # Without the deadline none would be closed: a byte every 2 s keeps each read's own timeout
 # from firing. How many are closed by the end, and how late, depends on how fast the
 # interpreter gets through its accept queue: beside two busy loops 239 of 300 were.
