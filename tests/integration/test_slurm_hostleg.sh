@@ -44,10 +44,11 @@ replace_sim() {
   old=$(cat "$CLUSTER/run/sim.$i.pid")
   kill "$old" 2>/dev/null || true
   wait_until 5 "simulated node $i to exit" gone "$old"
-  spawn "sim$i.$RANDOM" "$BIN/cpu-power" sim-node --root "$CLUSTER/nodes/$i/hwmon" \
+  local name="sim$i.$RANDOM"
+  spawn "$name" "$BIN/cpu-power" sim-node --root "$CLUSTER/nodes/$i/hwmon" \
     --profile gb200 --update-ms 100 --seed "$i" "$@"
   echo "$LAST_PID" >"$CLUSTER/run/sim.$i.pid"
-  wait_for_line "$WORK/$(basename "$(ls -t "$WORK"/sim"$i".*.log | head -1)")" '^sim-node ready' 10
+  wait_for_line "$WORK/$name.log" '^sim-node ready' 10
 }
 
 # --- 1. the host leg alone ---------------------------------------------------------------
