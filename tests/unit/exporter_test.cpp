@@ -369,7 +369,7 @@ TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
     ASSERT_GE(fd, 0);
     const long ms = ms_until_closed(fd, 2500ms);
     EXPECT_GE(ms, 0) << "a half-closed partial request held its connection";
-    EXPECT_LT(ms, 500);
+    EXPECT_LT(ms, 1500);  // well short of the 3 s timeout that would close it otherwise
     ::close(fd);
   }
   holder.join();
@@ -380,7 +380,7 @@ TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
     const long ms = ms_until_closed(fd, 2500ms);
     ::close(fd);
     ASSERT_GE(ms, 0) << "half-closed partial request " << i << " held its connection";
-    EXPECT_LT(ms, 500);
+    EXPECT_LT(ms, 1500);  // well short of the 3 s timeout that would close it otherwise
   }
   // A complete request whose client half-closes right after it is still answered.
   for (int i = 0; i < 20; ++i) {
