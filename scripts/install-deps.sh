@@ -20,7 +20,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   # libraries
   libmicrohttpd-dev libcurl4-openssl-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev
-  libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  nettle-dev libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   # fuzzing (make fuzz): clang with its libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # test and benchmark tools
@@ -36,6 +36,7 @@ arm64_packages=(
   g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user-static
   libc6:arm64 libstdc++6:arm64 libcurl4:arm64
   libmicrohttpd-dev:arm64 libcurl4-openssl-dev:arm64 libfmt-dev:arm64 libspdlog-dev:arm64
+  nettle-dev:arm64
   libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
   libyaml-cpp0.7:arm64 libsimdjson14:arm64
 )

@@ -1,0 +1,254 @@
+#include "artifacts/gpu_contract.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <set>
+
+#include "artifacts/gpu_reasons.hpp"
+
+namespace cpupower::artifacts {
+namespace {
+
+namespace reason = gpu_reason;
+namespace rule = gpu_publication_rule;
+
+constexpr std::array<std::string_view, 5> kFatalLifecycle = {
+    reason::kExporterExited, reason::kCollectorException, reason::kCollectorInterrupted,
+    reason::kCollectorJoinTimeout, reason::kBenchmarkChildReapTimeout};
+constexpr std::array<std::string_view, 3> kStartup = {reason::kExporterStartupTimeout,
+                                                      reason::kExporterLaunchFailed,
+                                                      reason::kEndpointResolutionFailed};
+constexpr std::array<std::string_view, 2> kOperational = {reason::kBenchmarkChildReapTimeout,
+                                                          reason::kCollectorJoinTimeout};
+
+bool one_of(std::span<const std::string_view> set, std::string_view code) {
+  return std::find(set.begin(), set.end(), code) != set.end();
+}
+
+std::set<GpuDeviceKey> expected_keys(std::span<const GpuExpectedDevice> devices) {
+  std::set<GpuDeviceKey> keys;
+  for (const auto& d : devices) keys.insert(d.key());
+  return keys;
+}
+
+std::set<GpuDeviceKey> observed_keys(std::span<const GpuObservedDevice> devices) {
+  std::set<GpuDeviceKey> keys;
+  for (const auto& d : devices) keys.insert(d.key());
+  return keys;
+}
+
+bool any_uuid_not_single(std::span<const GpuObservedDevice> observed) {
+  return std::any_of(observed.begin(), observed.end(),
+                     [](const GpuObservedDevice& d) { return d.gpu_uuids.size() != 1; });
+}
+
+// A UUID named by two devices of those that have exactly one.
+bool any_uuid_shared(std::span<const GpuObservedDevice> observed) {
+  std::set<std::string_view> seen;
+  for (const auto& d : observed) {
+    if (d.gpu_uuids.size() == 1 && !seen.insert(d.gpu_uuids.front()).second) return true;
+  }
+  return false;
+}
+
+bool roles_conflict(std::span<const GpuExpectedDevice> expected) {
+  for (const auto& d : expected) {
+    std::set<std::string_view> roles;
+    for (const auto& a : d.assignments) roles.insert(a.worker_role);
+    if (roles.size() != 1) return true;
+  }
+  return false;
+}
+
+bool het_groups_conflict(std::span<const GpuExpectedDevice> expected) {
+  std::map<std::string_view, std::optional<long long>> per_host;
+  for (const auto& d : expected) {
+    std::set<std::optional<long long>> groups;
+    for (const auto& a : d.assignments) groups.insert(a.het_group);
+    if (groups.size() != 1) return true;
+    const auto [it, inserted] = per_host.emplace(d.hostname, *groups.begin());
+    if (!inserted && it->second != *groups.begin()) return true;
+  }
+  return false;
+}
+
+bool windows_valid(std::span<const GpuWindowKey> expected,
+                   std::span<const GpuWindowValidation> validations) {
+  for (const auto& key : expected) {
+    const auto it = std::find_if(validations.begin(), validations.end(),
+                                 [&](const GpuWindowValidation& v) { return v.key() == key; });
+    if (it == validations.end() || !it->power_coverage_valid) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---- reason codes ---------------------------------------------------------------------
+
+bool GpuReasons::add(std::string_view code) {
+  if (contains(code)) return false;
+  codes_.emplace_back(code);
+  return true;
+}
+
+bool GpuReasons::contains(std::string_view code) const {
+  return std::find(codes_.begin(), codes_.end(), code) != codes_.end();
+}
+
+bool GpuReasons::contains_any(std::span<const std::string_view> codes) const {
+  return std::any_of(codes.begin(), codes.end(), [&](std::string_view c) { return contains(c); });
+}
+
+bool is_gpu_fatal_lifecycle_reason(std::string_view code) {
+  return one_of(kFatalLifecycle, code);
+}
+bool is_gpu_startup_reason(std::string_view code) {
+  return one_of(kStartup, code);
+}
+bool is_gpu_operational_failure_reason(std::string_view code) {
+  return one_of(kOperational, code);
+}
+
+// ---- run status -----------------------------------------------------------------------
+
+std::string_view gpu_run_status_name(GpuRunStatus status) {
+  switch (status) {
+    case GpuRunStatus::starting:
+      return "starting";
+    case GpuRunStatus::running:
+      return "running";
+    case GpuRunStatus::complete:
+      return "complete";
+    case GpuRunStatus::incomplete:
+      return "incomplete";
+    case GpuRunStatus::failed:
+      return "failed";
+  }
+  return "starting";
+}
+
+std::optional<GpuRunStatus> parse_gpu_run_status(std::string_view name) {
+  for (auto s : {GpuRunStatus::starting, GpuRunStatus::running, GpuRunStatus::complete,
+                 GpuRunStatus::incomplete, GpuRunStatus::failed}) {
+    if (gpu_run_status_name(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+bool is_terminal(GpuRunStatus status) {
+  return status == GpuRunStatus::complete || status == GpuRunStatus::incomplete ||
+         status == GpuRunStatus::failed;
+}
+
+GpuRunStatus gpu_terminal_status(const GpuReasons& reasons, bool required) {
+  if (reasons.contains_any(kFatalLifecycle)) return GpuRunStatus::incomplete;
+  if (required && reasons.contains_any(kStartup)) return GpuRunStatus::failed;
+  return GpuRunStatus::complete;
+}
+
+GpuRunStatus GpuStatusHolder::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+std::size_t GpuStatusHolder::refused_transitions() const {
+  std::lock_guard lock(mu_);
+  return refused_;
+}
+
+Status GpuStatusHolder::mark_running() {
+  std::lock_guard lock(mu_);
+  if (status_ != GpuRunStatus::starting) {
+    ++refused_;
+    return Error{"GPU telemetry status is already " + std::string(gpu_run_status_name(status_)) +
+                 "; running refused"};
+  }
+  status_ = GpuRunStatus::running;
+  return Ok{};
+}
+
+Status GpuStatusHolder::finish(GpuRunStatus terminal) {
+  std::lock_guard lock(mu_);
+  const std::string wanted(gpu_run_status_name(terminal));
+  if (!is_terminal(terminal)) {
+    ++refused_;
+    return Error{"GPU telemetry status " + wanted + " is not terminal"};
+  }
+  if (is_terminal(status_)) {
+    ++refused_;
+    return Error{"GPU telemetry status is already terminal (" +
+                 std::string(gpu_run_status_name(status_)) + "); " + wanted + " refused"};
+  }
+  status_ = terminal;
+  return Ok{};
+}
+
+Status GpuStatusHolder::finish(const GpuReasons& reasons, bool required) {
+  return finish(gpu_terminal_status(reasons, required));
+}
+
+// ---- devices --------------------------------------------------------------------------
+
+void GpuObservedDevice::observe(std::string_view gpu_uuid, double time_unix) {
+  if (std::find(gpu_uuids.begin(), gpu_uuids.end(), gpu_uuid) == gpu_uuids.end()) {
+    gpu_uuids.emplace_back(gpu_uuid);
+  }
+  if (sample_times_unix.empty() || time_unix < first_sample_time_unix) {
+    first_sample_time_unix = time_unix;
+  }
+  if (sample_times_unix.empty() || time_unix > last_sample_time_unix) {
+    last_sample_time_unix = time_unix;
+  }
+  const auto at = std::upper_bound(sample_times_unix.begin(), sample_times_unix.end(), time_unix);
+  sample_times_unix.insert(at, time_unix);
+}
+
+GpuReasons gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
+                              std::span<const GpuObservedDevice> observed) {
+  GpuReasons out;
+  const auto want = expected_keys(expected);
+  const auto have = observed_keys(observed);
+  const bool missing =
+      want.empty() || std::any_of(want.begin(), want.end(),
+                                  [&](const GpuDeviceKey& k) { return !have.contains(k); });
+  if (missing) out.add(reason::kExpectedDeviceMissing);
+  if (std::any_of(have.begin(), have.end(),
+                  [&](const GpuDeviceKey& k) { return !want.contains(k); })) {
+    out.add(reason::kUnexpectedDevice);
+  }
+  if (any_uuid_not_single(observed) || any_uuid_shared(observed)) out.add(reason::kGpuUuidChanged);
+  if (roles_conflict(expected)) out.add(reason::kConflictingWorkerRoles);
+  if (het_groups_conflict(expected)) out.add(reason::kConflictingHetGroups);
+  return out;
+}
+
+// ---- publication ----------------------------------------------------------------------
+
+GpuPublication gpu_publication_valid(const GpuPublicationInputs& in) {
+  GpuPublication out;
+  const auto fail = [&](std::string_view name) { out.failed_rules.push_back(name); };
+  if (in.status != GpuRunStatus::complete) fail(rule::kStatusNotComplete);
+  const auto want = expected_keys(in.expected_devices);
+  if (want.empty()) fail(rule::kExpectedDevicesEmpty);
+  if (want != observed_keys(in.observed_devices)) fail(rule::kDeviceKeysMismatch);
+  if (any_uuid_not_single(in.observed_devices)) fail(rule::kDeviceUuidNotSingle);
+  if (any_uuid_shared(in.observed_devices)) fail(rule::kDeviceUuidNotUnique);
+  if (roles_conflict(in.expected_devices)) fail(rule::kConflictingWorkerRoles);
+  if (het_groups_conflict(in.expected_devices)) fail(rule::kConflictingHetGroups);
+  if (in.expected_windows.empty()) fail(rule::kExpectedWindowsEmpty);
+  if (!windows_valid(in.expected_windows, in.window_validations)) {
+    fail(rule::kWindowCoverageInvalid);
+  }
+  if (in.samples_reasons && !in.samples_reasons->empty()) fail(rule::kSamplesReasons);
+  if (!in.artifact_errors.empty()) fail(rule::kArtifactErrors);
+  out.valid = out.failed_rules.empty();
+  return out;
+}
+
+bool gpu_exit_nonzero(const GpuReasons& reasons, bool required, bool publication_valid) {
+  return reasons.contains_any(kOperational) || (required && !publication_valid);
+}
+
+}  // namespace cpupower::artifacts

@@ -1,0 +1,99 @@
+#pragma once
+// <power_dir>/manifest.json of the GPU (dcgm-exporter) leg: producer identity, topology,
+// lifecycle status and the publication verdict, with the evidence it rests on (observed
+// devices, window validations, artifact errors, the samples.csv digest). Every key of the
+// contract's manifest, in its order (docs/formats.md, "GPU leg").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "artifacts/gpu_contract.hpp"
+#include "artifacts/gpu_samples_out.hpp"
+#include "common/result.hpp"
+
+namespace cpupower::artifacts {
+
+inline constexpr std::string_view kGpuManifestFilename = "manifest.json";
+// The reference producer's name: its own offline validator and downstream consumers reject
+// a manifest whose `producer` is anything else (docs/compatibility.md).
+inline constexpr std::string_view kGpuProducer = "srt-slurm.dcgm-power";
+inline constexpr std::string_view kGpuSourceMetric = "DCGM_FI_DEV_POWER_USAGE";
+inline constexpr std::string_view kGpuPowerUnit = "W";
+inline constexpr std::string_view kGpuPowerScope = "gpu_device_board_as_reported_by_dcgm";
+
+struct GpuUtilizationMetric {
+  std::string column;         // the samples.csv column
+  std::string source_metric;  // the DCGM field behind it
+  std::string unit;           // percent | fraction
+  bool operator==(const GpuUtilizationMetric&) const = default;
+};
+
+// The utilization columns of a samples schema version: none for v1; gpu_util_pct
+// (DCGM_FI_DEV_GPU_UTIL, percent) and sm_active (DCGM_FI_PROF_SM_ACTIVE, fraction) from v2.
+std::vector<GpuUtilizationMetric> gpu_utilization_metrics(int samples_schema_version);
+
+struct GpuDcgmExporter {
+  std::string container_image_resolved;               // the image as srun was given it
+  std::optional<std::string> container_image_sha256;  // when the image is a regular file
+  long long port = 0;
+  std::string command;  // the exporter command line
+  bool operator==(const GpuDcgmExporter&) const = default;
+};
+
+struct GpuManifest {
+  int schema_version = kGpuContractSchemaVersion;
+  std::string producer = std::string(kGpuProducer);
+  std::string producer_version;  // empty: this build's version
+  std::optional<std::string> producer_git_commit;
+  std::string source_metric = std::string(kGpuSourceMetric);
+  std::string unit = std::string(kGpuPowerUnit);
+  std::string power_scope = std::string(kGpuPowerScope);
+  int samples_schema_version = kGpuSamplesSchemaVersion;
+  std::vector<GpuUtilizationMetric> utilization_metrics =
+      gpu_utilization_metrics(kGpuSamplesSchemaVersion);
+  std::string timestamp_source = std::string(kGpuClockSource);
+  std::string job_id;
+  std::string run_name;
+  double sample_interval_seconds = 0;
+  double request_timeout_seconds = 0;
+  std::optional<double> max_scrape_duration_seconds;  // the slowest scrape; null before one
+  bool required = false;
+  double started_at_unix = 0;
+  std::optional<double> stopped_at_unix;  // null until terminal
+  GpuRunStatus status = GpuRunStatus::starting;
+  std::optional<bool> publication_valid;  // null until terminal; true only when complete
+  GpuDcgmExporter dcgm_exporter;
+  std::vector<GpuExpectedDevice> expected_devices;
+  std::vector<GpuObservedDevice> observed_devices;  // sample_times_unix is not written
+  std::vector<GpuWindowKey> expected_windows;
+  std::uint64_t scrape_count = 0;             // collection cycles, the final one included
+  std::uint64_t sample_row_count = 0;         // rows the strict reader kept
+  std::optional<std::string> samples_sha256;  // of the finalized samples.csv bytes
+  std::vector<GpuWindowValidation> window_validations;
+  std::vector<GpuArtifactError> artifact_errors;
+  std::vector<std::string> clock_sync_failures;  // nodes whose clock check failed
+  GpuReasons reason_codes;
+  bool operator==(const GpuManifest&) const = default;
+};
+
+// The JSON text: 2-space indent, the contract's key order, null for unset, trailing newline.
+std::string gpu_manifest_json(const GpuManifest& manifest);
+
+// Writes it atomically (temporary file in the same directory, fsync, rename); never throws.
+Status write_gpu_manifest(const std::string& path, const GpuManifest& manifest);
+
+// Reads a manifest back. Every key must be present with its type (integers as JSON
+// integers, finite numbers, the status a known one, reason codes strings); the error names
+// the first key that is not. Keys beyond the contract's are ignored.
+Result<GpuManifest> parse_gpu_manifest(std::string_view json_text);
+Result<GpuManifest> read_gpu_manifest(const std::string& path);
+
+// publication_valid recomputed from what a manifest records, with the strict samples
+// check's reasons (null: none); a consumer compares it with the stored verdict.
+GpuPublication gpu_manifest_publication(const GpuManifest& manifest,
+                                        const GpuReasons* samples_reasons);
+
+}  // namespace cpupower::artifacts
