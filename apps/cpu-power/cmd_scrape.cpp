@@ -30,6 +30,7 @@ struct ScrapeArgs {
   std::int64_t interval_ms = 1000;
   double request_timeout_s = 2.0;
   double duration_s = 0.0;
+  int cpu_samples_schema = 3;
 };
 
 struct ScrapePlan {
@@ -77,6 +78,7 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
                                             (ec ? ec.message() : "not a directory"));
   }
   plan.options.out_dir = args.out;
+  plan.options.cpu_samples_schema = args.cpu_samples_schema;
   plan.options.collect_interval = milliseconds(args.interval_ms);
   plan.options.request_timeout =
       milliseconds(static_cast<std::int64_t>(args.request_timeout_s * 1000.0 + 0.5));
@@ -174,6 +176,7 @@ void add_scrape_command(CLI::App& app, Action& action) {
   cmd->add_option("--duration-s", args->duration_s,
                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
       ->check(CLI::PositiveNumber);
+  add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
   cmd->callback([&action, args] {
     auto plan = std::make_shared<ScrapePlan>(to_plan(*args));
     action = [plan] { return run_scrape(*plan); };
