@@ -66,6 +66,7 @@ std::optional<config::Recipe> recipe_for(const RunArgs& args) {
   }
   const auto result = config::load_recipe_file(args.config);
   for (const auto& e : result.errors) std::cerr << config::format_error(e) << "\n";
+  for (const auto& w : result.warnings) std::cerr << config::format_warning(w) << "\n";
   return result.recipe;
 }
 
