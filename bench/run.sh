@@ -17,6 +17,9 @@ echo
 echo
 echo "## Collector: 1,000 endpoints at 10 Hz, then one stalled"
 "$BIN/collector_scale_bench" --endpoints 1000 --interval-ms 100 --duration-s 20
+echo
+echo "## Collector: sample gaps against the collect interval (docs/reliability.md)"
+bash "$here/sample_gaps.sh" "$BIN" 60 1000 2000 2500 3000
 bash "$here/launch_bench.sh" "$BIN"
 echo
 echo "## Host collector: cost per node and refresh per rail (150 ms reads)"

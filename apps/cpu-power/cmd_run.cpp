@@ -35,6 +35,7 @@ struct RunArgs {
   std::string nodes;
   std::string simulate;
   bool dry_run = false;
+  int cpu_samples_schema = 3;
   std::vector<std::string> command;
 };
 
@@ -65,6 +66,7 @@ std::optional<config::Recipe> recipe_for(const RunArgs& args) {
   }
   const auto result = config::load_recipe_file(args.config);
   for (const auto& e : result.errors) std::cerr << config::format_error(e) << "\n";
+  for (const auto& w : result.warnings) std::cerr << config::format_warning(w) << "\n";
   return result.recipe;
 }
 
@@ -117,6 +119,7 @@ int run(const RunArgs& args) {
   if (!args.nodes.empty()) request.nodes = args.nodes;
   if (!args.simulate.empty()) request.simulate = args.simulate;
   request.command = args.command;
+  request.cpu_samples_schema = args.cpu_samples_schema;
   request.env = launch::current_env();
   request.exporter = launch::resolve_exporter(launch::ExporterLookup::from_process());
   request.self_exe = launch::self_exe_path();
@@ -185,6 +188,7 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Simulated nodes and local exporters instead of real ones")
       ->check(CLI::IsMember({"gb200", "gh200"}));
   cmd->add_flag("--dry-run", args->dry_run, "Print the plan (srun argv per group) and run nothing");
+  add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
   cmd->add_option("command", args->command, "The command to run, after --")->required();
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 

@@ -15,6 +15,7 @@
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "common/text.hpp"
+#include "config/validate.hpp"
 #include "scrape/collector.hpp"
 
 namespace cpupower::app {
@@ -30,12 +31,14 @@ struct ScrapeArgs {
   std::int64_t interval_ms = 1000;
   double request_timeout_s = 2.0;
   double duration_s = 0.0;
+  int cpu_samples_schema = 3;
 };
 
 struct ScrapePlan {
   std::vector<scrape::Endpoint> endpoints;
   scrape::CollectorOptions options;
   std::optional<milliseconds> duration;
+  std::string interval_warning;  // the interval can put sample gaps over the 3.0 s bound
 };
 
 // Everything CLI11 cannot check by itself; thrown as usage errors (exit 2).
@@ -77,12 +80,17 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
                                             (ec ? ec.message() : "not a directory"));
   }
   plan.options.out_dir = args.out;
+  plan.options.cpu_samples_schema = args.cpu_samples_schema;
   plan.options.collect_interval = milliseconds(args.interval_ms);
   plan.options.request_timeout =
       milliseconds(static_cast<std::int64_t>(args.request_timeout_s * 1000.0 + 0.5));
   if (plan.options.request_timeout.count() <= 0) {
     throw CLI::ValidationError("--request-timeout-s", "must be at least 0.001 s");
   }
+  // Not refused: a scrape may serve something other than energy windows. Said at the start.
+  plan.interval_warning = config::interval_gap_reason(
+      args.interval_ms, args.request_timeout_s, "--interval-ms " + std::to_string(args.interval_ms),
+      fmt::format("--request-timeout-s {}", args.request_timeout_s));
   if (args.duration_s > 0) {
     plan.duration = milliseconds(static_cast<std::int64_t>(args.duration_s * 1000.0 + 0.5));
   }
@@ -109,6 +117,7 @@ int run_scrape(const ScrapePlan& plan) {
   // process between two rows.
   common::block_shutdown_signals();
   auto log = common::logger("cpu_power::scrape");
+  if (!plan.interval_warning.empty()) log->warn("{}", plan.interval_warning);
   scrape::Collector collector(plan.endpoints, plan.options);
   std::string error;
   if (!collector.start(&error)) {
@@ -164,7 +173,9 @@ void add_scrape_command(CLI::App& app, Action& action) {
                   "File with one HOST=ADDR:PORT per line; # starts a comment");
   cmd->add_option("--out", args->out, "Directory for samples.csv and cpu_manifest.json (created)")
       ->required();
-  cmd->add_option("--interval-ms", args->interval_ms, "Scrape interval per endpoint")
+  cmd->add_option("--interval-ms", args->interval_ms,
+                  "Scrape interval per endpoint; one at which sample gaps can pass the 3.0 s "
+                  "that energy windows allow is warned about at the start")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600000}))
       ->capture_default_str();
   cmd->add_option("--request-timeout-s", args->request_timeout_s,
@@ -174,6 +185,7 @@ void add_scrape_command(CLI::App& app, Action& action) {
   cmd->add_option("--duration-s", args->duration_s,
                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
       ->check(CLI::PositiveNumber);
+  add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
   cmd->callback([&action, args] {
     auto plan = std::make_shared<ScrapePlan>(to_plan(*args));
     action = [plan] { return run_scrape(*plan); };

@@ -30,10 +30,13 @@ std::string format_double(double value) {
   return out;
 }
 
-std::string format_v3_row(const CpuSampleRow& row) {
+namespace {
+
+// v2 and v3 rows differ only in the schema_version cell and v3's module_w cell.
+std::string format_row(const CpuSampleRow& row, int version) {
   std::string out;
   out.reserve(128);
-  out += '3';
+  out += version == kCpuSchemaVersionV2 ? '2' : '3';
   out += ',';
   append_number(out, row.timestamp_unix);
   out += ',';
@@ -49,10 +52,37 @@ std::string format_v3_row(const CpuSampleRow& row) {
   append_optional(out, row.cpu_rail_w);
   append_optional(out, row.soc_w);
   append_optional(out, row.dram_w);
-  append_optional(out, row.module_w);
+  if (version != kCpuSchemaVersionV2) append_optional(out, row.module_w);
   append_optional(out, row.total_power_w);
   out += "\r\n";
   return out;
+}
+
+}  // namespace
+
+std::string format_v3_row(const CpuSampleRow& row) {
+  return format_row(row, kCpuSchemaVersion);
+}
+
+std::string format_v2_row(const CpuSampleRow& row) {
+  return format_row(row, kCpuSchemaVersionV2);
+}
+
+bool is_writable_cpu_schema(int version) {
+  return version == kCpuSchemaVersionV2 || version == kCpuSchemaVersion;
+}
+
+std::string_view cpu_header(int version) {
+  switch (version) {
+    case kCpuSchemaVersionV1:
+      return kCpuHeaderV1;
+    case kCpuSchemaVersionV2:
+      return kCpuHeaderV2;
+    case kCpuSchemaVersion:
+      return kCpuHeaderV3;
+    default:
+      return {};
+  }
 }
 
 // ---- writer ---------------------------------------------------------------------------
@@ -73,16 +103,22 @@ std::string_view samples_file_change_name(SamplesFileChange change) {
   return "none";
 }
 
-CpuSamplesWriter::CpuSamplesWriter(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+CpuSamplesWriter::CpuSamplesWriter(std::string path, int fd, int schema_version)
+    : path_(std::move(path)), fd_(fd), schema_version_(schema_version) {}
 
 CpuSamplesWriter::~CpuSamplesWriter() {
   close();
 }
 
-Result<std::unique_ptr<CpuSamplesWriter>> CpuSamplesWriter::open(const std::string& path) {
+Result<std::unique_ptr<CpuSamplesWriter>> CpuSamplesWriter::open(const std::string& path,
+                                                                 int schema_version) {
+  if (!is_writable_cpu_schema(schema_version)) {
+    return Error{"cannot write samples.csv schema v" + std::to_string(schema_version) + " to " +
+                 path + " (only v2 and v3)"};
+  }
   const int fd = ::open(path.c_str(), kOpenFlags, 0644);
   if (fd < 0) return Error{errno_text("open", path)};
-  std::unique_ptr<CpuSamplesWriter> writer(new CpuSamplesWriter(path, fd));
+  std::unique_ptr<CpuSamplesWriter> writer(new CpuSamplesWriter(path, fd, schema_version));
   if (Status started = writer->start(); !started) {
     return Error{started.error()};  // the destructor closes fd
   }
@@ -100,8 +136,9 @@ Status CpuSamplesWriter::start() {
     fail("stat");
     return Error{last_error_};
   }
+  const std::string_view want = cpu_header(schema_version_);
   if (st.st_size == 0) {
-    const std::string header = std::string(kCpuHeaderV3) + "\r\n";
+    const std::string header = std::string(want) + "\r\n";
     std::size_t written = 0;
     if (!write_all(header, &written)) {
       // A cut header would make every later attempt refuse the file as not ours.
@@ -114,18 +151,21 @@ Status CpuSamplesWriter::start() {
     return Ok{};
   }
   if (!S_ISREG(st.st_mode)) return Error{path_ + " is not a regular file"};
-  // Continue an existing file only when it is ours: v3 header, then a line break.
-  std::string head(kCpuHeaderV3.size() + 1, '\0');
+  // Continue an existing file only when it is ours: this version's header, then a line
+  // break. Another version's file is refused, never continued in a second layout.
+  std::string head(want.size() + 1, '\0');
   const ssize_t n = ::pread(fd_, head.data(), head.size(), 0);
   if (n < 0) {
     fail("read");
     return Error{last_error_};
   }
   head.resize(static_cast<std::size_t>(n));
-  const bool header_ok = head.size() > kCpuHeaderV3.size() &&
-                         std::string_view(head).starts_with(kCpuHeaderV3) &&
+  const bool header_ok = head.size() > want.size() && std::string_view(head).starts_with(want) &&
                          (head.back() == '\r' || head.back() == '\n');
-  if (!header_ok) return Error{path_ + " exists and does not start with the samples.csv v3 header"};
+  if (!header_ok) {
+    return Error{path_ + " exists and does not start with the samples.csv v" +
+                 std::to_string(schema_version_) + " header"};
+  }
   end_ = st.st_size;
   char last = '\n';
   if (::pread(fd_, &last, 1, st.st_size - 1) != 1) {
@@ -183,7 +223,7 @@ bool CpuSamplesWriter::append(std::span<const CpuSampleRow> rows) {
       all_ok = false;
       continue;
     }
-    pending_ += format_v3_row(row);
+    pending_ += format_row(row, schema_version_);
     ++pending_rows_;
   }
   return all_ok;

@@ -1,7 +1,8 @@
 #pragma once
 // power/cpu/samples.csv: the exporter leg's one file of record. The writer produces schema
-// v3 (docs/formats.md); the report reads every version (report/cpu_load.cpp). Nothing here
-// throws on I/O failure: the collector is best-effort.
+// v3 by default, or v2 (v3 without module_w) for readers pinned to the v1/v2 headers
+// (docs/formats.md, docs/compatibility.md); the report reads every version
+// (report/cpu_load.cpp). Nothing here throws on I/O failure: the collector is best-effort.
 
 #include <sys/types.h>
 
@@ -59,6 +60,15 @@ std::string format_double(double value);
 // schema_version is always written as 3, whatever the row says.
 std::string format_v3_row(const CpuSampleRow& row);
 
+// The same as a v2 line: the v3 cells without module_w, schema_version written as 2.
+std::string format_v2_row(const CpuSampleRow& row);
+
+// The versions CpuSamplesWriter can write: 2 and 3.
+bool is_writable_cpu_schema(int version);
+
+// The header line (without its line end) of v1, v2 or v3; empty for any other version.
+std::string_view cpu_header(int version);
+
 // What the path of an open samples.csv names now, compared with the file the writer holds
 // (st_dev and st_ino of the path against those of the descriptor).
 enum class SamplesFileChange {
@@ -70,18 +80,21 @@ enum class SamplesFileChange {
 };
 std::string_view samples_file_change_name(SamplesFileChange change);
 
-// Appends v3 rows to samples.csv. Not thread-safe: the collector serialises its writes.
+// Appends v3 (or v2) rows to samples.csv. Not thread-safe: the collector serialises its
+// writes.
 //
 // The file only ever grows by whole rows: a write that fails part-way (disk full, EFBIG,
 // I/O error) is cut back with ftruncate to the end of its last complete row, so no partial
 // line is left for later rows to follow.
 class CpuSamplesWriter {
  public:
-  // Opens for appending, creating the file (with the header) when it is missing or empty.
-  // An existing file must start with the v3 header, so a restarted collector continues
-  // the same file instead of mixing layouts; a partial last line it ends with (a killed
-  // writer) is cut off first.
-  static Result<std::unique_ptr<CpuSamplesWriter>> open(const std::string& path);
+  // Opens for appending rows of `schema_version` (2 or 3; anything else is an error),
+  // creating the file (with that version's header) when it is missing or empty. An existing
+  // file must start with the header of that version, so a restarted collector continues the
+  // same file instead of mixing layouts; a partial last line it ends with (a killed writer)
+  // is cut off first.
+  static Result<std::unique_ptr<CpuSamplesWriter>> open(const std::string& path,
+                                                        int schema_version = kCpuSchemaVersion);
 
   ~CpuSamplesWriter();
   CpuSamplesWriter(const CpuSamplesWriter&) = delete;
@@ -124,9 +137,10 @@ class CpuSamplesWriter {
   const std::string& last_error() const { return last_error_; }
   int last_errno() const { return last_errno_; }  // of the latest failed system call, or 0
   const std::string& path() const { return path_; }
+  int schema_version() const { return schema_version_; }  // of every row it writes
 
  private:
-  CpuSamplesWriter(std::string path, int fd);
+  CpuSamplesWriter(std::string path, int fd, int schema_version);
   Status start();
   Status cut_partial_tail(off_t size);
   bool write_all(std::string_view bytes, std::size_t* written);
@@ -135,6 +149,7 @@ class CpuSamplesWriter {
 
   std::string path_;
   int fd_ = -1;
+  int schema_version_ = kCpuSchemaVersion;
   off_t end_ = 0;                   // file size after our last write: the last whole row's end
   std::optional<off_t> repair_to_;  // a failed write's partial row still to truncate away
   bool needs_line_break_ = false;   // the file ends inside a line that could not be cut off

@@ -2,12 +2,24 @@
 
 namespace cpupower::config {
 
-std::string format_error(const ConfigError& error) {
+namespace {
+
+std::string place(const ConfigError& error) {
   std::string out = error.file.empty() ? std::string("<recipe>") : error.file;
   if (error.mark.line > 0) {
     out += ":" + std::to_string(error.mark.line) + ":" + std::to_string(error.mark.column);
   }
-  return out + ": " + error.message;
+  return out;
+}
+
+}  // namespace
+
+std::string format_error(const ConfigError& error) {
+  return place(error) + ": " + error.message;
+}
+
+std::string format_warning(const ConfigError& warning) {
+  return place(warning) + ": warning: " + warning.message;
 }
 
 }  // namespace cpupower::config

@@ -19,4 +19,7 @@ struct ConfigError {
 // "recipe.yaml: <message>" without a place.
 std::string format_error(const ConfigError& error);
 
+// The same for a warning, as compilers print theirs: "recipe.yaml:4:24: warning: <message>".
+std::string format_warning(const ConfigError& warning);
+
 }  // namespace cpupower::config

@@ -577,7 +577,9 @@ LoadResult load_recipe_text(std::string_view text, const std::string& file) {
   Recipe recipe = parse_recipe_text(text, file, result.errors);
   if (!result.errors.empty()) return result;  // rules on half-read fields would only add noise
   result.errors = validate_recipe(recipe);
-  if (result.errors.empty()) result.recipe = std::move(recipe);
+  if (!result.errors.empty()) return result;
+  result.warnings = recipe_warnings(recipe);
+  result.recipe = std::move(recipe);
   return result;
 }
 

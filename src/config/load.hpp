@@ -19,6 +19,9 @@ namespace cpupower::config {
 struct LoadResult {
   std::optional<Recipe> recipe;     // set when `errors` is empty
   std::vector<ConfigError> errors;  // in file order for syntax and types, then rule order
+  // With a valid recipe: settings it allows that can still put sample gaps over the 3.0 s
+  // bound (recipe_warnings); printed, never fatal.
+  std::vector<ConfigError> warnings;
 };
 
 // The largest recipe file load_recipe_file reads: real recipes are a few kilobytes, and

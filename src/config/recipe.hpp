@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/sample_gap.hpp"
+
 namespace cpupower::config {
 
 // A place in the recipe file, 1-based; line 0 means "not in the file" (a default).
@@ -86,8 +88,8 @@ struct Recipe {
 // The reference's COLLECT_CYCLE_TIMEOUT_GRACE_SECONDS: one collector cycle may take
 // 2 x request timeout + this grace.
 inline constexpr double kCollectCycleGraceS = 1.0;
-// The largest gap between two samples an energy window tolerates.
-inline constexpr double kMaxSampleGapS = 3.0;
+// The largest gap between two samples an energy window tolerates (common/sample_gap.hpp).
+using common::kMaxSampleGapS;
 
 // One collector cycle's worst case: 2 x request timeout + grace.
 inline double collector_cycle_s(const TelemetryConfig& t) {

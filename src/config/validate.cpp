@@ -1,7 +1,9 @@
 #include "config/validate.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/text.hpp"
@@ -9,7 +11,7 @@
 namespace cpupower::config {
 namespace {
 
-constexpr std::int64_t kMaxCollectIntervalMs = 3000;  // kMaxSampleGapS in ms
+constexpr std::int64_t kMaxGapMs = static_cast<std::int64_t>(kMaxSampleGapS * 1000.0);
 
 bool finite_positive(double v) {
   return std::isfinite(v) && v > 0.0;
@@ -26,6 +28,16 @@ std::string py_float(double v) {
   std::string s = fmt::format("{}", v);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
+}
+
+// The mark of `path`, else of its nearest ancestor that the file gives.
+Mark mark_of(const Recipe& r, std::string path) {
+  while (!path.empty()) {
+    if (const auto it = r.marks.find(path); it != r.marks.end()) return it->second;
+    const auto dot = path.rfind('.');
+    path = dot == std::string::npos ? std::string() : path.substr(0, dot);
+  }
+  return {};
 }
 
 class Rules {
@@ -57,15 +69,7 @@ class Rules {
   }
 
  private:
-  // The mark of `path`, else of its nearest ancestor that the file gives.
-  Mark mark(std::string path) const {
-    while (!path.empty()) {
-      if (const auto it = r_.marks.find(path); it != r_.marks.end()) return it->second;
-      const auto dot = path.rfind('.');
-      path = dot == std::string::npos ? std::string() : path.substr(0, dot);
-    }
-    return {};
-  }
+  Mark mark(const std::string& path) const { return mark_of(r_, path); }
 
   void fail(const std::string& path, std::string message) {
     errors_.push_back({r_.file, mark(path), std::move(message)});
@@ -109,12 +113,15 @@ class Rules {
 
   // The checks the reference applies only with the GPU leg, applied to every enabled
   // configuration: every leg samples at collect_interval_ms and writes below storage_subdir.
+  // An interval of the bound or more is refused: rows come the interval apart on average and
+  // jitter moves each one, so some gaps always exceed it (interval_gap).
   void always_checked() {
-    if (t_.collect_interval_ms <= 0 || t_.collect_interval_ms > kMaxCollectIntervalMs) {
+    if (t_.collect_interval_ms <= 0 || t_.collect_interval_ms >= kMaxGapMs) {
       fail("telemetry.collect_interval_ms",
-           fmt::format("telemetry.collect_interval_ms={} must be > 0 and <= {} (the {}s max "
-                       "sample gap)",
-                       t_.collect_interval_ms, kMaxCollectIntervalMs, py_float(kMaxSampleGapS)));
+           fmt::format("telemetry.collect_interval_ms={} must be > 0 and < {} (the {}s max "
+                       "sample gap: rows come the interval apart on average and jitter moves "
+                       "each one, so some gaps would exceed it)",
+                       t_.collect_interval_ms, kMaxGapMs, py_float(kMaxSampleGapS)));
     }
     safe_subpath("telemetry.storage_subdir", t_.storage_subdir);
   }
@@ -225,6 +232,71 @@ class Rules {
 };
 
 }  // namespace
+
+IntervalGap interval_gap(std::int64_t interval_ms, double request_timeout_s) {
+  if (interval_ms >= kMaxGapMs) return IntervalGap::refused;
+  const double interval = static_cast<double>(interval_ms);
+  const double bound = static_cast<double>(kMaxGapMs);
+  // A timeout that is not finite (refused by the rules anyway) promises nothing.
+  const bool jitter = interval + static_cast<double>(kGapJitterMarginMs) > bound;
+  const bool slow = !(interval + request_timeout_s * 1000.0 <= bound);
+  return jitter || slow ? IntervalGap::at_risk : IntervalGap::ok;
+}
+
+std::int64_t max_safe_interval_ms(double request_timeout_s) {
+  const double room = std::min(static_cast<double>(kMaxGapMs - kGapJitterMarginMs),
+                               static_cast<double>(kMaxGapMs) - request_timeout_s * 1000.0);
+  if (!(room >= 1.0)) return 0;
+  return static_cast<std::int64_t>(std::floor(room));
+}
+
+std::string interval_gap_reason(std::int64_t interval_ms, double request_timeout_s,
+                                const std::string& interval_name, const std::string& timeout_name) {
+  const IntervalGap gap = interval_gap(interval_ms, request_timeout_s);
+  if (gap == IntervalGap::ok) return {};
+  const std::int64_t safe = max_safe_interval_ms(request_timeout_s);
+  const std::string remedy =
+      safe > 0 ? fmt::format("at most {} ms stays within it with {}", safe, timeout_name)
+               : fmt::format("no interval stays within it with {}; lower it", timeout_name);
+  const std::string bound = py_float(kMaxSampleGapS) + "s max sample gap";
+  if (gap == IntervalGap::refused) {
+    return fmt::format(
+        "{} puts sample gaps over the {}: rows come the interval apart on average and jitter "
+        "moves each one, so some gaps exceed it and energy windows over them fail "
+        "(sample_gap_exceeded); {}",
+        interval_name, bound, remedy);
+  }
+  std::vector<std::string> why;
+  const double interval = static_cast<double>(interval_ms);
+  if (interval + static_cast<double>(kGapJitterMarginMs) > static_cast<double>(kMaxGapMs)) {
+    why.push_back(
+        fmt::format("scheduling jitter and the sensors' read age move a row's time by "
+                    "up to {}s",
+                    py_float(static_cast<double>(kGapJitterMarginMs) / 1000.0)));
+  }
+  if (!(interval + request_timeout_s * 1000.0 <= static_cast<double>(kMaxGapMs))) {
+    why.push_back("a response that takes up to the request timeout (" + timeout_name +
+                  ") delays its row by up to that much");
+  }
+  return fmt::format("{} can put sample gaps over the {}: {}; {}", interval_name, bound,
+                     fmt::join(why, ", and "), remedy);
+}
+
+std::vector<ConfigError> recipe_warnings(const Recipe& recipe) {
+  const auto& t = recipe.telemetry;
+  std::vector<ConfigError> out;
+  // The legs that scrape at collect_interval_ms: ours, and srtctl's GPU leg.
+  if (!t.enabled || (!t.cpu_power_exporter && !t.dcgm_exporter)) return out;
+  if (interval_gap(t.collect_interval_ms, t.request_timeout_seconds) != IntervalGap::at_risk) {
+    return out;
+  }
+  out.push_back({recipe.file, mark_of(recipe, "telemetry.collect_interval_ms"),
+                 interval_gap_reason(
+                     t.collect_interval_ms, t.request_timeout_seconds,
+                     fmt::format("telemetry.collect_interval_ms={}", t.collect_interval_ms),
+                     "telemetry.request_timeout_seconds=" + py_float(t.request_timeout_seconds))});
+  return out;
+}
 
 bool is_safe_relative_subpath(std::string_view path) {
   if (path.empty() || path.front() == '/' || path.front() == '~') return false;

@@ -5,6 +5,8 @@
 // scraper writes below storage_subdir too). Not checked: Dynamo system ports (they need the
 // backend's process layout) and the GPU leg's placement and concurrency rules.
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +18,38 @@ namespace cpupower::config {
 // Every rule that fails, in the reference's order. Each error points at the field it names
 // (or, for a default, at the nearest enclosing block given in the file).
 std::vector<ConfigError> validate_recipe(const Recipe& recipe);
+
+// Settings that are valid but can put sample gaps over kMaxSampleGapS: a collect interval
+// at_risk (below) with a leg that scrapes at it. Said by check-config and run, never refused.
+// For a recipe validate_recipe accepts.
+std::vector<ConfigError> recipe_warnings(const Recipe& recipe);
+
+// How far scheduling jitter of the collector and the spread of the sensors' read age can
+// move a row's time from its slot in healthy operation, with room to spare over the largest
+// excess of a gap over the interval measured against simulated exporters (docs/reliability.md).
+inline constexpr std::int64_t kGapJitterMarginMs = 500;
+
+// The collect-interval rule of the recipe (telemetry.collect_interval_ms) and of
+// `cpu-power scrape --interval-ms`. A row's time is its request's midpoint minus the sensors'
+// age, so consecutive rows are the interval apart on average, each moved by jitter; a
+// response that takes up to the request timeout delays its row by less than the timeout
+// (half of it, plus any slots it made the node skip):
+//  - refused: interval >= kMaxSampleGapS: gaps straddle the bound, some always over it;
+//  - at_risk: interval + kGapJitterMarginMs > kMaxSampleGapS (jitter alone can cross it), or
+//    interval + request timeout > kMaxSampleGapS (one slow response alone can);
+//  - ok otherwise. A failed scrape (a gap of two intervals or more) is not covered: the
+//    report and consumers see it, and the manifest says why.
+enum class IntervalGap { ok, at_risk, refused };
+IntervalGap interval_gap(std::int64_t interval_ms, double request_timeout_s);
+
+// The largest interval that is `ok` with this request timeout; 0 when none is.
+std::int64_t max_safe_interval_ms(double request_timeout_s);
+
+// Why the interval is refused or at risk, for a message naming the two settings as the
+// caller spells them (e.g. "telemetry.collect_interval_ms=2000", "request_timeout_seconds=2.0"
+// or "--interval-ms 2000", "--request-timeout-s 2"); "" when it is ok.
+std::string interval_gap_reason(std::int64_t interval_ms, double request_timeout_s,
+                                const std::string& interval_name, const std::string& timeout_name);
 
 // Non-empty, not starting with '/' or '~', and no "..", "." or empty parts: a directory that
 // stays strictly below the run's log directory, spelt one way only. (Control characters are

@@ -40,6 +40,7 @@ scrape::CollectorOptions collector_options(const SessionPlan& plan) {
   o.out_dir = plan.cpu_dir;
   o.collect_interval = milliseconds(t.collect_interval_ms);
   o.request_timeout = to_ms(t.request_timeout_seconds);
+  o.cpu_samples_schema = plan.cpu_samples_schema;
   o.join_timeout = to_ms(config::resolved_join_timeout_s(t));
   // Spreading the slots over an interval keeps a thousand requests from queueing behind each
   // other; a few dozen do not queue, and all-at-once gives every node its first row at once.

@@ -110,6 +110,7 @@ SessionPlan make_plan(const PlanRequest& r) {
   const auto& t = r.recipe.telemetry;
   plan.telemetry = config::scraper_leg_enabled(t);
   plan.cpu_dir = r.log_dir + "/" + t.storage_subdir + "/cpu";
+  plan.cpu_samples_schema = r.cpu_samples_schema;
   if (r.command.empty()) {
     plan.error = "no command to run: give it after --";
     return plan;
@@ -214,8 +215,9 @@ std::string describe_plan(const SessionPlan& p) {
     line("telemetry", p.host_leg ? "exporter leg off" : "off");
   } else {
     const auto& t = p.recipe.telemetry;
-    line("samples", p.cpu_dir + "/samples.csv every " + std::to_string(t.collect_interval_ms) +
-                        " ms, manifest " + p.cpu_dir + "/cpu_manifest.json");
+    line("samples", p.cpu_dir + "/samples.csv (schema v" + std::to_string(p.cpu_samples_schema) +
+                        ") every " + std::to_string(t.collect_interval_ms) + " ms, manifest " +
+                        p.cpu_dir + "/cpu_manifest.json");
     std::string kind = p.exporter.kind == ExporterKind::native            ? "binary"
                        : p.exporter.kind == ExporterKind::python_fallback ? "python fallback"
                                                                           : "none";

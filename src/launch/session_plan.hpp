@@ -32,6 +32,7 @@ struct PlanRequest {
   std::string self_exe;        // this cpu-power, run on the nodes as the address resolver
   std::string local_hostname;  // the local mode's node name
   HostlistExpander expand;
+  int cpu_samples_schema = 3;  // --cpu-samples-schema: the scraper leg's samples.csv layout
 };
 
 // One srun group: the exporter step and the address resolver step on the same nodes.
@@ -63,7 +64,8 @@ struct SessionPlan {
   bool telemetry = false;  // the scraper leg runs
   config::Recipe recipe;
   std::string log_dir;
-  std::string cpu_dir;  // <log_dir>/<storage_subdir>/cpu
+  std::string cpu_dir;         // <log_dir>/<storage_subdir>/cpu
+  int cpu_samples_schema = 3;  // of <cpu_dir>/samples.csv: 3, or 2 (no module_w)
   std::optional<std::string> job_id;
   ExporterChoice exporter;
   std::vector<std::string> exporter_command;  // as started on each node

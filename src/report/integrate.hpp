@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/sample_gap.hpp"
 #include "report/track.hpp"
 
 namespace cpupower::report {
@@ -23,8 +24,9 @@ std::string_view edges_name(Edges edges);
 std::optional<Edges> parse_edges(std::string_view name);
 
 // Farthest a sample may be from a window edge it stands for (the reference's
-// MAX_SAMPLE_GAP_SECONDS), and the largest interior gap we accept without a warning.
-inline constexpr double kMaxSampleGapS = 3.0;
+// MAX_SAMPLE_GAP_SECONDS), and the largest interior gap we accept without a warning: the
+// one bound of common/sample_gap.hpp, which the recipe rules hold collect intervals to.
+using common::kMaxSampleGapS;
 
 struct PowerStats {
   double joules = 0;

@@ -854,7 +854,8 @@ void Loop::flush(Clock::time_point now) {
     if (now < next_open_attempt_) return;
     next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
     const auto dropped_before = s_->rows_dropped_locked();
-    auto opened = artifacts::CpuSamplesWriter::open(s_->samples_path);
+    auto opened =
+        artifacts::CpuSamplesWriter::open(s_->samples_path, s_->options.cpu_samples_schema);
     if (!opened) {
       ++s_->open_failures;
       const std::string error = opened.error();
@@ -935,7 +936,7 @@ bool Collector::start(std::string* error) {
   {
     std::lock_guard lock(state_->writer_mutex);
     // On failure the loop retries (and logs) every interval.
-    auto opened = artifacts::CpuSamplesWriter::open(state_->samples_path);
+    auto opened = artifacts::CpuSamplesWriter::open(state_->samples_path, o.cpu_samples_schema);
     if (opened) state_->writer = std::move(opened.value());
   }
   state_->started_at_unix = to_unix_s(std::chrono::system_clock::now());

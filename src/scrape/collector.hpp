@@ -1,7 +1,7 @@
 #pragma once
 // The head-node collector: scrapes every worker's exporter on its own fixed-rate schedule,
-// turns each body into per-socket rows and appends them to samples.csv (v3); at the end it
-// writes cpu_manifest.json.
+// turns each body into per-socket rows and appends them to samples.csv (v3, or v2 when
+// asked); at the end it writes cpu_manifest.json.
 //
 // One event loop thread drives every request through libcurl multi, so a thousand
 // endpoints cost one thread and keep-alive connections are reused. Each endpoint has its
@@ -82,6 +82,9 @@ struct CollectorOptions {
   // instead of firing all at once, so that a thousand requests do not queue behind each
   // other. Fewer endpoints always start together.
   bool spread_slots = true;
+  // samples.csv layout: 3 (module_w included) or 2 (the v3 columns without module_w, for
+  // readers pinned to the v1/v2 headers). Anything else: the file never opens.
+  int cpu_samples_schema = 3;
   std::optional<std::string> producer_git_commit;
   std::function<void(const ScrapeEvent&)> on_scrape;  // tests and benchmarks
 };

@@ -14,6 +14,7 @@
 
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
+#include "report/cpu_data.hpp"
 #include "temp_dir.hpp"
 #include "v3_rows.hpp"
 
@@ -123,6 +124,30 @@ TEST(CpuSamplesFormat, QuotesCellsHoldingCommaQuoteCrOrLf) {
             "3,1788310143.461,\"cr\rhost\",dcgm,\"lf\nsensor\",0,43.878,,,,,96.228\r\n");
 }
 
+TEST(CpuSamplesFormat, V2LineIsTheV3LineWithoutModule) {
+  CpuSampleRow row = acpi_row();
+  row.module_w = 498.72;
+  row.schema_version = 3;  // whatever the row says, the line says 2
+  EXPECT_EQ(format_v2_row(row),
+            "2,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,189.002\r\n");
+  EXPECT_EQ(format_v3_row(row),
+            "3,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,498.72,"
+            "189.002\r\n");
+  EXPECT_EQ(format_v2_row(dcgm_row()),
+            "2,1788310143.461,node-a,dcgm,CPU0:cpuPowerUsageW,0,43.878,,,,96.228\r\n");
+}
+
+TEST(CpuSamplesFormat, HeaderByVersion) {
+  EXPECT_EQ(cpu_header(1), kCpuHeaderV1);
+  EXPECT_EQ(cpu_header(2), kCpuHeaderV2);
+  EXPECT_EQ(cpu_header(3), kCpuHeaderV3);
+  EXPECT_EQ(cpu_header(4), "");
+  EXPECT_FALSE(is_writable_cpu_schema(1));
+  EXPECT_TRUE(is_writable_cpu_schema(2));
+  EXPECT_TRUE(is_writable_cpu_schema(3));
+  EXPECT_FALSE(is_writable_cpu_schema(4));
+}
+
 // ---- writer ---------------------------------------------------------------------------
 
 TEST(CpuSamplesWriter, WritesTheExactV3Bytes) {
@@ -219,6 +244,93 @@ TEST(CpuSamplesWriter, RefusesAnExistingFileOfAnotherLayout) {
   EXPECT_NE(error.find("does not start with the samples.csv v3 header"), std::string::npos)
       << error;
   EXPECT_EQ(slurp(path), std::string(kCpuHeaderV2) + "\r\n");  // untouched
+}
+
+TEST(CpuSamplesWriter, WritesTheExactV2BytesAndTheReportReadsThem) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  auto opened = CpuSamplesWriter::open(path, 2);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
+  EXPECT_EQ(w->schema_version(), 2);
+  CpuSampleRow module_row = acpi_row();
+  module_row.socket_id = 1;
+  module_row.module_w = 498.72;  // not a v2 column: dropped
+  const std::vector<CpuSampleRow> rows{acpi_row(), module_row};
+  ASSERT_TRUE(w->append(rows));
+  ASSERT_TRUE(w->close());
+  const std::string text = slurp(path);
+  EXPECT_EQ(text, std::string(kCpuHeaderV2) +
+                      "\r\n"
+                      "2,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,0,94.29,49.023,5.1,,"
+                      "189.002\r\n"
+                      "2,1788310143.461,node-a,acpi,CPU0:cpuSidePowerUsageW,1,94.29,49.023,5.1,,"
+                      "189.002\r\n");
+  const auto data = report::parse_cpu_samples_text(text);
+  ASSERT_TRUE(data) << data.error();
+  EXPECT_EQ(data.value().layout, "exporter v2");
+  ASSERT_EQ(data.value().sockets.size(), 2u);
+  EXPECT_FALSE(data.value().sockets[1].module);
+  EXPECT_EQ(data.value().sockets[1].power.v, std::vector<double>{94.29});
+}
+
+TEST(CpuSamplesWriter, EachVersionContinuesOnlyItsOwnFile) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  {
+    auto opened = CpuSamplesWriter::open(path, 2);
+    ASSERT_TRUE(opened) << opened.error();
+    const std::vector<CpuSampleRow> rows{dcgm_row()};
+    ASSERT_TRUE(opened.value()->append(rows));
+  }
+  {
+    auto opened = CpuSamplesWriter::open(path, 2);  // a restarted v2 collector continues it
+    ASSERT_TRUE(opened) << opened.error();
+    const std::vector<CpuSampleRow> rows{dcgm_row()};
+    ASSERT_TRUE(opened.value()->append(rows));
+  }
+  const std::string v2_file =
+      std::string(kCpuHeaderV2) + "\r\n" + format_v2_row(dcgm_row()) + format_v2_row(dcgm_row());
+  EXPECT_EQ(slurp(path), v2_file);
+  const auto as_v3 = CpuSamplesWriter::open(path, 3);
+  ASSERT_FALSE(as_v3);
+  EXPECT_NE(as_v3.error().find("does not start with the samples.csv v3 header"), std::string::npos)
+      << as_v3.error();
+  EXPECT_EQ(slurp(path), v2_file);  // untouched
+
+  const auto v3_path = dir.file("v3.csv");
+  spit(v3_path, kHeaderV3 + "\r\n");
+  const auto as_v2 = CpuSamplesWriter::open(v3_path, 2);
+  ASSERT_FALSE(as_v2);
+  EXPECT_NE(as_v2.error().find("does not start with the samples.csv v2 header"), std::string::npos)
+      << as_v2.error();
+  EXPECT_EQ(slurp(v3_path), kHeaderV3 + "\r\n");
+}
+
+TEST(CpuSamplesWriter, RefusesVersionsItCannotWrite) {
+  TempDir dir;
+  for (const int version : {0, 1, 4}) {
+    const auto path = dir.file("samples.csv");
+    const auto opened = CpuSamplesWriter::open(path, version);
+    ASSERT_FALSE(opened) << version;
+    EXPECT_NE(opened.error().find("schema v" + std::to_string(version)), std::string::npos)
+        << opened.error();
+    EXPECT_FALSE(fs::exists(path)) << "nothing created for v" << version;
+  }
+}
+
+TEST(CpuSamplesWriter, ReopenKeepsTheVersion) {
+  TempDir dir;
+  const auto path = dir.file("samples.csv");
+  auto opened = CpuSamplesWriter::open(path, 2);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = opened.value();
+  fs::remove(path);
+  ASSERT_TRUE(w->reopen());
+  const std::vector<CpuSampleRow> rows{dcgm_row()};
+  ASSERT_TRUE(w->append(rows));
+  ASSERT_TRUE(w->close());
+  EXPECT_EQ(slurp(path), std::string(kCpuHeaderV2) + "\r\n" + format_v2_row(dcgm_row()));
 }
 
 TEST(CpuSamplesWriter, OpenFailureIsReturnedNotThrown) {

@@ -476,13 +476,97 @@ TEST(ConfigRules, CollisionErrorPointsAtThePortGiven) {
 // --- the checks the reference forgets -----------------------------------------------------
 
 TEST(ConfigRules, CollectIntervalIsCheckedWithoutTheGpuLeg) {
-  for (const char* ms : {"0", "-1", "60000"}) {
+  // 3000 too: rows come the interval apart on average, so jitter puts some gaps over 3.0 s
+  // (3.004 s seen downstream).
+  for (const char* ms : {"0", "-1", "3000", "60000"}) {
     EXPECT_THAT(messages_of(cpu_only(std::string("  collect_interval_ms: ") + ms + "\n")),
                 ElementsAre(std::string("telemetry.collect_interval_ms=") + ms +
-                            " must be > 0 and <= 3000 (the 3.0s max sample gap)"));
+                            " must be > 0 and < 3000 (the 3.0s max sample gap: rows come the "
+                            "interval apart on average and jitter moves each one, so some gaps "
+                            "would exceed it)"));
   }
-  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: 3000\n")), IsEmpty());
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: 2999\n")), IsEmpty());
   EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: 1\n")), IsEmpty());
+}
+
+// --- warnings: valid intervals that can still put gaps over the bound ---------------------
+
+std::vector<std::string> warnings_of(const std::string& text) {
+  const auto result = load_recipe_text(text, "r.yaml");
+  EXPECT_THAT(result.errors, IsEmpty());
+  std::vector<std::string> out;
+  for (const auto& w : result.warnings) out.push_back(format_warning(w));
+  return out;
+}
+
+TEST(ConfigWarnings, IntervalGapRule) {
+  // refused from the bound on; at risk when jitter (500 ms) or a whole request timeout added
+  // to the interval passes it.
+  EXPECT_EQ(interval_gap(1000, 2.0), IntervalGap::ok);  // the defaults
+  EXPECT_EQ(interval_gap(1001, 2.0), IntervalGap::at_risk);
+  EXPECT_EQ(interval_gap(2500, 0.5), IntervalGap::ok);
+  EXPECT_EQ(interval_gap(2501, 0.1), IntervalGap::at_risk);
+  EXPECT_EQ(interval_gap(2999, 0.1), IntervalGap::at_risk);
+  EXPECT_EQ(interval_gap(3000, 0.1), IntervalGap::refused);
+  EXPECT_EQ(interval_gap(60000, 2.0), IntervalGap::refused);
+  EXPECT_EQ(interval_gap(100, 2.9), IntervalGap::ok);
+  EXPECT_EQ(interval_gap(100, 3.0), IntervalGap::at_risk);
+  EXPECT_EQ(interval_gap(1, std::nan("")), IntervalGap::at_risk);
+  EXPECT_EQ(max_safe_interval_ms(2.0), 1000);
+  EXPECT_EQ(max_safe_interval_ms(0.5), 2500);
+  EXPECT_EQ(max_safe_interval_ms(0.001), 2500);
+  EXPECT_EQ(max_safe_interval_ms(2.9), 100);
+  EXPECT_EQ(max_safe_interval_ms(3.0), 0);
+  EXPECT_EQ(interval_gap_reason(1000, 2.0, "x", "y"), "");
+  for (const std::int64_t ms : {1, 100, 1000, 2500}) {
+    EXPECT_EQ(interval_gap(ms, 0.5), IntervalGap::ok) << ms;
+    EXPECT_LE(ms, max_safe_interval_ms(0.5));
+  }
+}
+
+TEST(ConfigWarnings, DefaultsAndShortIntervalsSayNothing) {
+  EXPECT_THAT(warnings_of(cpu_only("")), IsEmpty());
+  EXPECT_THAT(warnings_of(cpu_only("  collect_interval_ms: 250\n")), IsEmpty());
+  EXPECT_THAT(
+      warnings_of(cpu_only("  collect_interval_ms: 2500\n  request_timeout_seconds: 0.5\n")),
+      IsEmpty());
+}
+
+TEST(ConfigWarnings, ASlowResponseCanCrossTheBound) {
+  EXPECT_THAT(
+      warnings_of(cpu_only("  collect_interval_ms: 2000\n")),
+      ElementsAre("r.yaml:4:24: warning: telemetry.collect_interval_ms=2000 can put sample gaps "
+                  "over the 3.0s max sample gap: a response that takes up to the request timeout "
+                  "(telemetry.request_timeout_seconds=2.0) delays its row by up to that much; at "
+                  "most 1000 ms stays within it with telemetry.request_timeout_seconds=2.0"));
+}
+
+TEST(ConfigWarnings, JitterCanCrossTheBound) {
+  EXPECT_THAT(
+      warnings_of(cpu_only("  request_timeout_seconds: 0.25\n  collect_interval_ms: 2600\n")),
+      ElementsAre("r.yaml:5:24: warning: telemetry.collect_interval_ms=2600 can put sample gaps "
+                  "over the 3.0s max sample gap: scheduling jitter and the sensors' read age move "
+                  "a row's time by up to 0.5s; at most 2500 ms stays within it with "
+                  "telemetry.request_timeout_seconds=0.25"));
+  // Both reasons at once.
+  EXPECT_THAT(
+      warnings_of(cpu_only("  request_timeout_seconds: 0.5\n  collect_interval_ms: 2600\n")),
+      ElementsAre(HasSubstr("by up to 0.5s, and a response that takes up to the request timeout "
+                            "(telemetry.request_timeout_seconds=0.5) delays its row by up to that "
+                            "much; at most 2500 ms stays within it")));
+}
+
+TEST(ConfigWarnings, OnlyWithALegThatScrapesAtTheInterval) {
+  // The host leg samples at its own sample_interval_seconds.
+  EXPECT_THAT(warnings_of("telemetry:\n  enabled: true\n  collect_interval_ms: 2000\n"
+                          "  cpu_power:\n    enabled: true\n"),
+              IsEmpty());
+  EXPECT_THAT(warnings_of("telemetry:\n  enabled: false\n  collect_interval_ms: 2000\n"),
+              IsEmpty());
+  // A defaulted interval with a long timeout: the warning points at the telemetry block.
+  EXPECT_THAT(warnings_of(cpu_only("  request_timeout_seconds: 2.5\n")),
+              ElementsAre(::testing::StartsWith("r.yaml:1:1: warning: "
+                                                "telemetry.collect_interval_ms=1000 can put")));
 }
 
 TEST(ConfigRules, StorageSubdirIsCheckedWithoutTheGpuLeg) {

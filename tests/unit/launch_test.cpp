@@ -322,6 +322,17 @@ TEST(SessionPlan, UsageErrors) {
   EXPECT_THAT(make_plan(r).error, HasSubstr("node name '..'"));
 }
 
+TEST(SessionPlan, CarriesTheCpuSamplesSchema) {
+  auto r = request({{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "n[1-2]"}});
+  auto plan = make_plan(r);
+  EXPECT_EQ(plan.cpu_samples_schema, 3);
+  EXPECT_THAT(describe_plan(plan), HasSubstr("/cpu/samples.csv (schema v3) every 1000 ms"));
+  r.cpu_samples_schema = 2;
+  plan = make_plan(r);
+  EXPECT_EQ(plan.cpu_samples_schema, 2);
+  EXPECT_THAT(describe_plan(plan), HasSubstr("/cpu/samples.csv (schema v2) every 1000 ms"));
+}
+
 TEST(SessionPlan, DryRunDescriptionShowsEveryArgv) {
   auto r = request({{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "n[1-2]"}});
   const std::string text = describe_plan(make_plan(r));

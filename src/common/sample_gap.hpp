@@ -1,0 +1,11 @@
+#pragma once
+// The largest gap between two samples that an energy window tolerates: the reference's
+// MAX_SAMPLE_GAP_SECONDS, and the bound downstream consumers hold every window to (a larger
+// gap inside a window rejects it). One constant for the recipe rules and the collectors'
+// interval checks (config) and the report's coverage checks (report), so they cannot drift.
+
+namespace cpupower::common {
+
+inline constexpr double kMaxSampleGapS = 3.0;
+
+}  // namespace cpupower::common
