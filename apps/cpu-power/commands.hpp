@@ -12,6 +12,7 @@ namespace cpupower::app {
 using Action = std::function<int()>;
 
 void add_sim_node_command(CLI::App& app, Action& action);
+void add_sim_gpu_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_check_config_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
