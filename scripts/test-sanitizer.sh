@@ -31,11 +31,11 @@ case "$kind" in
     flags="-fsanitize=thread"
     scale=6
     # The tests of code that runs threads (the exporter's HTTP and reader threads, the
-    # collector, the launcher's relays and waits, the simulated node, the report's parallel
-    # load) and every integration test; the single-threaded parsers and writers are left to
-    # the ASan run, which keeps this one within CI's time.
+    # collector, the launcher's relays and waits, the simulated node and dcgm-exporter, the
+    # report's parallel load) and every integration test; the single-threaded parsers and
+    # writers are left to the ASan run, which keeps this one within CI's time.
     threaded=(acpi_test collector_test exporter_test hostleg_test launch_test nvidia_test
-              report_loaders_test report_run_test sim_test)
+              report_loaders_test report_run_test sim_test sim_gpu_test)
     targets=(cpu-power cpu-power-exporter standin_dcgm standin_nvml "${threaded[@]}")
     tests="^(unit\.($(IFS='|'; echo "${threaded[*]}"))|integration\.)"
     ;;

@@ -31,6 +31,7 @@ inline CLI::Option* add_cpu_samples_schema_option(CLI::App* cmd, int& schema) {
 }
 
 void add_sim_node_command(CLI::App& app, Action& action);
+void add_sim_gpu_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_check_config_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);

@@ -1,4 +1,4 @@
-// cpu-power: the head-node and tooling front end (run, scrape, report, sim-node, ...).
+// cpu-power: the head-node and tooling front end (run, scrape, report, sim-node, sim-gpu, ...).
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
 
   cpupower::app::Action action;
   cpupower::app::add_sim_node_command(app, action);
+  cpupower::app::add_sim_gpu_command(app, action);
   cpupower::app::add_run_command(app, action);
   cpupower::app::add_check_config_command(app, action);
   cpupower::app::add_report_command(app, action);

@@ -1,0 +1,240 @@
+// cpu-power sim-gpu: a simulated NVIDIA dcgm-exporter serving the real exposition for N GPUs
+// over HTTP, so the GPU leg can be exercised anywhere.
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "apps/cpu-power/commands.hpp"
+#include "common/signals.hpp"
+#include "common/text.hpp"
+#include "sim/sim_gpu.hpp"
+
+namespace cpupower::app {
+namespace {
+
+constexpr std::uint32_t kMaxGpus = 64;
+
+struct SimGpuArgs {
+  std::string listen = "0.0.0.0:9400";
+  std::string port_file;
+  std::uint32_t gpus = 4;
+  std::string hostname;
+  bool no_hostname = false;
+  std::string model_name = "NVIDIA GH200 480GB";
+  std::string driver_version = "570.133.20";
+  std::string power = "load";
+  double idle_w = sim::kGpuIdleWatts;
+  double max_w = sim::kGpuMaxWatts;
+  std::int64_t collect_interval_ms = 1000;
+  bool profiling = false;
+  std::string mig;
+  bool kubernetes = false;
+  std::vector<std::string> faults;
+  std::uint64_t seed = 1;
+  bool no_noise = false;
+  std::string proc_stat = "/proc/stat";
+  double duration_s = 0.0;
+};
+
+struct ListenAddress {
+  std::string ip;
+  std::uint16_t port = 0;
+};
+
+// ADDR:PORT with ADDR an IPv4 literal, [IPv6] literal, "localhost" or empty (all IPv4
+// interfaces, like Go's ":9400"); PORT 0..65535, 0 letting the kernel pick.
+std::optional<ListenAddress> parse_listen(std::string_view text, std::string* error) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    *error = "'" + std::string(text) + "' is not ADDR:PORT, e.g. 127.0.0.1:0 or :9400";
+    return std::nullopt;
+  }
+  std::string_view host = text.substr(0, colon);
+  const auto port = common::parse_u64(text.substr(colon + 1));
+  if (!port || *port > 65535) {
+    *error = "port '" + std::string(text.substr(colon + 1)) + "' is not 0..65535";
+    return std::nullopt;
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    *error = "an IPv6 address needs brackets, e.g. [::1]:9400";
+    return std::nullopt;
+  }
+  ListenAddress out;
+  out.ip = host.empty() ? "0.0.0.0" : host == "localhost" ? "127.0.0.1" : std::string(host);
+  out.port = static_cast<std::uint16_t>(*port);
+  return out;
+}
+
+// "" (every GPU) or a comma-separated list of GPU indices.
+std::vector<std::uint32_t> parse_mig(const std::string& text, std::uint32_t gpus) {
+  std::vector<std::uint32_t> out;
+  if (text.empty() || text == "all") {
+    for (std::uint32_t g = 0; g < gpus; ++g) out.push_back(g);
+    return out;
+  }
+  std::set<std::uint32_t> seen;
+  for (const auto& item : common::split(text, ',')) {
+    const auto g = common::parse_u64(common::trim(item));
+    if (!g || *g >= gpus) {
+      throw CLI::ValidationError("--mig",
+                                 "'" + item + "' is not a GPU index below " + std::to_string(gpus));
+    }
+    if (seen.insert(static_cast<std::uint32_t>(*g)).second) {
+      out.push_back(static_cast<std::uint32_t>(*g));
+    }
+  }
+  return out;
+}
+
+// Cross-option checks CLI11 cannot express; thrown as usage errors (exit 2).
+sim::SimGpuOptions to_options(const SimGpuArgs& args, bool mig_given) {
+  sim::SimGpuOptions o;
+  std::string error;
+  const auto listen = parse_listen(args.listen, &error);
+  if (!listen) throw CLI::ValidationError("--listen", error);
+  o.bind_ip = listen->ip;
+  o.port = listen->port;
+  o.gpus = args.gpus;
+  o.hostname = args.hostname;
+  o.hostname_label = !args.no_hostname;
+  o.model_name = args.model_name;
+  o.driver_version = args.driver_version;
+  const auto power = sim::parse_gpu_power_spec(args.power, &error);
+  if (!power) throw CLI::ValidationError("--power", error);  // unreachable: checked
+  o.power = *power;
+  if (!(args.max_w > args.idle_w)) {
+    throw CLI::ValidationError("--max-w", "must be above --idle-w");
+  }
+  o.idle_w = args.idle_w;
+  o.max_w = args.max_w;
+  o.collect_interval = std::chrono::milliseconds(args.collect_interval_ms);
+  o.profiling = args.profiling;
+  if (mig_given) o.mig_gpus = parse_mig(args.mig, args.gpus);
+  o.kubernetes = args.kubernetes;
+  for (const auto& spec : args.faults) {
+    auto fault = sim::parse_gpu_fault(spec, &error);
+    if (!fault) throw CLI::ValidationError("--fault", error);  // unreachable: checked
+    if ((fault->kind == sim::GpuFault::Kind::vanish ||
+         fault->kind == sim::GpuFault::Kind::uuid_change) &&
+        fault->gpu >= args.gpus) {
+      throw CLI::ValidationError("--fault", "'" + spec + "' names gpu " +
+                                                std::to_string(fault->gpu) + ", but --gpus is " +
+                                                std::to_string(args.gpus));
+    }
+    o.faults.push_back(*fault);
+  }
+  o.seed = args.seed;
+  o.noise = !args.no_noise;
+  o.proc_stat = args.proc_stat;
+  return o;
+}
+
+int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
+                double duration_s) {
+  // Before any thread exists, so that every thread inherits the mask and the signal waits
+  // for us below instead of killing the process mid-response.
+  common::block_shutdown_signals();
+  sim::SimGpu gpu(options);
+  std::string error;
+  if (!gpu.start(&error)) {
+    std::cerr << "Error: " << error << std::endl;
+    return 1;
+  }
+  if (!port_file.empty() &&
+      !common::write_file_atomic(port_file, std::to_string(gpu.port()) + "\n", &error)) {
+    std::cerr << "Error: cannot write --port-file " << port_file << ": " << error << std::endl;
+    return 1;
+  }
+  fmt::print("sim-gpu: listening on http://{}/metrics\n", gpu.address());
+  std::fflush(stdout);
+
+  std::optional<std::chrono::milliseconds> timeout;
+  if (duration_s > 0) {
+    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000.0 + 0.5));
+  }
+  const int sig = common::wait_shutdown_signal(timeout);
+  gpu.stop();
+  fmt::print("sim-gpu: stopped reason={}\n", sig ? common::signal_name(sig) : "duration");
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_sim_gpu_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<SimGpuArgs>();
+  auto* cmd = app.add_subcommand("sim-gpu", "Simulate NVIDIA dcgm-exporter for N GPUs over HTTP");
+  cmd->add_option("--listen", args->listen,
+                  "ADDR:PORT to serve /metrics on (PORT 0: the kernel picks; see the ready line)")
+      ->capture_default_str();
+  cmd->add_option("--port-file", args->port_file,
+                  "Write the bound port to this file (atomically) once listening");
+  cmd->add_option("--gpus", args->gpus, "Number of GPUs")
+      ->check(CLI::Range(std::uint32_t{1}, kMaxGpus))
+      ->capture_default_str();
+  cmd->add_option("--hostname", args->hostname,
+                  "Hostname label and seed of the UUIDs (default: this host's name)");
+  cmd->add_flag("--no-hostname", args->no_hostname, "No Hostname label (dcgm-exporter -n)");
+  cmd->add_option("--model-name", args->model_name, "modelName label")->capture_default_str();
+  cmd->add_option("--driver-version", args->driver_version,
+                  "DCGM_FI_DRIVER_VERSION label (empty: none)")
+      ->capture_default_str();
+  cmd->add_option("--power", args->power, "Board power: load, constant:W or trace:FILE")
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            std::string error;
+            return sim::parse_gpu_power_spec(spec, &error) ? std::string() : error;
+          },
+          "POWER"))
+      ->capture_default_str();
+  cmd->add_option("--idle-w", args->idle_w, "Load model: watts at 0 % host CPU load")
+      ->check(CLI::Range(0.0, 10000.0))
+      ->capture_default_str();
+  cmd->add_option("--max-w", args->max_w, "Load model: watts at 100 % host CPU load")
+      ->check(CLI::Range(0.0, 10000.0))
+      ->capture_default_str();
+  cmd->add_option("--collect-interval-ms", args->collect_interval_ms,
+                  "Values refresh every this many ms (dcgm-exporter -c; its default is 30000)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600000}))
+      ->capture_default_str();
+  cmd->add_flag("--profiling", args->profiling,
+                "Serve the DCGM_FI_PROF_* fields (DCGM_FI_PROF_SM_ACTIVE, ...): opt-in");
+  auto* mig = cmd->add_option("--mig", args->mig,
+                              "GPUs in MIG mode (comma-separated; no list: all): their GPU "
+                              "instances are served, with GPU_I_PROFILE and GPU_I_ID")
+                  ->expected(0, 1);
+  cmd->add_flag("--kubernetes", args->kubernetes,
+                "container, namespace and pod labels on every GPU (dcgm-exporter -k)");
+  cmd->add_option("--fault", args->faults,
+                  "KIND[:ARG][@FROM_MS[-TO_MS]]: slow:MS, hang, garbage, http500, vanish:GPU, "
+                  "uuid-change:GPU, e.g. vanish:1@3000 (repeatable)")
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            std::string error;
+            return sim::parse_gpu_fault(spec, &error) ? std::string() : error;
+          },
+          "FAULT"));
+  cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
+  cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
+  cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
+      ->capture_default_str();
+  cmd->add_option("--duration-s", args->duration_s,
+                  "Stop after this many seconds (default: SIGINT/SIGTERM)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([&action, args, mig] {
+    auto options = std::make_shared<sim::SimGpuOptions>(to_options(*args, mig->count() > 0));
+    const std::string port_file = args->port_file;
+    const double duration_s = args->duration_s;
+    action = [options, port_file, duration_s] {
+      return run_sim_gpu(*options, port_file, duration_s);
+    };
+  });
+}
+
+}  // namespace cpupower::app

@@ -1,0 +1,226 @@
+#include "sim/gpu_exposition.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+namespace cpupower::sim {
+namespace {
+
+// HELP texts as NVIDIA/dcgm-exporter's etc/default-counters.csv (device fields) and
+// etc/dcp-metrics-included.csv (profiling fields) give them. Ascending field id: the order
+// dcgm-exporter's template visits its map keyed by counter (Go's text/template sorts map
+// keys; the counter struct's first member is the field id).
+constexpr std::array kFields = {
+    DcgmField{100, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."},
+    DcgmField{101, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."},
+    DcgmField{140, "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."},
+    DcgmField{150, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."},
+    DcgmField{155, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", false},
+    DcgmField{156, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+              "Total energy consumption since boot (in mJ)."},
+    DcgmField{202, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."},
+    DcgmField{203, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."},
+    DcgmField{204, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."},
+    DcgmField{206, "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %)."},
+    DcgmField{207, "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %)."},
+    DcgmField{251, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."},
+    DcgmField{252, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."},
+    DcgmField{1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+              "Ratio of time the graphics engine is active.", false, true},
+    DcgmField{1002, "DCGM_FI_PROF_SM_ACTIVE", "gauge",
+              "The ratio of cycles an SM has at least 1 warp assigned.", false, true},
+    DcgmField{1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+              "Ratio of cycles the tensor (HMMA) pipe is active.", false, true},
+    DcgmField{1005, "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+              "Ratio of cycles the device memory interface is active sending or receiving data.",
+              false, true},
+};
+
+constexpr std::uint16_t kGpuUtilField = 203;
+
+// The value of field `id` as the exporter prints it.
+std::string field_value(const DcgmField& field, const GpuReadout& v) {
+  std::int64_t i = 0;
+  double d = 0;
+  switch (field.id) {
+    case 100:
+      i = v.sm_clock_mhz;
+      break;
+    case 101:
+      i = v.mem_clock_mhz;
+      break;
+    case 140:
+      i = v.memory_temp_c;
+      break;
+    case 150:
+      i = v.gpu_temp_c;
+      break;
+    case 155:
+      d = v.power_w;
+      break;
+    case 156:
+      i = v.energy_mj;
+      break;
+    case 202:
+      i = v.pcie_replay;
+      break;
+    case 203:
+      i = v.gpu_util_pct;
+      break;
+    case 204:
+      i = v.mem_copy_util_pct;
+      break;
+    case 206:
+      i = v.enc_util_pct;
+      break;
+    case 207:
+      i = v.dec_util_pct;
+      break;
+    case 251:
+      i = v.fb_free_mib;
+      break;
+    case 252:
+      i = v.fb_used_mib;
+      break;
+    case 1001:
+      d = v.gr_engine_active;
+      break;
+    case 1002:
+      d = v.sm_active;
+      break;
+    case 1004:
+      d = v.tensor_active;
+      break;
+    case 1005:
+      d = v.dram_active;
+      break;
+    default:
+      break;
+  }
+  return field.integer ? std::to_string(i) : format_go_float(d);
+}
+
+void append_label(std::string& out, std::string_view name, std::string_view value) {
+  if (out.back() != '{') out += ',';
+  out += name;
+  out += "=\"";
+  out += value;
+  out += '"';
+}
+
+// The label set of one series: the template's fixed part, MIG, Hostname, the label fields
+// (a Go map: sorted by name), then the attributes (also a map: container, namespace, pod).
+void append_labels(std::string& out, const GpuSeries& gpu, const MigInstance* instance,
+                   const ExpositionOptions& options, const KubernetesPod* pod) {
+  out += '{';
+  append_label(out, "gpu", std::to_string(gpu.index));
+  append_label(out, "UUID", gpu.uuid);
+  append_label(out, "pci_bus_id", gpu.pci_bus_id);
+  append_label(out, "device", "nvidia" + std::to_string(gpu.index));
+  append_label(out, "modelName", gpu.model_name);
+  if (instance) {
+    append_label(out, "GPU_I_PROFILE", instance->profile);
+    append_label(out, "GPU_I_ID", std::to_string(instance->instance_id));
+  }
+  if (!options.hostname.empty()) append_label(out, "Hostname", options.hostname);
+  if (!options.driver_version.empty()) {
+    append_label(out, "DCGM_FI_DRIVER_VERSION", options.driver_version);
+  }
+  if (pod) {
+    append_label(out, "container", pod->container);
+    append_label(out, "namespace", pod->namespace_name);
+    append_label(out, "pod", pod->pod);
+  }
+  out += '}';
+}
+
+// FNV-1a 64-bit over the bytes, then a splitmix64 finaliser so that near inputs spread.
+std::uint64_t hash64(std::string_view text, std::uint64_t seed) {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+  for (const unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  h += 0x9e3779b97f4a7c15ULL;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
+}  // namespace
+
+std::span<const DcgmField> dcgm_fields() {
+  return kFields;
+}
+
+std::string format_go_float(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // %f of the largest double is 309 digits before the point.
+  char buf[400];
+  const int n = std::snprintf(buf, sizeof buf, "%.6f", value);
+  return std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+}
+
+std::string render_dcgm_exposition(std::span<const GpuSeries> gpus,
+                                   const ExpositionOptions& options) {
+  std::string out;
+  out.reserve(gpus.size() * 3000 + 2000);
+  for (const auto& field : kFields) {
+    if (field.profiling && !options.profiling) continue;
+    std::string samples;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const auto& gpu = gpus[g];
+      const KubernetesPod* pod = nullptr;
+      if (g < options.pods.size() && !options.pods[g].pod.empty()) pod = &options.pods[g];
+      const std::string value = field_value(field, gpu.values);
+      if (gpu.mig.empty()) {
+        samples += field.name;
+        append_labels(samples, gpu, nullptr, options, pod);
+        samples += ' ' + value + '\n';
+        continue;
+      }
+      if (field.id == kGpuUtilField) continue;  // a blank in MIG mode: no sample
+      for (const auto& instance : gpu.mig) {
+        samples += field.name;
+        append_labels(samples, gpu, &instance, options, pod);
+        samples += ' ' + value + '\n';
+      }
+    }
+    if (samples.empty()) continue;
+    out += "# HELP ";
+    out += field.name;
+    out += ' ';
+    out += field.help;
+    out += "\n# TYPE ";
+    out += field.name;
+    out += ' ';
+    out += field.type;
+    out += '\n';
+    out += samples;
+  }
+  return out;
+}
+
+std::string simulated_gpu_uuid(std::string_view hostname, std::uint32_t index,
+                               std::uint32_t generation) {
+  const std::string key =
+      std::string(hostname) + '\0' + std::to_string(index) + '\0' + std::to_string(generation);
+  const std::uint64_t hi = hash64(key, 0x5349'4d2d'4750'5531ULL);  // "SIM-GPU1"
+  const std::uint64_t lo = hash64(key, 0x5349'4d2d'4750'5532ULL);  // "SIM-GPU2"
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "GPU-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
+}
+
+std::string simulated_pci_bus_id(std::uint32_t index) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%08X:01:00.0", 0x0009u + 0x10u * index);
+  return buf;
+}
+
+}  // namespace cpupower::sim

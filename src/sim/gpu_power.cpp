@@ -1,0 +1,195 @@
+#include "sim/gpu_power.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/text.hpp"
+
+namespace cpupower::sim {
+namespace {
+
+// GH200 96 GB HBM3, as nvidia-smi reports it: total and driver-reserved framebuffer.
+constexpr std::int64_t kFbTotalMib = 97871;
+constexpr std::int64_t kFbReservedMib = 566;
+
+bool fail(std::string* error, std::string why) {
+  if (error) *error = std::move(why);
+  return false;
+}
+
+std::string trace_error(const std::string& name, std::size_t line, const std::string& why) {
+  return "trace " + name + ":" + std::to_string(line) + ": " + why;
+}
+
+}  // namespace
+
+std::optional<GpuPowerSpec> parse_gpu_power_spec(std::string_view text, std::string* error) {
+  GpuPowerSpec spec;
+  if (text == "load") return spec;
+  if (text.starts_with("constant:")) {
+    const auto watts = common::parse_double(text.substr(9));
+    if (!watts || !std::isfinite(*watts) || *watts < 0) {
+      fail(error, "constant power '" + std::string(text.substr(9)) +
+                      "' is not a number of watts >= 0, e.g. constant:350");
+      return std::nullopt;
+    }
+    spec.mode = GpuPowerSpec::Mode::constant;
+    spec.constant_w = *watts;
+    return spec;
+  }
+  if (text.starts_with("trace:")) {
+    if (text.size() == 6) {
+      fail(error, "trace needs a file, e.g. trace:power.csv");
+      return std::nullopt;
+    }
+    spec.mode = GpuPowerSpec::Mode::trace;
+    spec.trace_path = std::string(text.substr(6));
+    return spec;
+  }
+  fail(error, "power source '" + std::string(text) + "' is not load, constant:W or trace:FILE");
+  return std::nullopt;
+}
+
+double gpu_load_watts(double utilisation, double idle_w, double max_w) {
+  return idle_w + (max_w - idle_w) * std::clamp(utilisation, 0.0, 1.0);
+}
+
+std::optional<GpuTrace> GpuTrace::parse(std::string_view text, const std::string& name,
+                                        std::uint32_t gpus, std::string* error) {
+  GpuTrace trace;
+  std::optional<std::size_t> all_column;
+  std::map<std::uint32_t, std::size_t> gpu_columns;
+  std::size_t columns = 0;
+  bool have_header = false;
+  std::size_t line_no = 0;
+  for (const auto& raw : common::split(text, '\n')) {
+    ++line_no;
+    const auto line = common::trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    const auto cells = common::split(line, ',');
+    if (!have_header) {
+      if (common::trim(cells[0]) != "time_s") {
+        fail(error, trace_error(name, line_no, "header must start with time_s"));
+        return std::nullopt;
+      }
+      for (std::size_t c = 1; c < cells.size(); ++c) {
+        const auto key = common::trim(cells[c]);
+        bool fresh = false;
+        if (key == "all") {
+          fresh = !all_column.has_value();
+          all_column = c - 1;
+        } else if (const auto n =
+                       key.starts_with("gpu") ? common::parse_u64(key.substr(3)) : std::nullopt;
+                   n && *n < UINT32_MAX) {
+          fresh = gpu_columns.emplace(static_cast<std::uint32_t>(*n), c - 1).second;
+        } else {
+          fail(error, trace_error(name, line_no,
+                                  "column '" + std::string(key) + "' is not all or gpu<N>"));
+          return std::nullopt;
+        }
+        if (!fresh) {
+          fail(error, trace_error(name, line_no, "column '" + std::string(key) + "' repeated"));
+          return std::nullopt;
+        }
+      }
+      columns = cells.size() - 1;
+      if (columns == 0) {
+        fail(error, trace_error(name, line_no, "no power column (all or gpu<N>)"));
+        return std::nullopt;
+      }
+      have_header = true;
+      continue;
+    }
+    if (cells.size() != columns + 1) {
+      fail(error, trace_error(name, line_no,
+                              "expected " + std::to_string(columns + 1) + " cells, found " +
+                                  std::to_string(cells.size())));
+      return std::nullopt;
+    }
+    const auto t = common::parse_double(common::trim(cells[0]));
+    if (!t || !std::isfinite(*t) || *t < 0) {
+      fail(error, trace_error(name, line_no, "time_s is not a number of seconds >= 0"));
+      return std::nullopt;
+    }
+    if (!trace.times_s_.empty() && *t <= trace.times_s_.back()) {
+      fail(error, trace_error(name, line_no, "time_s must increase from row to row"));
+      return std::nullopt;
+    }
+    std::vector<double> row;
+    for (std::size_t c = 1; c < cells.size(); ++c) {
+      const auto w = common::parse_double(common::trim(cells[c]));
+      if (!w || !std::isfinite(*w) || *w < 0) {
+        fail(error, trace_error(name, line_no,
+                                "'" + std::string(common::trim(cells[c])) +
+                                    "' is not a number of watts >= 0"));
+        return std::nullopt;
+      }
+      row.push_back(*w);
+    }
+    trace.times_s_.push_back(*t);
+    trace.rows_.push_back(std::move(row));
+  }
+  if (!have_header || trace.rows_.empty()) {
+    fail(error, "trace " + name + ": no header and rows");
+    return std::nullopt;
+  }
+  for (std::uint32_t g = 0; g < gpus; ++g) {
+    const auto it = gpu_columns.find(g);
+    if (it != gpu_columns.end()) {
+      trace.column_of_gpu_.push_back(it->second);
+    } else if (all_column) {
+      trace.column_of_gpu_.push_back(*all_column);
+    } else {
+      fail(error, "trace " + name + ": no column for gpu " + std::to_string(g) + " (add gpu" +
+                      std::to_string(g) + " or all)");
+      return std::nullopt;
+    }
+  }
+  return trace;
+}
+
+std::optional<GpuTrace> GpuTrace::load(const std::string& path, std::uint32_t gpus,
+                                       std::string* error) {
+  std::string why;
+  const auto text = common::read_small_file(path, &why, 64 << 20);
+  if (!text) {
+    fail(error, "cannot read trace " + path + ": " + why);
+    return std::nullopt;
+  }
+  return parse(*text, path, gpus, error);
+}
+
+double GpuTrace::watts_at(std::uint32_t gpu, double elapsed_s) const {
+  if (gpu >= column_of_gpu_.size() || rows_.empty()) return 0.0;
+  const std::size_t c = column_of_gpu_[gpu];
+  const auto after = std::upper_bound(times_s_.begin(), times_s_.end(), elapsed_s);
+  if (after == times_s_.begin()) return rows_.front()[c];
+  if (after == times_s_.end()) return rows_.back()[c];
+  const auto i = static_cast<std::size_t>(after - times_s_.begin());
+  const double t0 = times_s_[i - 1], t1 = times_s_[i];
+  const double w0 = rows_[i - 1][c], w1 = rows_[i][c];
+  return w0 + (w1 - w0) * ((elapsed_s - t0) / (t1 - t0));
+}
+
+GpuReadout derive_gpu_readout(double power_w, double idle_w, double max_w) {
+  const double span = max_w - idle_w;
+  const double f = span > 0 ? std::clamp((power_w - idle_w) / span, 0.0, 1.0) : 0.0;
+  GpuReadout r;
+  r.power_w = power_w;
+  r.sm_clock_mhz = f < 0.02 ? 345 : 1980;
+  r.mem_clock_mhz = 2619;
+  r.gpu_temp_c = std::lround(32.0 + 43.0 * f);
+  r.memory_temp_c = std::lround(35.0 + 40.0 * f);
+  r.gpu_util_pct = std::lround(100.0 * f);
+  r.mem_copy_util_pct = std::lround(45.0 * f);
+  r.fb_used_mib = std::lround(1.0 + 80000.0 * f);
+  r.fb_free_mib = kFbTotalMib - kFbReservedMib - r.fb_used_mib;
+  r.gr_engine_active = 0.95 * f;
+  r.sm_active = 0.92 * f;
+  r.tensor_active = 0.6 * f;
+  r.dram_active = 0.45 * f;
+  return r;
+}
+
+}  // namespace cpupower::sim
