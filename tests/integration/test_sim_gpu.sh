@@ -170,7 +170,8 @@ start_gpu hang --gpus 1 --power constant:100 --fault hang
 rc=0
 curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$GPU_PORT/metrics" || rc=$?
 [ "$rc" = 28 ] || fail "hang: curl exit $rc, want 28 (connected, no answer in time)"
-# A request is still held when SIGTERM comes: the stop releases it.
+# A request is still held when SIGTERM comes: the stop releases it. (The pause only gives the
+# request time to arrive; the checks hold whether it did or not.)
 curl -s -o /dev/null --max-time "$(scaled 30)" "http://127.0.0.1:$GPU_PORT/metrics" &
 held=$!
 sleep 0.2
