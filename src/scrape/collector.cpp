@@ -19,10 +19,10 @@
 
 #include <fmt/core.h>
 
-#include "artifacts/cpu_manifest.hpp"
-#include "artifacts/cpu_samples.hpp"
+#include "artifacts/row_appender.hpp"
 #include "common/log.hpp"
 #include "common/version.hpp"
+#include "scrape/cpu_leg.hpp"
 #include "scrape/curl_api.hpp"
 
 namespace cpupower::scrape {
@@ -165,6 +165,9 @@ std::string samples_health_text(const CollectorStats& stats) {
 struct detail::CollectorState {
   std::vector<Endpoint> endpoints;
   CollectorOptions options;
+  // Taken before writer_mutex when both are held: every call into the leg holds it.
+  std::mutex leg_mutex;
+  std::unique_ptr<Leg> leg;
   std::string samples_path;
   std::string manifest_path;
   std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::collector");
@@ -175,7 +178,7 @@ struct detail::CollectorState {
 
   // Taken before stats_mutex when both are held. Everything about samples.csv lives under it.
   mutable std::mutex writer_mutex;
-  std::unique_ptr<artifacts::CpuSamplesWriter> writer;
+  std::unique_ptr<artifacts::RowAppender> writer;
   bool writer_closed = false;               // finalize closed it for good; never reopen
   std::uint64_t rows_dropped_unopened = 0;  // rows with no writer to take them
   std::uint64_t open_failures = 0;
@@ -226,10 +229,8 @@ struct Transfer {
   Clock::time_point started;
   std::chrono::system_clock::time_point started_wall;
   char curl_error[CURL_ERROR_SIZE] = {};
-  // What was last written for the node, to tell a repeated scrape from a new reading.
-  std::optional<std::uint64_t> written_fingerprint;
-  std::optional<double> written_read_unix;  // when the exporter reported sample ages
-  double written_round_trip_s = 0;
+  std::uint64_t next_seq = 0;  // the number of next_slot: slots since the schedule began
+  std::uint64_t seq = 0;       // the number of the slot the request in flight serves
   RateLimitedLog failures;
 };
 
@@ -296,8 +297,6 @@ class Loop {
   void complete(std::size_t i, CURLcode code, Clock::time_point finished);
   void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
                       const std::string& detail);
-  bool same_reading(const Transfer& t, const Readings& readings, double read_unix,
-                    double round_trip_s) const;
   void flush(Clock::time_point now);
   void check_samples_file(Clock::time_point now);
   void retire_writer();
@@ -327,7 +326,7 @@ class Loop {
     std::uint64_t failures = 0;        // failed flushes or opens in it
   };
   std::optional<WriteOutage> outage_;
-  std::vector<artifacts::CpuSampleRow> rows_;  // reused buffer
+  std::string lines_;  // reused buffer for the rows of one scrape
 };
 
 int Loop::on_socket(CURL*, curl_socket_t fd, int what, void* shard_ptr, void*) {
@@ -487,6 +486,7 @@ void Loop::run() {
   for (std::size_t i = 0; i < n; ++i) {
     if (transfers_[i].in_flight) continue;
     transfers_[i].final_cycle = true;
+    transfers_[i].seq = transfers_[i].next_seq;
     start_transfer(i, final_slot);
   }
   const auto deadline = final_slot + s_->options.request_timeout + milliseconds(500);
@@ -576,13 +576,16 @@ void Loop::fire_due_slots(Clock::time_point now) {
       const auto behind = (now - t.next_slot) / step;
       missed += static_cast<std::uint64_t>(behind);
       t.next_slot += step * behind;
+      t.next_seq += static_cast<std::uint64_t>(behind);
     }
     if (t.in_flight) {
       ++missed;
     } else {
+      t.seq = t.next_seq;
       start_transfer(i, t.next_slot);
     }
     t.next_slot += step;
+    ++t.next_seq;
     slots_.emplace(t.next_slot, i);
     if (missed > 0) {
       std::lock_guard lock(s_->stats_mutex);
@@ -607,6 +610,7 @@ void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
     event.slot = slot;
     event.started = event.finished = t.started;
     event.final_cycle = t.final_cycle;
+    event.scrape_seq = t.seq;
     record_failure(i, event, kReasonTransport,
                    std::string("curl_multi_add_handle: ") + curl_.multi_strerror(rc));
     if (s_->options.on_scrape) s_->options.on_scrape(event);
@@ -644,23 +648,16 @@ void Loop::record_failure(std::size_t i, ScrapeEvent& event, std::string_view re
     node.last_error = text;
     node.last_ok = false;
   }
+  {
+    std::lock_guard lock(s_->leg_mutex);
+    s_->leg->on_failure(i, reason);
+  }
   std::uint64_t since = 0;
   if (transfers_[i].failures.on_failure(reason, event.finished, s_->options.log_interval, &since)) {
     s_->log->warn("scrape failed host={} url={} reason={} error={} failures_since_last_line={}",
                   common::quoted(s_->endpoints[i].hostname), transfers_[i].url, reason,
                   common::quoted(detail), since);
   }
-}
-
-bool Loop::same_reading(const Transfer& t, const Readings& readings, double read_unix,
-                        double round_trip_s) const {
-  if (t.written_fingerprint != readings.fingerprint) return false;
-  if (!readings.total_age_s || !t.written_read_unix) return true;
-  // Equal values, but the ages can still show a newer sensor read (a steady sensor). The
-  // read-time estimate is off by up to half a round trip on each side; a quarter interval
-  // on top keeps jitter from passing for a new read.
-  const double tolerance_s = seconds(interval()) / 4 + (round_trip_s + t.written_round_trip_s) / 2;
-  return std::abs(read_unix - *t.written_read_unix) <= tolerance_s;
 }
 
 void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
@@ -671,6 +668,7 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   event.started = t.started;
   event.finished = finished;
   event.final_cycle = t.final_cycle;
+  event.scrape_seq = t.seq;
   long status = 0;
   curl_.easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
   curl_.multi_remove_handle(shards_[t.shard].multi, t.easy);
@@ -689,62 +687,63 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
     return fail(reason_of(code), detail);
   }
   if (status != 200) return fail(kReasonHttpStatus, "HTTP " + std::to_string(status));
-  const Readings readings = readings_from_body(t.body);
-  if (readings.error) return fail(kReasonMalformed, *readings.error);
-  if (readings.rows.empty()) {
-    return fail(kReasonNoSockets,
-                "no socket power in the body (mode " + std::string(mode_name(readings.mode)) + ")");
-  }
 
   const auto round_trip = event.finished - event.started;
-  const double midpoint_unix = to_unix_s(t.started_wall) + seconds(round_trip) / 2;
-  const double read_unix = midpoint_unix - readings.total_age_s.value_or(0.0);
-  event.timestamp_unix = read_unix;
-  const bool unchanged = same_reading(t, readings, read_unix, seconds(round_trip));
-  event.outcome = unchanged ? ScrapeOutcome::unchanged : ScrapeOutcome::written;
-  const auto& hostname = s_->endpoints[i].hostname;
-  if (!unchanged) {
-    rows_.clear();
-    for (const auto& r : readings.rows) {
-      artifacts::CpuSampleRow row;
-      row.timestamp_unix = read_unix;
-      row.hostname = hostname;
-      row.source = r.source;
-      row.sensor = r.sensor;
-      row.socket_id = r.socket_id;
-      row.power_w = r.power_w;
-      row.cpu_rail_w = r.cpu_rail_w;
-      row.soc_w = r.soc_w;
-      row.dram_w = r.dram_w;
-      row.module_w = r.module_w;
-      row.total_power_w = r.total_power_w;
-      rows_.push_back(std::move(row));
-    }
-    {
-      std::lock_guard lock(s_->writer_mutex);
-      if (s_->writer && !s_->writer_closed) {
-        s_->writer->append(rows_);
-      } else {
-        s_->rows_dropped_unopened += rows_.size();
+  BodyInput input;
+  input.endpoint_index = i;
+  input.hostname = s_->endpoints[i].hostname;
+  input.body = t.body;
+  input.midpoint_unix = to_unix_s(t.started_wall) + seconds(round_trip) / 2;
+  input.round_trip_s = seconds(round_trip);
+  input.scrape_seq = t.seq;
+  input.final_cycle = t.final_cycle;
+  lines_.clear();
+  BodyOutcome body;
+  {
+    std::lock_guard lock(s_->leg_mutex);
+    body = s_->leg->on_body(input, lines_);
+    if (body.refused > 0) {
+      std::lock_guard writer_lock(s_->writer_mutex);
+      for (std::size_t k = 0; k < body.refused; ++k) {
+        if (s_->writer) {
+          s_->writer->refuse(body.refused_why);
+        } else {
+          ++s_->rows_dropped_unopened;
+        }
       }
     }
-    event.rows = rows_.size();
-    t.written_fingerprint = readings.fingerprint;
-    t.written_read_unix = readings.total_age_s ? std::optional(read_unix) : std::nullopt;
-    t.written_round_trip_s = seconds(round_trip);
   }
+  if (!body.reason.empty() && body.rows == 0) {
+    {
+      std::lock_guard lock(s_->stats_mutex);
+      s_->nodes[i].resolved_mode = body.mode;
+    }
+    return fail(body.reason, body.detail);
+  }
+  event.timestamp_unix = body.timestamp_unix;
+  event.outcome = body.unchanged ? ScrapeOutcome::unchanged : ScrapeOutcome::written;
+  const auto& hostname = s_->endpoints[i].hostname;
+  if (body.rows > 0) {
+    std::lock_guard lock(s_->writer_mutex);
+    if (s_->writer && !s_->writer_closed) {
+      s_->writer->append_rows(lines_, body.rows);
+    } else {
+      s_->rows_dropped_unopened += body.rows;
+    }
+  }
+  event.rows = body.rows;
   {
     std::lock_guard lock(s_->stats_mutex);
     auto& node = s_->nodes[i];
     ++node.scrape_count;
-    node.resolved_mode = readings.mode;
+    node.resolved_mode = body.mode;
     node.last_ok = true;
-    if (unchanged) {
+    if (body.unchanged) {
       ++node.unchanged_count;
     } else {
       node.rows_appended += event.rows;
-      if (!node.first_sample_unix) node.first_sample_unix = read_unix;
-      node.last_sample_unix = read_unix;
+      if (!node.first_sample_unix) node.first_sample_unix = body.timestamp_unix;
+      node.last_sample_unix = body.timestamp_unix;
     }
   }
   std::uint64_t streak = 0;
@@ -854,8 +853,7 @@ void Loop::flush(Clock::time_point now) {
     if (now < next_open_attempt_) return;
     next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
     const auto dropped_before = s_->rows_dropped_locked();
-    auto opened =
-        artifacts::CpuSamplesWriter::open(s_->samples_path, s_->options.cpu_samples_schema);
+    auto opened = artifacts::RowAppender::open(s_->samples_path, s_->leg->samples_header());
     if (!opened) {
       ++s_->open_failures;
       const std::string error = opened.error();
@@ -883,12 +881,21 @@ void Loop::flush(Clock::time_point now) {
 
 }  // namespace
 
-Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options)
+Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options,
+                     std::unique_ptr<Leg> leg)
     : state_(std::make_shared<detail::CollectorState>()) {
   state_->endpoints = std::move(endpoints);
   state_->options = std::move(options);
-  state_->samples_path = join_path(state_->options.out_dir, artifacts::kCpuSamplesFilename);
-  state_->manifest_path = join_path(state_->options.out_dir, artifacts::kCpuManifestFilename);
+  if (!leg) {
+    leg = std::make_unique<CpuLeg>(
+        state_->endpoints.size(),
+        CpuLegOptions{state_->options.collect_interval, state_->options.producer_git_commit,
+                      state_->options.cpu_samples_schema});
+  }
+  state_->leg = std::move(leg);
+  state_->samples_path = join_path(state_->options.out_dir, state_->leg->samples_filename());
+  const auto manifest = state_->leg->manifest_filename();
+  if (!manifest.empty()) state_->manifest_path = join_path(state_->options.out_dir, manifest);
   for (const auto& e : state_->endpoints) {
     NodeStats node;
     node.hostname = e.hostname;
@@ -919,6 +926,10 @@ bool Collector::start(std::string* error) {
   if (o.collect_interval.count() <= 0) return fail("collect interval must be positive");
   if (o.request_timeout.count() <= 0) return fail("request timeout must be positive");
   if (o.max_body_bytes == 0) return fail("body cap must be positive");
+  if (state_->leg->samples_header().empty()) {
+    return fail("no samples.csv layout to write (CPU samples schema " +
+                std::to_string(o.cpu_samples_schema) + "; only 2 and 3 are written)");
+  }
   std::set<std::string> hosts;
   for (const auto& e : state_->endpoints) {
     if (!hosts.insert(e.hostname).second) return fail("duplicate hostname '" + e.hostname + "'");
@@ -936,7 +947,7 @@ bool Collector::start(std::string* error) {
   {
     std::lock_guard lock(state_->writer_mutex);
     // On failure the loop retries (and logs) every interval.
-    auto opened = artifacts::CpuSamplesWriter::open(state_->samples_path, o.cpu_samples_schema);
+    auto opened = artifacts::RowAppender::open(state_->samples_path, state_->leg->samples_header());
     if (opened) state_->writer = std::move(opened.value());
   }
   state_->started_at_unix = to_unix_s(std::chrono::system_clock::now());
@@ -1015,33 +1026,16 @@ bool Collector::stop_and_finalize(std::string* error) {
   }
 
   const auto stats = this->stats();
-  artifacts::CpuManifest manifest;
-  manifest.producer_git_commit = s.options.producer_git_commit;
-  manifest.started_at_unix = s.started_at_unix;
-  manifest.stopped_at_unix = to_unix_s(std::chrono::system_clock::now());
-  for (const auto& node : stats.nodes) {
-    artifacts::CpuManifestNode m;
-    m.resolved_mode = std::string(mode_name(node.resolved_mode));
-    m.scrape_count = node.scrape_count;
-    m.error_count = node.error_count;
-    m.endpoint_url = node.endpoint_url;
-    m.last_error = node.last_error;
-    m.missed_slots = node.missed_slots;
-    m.first_sample_unix = node.first_sample_unix;
-    m.last_sample_unix = node.last_sample_unix;
-    manifest.nodes[node.hostname] = std::move(m);
-  }
-  manifest.rows_written = stats.rows_written;
-  manifest.rows_dropped = stats.rows_dropped;
-  for (const auto& e : stats.write_error_log) {
-    manifest.write_errors.push_back({e.error, e.count, e.first_unix, e.last_unix});
-  }
-  for (const auto& c : stats.samples_file_changes) {
-    manifest.samples_file_changes.push_back({c.at_unix, c.change, c.rows_in_old_file});
-  }
-  if (const Status written = artifacts::write_cpu_manifest(s.manifest_path, manifest); !written) {
-    s.log->error("failed to write cpu_manifest.json error={}", common::quoted(written.error()));
-    problem("writing cpu_manifest.json: " + written.error());
+  {
+    const auto stopped_unix = to_unix_s(std::chrono::system_clock::now());
+    std::lock_guard lock(s.leg_mutex);
+    if (const Status done = s.leg->finalize(stats, s.started_at_unix, stopped_unix,
+                                            s.manifest_path);
+        !done) {
+      s.log->error("failed to write {} error={}", s.leg->manifest_filename(),
+                   common::quoted(done.error()));
+      problem("writing " + std::string(s.leg->manifest_filename()) + ": " + done.error());
+    }
   }
   std::uint64_t scrapes = 0, errors = 0, missed = 0, unchanged = 0;
   for (const auto& node : stats.nodes) {

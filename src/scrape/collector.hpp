@@ -1,26 +1,25 @@
 #pragma once
-// The head-node collector: scrapes every worker's exporter on its own fixed-rate schedule,
-// turns each body into per-socket rows and appends them to samples.csv (v3, or v2 when
-// asked); at the end it writes cpu_manifest.json.
+// The head-node collector: scrapes every endpoint on its own fixed-rate schedule and hands
+// each body to a leg (scrape/leg.hpp), which turns it into rows; the collector appends them
+// to the leg's samples file and has the leg write its manifest at the end. Without a leg it
+// runs the CPU leg (scrape/cpu_leg.hpp): cpu-power-exporter bodies into samples.csv (v3, or v2
+// when asked) and cpu_manifest.json.
 //
 // One event loop thread drives every request through libcurl multi, so a thousand
 // endpoints cost one thread and keep-alive connections are reused. Each endpoint has its
-// own slots on the monotonic clock (collect_interval apart): a slot that comes while the
-// endpoint's previous request is still in flight is skipped and counted as missed, never
-// replayed later, so a slow or dead exporter loses only its own slots and never delays the
-// others. Each request has one deadline covering connect and read, and a body cap.
+// own slots on the monotonic clock (collect_interval apart), numbered from 0 (the scrape
+// sequence: the same number is the same slot on every endpoint): a slot that comes while
+// the endpoint's previous request is still in flight is skipped and counted as missed,
+// never replayed later, so a slow or dead exporter loses only its own slots and never
+// delays the others. Each request has one deadline covering connect and read, and a body
+// cap.
 //
 // Best-effort throughout: resolution, connection, timeout, HTTP status, malformed body and
 // write failures are counted per node and logged with rate limiting; nothing is thrown and
-// collection goes on. samples.csv itself is watched at every flush: a failing write (disk
-// full) is logged once when it starts and once when writes resume, with the rows dropped
-// meanwhile; a samples.csv deleted or replaced under the collector is logged once and a new
-// one is started at the path (docs/reliability.md).
-//
-// Row time: one timestamp per node per scrape, shared by all of that scrape's socket rows:
-// the wall clock at the midpoint of request start and response end, minus the mean age the
-// exporter reports for the socket totals (Readings::total_age_s) when it reports one.
-// A scrape carrying the readings already written for that node is not written again.
+// collection goes on. The samples file itself is watched at every flush: a failing write
+// (disk full) is logged once when it starts and once when writes resume, with the rows
+// dropped meanwhile; a file deleted or replaced under the collector is logged once and a
+// new one is started at the path (docs/reliability.md).
 
 #include <chrono>
 #include <cstddef>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "scrape/endpoint.hpp"
+#include "scrape/leg.hpp"
 #include "scrape/readings.hpp"
 
 namespace cpupower::scrape {
@@ -66,10 +66,11 @@ struct ScrapeEvent {
   std::size_t rows = 0;       // rows appended
   double timestamp_unix = 0;  // the row time (written and unchanged scrapes)
   bool final_cycle = false;   // the extra scrape after stop, off the slot grid
+  std::uint64_t scrape_seq = 0;  // the slot's number (the final cycle: the next number)
 };
 
 struct CollectorOptions {
-  std::string out_dir;  // samples.csv and cpu_manifest.json; must exist
+  std::string out_dir;  // the leg's samples file and manifest; must exist
   std::chrono::milliseconds collect_interval{1000};
   std::chrono::milliseconds request_timeout{2000};  // connect + read, per request
   // How long stop_and_finalize() waits for the loop; unset: 2 x (2 x timeout + 1 s) + 2 s,
@@ -147,7 +148,9 @@ struct CollectorState;  // shared with the loop thread
 
 class Collector {
  public:
-  Collector(std::vector<Endpoint> endpoints, CollectorOptions options);
+  // `leg` null: the CPU leg, with the options' interval and producer commit.
+  Collector(std::vector<Endpoint> endpoints, CollectorOptions options,
+            std::unique_ptr<Leg> leg = nullptr);
   ~Collector();  // stop_and_finalize() if started and not finalized
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;

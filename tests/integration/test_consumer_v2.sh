@@ -139,7 +139,7 @@ after=$(wc -l <"$LOG/power/cpu/samples.csv")
 ((after > before)) || fail "a second v2 scrape added no rows ($before -> $after)"
 [ "$(grep -c '^schema_version,' "$LOG/power/cpu/samples.csv")" = 1 ] || fail "a second header"
 scrape "$LOG" 1
-grep -q 'samples.csv open failed.*does not start with the samples.csv v3 header' "$LOG.scrape.log" ||
+grep -q 'samples.csv open failed.*does not start with the expected header (schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,dram_w,module_w,total_power_w)' "$LOG.scrape.log" ||
   fail "v3 into a v2 file: $(cat "$LOG.scrape.log")"
 [ "$(wc -l <"$LOG/power/cpu/samples.csv")" = "$after" ] || fail "v3 rows landed in the v2 file"
 ok "a restarted v2 collector continues the v2 file; a v3 one refuses it and writes nothing"

@@ -1,0 +1,114 @@
+#include "scrape/cpu_leg.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "artifacts/cpu_manifest.hpp"
+#include "scrape/collector.hpp"
+
+namespace cpupower::scrape {
+
+CpuLeg::CpuLeg(std::size_t endpoints, CpuLegOptions options)
+    : options_(std::move(options)), written_(endpoints) {}
+
+std::string_view CpuLeg::samples_filename() const {
+  return artifacts::kCpuSamplesFilename;
+}
+
+std::string_view CpuLeg::samples_header() const {
+  return artifacts::cpu_header(options_.samples_schema);
+}
+
+std::string_view CpuLeg::manifest_filename() const {
+  return artifacts::kCpuManifestFilename;
+}
+
+bool CpuLeg::same_reading(const Written& w, const Readings& readings, double read_unix,
+                          double round_trip_s) const {
+  if (w.fingerprint != readings.fingerprint) return false;
+  if (!readings.total_age_s || !w.read_unix) return true;
+  // Equal values, but the ages can still show a newer sensor read (a steady sensor). The
+  // read-time estimate is off by up to half a round trip on each side; a quarter interval
+  // on top keeps jitter from passing for a new read.
+  const double interval_s = std::chrono::duration<double>(options_.collect_interval).count();
+  const double tolerance_s = interval_s / 4 + (round_trip_s + w.round_trip_s) / 2;
+  return std::abs(read_unix - *w.read_unix) <= tolerance_s;
+}
+
+BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
+  BodyOutcome out;
+  const Readings readings = readings_from_body(input.body);
+  out.mode = readings.mode;
+  if (readings.error) {
+    out.reason = kReasonMalformed;
+    out.detail = *readings.error;
+    return out;
+  }
+  if (readings.rows.empty()) {
+    out.reason = kReasonNoSockets;
+    out.detail = "no socket power in the body (mode " + std::string(mode_name(readings.mode)) + ")";
+    return out;
+  }
+  const double read_unix = input.midpoint_unix - readings.total_age_s.value_or(0.0);
+  out.timestamp_unix = read_unix;
+  auto& w = written_[input.endpoint_index];
+  if (same_reading(w, readings, read_unix, input.round_trip_s)) {
+    out.unchanged = true;
+    return out;
+  }
+  artifacts::CpuSampleRow row;
+  row.timestamp_unix = read_unix;
+  row.hostname = input.hostname;
+  for (const auto& r : readings.rows) {
+    row.source = r.source;
+    row.sensor = r.sensor;
+    row.socket_id = r.socket_id;
+    row.power_w = r.power_w;
+    row.cpu_rail_w = r.cpu_rail_w;
+    row.soc_w = r.soc_w;
+    row.dram_w = r.dram_w;
+    row.module_w = r.module_w;
+    row.total_power_w = r.total_power_w;
+    if (auto problem = artifacts::cpu_row_problem(row)) {
+      if (out.refused++ == 0) out.refused_why = std::move(*problem);
+      continue;
+    }
+    lines += artifacts::format_cpu_row(row, options_.samples_schema);
+    ++out.rows;
+  }
+  w.fingerprint = readings.fingerprint;
+  w.read_unix = readings.total_age_s ? std::optional(read_unix) : std::nullopt;
+  w.round_trip_s = input.round_trip_s;
+  return out;
+}
+
+Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> started_at_unix,
+                        double stopped_at_unix, const std::string& manifest_path) {
+  artifacts::CpuManifest manifest;
+  manifest.producer_git_commit = options_.producer_git_commit;
+  manifest.started_at_unix = started_at_unix;
+  manifest.stopped_at_unix = stopped_at_unix;
+  for (const auto& node : stats.nodes) {
+    artifacts::CpuManifestNode m;
+    m.resolved_mode = std::string(mode_name(node.resolved_mode));
+    m.scrape_count = node.scrape_count;
+    m.error_count = node.error_count;
+    m.endpoint_url = node.endpoint_url;
+    m.last_error = node.last_error;
+    m.missed_slots = node.missed_slots;
+    m.first_sample_unix = node.first_sample_unix;
+    m.last_sample_unix = node.last_sample_unix;
+    manifest.nodes[node.hostname] = std::move(m);
+  }
+  manifest.rows_written = stats.rows_written;
+  manifest.rows_dropped = stats.rows_dropped;
+  for (const auto& e : stats.write_error_log) {
+    manifest.write_errors.push_back({e.error, e.count, e.first_unix, e.last_unix});
+  }
+  for (const auto& c : stats.samples_file_changes) {
+    manifest.samples_file_changes.push_back({c.at_unix, c.change, c.rows_in_old_file});
+  }
+  return artifacts::write_cpu_manifest(manifest_path, manifest);
+}
+
+}  // namespace cpupower::scrape

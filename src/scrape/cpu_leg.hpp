@@ -1,0 +1,55 @@
+#pragma once
+// The CPU leg: cpu-power-exporter bodies -> per-socket rows of power/cpu/samples.csv (v3, or
+// v2 for readers pinned to it)
+// and cpu_manifest.json at the end (scrape/readings.hpp has the parsing rules).
+//
+// Row time: one timestamp per node per scrape, shared by all of that scrape's socket rows:
+// the request midpoint minus the mean age the exporter reports for the socket totals
+// (Readings::total_age_s) when it reports one. A scrape carrying the readings already
+// written for that node is not written again.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "artifacts/cpu_samples.hpp"
+#include "scrape/leg.hpp"
+
+namespace cpupower::scrape {
+
+struct CpuLegOptions {
+  std::chrono::milliseconds collect_interval{1000};  // for telling a repeated reading
+  std::optional<std::string> producer_git_commit;
+  int samples_schema = artifacts::kCpuSchemaVersion;  // 2 or 3 (artifacts::is_writable_cpu_schema)
+};
+
+class CpuLeg final : public Leg {
+ public:
+  CpuLeg(std::size_t endpoints, CpuLegOptions options);
+
+  std::string_view name() const override { return "cpu"; }
+  std::string_view samples_filename() const override;
+  std::string_view samples_header() const override;
+  std::string_view manifest_filename() const override;
+  BodyOutcome on_body(const BodyInput& input, std::string& lines) override;
+  Status finalize(const CollectorStats& stats, std::optional<double> started_at_unix,
+                  double stopped_at_unix, const std::string& manifest_path) override;
+
+ private:
+  // What was last written for a node, to tell a repeated scrape from a new reading.
+  struct Written {
+    std::optional<std::uint64_t> fingerprint;
+    std::optional<double> read_unix;  // when the exporter reported sample ages
+    double round_trip_s = 0;
+  };
+  bool same_reading(const Written& w, const Readings& readings, double read_unix,
+                    double round_trip_s) const;
+
+  CpuLegOptions options_;
+  std::vector<Written> written_;  // by endpoint
+};
+
+}  // namespace cpupower::scrape

@@ -1,0 +1,103 @@
+#include "scrape/gpu_leg.hpp"
+
+#include <utility>
+
+#include "artifacts/gpu_reasons.hpp"
+#include "artifacts/gpu_samples_out.hpp"
+#include "scrape/collector.hpp"
+#include "scrape/gpu_readings.hpp"
+
+namespace cpupower::scrape {
+
+namespace reason = artifacts::gpu_reason;
+
+std::string_view gpu_reason_for_failure(std::string_view collector_reason) {
+  if (collector_reason == kReasonTimeout) return reason::kEndpointTimeout;
+  if (collector_reason == kReasonMalformed) return reason::kEndpointParseError;
+  // Refused connections, HTTP statuses, oversized bodies, names that stopped resolving:
+  // the contract's vocabulary has one code for a request that got no usable answer. (A node
+  // whose address cannot be found at launch is the session's endpoint_resolution_failed.)
+  return reason::kEndpointHttpError;
+}
+
+GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary)
+    : hostnames_(std::move(hostnames)), out_(std::move(summary)) {}
+
+std::string_view GpuLeg::samples_filename() const {
+  return artifacts::kGpuSamplesFilename;
+}
+
+std::string_view GpuLeg::samples_header() const {
+  return *artifacts::gpu_samples_header(artifacts::kGpuSamplesSchemaVersion);
+}
+
+void GpuLeg::note(std::string_view code, std::size_t endpoint_index) {
+  const std::string key(code);
+  ++summary_.reason_counts[key];
+  if (endpoint_index < hostnames_.size()) {
+    summary_.reason_hosts[key].insert(hostnames_[endpoint_index]);
+  }
+}
+
+void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_reason) {
+  // A body the GPU leg refused was noted in on_body already, with its own codes.
+  if (collector_reason == kReasonNoGpus) return;
+  note(gpu_reason_for_failure(collector_reason), endpoint_index);
+}
+
+BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
+  BodyOutcome out;
+  const GpuScrape scrape = gpu_readings_from_body(input.body);
+  if (scrape.error) {
+    out.reason = kReasonMalformed;
+    out.detail = *scrape.error;
+    return out;
+  }
+  for (const auto& code : scrape.reasons) note(code, input.endpoint_index);
+  out.timestamp_unix = input.midpoint_unix;
+  if (scrape.gpus.empty()) {
+    out.reason = kReasonNoGpus;
+    out.detail = "no usable GPU power in the body";
+    const char* sep = ": ";
+    for (const auto& code : scrape.reasons) {
+      out.detail += sep + code;
+      sep = ", ";
+    }
+    return out;
+  }
+  artifacts::GpuSampleOut row;
+  row.timestamp_unix = input.midpoint_unix;
+  row.scrape_seq = input.scrape_seq;
+  row.hostname = std::string(input.hostname);
+  for (const auto& gpu : scrape.gpus) {
+    row.gpu_index = gpu.gpu_index;
+    row.gpu_uuid = gpu.uuid;
+    row.power_w = gpu.power_w;
+    row.gpu_util_pct = gpu.gpu_util_pct;
+    row.sm_active = gpu.sm_active;
+    row.temperature_c = gpu.temperature_c;
+    if (!artifacts::gpu_sample_writable(row)) {
+      if (out.refused++ == 0) {
+        out.refused_why = "refused GPU row for host '" + row.hostname + "' gpu " +
+                          std::to_string(row.gpu_index) + ": not a row the contract accepts";
+      }
+      continue;
+    }
+    lines += artifacts::format_gpu_v3_row(row);
+    ++out.rows;
+  }
+  summary_.rows += out.rows;
+  auto& first = summary_.first_devices[row.hostname];
+  if (first.empty()) {
+    for (const auto& gpu : scrape.gpus) first.push_back(gpu.gpu_index);
+  }
+  return out;
+}
+
+Status GpuLeg::finalize(const CollectorStats&, std::optional<double>, double,
+                        const std::string&) {
+  if (out_) *out_ = summary_;
+  return Ok{};
+}
+
+}  // namespace cpupower::scrape

@@ -1,0 +1,61 @@
+#pragma once
+// The GPU leg: dcgm-exporter bodies -> one row per GPU per scrape in power/samples.csv
+// (GPU schema v3), every GPU of a scrape with the same timestamp and scrape_seq. The
+// manifest and windows are the session's (they need the benchmark's windows and the
+// expected devices); this leg gives it what the scrapes said: each contract reason code
+// met, how often and on which hosts.
+//
+// Row time: the request midpoint. dcgm-exporter reports no age for its values; a value it
+// serves may be up to its own collection interval old (docs/formats.md).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scrape/leg.hpp"
+
+namespace cpupower::scrape {
+
+// No GPU power in a body that parsed: every power sample missing, refused or MIG.
+inline constexpr std::string_view kReasonNoGpus = "no_gpus";
+
+// What the GPU leg's scrapes met, by contract reason code.
+struct GpuLegSummary {
+  std::map<std::string, std::uint64_t> reason_counts;
+  std::map<std::string, std::set<std::string>> reason_hosts;  // code -> hostnames
+  std::uint64_t rows = 0;
+  // The GPU indices of each host's first scrape that gave rows: the devices a node showed
+  // when it became ready, the expected ones when no roles file says otherwise.
+  std::map<std::string, std::vector<long long>> first_devices;
+};
+
+// The contract's code for a failed request (a kReason* of the collector).
+std::string_view gpu_reason_for_failure(std::string_view collector_reason);
+
+class GpuLeg final : public Leg {
+ public:
+  // `summary` receives the counts at finalize (the session reads it after the collector
+  // stopped; the leg's own counts may still move if the loop was left behind).
+  GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary);
+
+  std::string_view name() const override { return "gpu"; }
+  std::string_view samples_filename() const override;
+  std::string_view samples_header() const override;
+  std::string_view manifest_filename() const override { return {}; }
+  BodyOutcome on_body(const BodyInput& input, std::string& lines) override;
+  void on_failure(std::size_t endpoint_index, std::string_view reason) override;
+  Status finalize(const CollectorStats& stats, std::optional<double> started_at_unix,
+                  double stopped_at_unix, const std::string& manifest_path) override;
+
+ private:
+  void note(std::string_view code, std::size_t endpoint_index);
+
+  std::vector<std::string> hostnames_;
+  std::shared_ptr<GpuLegSummary> out_;
+  GpuLegSummary summary_;
+};
+
+}  // namespace cpupower::scrape
