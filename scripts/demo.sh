@@ -1,31 +1,38 @@
 #!/usr/bin/env bash
-# Both CPU power legs on any machine: `cpu-power run --simulate gb200` starts two simulated
-# GB200 nodes (their Grace sockets follow this machine's real CPU load); on each, an exporter
-# scraped by the head-node collector (the exporter leg) and a host collector writing its own
-# CSV (the host leg). It runs a short CPU load as the "benchmark", finalizes and merges, and
-# reports each leg. The same command without --simulate, inside a Slurm allocation, starts
-# both on the worker nodes with srun.
+# Every power leg on any machine: `cpu-power run --simulate gb200` starts two simulated
+# GB200 nodes (their Grace sockets and GPUs follow this machine's real CPU load); on each, an
+# exporter scraped by the head-node collector (the CPU exporter leg), a host collector writing
+# its own CSV (the CPU host leg) and a simulated dcgm-exporter scraped by a second collector
+# (the GPU leg). The "benchmark" is a stand-in (scripts/demo-bench.py) that loads the CPUs and
+# writes a sa-bench result, so the report can divide by tokens. At the end: the GPU package's
+# verdict and the combined CPU + GPU energy report. The same command without --simulate,
+# inside a Slurm allocation, starts everything on the worker nodes with srun.
 set -euo pipefail
 BIN=${1:-build/bin}
 WORK=$(mktemp -d /tmp/cpu-power-demo.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 cat >"$WORK/recipe.yaml" <<'EOF'
+benchmark: {type: sa-bench}
 telemetry:
   enabled: true
   collect_interval_ms: 250
+  dcgm_exporter: {container_image: dcgm-exporter, port: 9400}
   cpu_power_exporter: {port: 9405, source: auto}
   cpu_power:
     enabled: true
     sample_interval_seconds: 0.1
 EOF
-# The benchmark: 2 s idle, then 4 s with every CPU busy, then 1 s idle.
-LOAD='sleep 2; for c in $(seq 0 $(($(nproc) - 1))); do timeout 4 taskset -c $c sh -c "while :; do :; done" & done; wait; sleep 1'
+# The benchmark: 2 s idle, then 4 s with every CPU busy "serving" at concurrency 4, then 2 s
+# idle; its summary lines go to benchmark.out, as a serving benchmark's log does.
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$WORK/run"
+BENCH="/usr/bin/python3 $HERE/demo-bench.py $WORK/run --seconds 4 --idle 2 --concurrency 4 | tee $WORK/run/benchmark.out"
 
-echo "== cpu-power run --simulate gb200 --nodes node1,node2 --config recipe.yaml -- sh -c '<2 s idle, 4 s load, 1 s idle>'"
+echo "== cpu-power run --simulate gb200 --nodes node1,node2 --sim-gpus 4 --config recipe.yaml -- sh -c '<demo-bench.py: 2 s idle, 4 s load, 2 s idle>'"
 rc=0
-"$BIN/cpu-power" run --simulate gb200 --nodes node1,node2 --config "$WORK/recipe.yaml" \
-  --log-dir "$WORK/run" -- sh -c "$LOAD" || rc=$?
+"$BIN/cpu-power" run --simulate gb200 --nodes node1,node2 --sim-gpus 4 --config "$WORK/recipe.yaml" \
+  --log-dir "$WORK/run" -- sh -c "$BENCH" || rc=$?
 echo
 echo "== the command's exit status is the session's: $rc"
 echo
@@ -59,8 +66,12 @@ EOF
 echo
 echo "== host leg: $WORK/run/cpu_power/manifest.json"
 /usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print({k: m[k] for k in ("status", "expected_nodes", "sample_row_count", "reason_codes")})' "$WORK/run/cpu_power/manifest.json"
-for leg in power/cpu cpu_power; do
-  echo
-  echo "== energy report over the $leg samples (cpu-power report --cpu-samples $leg/samples.csv)"
-  "$BIN/cpu-power" report "$WORK/run" --cpu-samples "$WORK/run/$leg/samples.csv" | head -20 || true
-done
+echo
+echo "== GPU leg: $WORK/run/power/manifest.json"
+/usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print({k: m[k] for k in ("status", "publication_valid", "sample_row_count", "reason_codes")}); print("windows:", [(v["benchmark_type"], v["concurrency"], v["power_coverage_valid"]) for v in m["window_validations"]])' "$WORK/run/power/manifest.json"
+echo
+echo "== energy report over the host leg (cpu-power report --cpu-samples cpu_power/samples.csv)"
+"$BIN/cpu-power" report "$WORK/run" --cpu-samples "$WORK/run/cpu_power/samples.csv" | head -12 || true
+echo
+echo "== the combined report: CPU (exporter leg) + GPU joules, J/token, tokens per joule"
+"$BIN/cpu-power" report "$WORK/run" --cpu-samples "$WORK/run/power/cpu/samples.csv" || true

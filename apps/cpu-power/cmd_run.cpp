@@ -34,6 +34,9 @@ struct RunArgs {
   std::string log_dir;
   std::string nodes;
   std::string simulate;
+  std::string gpu_roles;
+  int sim_gpus = 4;
+  std::vector<std::string> sim_gpu_faults;
   bool dry_run = false;
   int cpu_samples_schema = 3;
   std::vector<std::string> command;
@@ -118,6 +121,9 @@ int run(const RunArgs& args) {
           .string();
   if (!args.nodes.empty()) request.nodes = args.nodes;
   if (!args.simulate.empty()) request.simulate = args.simulate;
+  if (!args.gpu_roles.empty()) request.gpu_roles = args.gpu_roles;
+  request.sim_gpus = args.sim_gpus;
+  request.sim_gpu_faults = args.sim_gpu_faults;
   request.command = args.command;
   request.cpu_samples_schema = args.cpu_samples_schema;
   request.env = launch::current_env();
@@ -142,7 +148,7 @@ int run(const RunArgs& args) {
   const auto result = launch::run_session(plan, signals, started);
   signals.stop();
   std::cout << launch::summary_text(result) << std::flush;
-  if ((plan.telemetry || plan.host_leg) && result.command_started) {
+  if ((plan.telemetry || plan.host_leg || plan.gpu_leg) && result.command_started) {
     // With both legs the exporter leg's samples are the report's; the host leg's report is
     // `cpu-power report LOG_DIR --cpu-samples <storage_subdir>/samples.csv`.
     report::ReportOptions options;
@@ -187,6 +193,18 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--simulate", args->simulate,
                   "Simulated nodes and local exporters instead of real ones")
       ->check(CLI::IsMember({"gb200", "gh200"}));
+  cmd->add_option("--gpu-roles", args->gpu_roles,
+                  "JSON file of the GPU leg's expected devices and their worker roles "
+                  "([{hostname, gpu_index, assignments: [{worker_role, ...}]}], or a GPU "
+                  "manifest.json); default: the GPUs each node shows when it becomes ready")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--sim-gpus", args->sim_gpus,
+                  "GPUs per simulated node for the GPU leg (--simulate)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--sim-gpu-fault", args->sim_gpu_faults,
+                  "A fault for every simulated dcgm-exporter (--simulate; repeatable), as "
+                  "`cpu-power sim-gpu --fault` takes it: slow:MS, hang, garbage, http500, "
+                  "vanish:GPU, uuid-change:GPU, each with @FROM_MS[-TO_MS]");
   cmd->add_flag("--dry-run", args->dry_run, "Print the plan (srun argv per group) and run nothing");
   add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
   cmd->add_option("command", args->command, "The command to run, after --")->required();

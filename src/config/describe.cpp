@@ -70,9 +70,10 @@ std::string describe_recipe(const Recipe& r) {
   auto leg = [&](bool on, const std::string& text) {
     if (on) legs += (legs.empty() ? "" : ", ") + text;
   };
-  leg(t.enabled && t.dcgm_exporter.has_value(), "GPU DCGM (not run by cpu-power)");
+  leg(t.enabled && t.dcgm_exporter.has_value(),
+      "GPU DCGM scrape -> <log_dir>/" + t.storage_subdir + "/");
   leg(scraper_leg_enabled(t), "CPU exporter scrape -> <log_dir>/" + t.storage_subdir + "/cpu/");
-  leg(t.enabled && c.enabled, "CPU host collector (not run by cpu-power yet)");
+  leg(t.enabled && c.enabled, "CPU host collector -> <log_dir>/" + c.storage_subdir + "/");
   line("legs", legs.empty() ? "none (telemetry off)" : legs);
   return out;
 }

@@ -23,15 +23,21 @@ std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
 }
 
-// The port of "listening addr=<ip>:<port>" (also "[v6]:port"), the exporter's readiness line:
-// the digits after the address's last colon.
+}  // namespace
+
+// The digits after the address's last colon.
 std::optional<long> listening_port(const std::string& text) {
-  constexpr std::string_view kKey = "listening addr=";
-  const auto at = text.find(kKey);
-  if (at == std::string::npos) return std::nullopt;
-  const std::size_t begin = at + kKey.size();
+  // The exporter's "listening addr=<ip>:<port>"; sim-gpu's "listening on http://<ip>:<port>/".
+  std::size_t begin = std::string::npos;
+  for (const std::string_view key : {"listening addr=", "listening on http://"}) {
+    if (const auto at = text.find(key); at != std::string::npos) {
+      begin = at + key.size();
+      break;
+    }
+  }
+  if (begin == std::string::npos) return std::nullopt;
   const std::string_view addr =
-      std::string_view(text).substr(begin, text.find_first_of(" \t\r\n", begin) - begin);
+      std::string_view(text).substr(begin, text.find_first_of(" /\t\r\n", begin) - begin);
   const auto colon = addr.rfind(':');
   if (colon == std::string_view::npos) return std::nullopt;
   const std::string_view rest = addr.substr(colon + 1);
@@ -40,9 +46,14 @@ std::optional<long> listening_port(const std::string& text) {
   return port ? std::optional<long>(static_cast<long>(*port)) : std::nullopt;
 }
 
-}  // namespace
 
 Launcher::Launcher(const SessionPlan& plan) : plan_(plan) {}
+
+std::optional<std::string> Launcher::node_address(const std::string& node) const {
+  const auto it = addresses_.find(node);
+  if (it == addresses_.end()) return std::nullopt;
+  return it->second;
+}
 
 Launcher::~Launcher() {
   stop();
@@ -139,6 +150,7 @@ std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) 
     address[missing[i]] = *looked_up[i];
   }
 
+  addresses_ = address;
   std::vector<scrape::Endpoint> endpoints;
   std::size_t on_node = 0;
   for (const auto& a : answers) on_node += a.size();

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,11 @@ class SimNode;
 }
 
 namespace cpupower::launch {
+
+// The port of a readiness line: the exporter's "listening addr=<ip>:<port>" (also
+// "[v6]:port"), or `cpu-power sim-gpu`'s "listening on http://<ip>:<port>/metrics";
+// nullopt when `text` has none.
+std::optional<long> listening_port(const std::string& text);
 
 class Launcher {
  public:
@@ -37,6 +43,9 @@ class Launcher {
   // The simulated nodes (simulate mode), started on first use: node name and hwmon root.
   // The host leg reads the same trees as the exporters.
   const std::vector<std::pair<std::string, std::string>>& simulated_nodes();
+
+  // Where the CPU exporters' resolution found `node` (slurm mode, after start()).
+  std::optional<std::string> node_address(const std::string& node) const;
 
   // Whether any exporter process (srun or local exporter) is still running; reaps and logs
   // those that ended. Nothing is worth waiting for once none is.
@@ -69,6 +78,7 @@ class Launcher {
   std::vector<Process> processes_;
   std::vector<std::unique_ptr<sim::SimNode>> sims_;
   std::vector<std::pair<std::string, std::string>> sim_roots_;  // node, hwmon root
+  std::map<std::string, std::string> addresses_;  // node -> address (slurm mode)
   bool sims_started_ = false;
   bool stopped_ = false;
 };

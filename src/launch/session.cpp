@@ -16,6 +16,8 @@
 #include "launch/process.hpp"
 #include "launch/readiness.hpp"
 #include "launch/session_record.hpp"
+#include "report/discovery.hpp"
+#include "artifacts/gpu_windows.hpp"
 #include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
@@ -149,8 +151,45 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
               std::chrono::duration<double>(Clock::now() - t0).count());
   }
   record.end_unix = now_unix();
+  record.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
   result.command_seconds = record.end_unix - record.start_unix;
   result.exit_code = record.exit_code;
+}
+
+// The windows the session knows: its command's (windows/session.json, pointing at
+// session.json) and each sa-bench result the command left below the log directory.
+std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRecord& record) {
+  std::vector<GpuWindowInput> out;
+  GpuWindowInput session;
+  session.name = "session";
+  session.benchmark_type = "session";
+  session.concurrency = 1;
+  session.result_path = "session.json";
+  session.start_unix = record.start_unix;
+  session.end_unix = record.end_unix;
+  session.duration_s = record.duration_s;
+  if (record.exit_code != 0) {
+    session.failure = "the command exited with code " + std::to_string(record.exit_code);
+  }
+  out.push_back(session);
+  const auto found = report::discover_run(plan.log_dir, std::nullopt);
+  if (!found.run) return out;
+  for (const auto& source : found.run->sources) {
+    if (source.kind != report::SourceKind::sa_bench) continue;
+    const auto result = artifacts::read_gpu_window_result(source.path);
+    GpuWindowInput w;
+    const std::filesystem::path path(source.path);
+    w.name = path.stem().string();
+    w.benchmark_type = "sa-bench";
+    w.concurrency = source.concurrency;
+    w.result_path = path.lexically_relative(plan.log_dir).string();
+    w.start_unix = result.start_time_unix;
+    w.end_unix = result.end_time_unix;
+    w.duration_s = result.duration_s;
+    if (!w.start_unix || !w.end_unix) continue;  // not a result the contract can use
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 }  // namespace
@@ -177,6 +216,21 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     }
   }
 
+  std::unique_ptr<GpuLegRun> gpu_leg;
+  bool gpu_blocks = false;
+  if (plan.gpu_leg) {
+    std::string curl_error;
+    if (scrape::curl_api(&curl_error) == nullptr) {
+      log->warn("GPU power telemetry skipped: {}", curl_error);
+      gpu_blocks = plan.gpu_leg->required;
+    } else {
+      gpu_leg = std::make_unique<GpuLegRun>(plan, launcher);
+      const auto deadline = started + to_ms(plan.recipe.telemetry.startup_timeout_seconds);
+      const bool ready = gpu_leg->start(deadline, [&signals] { return signals.interrupted(); });
+      gpu_blocks = !ready && plan.gpu_leg->required;
+    }
+  }
+
   std::unique_ptr<HostLeg> host_leg;
   bool host_blocks = false;
   if (plan.host_leg) {
@@ -190,6 +244,12 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   if (signals.interrupted()) {
     log->warn("interrupted before the command started; it is not run");
     result.exit_code = 128 + signals.last_signal();
+  } else if (gpu_blocks) {
+    log->error(
+        "telemetry.required is set and the GPU power telemetry is not ready (reason={}); the "
+        "command is not run",
+        gpu_leg ? gpu_leg->readiness_reason() : std::string("libcurl unavailable"));
+    result.exit_code = 1;
   } else if (host_blocks) {
     log->error(
         "telemetry.cpu_power.required is set and the CPU power collectors are not ready "
@@ -198,6 +258,14 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     result.exit_code = 1;
   } else {
     run_command(plan, signals, result, record);
+    // Now, not at the end: the GPU leg's session window points at it.
+    const std::string path = plan.log_dir + "/session.json";
+    std::string error;
+    if (write_session_record(path, record, &error)) {
+      result.session_path = path;
+    } else {
+      log->warn("cannot write {} error={}", path, common::quoted(error));
+    }
   }
 
   // Finalize while the exporters still answer, so that the last scrape has something to read.
@@ -220,6 +288,21 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     result.samples_path = collector->samples_path();
     result.manifest_path = collector->manifest_path();
   }
+  if (gpu_leg) {
+    std::vector<GpuWindowInput> windows;
+    if (result.command_started) windows = gpu_windows(plan, record);
+    result.gpu_leg = gpu_leg->finish(
+        windows, signals.interrupted(),
+        result.command_started ? std::optional<double>(record.end_unix) : std::nullopt);
+    if (result.gpu_leg->exit_nonzero && result.exit_code == 0) {
+      log->error("GPU power artifacts are not publishable{} status={} reasons={} rules={}",
+                 plan.gpu_leg->required ? " and telemetry.required is set" : "",
+                 result.gpu_leg->status, fmt::join(result.gpu_leg->reason_codes, ","),
+                 fmt::join(result.gpu_leg->failed_rules, ","));
+      result.exit_code = 1;
+    }
+    gpu_leg.reset();
+  }
   if (host_leg) {
     result.host_leg = host_leg->finish(
         signals.interrupted(),
@@ -235,15 +318,6 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     host_leg.reset();
   }
   launcher.stop();
-  if (result.command_started) {
-    const std::string path = plan.log_dir + "/session.json";
-    std::string error;
-    if (write_session_record(path, record, &error)) {
-      result.session_path = path;
-    } else {
-      log->warn("cannot write {} error={}", path, common::quoted(error));
-    }
-  }
   return result;
 }
 
@@ -258,7 +332,18 @@ std::string summary_text(const SessionResult& r) {
                     h.reason_codes.empty() ? std::string()
                                            : fmt::format(" ({})", fmt::join(h.reason_codes, ", ")));
   }
-  if (!r.stats) return out + (r.host_leg ? "" : "CPU power: no telemetry collected\n");
+  if (r.gpu_leg) {
+    const auto& g = *r.gpu_leg;
+    out += fmt::format("GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n",
+                       g.sample_row_count, g.devices, g.power_dir, g.status,
+                       g.publication_valid ? "publishable" : "not publishable",
+                       g.reason_codes.empty()
+                           ? std::string()
+                           : fmt::format(" ({})", fmt::join(g.reason_codes, ", ")));
+  }
+  if (!r.stats) {
+    return out + (r.host_leg || r.gpu_leg ? "" : "CPU power: no telemetry collected\n");
+  }
   const auto& s = *r.stats;
   out += fmt::format("CPU power: {} rows in {} ({} dropped), manifest {}\n", s.rows_written,
                      r.samples_path, s.rows_dropped, r.manifest_path);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hostleg/merge.hpp"
+#include "launch/gpu_leg.hpp"
 #include "launch/session_plan.hpp"
 #include "launch/signal_forwarder.hpp"
 #include "scrape/collector.hpp"
@@ -26,6 +27,7 @@ struct SessionResult {
   std::string manifest_path;
   std::string session_path;                       // empty when not written
   std::optional<hostleg::MergeOutcome> host_leg;  // when the host-collector leg ran
+  std::optional<GpuLegOutcome> gpu_leg;           // when the GPU leg ran
   std::string host_leg_dir;
 };
 

@@ -5,6 +5,7 @@
 #include "hostleg/markers.hpp"
 #include "launch/process.hpp"
 #include "launch/srun_argv.hpp"
+#include "common/text.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -87,7 +88,89 @@ void plan_host_leg(const PlanRequest& r, const std::optional<Allocation>& alloca
   plan.host_leg = std::move(leg);
 }
 
+// The reference's command when a recipe gives none; {port} is the recipe's port.
+constexpr std::string_view kDefaultDcgmCommand =
+    "dcgm-exporter --collect-interval=100 --address :{port}";
+
+std::vector<std::string> dcgm_exporter_command(const config::DcgmExporterConfig& d, long port) {
+  std::string text = d.command.value_or(std::string(kDefaultDcgmCommand));
+  for (auto at = text.find("{port}"); at != std::string::npos; at = text.find("{port}", at)) {
+    text.replace(at, 6, std::to_string(port));
+  }
+  std::vector<std::string> argv;
+  for (auto& word : common::split(text, ' ')) {
+    if (!word.empty()) argv.push_back(std::move(word));
+  }
+  if (d.binary) {
+    if (argv.empty()) argv.push_back(*d.binary);
+    argv.front() = *d.binary;
+  }
+  return argv;
+}
+
+void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                  SessionPlan& plan) {
+  const auto& t = r.recipe.telemetry;
+  const auto& d = *t.dcgm_exporter;
+  GpuLegPlan leg;
+  leg.power_dir = r.log_dir + "/" + t.storage_subdir;
+  leg.port = d.port;
+  leg.required = t.required;
+  leg.roles_file = r.gpu_roles;
+  if (plan.mode == LaunchMode::simulate) {
+    leg.source = GpuExporterSource::simulated;
+    leg.exporter_command = {r.self_exe, "sim-gpu", "--listen", "127.0.0.1:0", "--gpus",
+                            std::to_string(r.sim_gpus), "--collect-interval-ms", "100"};
+    for (const auto& f : r.sim_gpu_faults) leg.exporter_command.insert(leg.exporter_command.end(), {"--fault", f});
+  } else if (d.command || d.binary) {
+    leg.source = GpuExporterSource::started;
+    leg.exporter_command = dcgm_exporter_command(d, d.port);
+  } else {
+    leg.source = GpuExporterSource::running;
+    if (!d.container_image.empty()) {
+      plan.warnings.push_back(
+          "telemetry.dcgm_exporter.container_image is not launched (containers are out of "
+          "scope): scraping a dcgm-exporter already running on each node at port " +
+          std::to_string(d.port) + "; give telemetry.dcgm_exporter.binary to start one");
+    }
+  }
+  if (plan.mode == LaunchMode::slurm && leg.source == GpuExporterSource::started) {
+    if (allocation) plan.job_id = allocation->job_id;
+    const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
+    for (const auto& e : grouped.errors) {
+      plan.warnings.push_back("dcgm-exporter launch failed for " + e + "; it is left out");
+    }
+    const bool several = grouped.groups.size() > 1;
+    for (const auto& g : grouped.groups) {
+      GpuLegGroup gg;
+      gg.group = g;
+      gg.process_name = "telemetry_dcgm_exporter" + group_suffix(g.het_group, several);
+      SrunStep step;
+      step.job_id = plan.job_id;
+      step.group = g;
+      step.srun_options = plan.recipe.runtime.srun_options;
+      step.output = percent_escaped(plan.log_dir) + "/" + gg.process_name + ".%N.out";
+      step.command = leg.exporter_command;
+      gg.srun = srun_argv(step);
+      leg.groups.push_back(std::move(gg));
+    }
+  }
+  plan.gpu_leg = std::move(leg);
+}
+
 }  // namespace
+
+std::string_view gpu_source_name(GpuExporterSource source) {
+  switch (source) {
+    case GpuExporterSource::started:
+      return "started";
+    case GpuExporterSource::simulated:
+      return "simulated";
+    case GpuExporterSource::running:
+      break;
+  }
+  return "running";
+}
 
 std::string_view mode_name(LaunchMode mode) {
   switch (mode) {
@@ -145,13 +228,15 @@ SessionPlan make_plan(const PlanRequest& r) {
   }
 
   const bool host_leg = t.enabled && t.cpu_power.enabled;
-  if (!plan.telemetry && !host_leg) {
+  const bool gpu_leg = t.enabled && t.dcgm_exporter.has_value();
+  if (!plan.telemetry && !host_leg && !gpu_leg) {
     plan.mode = r.simulate                ? LaunchMode::simulate
                 : (allocation || r.nodes) ? LaunchMode::slurm
                                           : LaunchMode::local;
     plan.warnings.push_back(
-        "CPU power telemetry is off in the recipe (telemetry.enabled with "
-        "telemetry.cpu_power_exporter or telemetry.cpu_power.enabled); running the command only");
+        "power telemetry is off in the recipe (telemetry.enabled with "
+        "telemetry.cpu_power_exporter, telemetry.cpu_power.enabled or telemetry.dcgm_exporter); "
+        "running the command only");
     return plan;
   }
 
@@ -199,6 +284,7 @@ SessionPlan make_plan(const PlanRequest& r) {
     }
   }
   if (host_leg) plan_host_leg(r, allocation, plan);
+  if (gpu_leg) plan_gpu_leg(r, allocation, plan);
   if (plan.telemetry && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;
 }
@@ -266,6 +352,33 @@ std::string describe_plan(const SessionPlan& p) {
           shell_quote_argv(p.host_leg->collector_command) +
               (p.mode == LaunchMode::simulate ? " --hwmon-root <sim root> --hostname <node>" : ""));
     }
+  }
+  if (p.gpu_leg) {
+    const auto& g = *p.gpu_leg;
+    line("gpu leg", g.power_dir + "/samples.csv every " +
+                        std::to_string(p.recipe.telemetry.collect_interval_ms) +
+                        " ms, manifest " + g.power_dir + "/manifest.json, windows " +
+                        g.power_dir + "/windows/" + (g.required ? ", required" : ", best-effort"));
+    switch (g.source) {
+      case GpuExporterSource::running:
+        line("dcgm", "already running on each node, port " + std::to_string(g.port));
+        break;
+      case GpuExporterSource::simulated:
+        line("dcgm", shell_quote_argv(g.exporter_command) + " --hostname <node>");
+        break;
+      case GpuExporterSource::started:
+        if (p.mode == LaunchMode::slurm) {
+          for (const auto& gg : g.groups) {
+            out += fmt::format("group {} ({} node{}):\n", gg.process_name,
+                               gg.group.nodes.size(), gg.group.nodes.size() == 1 ? "" : "s");
+            out += "  dcgm-exporter: " + shell_quote_argv(gg.srun) + "\n";
+          }
+        } else {
+          line("dcgm", shell_quote_argv(g.exporter_command));
+        }
+        break;
+    }
+    if (g.roles_file) line("gpu roles", *g.roles_file);
   }
   for (const auto& w : p.warnings) line("warning", w);
   return out;

@@ -33,6 +33,9 @@ struct PlanRequest {
   std::string local_hostname;  // the local mode's node name
   HostlistExpander expand;
   int cpu_samples_schema = 3;  // --cpu-samples-schema: the scraper leg's samples.csv layout
+  std::optional<std::string> gpu_roles;     // --gpu-roles FILE
+  int sim_gpus = 4;                         // --sim-gpus: GPUs per simulated node
+  std::vector<std::string> sim_gpu_faults;  // --sim-gpu-fault, passed to each sim-gpu
 };
 
 // One srun group: the exporter step and the address resolver step on the same nodes.
@@ -59,6 +62,31 @@ struct HostLegPlan {
   std::vector<HostLegGroup> groups;            // slurm mode
 };
 
+// The GPU leg (telemetry.dcgm_exporter): dcgm-exporter on every node, scraped by a second
+// collector into <log_dir>/<storage_subdir>/{samples.csv,manifest.json,windows/}.
+enum class GpuExporterSource {
+  running,    // already running on each node (a site service): scraped at `port`
+  started,    // `binary`/`command` given: started on each node with srun (locally: spawned)
+  simulated,  // --simulate: `cpu-power sim-gpu` per simulated node, on a free port
+};
+std::string_view gpu_source_name(GpuExporterSource source);
+
+struct GpuLegGroup {
+  NodeGroup group;
+  std::string process_name;  // telemetry_dcgm_exporter[_gG]
+  std::vector<std::string> srun;
+};
+
+struct GpuLegPlan {
+  std::string power_dir;  // <log_dir>/<storage_subdir>
+  GpuExporterSource source = GpuExporterSource::running;
+  long port = 9400;                            // where each node's dcgm-exporter listens
+  std::vector<std::string> exporter_command;   // as started on each node (started, simulated)
+  std::vector<GpuLegGroup> groups;             // slurm mode, started
+  std::optional<std::string> roles_file;       // --gpu-roles
+  bool required = false;                       // telemetry.required
+};
+
 struct SessionPlan {
   LaunchMode mode = LaunchMode::local;
   bool telemetry = false;  // the scraper leg runs
@@ -72,6 +100,7 @@ struct SessionPlan {
   std::vector<GroupPlan> groups;              // slurm mode
   std::vector<std::string> nodes;             // every node, in launch order
   std::optional<HostLegPlan> host_leg;        // set when the host-collector leg runs
+  std::optional<GpuLegPlan> gpu_leg;          // set when the GPU leg runs
   std::string simulate_profile;
   std::vector<std::string> command;
   std::vector<std::string> warnings;  // logged when the session starts

@@ -13,6 +13,11 @@ std::string session_json(const SessionRecord& r) {
   j["start_unix"] = r.start_unix;
   j["end_unix"] = r.end_unix;
   j["exit_code"] = r.exit_code;
+  // The same window under the names a benchmark result uses, so that the GPU leg's
+  // windows/session.json can point at this file as its result (docs/formats.md).
+  j["benchmark_start_time_unix"] = r.start_unix;
+  j["benchmark_end_time_unix"] = r.end_unix;
+  j["duration"] = r.duration_s;
   // Invalid UTF-8 in an argument is replaced rather than refused: the record must be written.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -1,0 +1,429 @@
+#include "launch/gpu_leg.hpp"
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "artifacts/gpu_manifest.hpp"
+#include "artifacts/gpu_reasons.hpp"
+#include "artifacts/gpu_samples_check.hpp"
+#include "artifacts/gpu_windows.hpp"
+#include "common/log.hpp"
+#include "common/text.hpp"
+#include "launch/launcher.hpp"
+#include "launch/node_address.hpp"
+#include "launch/process.hpp"
+
+namespace cpupower::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+namespace reason = artifacts::gpu_reason;
+
+constexpr std::size_t kSpreadAboveNodes = 64;
+
+std::shared_ptr<spdlog::logger> log() {
+  return common::logger("cpu_power::run");
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+milliseconds to_ms(double seconds) {
+  return milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+scrape::CollectorOptions collector_options(const SessionPlan& plan, const GpuLegPlan& leg) {
+  const auto& t = plan.recipe.telemetry;
+  scrape::CollectorOptions o;
+  o.out_dir = leg.power_dir;
+  o.collect_interval = milliseconds(t.collect_interval_ms);
+  o.request_timeout = to_ms(t.request_timeout_seconds);
+  o.join_timeout = to_ms(config::resolved_join_timeout_s(t));
+  o.spread_slots = plan.nodes.size() > kSpreadAboveNodes;
+  return o;
+}
+
+// How long to wait past the command's end for a row from every node: one interval and one
+// request, so that the window's end is bracketed.
+milliseconds row_wait(const SessionPlan& plan) {
+  const auto& t = plan.recipe.telemetry;
+  return milliseconds(t.collect_interval_ms) + to_ms(t.request_timeout_seconds) + milliseconds(250);
+}
+
+}  // namespace
+
+GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher)
+    : plan_(plan), launcher_(launcher), leg_(*plan.gpu_leg) {}
+
+GpuLegRun::~GpuLegRun() {
+  if (collector_) collector_->stop_and_finalize();
+  stop_exporters();
+}
+
+std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadline,
+                                                         const std::function<bool()>& give_up) {
+  const auto port = static_cast<std::uint16_t>(leg_.port);
+  auto spawn = [&](const std::string& name, const std::vector<std::string>& argv,
+                   const std::string& log_path, const std::string& node) {
+    SpawnOptions o;
+    o.argv = argv;
+    o.output_path = log_path;
+    std::string error;
+    const auto child = spawn_process(o, &error);
+    if (!child) {
+      log()->warn("dcgm-exporter launch failed name={} error={}", name, common::quoted(error));
+      reasons_.add(reason::kExporterLaunchFailed);
+      return false;
+    }
+    processes_.push_back({name, child->pid, log_path, node});
+    return true;
+  };
+  // Where each node's exporter answers when it listens on the recipe's port.
+  auto at_nodes = [&] {
+    std::vector<scrape::Endpoint> out;
+    for (const auto& node : plan_.nodes) {
+      if (plan_.mode != LaunchMode::slurm) {
+        out.push_back({node, "127.0.0.1", port});
+        continue;
+      }
+      auto address = launcher_.node_address(node);
+      if (!address) address = resolve_name(node, deadline);
+      if (!address) {
+        log()->warn("dcgm-exporter endpoint resolution failed for {}; it is left out", node);
+        reasons_.add(reason::kEndpointResolutionFailed);
+        continue;
+      }
+      out.push_back({node, *address, port});
+    }
+    return out;
+  };
+
+  switch (leg_.source) {
+    case GpuExporterSource::running:
+      log()->info("dcgm-exporter: scraping the one already running on each node, port {}", port);
+      return at_nodes();
+    case GpuExporterSource::started:
+      if (plan_.mode == LaunchMode::slurm) {
+        for (const auto& g : leg_.groups) {
+          log()->info("dcgm-exporter starting name={} nodes={} argv={}", g.process_name,
+                      g.group.nodes.size(), common::quoted(shell_quote_argv(g.srun)));
+          spawn(g.process_name, g.srun, plan_.log_dir + "/" + g.process_name + ".srun.log", "");
+        }
+      } else {
+        log()->info("dcgm-exporter starting locally argv={}",
+                    common::quoted(shell_quote_argv(leg_.exporter_command)));
+        spawn("telemetry_dcgm_exporter", leg_.exporter_command,
+              plan_.log_dir + "/telemetry_dcgm_exporter.out", plan_.nodes.front());
+      }
+      return at_nodes();
+    case GpuExporterSource::simulated:
+      break;
+  }
+  // Simulated: one sim-gpu per node on a free loopback port, found from its readiness line.
+  for (const auto& node : plan_.nodes) {
+    auto argv = leg_.exporter_command;
+    argv.insert(argv.end(), {"--hostname", node});
+    spawn("telemetry_dcgm_exporter." + node, argv,
+          plan_.log_dir + "/telemetry_dcgm_exporter." + node + ".out", node);
+  }
+  std::vector<scrape::Endpoint> out;
+  for (auto& p : processes_) {
+    std::optional<long> listening;
+    while (!listening && Clock::now() < deadline && !give_up()) {
+      if (const auto text = common::read_small_file(p.log, nullptr, 1 << 20)) {
+        listening = listening_port(*text);
+      }
+      int status = 0;
+      if (!listening && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+        log()->warn("simulated dcgm-exporter exited at startup name={} status={} log={}", p.name,
+                    describe_status(status), p.log);
+        p.pid = -1;
+        reasons_.add(reason::kExporterLaunchFailed);
+        break;
+      }
+      if (!listening) std::this_thread::sleep_for(milliseconds(20));
+    }
+    if (listening) {
+      out.push_back({p.node, "127.0.0.1", static_cast<std::uint16_t>(*listening)});
+    } else if (p.pid > 0) {
+      log()->warn("simulated dcgm-exporter for {} never reported listening; it is left out",
+                  p.node);
+      reasons_.add(reason::kExporterStartupTimeout);
+    }
+  }
+  return out;
+}
+
+bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& give_up) {
+  started_at_unix_ = now_unix();
+  std::error_code ec;
+  std::filesystem::create_directories(leg_.power_dir + "/windows", ec);
+  endpoints_ = start_exporters(deadline, give_up);
+  std::vector<std::string> hostnames;
+  for (const auto& e : endpoints_) hostnames.push_back(e.hostname);
+  auto options = collector_options(plan_, leg_);
+  options.on_scrape = [slowest = slowest_scrape_us_](const scrape::ScrapeEvent& e) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(e.finished - e.started);
+    auto seen = slowest->load();
+    while (us.count() > seen && !slowest->compare_exchange_weak(seen, us.count())) {
+    }
+  };
+  collector_ = std::make_unique<scrape::Collector>(
+      endpoints_, std::move(options), std::make_unique<scrape::GpuLeg>(hostnames, summary_));
+  std::string error;
+  if (!collector_->start(&error)) {
+    log()->warn("GPU power collector did not start error={}", common::quoted(error));
+    reasons_.add(reason::kCollectorException);
+    collector_.reset();
+    readiness_reason_ = std::string(reason::kCollectorException);
+    return false;
+  }
+  log()->info("GPU power telemetry started (artifacts under {})", leg_.power_dir);
+  // Ready: every planned node has given rows (the first scrape that parsed), by the deadline.
+  while (true) {
+    const auto nodes = collector_->stats().nodes;
+    std::size_t with_rows = 0;
+    for (const auto& n : nodes) with_rows += n.first_sample_unix ? 1 : 0;
+    if (with_rows == plan_.nodes.size()) {
+      log()->info("GPU power first rows from every node count={}", with_rows);
+      return true;
+    }
+    if (Clock::now() >= deadline || give_up()) {
+      std::string waiting;
+      for (const auto& n : plan_.nodes) {
+        bool has = false;
+        for (const auto& s : nodes) has = has || (s.hostname == n && s.first_sample_unix);
+        if (!has) waiting += (waiting.empty() ? "" : ",") + n;
+      }
+      log()->warn("dcgm-exporters not ready by the startup deadline ready={} of={} waiting={}",
+                  with_rows, plan_.nodes.size(), common::quoted(waiting));
+      if (readiness_reason_.empty()) readiness_reason_ = std::string(reason::kExporterStartupTimeout);
+      reasons_.add(reason::kExporterStartupTimeout);
+      return false;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+namespace {
+
+// --gpu-roles: the contract's expected_devices, as a JSON array or an object holding one
+// under "expected_devices" (a GPU leg manifest of an earlier run is such an object).
+std::optional<std::vector<artifacts::GpuExpectedDevice>> read_gpu_roles(const std::string& path,
+                                                                        std::string* error) {
+  const auto text = common::read_small_file(path, error, 16u << 20);
+  if (!text) return std::nullopt;
+  const auto json = nlohmann::json::parse(*text, nullptr, false);
+  const auto* list = &json;
+  if (json.is_object() && json.contains("expected_devices")) list = &json["expected_devices"];
+  if (!list->is_array()) {
+    *error = path + ": expected a JSON array of devices or an object with expected_devices";
+    return std::nullopt;
+  }
+  std::vector<artifacts::GpuExpectedDevice> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& d = (*list)[i];
+    const std::string where = path + ": expected_devices[" + std::to_string(i) + "]";
+    if (!d.is_object() || !d.contains("hostname") || !d["hostname"].is_string() ||
+        !d.contains("gpu_index") || !d["gpu_index"].is_number_integer()) {
+      *error = where + ": needs a string hostname and an integer gpu_index";
+      return std::nullopt;
+    }
+    artifacts::GpuExpectedDevice device;
+    device.hostname = d["hostname"].get<std::string>();
+    device.gpu_index = d["gpu_index"].get<long long>();
+    if (d.contains("assignments")) {
+      if (!d["assignments"].is_array()) {
+        *error = where + ".assignments: not an array";
+        return std::nullopt;
+      }
+      for (const auto& a : d["assignments"]) {
+        if (!a.is_object() || !a.contains("worker_role") || !a["worker_role"].is_string()) {
+          *error = where + ".assignments: each needs a string worker_role";
+          return std::nullopt;
+        }
+        artifacts::GpuAssignment assignment;
+        assignment.worker_role = a["worker_role"].get<std::string>();
+        if (a.contains("worker_index") && a["worker_index"].is_number_integer()) {
+          assignment.worker_index = a["worker_index"].get<long long>();
+        }
+        if (a.contains("worker_process") && a["worker_process"].is_number_integer()) {
+          assignment.worker_process = a["worker_process"].get<long long>();
+        }
+        if (a.contains("het_group") && a["het_group"].is_number_integer()) {
+          assignment.het_group = a["het_group"].get<long long>();
+        }
+        device.assignments.push_back(std::move(assignment));
+      }
+    }
+    out.push_back(std::move(device));
+  }
+  return out;
+}
+
+artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) {
+  artifacts::GpuWindowFile f;
+  f.benchmark_type = w.benchmark_type;
+  f.result_path = w.result_path;
+  f.concurrency = w.concurrency;
+  f.benchmark_start_time_unix = w.start_unix.value_or(0.0);
+  if (!w.end_unix) {
+    f.status = interrupted ? artifacts::GpuWindowStatus::interrupted
+                           : artifacts::GpuWindowStatus::running;
+    if (interrupted) f.reason = "the session was interrupted";
+    return f;
+  }
+  f.benchmark_end_time_unix = w.end_unix;
+  f.duration_s = w.duration_s.value_or(*w.end_unix - f.benchmark_start_time_unix);
+  f.status = w.failure.empty() ? artifacts::GpuWindowStatus::completed
+                               : artifacts::GpuWindowStatus::failed;
+  if (!w.failure.empty()) f.reason = w.failure;
+  return f;
+}
+
+}  // namespace
+
+GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool interrupted,
+                                std::optional<double> end_unix) {
+  GpuLegOutcome out;
+  out.power_dir = leg_.power_dir;
+  const auto& t = plan_.recipe.telemetry;
+  if (collector_ && end_unix) {
+    // An energy window needs a sample at or after its end from every node.
+    const auto until = Clock::now() + row_wait(plan_);
+    while (Clock::now() < until) {
+      bool all = true;
+      for (const auto& n : collector_->stats().nodes) {
+        all = all && (!n.last_sample_unix || *n.last_sample_unix >= *end_unix);
+      }
+      if (all) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  }
+  if (collector_) {
+    std::string error;
+    if (!collector_->stop_and_finalize(&error)) {
+      log()->warn("GPU power collector finalize incomplete error={}", common::quoted(error));
+      if (error.find("did not stop") != std::string::npos) {
+        reasons_.add(reason::kCollectorJoinTimeout);
+      }
+    }
+    out.stats = collector_->stats();
+  }
+  for (auto& p : processes_) {
+    int status = 0;
+    if (p.pid > 0 && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
+      log()->warn("dcgm-exporter exited before the end name={} status={} log={}", p.name,
+                  describe_status(status), p.log);
+      p.pid = -1;
+      reasons_.add(reason::kExporterExited);
+    }
+  }
+  stop_exporters();
+  if (interrupted) reasons_.add(reason::kCollectorInterrupted);
+
+  // Windows first: the manifest validates what is on disk.
+  std::vector<artifacts::GpuWindowKey> expected_windows;
+  for (const auto& w : windows) {
+    const auto path = leg_.power_dir + "/windows/" + w.name + ".json";
+    if (const Status written = artifacts::write_gpu_window(path, window_file(w, interrupted));
+        !written) {
+      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
+    }
+    expected_windows.push_back({w.benchmark_type, w.concurrency});
+  }
+
+  const auto samples_path = leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename);
+  const auto samples = artifacts::check_gpu_samples(samples_path);
+
+  std::vector<artifacts::GpuExpectedDevice> expected;
+  if (leg_.roles_file) {
+    std::string error;
+    if (auto roles = read_gpu_roles(*leg_.roles_file, &error)) {
+      expected = std::move(*roles);
+    } else {
+      log()->warn("--gpu-roles not used: {}", error);
+    }
+  }
+  if (expected.empty()) {
+    for (const auto& node : plan_.nodes) {
+      const auto it = summary_->first_devices.find(node);
+      if (it == summary_->first_devices.end()) {
+        reasons_.add(reason::kExpectedDeviceMissing);  // a node that never gave a row
+        continue;
+      }
+      for (const auto index : it->second) expected.push_back({node, index, {}});
+    }
+  }
+
+  artifacts::GpuReasons reasons = reasons_;
+  for (const auto& [code, count] : summary_->reason_counts) reasons.add(code);
+  reasons.add_all(samples.reason_codes);
+  reasons.add_all(artifacts::gpu_device_reasons(expected, samples.devices));
+
+  artifacts::GpuManifest m;
+  m.job_id = plan_.job_id.value_or("");
+  m.run_name = std::filesystem::path(plan_.log_dir).filename().string();
+  m.sample_interval_seconds = static_cast<double>(t.collect_interval_ms) / 1000.0;
+  m.request_timeout_seconds = t.request_timeout_seconds;
+  if (const auto us = slowest_scrape_us_->load(); us >= 0) {
+    m.max_scrape_duration_seconds = static_cast<double>(us) / 1e6;
+  }
+  m.required = leg_.required;
+  m.started_at_unix = started_at_unix_;
+  m.stopped_at_unix = now_unix();
+  m.dcgm_exporter.container_image_resolved =
+      t.dcgm_exporter ? t.dcgm_exporter->container_image : std::string();
+  m.dcgm_exporter.port = leg_.port;
+  m.dcgm_exporter.command = shell_quote_argv(leg_.exporter_command);
+  m.expected_devices = expected;
+  m.observed_devices = samples.devices;
+  m.expected_windows = expected_windows;
+  m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;
+  m.sample_row_count = samples.row_count;
+  m.samples_sha256 = samples.sha256_hex;
+  artifacts::GpuCoverageInputs coverage{m.expected_devices, m.observed_devices,
+                                        m.sample_interval_seconds};
+  m.window_validations = artifacts::validate_gpu_windows(leg_.power_dir, plan_.log_dir,
+                                                         m.expected_windows, coverage,
+                                                         m.artifact_errors);
+  for (const auto& v : m.window_validations) reasons.add_all(v.reason_codes);
+  for (const auto& e : m.artifact_errors) reasons.add_all(e.reason_codes);
+  m.status = artifacts::gpu_terminal_status(reasons, leg_.required);
+  m.reason_codes = reasons;
+  const auto publication = artifacts::gpu_publication_valid(
+      {m.status, m.expected_devices, m.observed_devices, m.expected_windows,
+       m.window_validations, &samples.reason_codes, m.artifact_errors});
+  m.publication_valid = publication.valid;
+  const auto manifest_path = leg_.power_dir + "/" + std::string(artifacts::kGpuManifestFilename);
+  if (const Status written = artifacts::write_gpu_manifest(manifest_path, m); !written) {
+    log()->warn("cannot write {} error={}", manifest_path, common::quoted(written.error()));
+  }
+
+  out.status = std::string(artifacts::gpu_run_status_name(m.status));
+  out.publication_valid = publication.valid;
+  out.reason_codes = reasons.codes();
+  for (const auto rule : publication.failed_rules) out.failed_rules.emplace_back(rule);
+  out.exit_nonzero = artifacts::gpu_exit_nonzero(reasons, leg_.required, publication.valid);
+  out.sample_row_count = samples.row_count;
+  out.devices = samples.devices.size();
+  return out;
+}
+
+void GpuLegRun::stop_exporters() {
+  for (auto& p : processes_) {
+    if (p.pid <= 0) continue;
+    const int status = terminate_process(p.pid, milliseconds(5000), true);
+    log()->info("dcgm-exporter stopped name={} status={}", p.name, describe_status(status));
+    p.pid = -1;
+  }
+}
+
+}  // namespace cpupower::launch

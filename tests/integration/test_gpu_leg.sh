@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The GPU leg of `cpu-power run` without Slurm: one `cpu-power sim-gpu` per simulated node,
+# scraped into power/samples.csv beside the CPU leg's power/cpu/; windows/ for the session and
+# the benchmark's sa-bench result; manifest.json with status and publication_valid by the
+# contract's rules; a consumer-style check of the whole package; the combined CPU + GPU
+# report against the Python oracle; faults (a GPU vanishing, a UUID change, an exporter
+# killed mid-run) and `telemetry.required`.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ORACLE="$ROOT/tests/oracle"
+cd "$WORK"
+
+recipe() {  # recipe FILE REQUIRED
+  cat >"$1" <<EOF
+benchmark: {type: sa-bench}
+telemetry:
+  enabled: true
+  required: $2
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  startup_timeout_seconds: $(scaled 20)
+  dcgm_exporter: {container_image: dcgm-exporter-stand-in, port: 9400}
+  cpu_power_exporter: {}
+EOF
+}
+recipe "$WORK/best.yaml" false
+recipe "$WORK/required.yaml" true
+
+json_get() { $PY -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval("d" + sys.argv[2]))' "$1" "$2"; }
+
+# The benchmark stand-in: 1 s idle, 2 s busy, 1 s idle; its sa-bench result below the log
+# dir and its summary lines in benchmark.out, as a serving benchmark leaves them.
+bench() {  # bench LOG_DIR
+  echo "$PY $ROOT/scripts/demo-bench.py $1 --seconds 2 --idle 1 --concurrency 4 | tee $1/benchmark.out"
+}
+
+# --- a clean run: both legs, publishable ---------------------------------------------------
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a,b --sim-gpus 4 --config "$WORK/best.yaml" \
+  --cpu-samples-schema 2 --log-dir "$WORK/ok" -- sh -c "mkdir -p $WORK/ok && $(bench "$WORK/ok")" >"$WORK/ok.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/ok.log"; fail "clean run exited $rc"; }
+M="$WORK/ok/power/manifest.json"
+[ "$(json_get "$M" '["status"]')" = complete ] || { cat "$M"; fail "clean run: status not complete"; }
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "clean run: not publishable"; }
+[ "$(json_get "$M" '["reason_codes"]')" = "[]" ] || fail "clean run: reasons $(json_get "$M" '["reason_codes"]')"
+[ "$(json_get "$M" '["producer"]')" = srt-slurm.dcgm-power ] || fail "producer"
+[ "$(json_get "$M" '["samples_schema_version"]')" = 3 ] || fail "samples_schema_version"
+[ "$(json_get "$M" '["sample_row_count"]')" = "$(($(wc -l <"$WORK/ok/power/samples.csv") - 1))" ] ||
+  fail "sample_row_count does not count the file's rows"
+[ "$(json_get "$M" '["samples_sha256"]')" = "$(sha256sum "$WORK/ok/power/samples.csv" | cut -d' ' -f1)" ] ||
+  fail "samples_sha256 is not the file's"
+[ "$(json_get "$M" '["expected_windows"]')" = "[{'benchmark_type': 'session', 'concurrency': 1}, {'benchmark_type': 'sa-bench', 'concurrency': 4}]" ] ||
+  fail "expected windows: $(json_get "$M" '["expected_windows"]')"
+head -1 "$WORK/ok/power/samples.csv" | grep -qx $'schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,sm_active,temperature_c\r' ||
+  fail "GPU samples header: $(head -1 "$WORK/ok/power/samples.csv")"
+$PY - "$WORK/ok/power/samples.csv" <<'EOF' || fail "GPU rows of one host and scrape do not share a time, or a scrape lacks a GPU"
+import collections, csv, sys
+by_scrape = collections.defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1], newline="")):
+    by_scrape[(r["hostname"], r["scrape_seq"])].append(r)
+assert {h for h, _ in by_scrape} == {"a", "b"}, by_scrape.keys()
+for key, rows in by_scrape.items():
+    assert len({r["timestamp_unix"] for r in rows}) == 1, key
+    assert sorted(int(r["gpu_index"]) for r in rows) == [0, 1, 2, 3], key
+EOF
+for w in session results_concurrency_4_demo; do
+  [ "$(json_get "$WORK/ok/power/windows/$w.json" '["status"]')" = completed ] || fail "window $w not completed"
+done
+ok "clean run: 2 nodes x 4 GPUs, a row per GPU per scrape sharing time and scrape_seq, 2 windows, complete and publishable"
+
+"$PY" "$ROOT/tests/tools/consumer_check.py" "$WORK/ok" >"$WORK/consumer.txt" 2>&1 ||
+  { cat "$WORK/consumer.txt"; fail "the consumer-style validator refused the run"; }
+ok "consumer-style validator accepts the run (CPU samples v2, --cpu-samples-schema 2): $(grep -c . "$WORK/consumer.txt") lines"
+
+"$BIN/cpu-power" report "$WORK/ok" --json-out "$WORK/ours.json" >"$WORK/ours.txt" 2>&1 ||
+  { cat "$WORK/ours.txt"; fail "report on the clean run failed"; }
+grep -q 'GPU' "$WORK/ours.txt" || fail "report has no GPU figures"
+$PY "$ORACLE/power_energy_oracle.py" "$WORK/ok" --json-out "$WORK/oracle.json" >/dev/null ||
+  fail "oracle failed on the clean run"
+$PY "$ORACLE/compare_reports.py" "$WORK/ours.json" "$WORK/oracle.json" >"$WORK/compare.txt" ||
+  { cat "$WORK/compare.txt"; fail "report and oracle disagree on the clean run"; }
+$PY - "$WORK/ours.json" <<'EOF' || fail "combined figures missing from the report"
+import json, sys
+windows = json.load(open(sys.argv[1]))
+assert windows, "no windows"
+for w in windows:
+    gpu, cpu, both = w["gpu_total_joules"], w["cpu_total_joules"], w["combined_total_joules"]
+    assert gpu > 0 and cpu > 0, w
+    assert abs(both - gpu - cpu) <= 1e-12 * both, (both, gpu, cpu)
+    assert len(w["gpu_per_device"]) == 8 and len(w["gpu_per_node"]) == 2, w["gpu_per_device"]
+EOF
+ok "report: CPU, GPU and combined joules agree with the Python oracle ($(grep -oE '^[0-9]+ numbers' "$WORK/compare.txt"))"
+
+# --- a GPU vanishing mid-run: best-effort keeps exit 0, required turns it into 1 -----------
+for mode in best required; do
+  rc=0
+  "$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 2 --sim-gpu-fault vanish:1@1500 \
+    --config "$WORK/$mode.yaml" \
+    --log-dir "$WORK/vanish-$mode" -- sleep 3 >"$WORK/vanish-$mode.log" 2>&1 || rc=$?
+  want=0
+  [ "$mode" = required ] && want=1
+  [ "$rc" = "$want" ] || { cat "$WORK/vanish-$mode.log"; fail "vanish ($mode): exit $rc, want $want"; }
+  M="$WORK/vanish-$mode/power/manifest.json"
+  [ "$(json_get "$M" '["publication_valid"]')" = False ] || fail "vanish ($mode): publishable"
+  json_get "$M" '["window_validations"][0]["reason_codes"]' | grep -qE 'measurement_window_not_bracketed|sample_gap_exceeded' ||
+    fail "vanish ($mode): window reasons $(json_get "$M" '["window_validations"][0]["reason_codes"]')"
+  # The CPU leg is untouched.
+  [ "$(json_get "$WORK/vanish-$mode/power/cpu/cpu_manifest.json" '["nodes"]["a"]["error_count"]')" = 0 ] ||
+    fail "vanish ($mode): CPU leg has errors"
+done
+ok "a GPU vanishing mid-run: window coverage fails, not publishable; exit 0 best-effort, 1 with required; CPU leg untouched"
+
+# --- a UUID change -------------------------------------------------------------------------
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 2 --sim-gpu-fault uuid-change:0@1000 \
+  --config "$WORK/best.yaml" \
+  --log-dir "$WORK/uuid" -- sleep 2.5 >"$WORK/uuid.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/uuid.log"; fail "uuid change: exit $rc"; }
+M="$WORK/uuid/power/manifest.json"
+json_get "$M" '["reason_codes"]' | grep -q gpu_uuid_changed || fail "uuid change: reasons $(json_get "$M" '["reason_codes"]')"
+[ "$(json_get "$M" '["publication_valid"]')" = False ] || fail "uuid change: publishable"
+[ "$(json_get "$M" '["observed_devices"][0]["gpu_uuids"].__len__()')" = 2 ] ||
+  fail "uuid change: observed UUIDs $(json_get "$M" '["observed_devices"][0]["gpu_uuids"]')"
+ok "a UUID change: gpu_uuid_changed, both UUIDs observed, not publishable"
+
+# --- required and a dcgm-exporter that never comes up: the command does not run ------------
+rc=0
+sed 's/startup_timeout_seconds: .*/startup_timeout_seconds: 2/' "$WORK/required.yaml" >"$WORK/short.yaml"
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 1 --sim-gpu-fault hang@0 \
+  --config "$WORK/short.yaml" \
+  --log-dir "$WORK/blocked" -- touch "$WORK/ran" >"$WORK/blocked.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$WORK/blocked.log"; fail "required, exporter hung: exit $rc, want 1"; }
+[ ! -e "$WORK/ran" ] || fail "required, exporter hung: the command ran"
+grep -q 'exporter_startup_timeout' "$WORK/blocked.log" || fail "required, exporter hung: no reason in the log"
+[ "$(json_get "$WORK/blocked/power/manifest.json" '["status"]')" = failed ] || fail "required, exporter hung: status not failed"
+ok "required with a dcgm-exporter that never answers: the command is not run, exit 1, status failed"
+
+# --- a command failure is never masked -------------------------------------------------------
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 1 --config "$WORK/required.yaml" \
+  --log-dir "$WORK/cmdfail" -- sh -c 'sleep 1.5; exit 7' >"$WORK/cmdfail.log" 2>&1 || rc=$?
+[ "$rc" = 7 ] || { cat "$WORK/cmdfail.log"; fail "failing command under required: exit $rc, want 7"; }
+[ "$(json_get "$WORK/cmdfail/power/windows/session.json" '["status"]')" = failed ] || fail "failed command: window not failed"
+ok "a failing command keeps its own exit code (7) under required; its window is failed"
+
+echo "$CHECKS checks passed"
