@@ -353,13 +353,21 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
     }
   }
   if (expected.empty()) {
-    for (const auto& node : plan_.nodes) {
+    // No topology given: every GPU a node showed when it became ready, each serving one
+    // aggregated worker per node (role agg; the contract wants exactly one role per GPU).
+    for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
+      const auto& node = plan_.nodes[n];
       const auto it = summary_->first_devices.find(node);
       if (it == summary_->first_devices.end()) {
         reasons_.add(reason::kExpectedDeviceMissing);  // a node that never gave a row
         continue;
       }
-      for (const auto index : it->second) expected.push_back({node, index, {}});
+      for (const auto index : it->second) {
+        artifacts::GpuAssignment agg;
+        agg.worker_role = "agg";
+        agg.worker_index = static_cast<long long>(n);
+        expected.push_back({node, index, {agg}});
+      }
     }
   }
 

@@ -75,7 +75,7 @@ ok "consumer-style validator accepts the run (CPU samples v2, --cpu-samples-sche
 
 "$BIN/cpu-power" report "$WORK/ok" --json-out "$WORK/ours.json" >"$WORK/ours.txt" 2>&1 ||
   { cat "$WORK/ours.txt"; fail "report on the clean run failed"; }
-grep -q 'GPU' "$WORK/ours.txt" || fail "report has no GPU figures"
+grep -q '^  gpu total:' "$WORK/ours.txt" || fail "report has no GPU total"
 $PY "$ORACLE/power_energy_oracle.py" "$WORK/ok" --json-out "$WORK/oracle.json" >/dev/null ||
   fail "oracle failed on the clean run"
 $PY "$ORACLE/compare_reports.py" "$WORK/ours.json" "$WORK/oracle.json" >"$WORK/compare.txt" ||

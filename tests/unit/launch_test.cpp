@@ -553,11 +553,12 @@ TEST(Process, ShellQuotingForDisplay) {
 }
 
 TEST(SessionRecord, Json) {
-  SessionRecord r{{"sh", "-c", "exit 3"}, 1700000000.25, 1700000005.5, 3};
+  SessionRecord r{{"sh", "-c", "exit 3"}, 1700000000.25, 1700000005.5, 3, 5.25};
   EXPECT_EQ(session_json(r),
             "{\n  \"schema_version\": 1,\n  \"command\": [\n    \"sh\",\n    \"-c\",\n    \"exit "
             "3\"\n  ],\n  \"start_unix\": 1700000000.25,\n  \"end_unix\": 1700000005.5,\n  "
-            "\"exit_code\": 3\n}\n");
+            "\"exit_code\": 3,\n  \"benchmark_start_time_unix\": 1700000000.25,\n  "
+            "\"benchmark_end_time_unix\": 1700000005.5,\n  \"duration\": 5.25\n}\n");
 }
 
 TEST(SessionSummary, SaysWhatWentWrongWithSamplesCsv) {
