@@ -19,7 +19,6 @@ std::string errno_text(const char* what, const std::string& path) {
 
 }  // namespace
 
-
 std::string_view samples_file_change_name(SamplesFileChange change) {
   switch (change) {
     case SamplesFileChange::none:
@@ -101,7 +100,8 @@ Status RowAppender::start() {
   const bool header_ok = head.size() > header_.size() &&
                          std::string_view(head).starts_with(header_) &&
                          (head.back() == '\r' || head.back() == '\n');
-  if (!header_ok) return Error{path_ + " exists and does not start with the expected header (" + header_ + ")"};
+  if (!header_ok)
+    return Error{path_ + " exists and does not start with the expected header (" + header_ + ")"};
   end_ = st.st_size;
   char last = '\n';
   if (::pread(fd_, &last, 1, st.st_size - 1) != 1) {

@@ -204,7 +204,8 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
       }
       log()->warn("dcgm-exporters not ready by the startup deadline ready={} of={} waiting={}",
                   with_rows, plan_.nodes.size(), common::quoted(waiting));
-      if (readiness_reason_.empty()) readiness_reason_ = std::string(reason::kExporterStartupTimeout);
+      if (readiness_reason_.empty())
+        readiness_reason_ = std::string(reason::kExporterStartupTimeout);
       reasons_.add(reason::kExporterStartupTimeout);
       return false;
     }
@@ -275,8 +276,8 @@ artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) 
   f.concurrency = w.concurrency;
   f.benchmark_start_time_unix = w.start_unix.value_or(0.0);
   if (!w.end_unix) {
-    f.status = interrupted ? artifacts::GpuWindowStatus::interrupted
-                           : artifacts::GpuWindowStatus::running;
+    f.status =
+        interrupted ? artifacts::GpuWindowStatus::interrupted : artifacts::GpuWindowStatus::running;
     if (interrupted) f.reason = "the session was interrupted";
     return f;
   }
@@ -399,16 +400,15 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   m.samples_sha256 = samples.sha256_hex;
   artifacts::GpuCoverageInputs coverage{m.expected_devices, m.observed_devices,
                                         m.sample_interval_seconds};
-  m.window_validations = artifacts::validate_gpu_windows(leg_.power_dir, plan_.log_dir,
-                                                         m.expected_windows, coverage,
-                                                         m.artifact_errors);
+  m.window_validations = artifacts::validate_gpu_windows(
+      leg_.power_dir, plan_.log_dir, m.expected_windows, coverage, m.artifact_errors);
   for (const auto& v : m.window_validations) reasons.add_all(v.reason_codes);
   for (const auto& e : m.artifact_errors) reasons.add_all(e.reason_codes);
   m.status = artifacts::gpu_terminal_status(reasons, leg_.required);
   m.reason_codes = reasons;
   const auto publication = artifacts::gpu_publication_valid(
-      {m.status, m.expected_devices, m.observed_devices, m.expected_windows,
-       m.window_validations, &samples.reason_codes, m.artifact_errors});
+      {m.status, m.expected_devices, m.observed_devices, m.expected_windows, m.window_validations,
+       &samples.reason_codes, m.artifact_errors});
   m.publication_valid = publication.valid;
   const auto manifest_path = leg_.power_dir + "/" + std::string(artifacts::kGpuManifestFilename);
   if (const Status written = artifacts::write_gpu_manifest(manifest_path, m); !written) {

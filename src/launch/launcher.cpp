@@ -46,7 +46,6 @@ std::optional<long> listening_port(const std::string& text) {
   return port ? std::optional<long>(static_cast<long>(*port)) : std::nullopt;
 }
 
-
 Launcher::Launcher(const SessionPlan& plan) : plan_(plan) {}
 
 std::optional<std::string> Launcher::node_address(const std::string& node) const {

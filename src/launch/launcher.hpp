@@ -78,7 +78,7 @@ class Launcher {
   std::vector<Process> processes_;
   std::vector<std::unique_ptr<sim::SimNode>> sims_;
   std::vector<std::pair<std::string, std::string>> sim_roots_;  // node, hwmon root
-  std::map<std::string, std::string> addresses_;  // node -> address (slurm mode)
+  std::map<std::string, std::string> addresses_;                // node -> address (slurm mode)
   bool sims_started_ = false;
   bool stopped_ = false;
 };

@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "artifacts/gpu_windows.hpp"
 #include "common/log.hpp"
 #include "launch/host_leg.hpp"
 #include "launch/launcher.hpp"
@@ -17,7 +18,6 @@
 #include "launch/readiness.hpp"
 #include "launch/session_record.hpp"
 #include "report/discovery.hpp"
-#include "artifacts/gpu_windows.hpp"
 #include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
@@ -334,12 +334,11 @@ std::string summary_text(const SessionResult& r) {
   }
   if (r.gpu_leg) {
     const auto& g = *r.gpu_leg;
-    out += fmt::format("GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n",
-                       g.sample_row_count, g.devices, g.power_dir, g.status,
-                       g.publication_valid ? "publishable" : "not publishable",
-                       g.reason_codes.empty()
-                           ? std::string()
-                           : fmt::format(" ({})", fmt::join(g.reason_codes, ", ")));
+    out += fmt::format(
+        "GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n", g.sample_row_count,
+        g.devices, g.power_dir, g.status, g.publication_valid ? "publishable" : "not publishable",
+        g.reason_codes.empty() ? std::string()
+                               : fmt::format(" ({})", fmt::join(g.reason_codes, ", ")));
   }
   if (!r.stats) {
     return out + (r.host_leg || r.gpu_leg ? "" : "CPU power: no telemetry collected\n");

@@ -2,10 +2,10 @@
 
 #include <fmt/core.h>
 
+#include "common/text.hpp"
 #include "hostleg/markers.hpp"
 #include "launch/process.hpp"
 #include "launch/srun_argv.hpp"
-#include "common/text.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -119,9 +119,16 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
   leg.roles_file = r.gpu_roles;
   if (plan.mode == LaunchMode::simulate) {
     leg.source = GpuExporterSource::simulated;
-    leg.exporter_command = {r.self_exe, "sim-gpu", "--listen", "127.0.0.1:0", "--gpus",
-                            std::to_string(r.sim_gpus), "--collect-interval-ms", "100"};
-    for (const auto& f : r.sim_gpu_faults) leg.exporter_command.insert(leg.exporter_command.end(), {"--fault", f});
+    leg.exporter_command = {r.self_exe,
+                            "sim-gpu",
+                            "--listen",
+                            "127.0.0.1:0",
+                            "--gpus",
+                            std::to_string(r.sim_gpus),
+                            "--collect-interval-ms",
+                            "100"};
+    for (const auto& f : r.sim_gpu_faults)
+      leg.exporter_command.insert(leg.exporter_command.end(), {"--fault", f});
   } else if (d.command || d.binary) {
     leg.source = GpuExporterSource::started;
     leg.exporter_command = dcgm_exporter_command(d, d.port);
@@ -356,9 +363,9 @@ std::string describe_plan(const SessionPlan& p) {
   if (p.gpu_leg) {
     const auto& g = *p.gpu_leg;
     line("gpu leg", g.power_dir + "/samples.csv every " +
-                        std::to_string(p.recipe.telemetry.collect_interval_ms) +
-                        " ms, manifest " + g.power_dir + "/manifest.json, windows " +
-                        g.power_dir + "/windows/" + (g.required ? ", required" : ", best-effort"));
+                        std::to_string(p.recipe.telemetry.collect_interval_ms) + " ms, manifest " +
+                        g.power_dir + "/manifest.json, windows " + g.power_dir + "/windows/" +
+                        (g.required ? ", required" : ", best-effort"));
     switch (g.source) {
       case GpuExporterSource::running:
         line("dcgm", "already running on each node, port " + std::to_string(g.port));
@@ -369,8 +376,8 @@ std::string describe_plan(const SessionPlan& p) {
       case GpuExporterSource::started:
         if (p.mode == LaunchMode::slurm) {
           for (const auto& gg : g.groups) {
-            out += fmt::format("group {} ({} node{}):\n", gg.process_name,
-                               gg.group.nodes.size(), gg.group.nodes.size() == 1 ? "" : "s");
+            out += fmt::format("group {} ({} node{}):\n", gg.process_name, gg.group.nodes.size(),
+                               gg.group.nodes.size() == 1 ? "" : "s");
             out += "  dcgm-exporter: " + shell_quote_argv(gg.srun) + "\n";
           }
         } else {

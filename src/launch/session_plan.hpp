@@ -80,11 +80,11 @@ struct GpuLegGroup {
 struct GpuLegPlan {
   std::string power_dir;  // <log_dir>/<storage_subdir>
   GpuExporterSource source = GpuExporterSource::running;
-  long port = 9400;                            // where each node's dcgm-exporter listens
-  std::vector<std::string> exporter_command;   // as started on each node (started, simulated)
-  std::vector<GpuLegGroup> groups;             // slurm mode, started
-  std::optional<std::string> roles_file;       // --gpu-roles
-  bool required = false;                       // telemetry.required
+  long port = 9400;                           // where each node's dcgm-exporter listens
+  std::vector<std::string> exporter_command;  // as started on each node (started, simulated)
+  std::vector<GpuLegGroup> groups;            // slurm mode, started
+  std::optional<std::string> roles_file;      // --gpu-roles
+  bool required = false;                      // telemetry.required
 };
 
 struct SessionPlan {

@@ -1029,8 +1029,8 @@ bool Collector::stop_and_finalize(std::string* error) {
   {
     const auto stopped_unix = to_unix_s(std::chrono::system_clock::now());
     std::lock_guard lock(s.leg_mutex);
-    if (const Status done = s.leg->finalize(stats, s.started_at_unix, stopped_unix,
-                                            s.manifest_path);
+    if (const Status done =
+            s.leg->finalize(stats, s.started_at_unix, stopped_unix, s.manifest_path);
         !done) {
       s.log->error("failed to write {} error={}", s.leg->manifest_filename(),
                    common::quoted(done.error()));

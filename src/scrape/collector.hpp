@@ -62,10 +62,10 @@ struct ScrapeEvent {
   std::chrono::steady_clock::time_point started;   // handed to libcurl
   std::chrono::steady_clock::time_point finished;  // response complete, or failed
   ScrapeOutcome outcome = ScrapeOutcome::failed;
-  std::string_view reason;    // a kReason* code when failed, else empty
-  std::size_t rows = 0;       // rows appended
-  double timestamp_unix = 0;  // the row time (written and unchanged scrapes)
-  bool final_cycle = false;   // the extra scrape after stop, off the slot grid
+  std::string_view reason;       // a kReason* code when failed, else empty
+  std::size_t rows = 0;          // rows appended
+  double timestamp_unix = 0;     // the row time (written and unchanged scrapes)
+  bool final_cycle = false;      // the extra scrape after stop, off the slot grid
   std::uint64_t scrape_seq = 0;  // the slot's number (the final cycle: the next number)
 };
 

@@ -94,8 +94,7 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
   return out;
 }
 
-Status GpuLeg::finalize(const CollectorStats&, std::optional<double>, double,
-                        const std::string&) {
+Status GpuLeg::finalize(const CollectorStats&, std::optional<double>, double, const std::string&) {
   if (out_) *out_ = summary_;
   return Ok{};
 }

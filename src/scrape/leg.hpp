@@ -34,12 +34,12 @@ struct BodyInput {
 };
 
 struct BodyOutcome {
-  std::string_view reason;  // empty: rows appended (or unchanged); else why none, a kReason*
-  std::string detail;       // for the log and NodeStats::last_error
-  bool unchanged = false;   // the same readings as the rows last written: nothing appended
-  std::size_t rows = 0;     // lines appended
-  std::size_t refused = 0;  // rows the leg would not write (counted as dropped)
-  std::string refused_why;  // the first one's reason
+  std::string_view reason;    // empty: rows appended (or unchanged); else why none, a kReason*
+  std::string detail;         // for the log and NodeStats::last_error
+  bool unchanged = false;     // the same readings as the rows last written: nothing appended
+  std::size_t rows = 0;       // lines appended
+  std::size_t refused = 0;    // rows the leg would not write (counted as dropped)
+  std::string refused_why;    // the first one's reason
   double timestamp_unix = 0;  // the row time
   Mode mode = Mode::unknown;  // the CPU leg's resolved mode; unknown for the GPU leg
 };
@@ -48,10 +48,10 @@ class Leg {
  public:
   virtual ~Leg() = default;
 
-  virtual std::string_view name() const = 0;                // "cpu", "gpu": log lines
-  virtual std::string_view samples_filename() const = 0;    // in CollectorOptions::out_dir
-  virtual std::string_view samples_header() const = 0;      // without its line end
-  virtual std::string_view manifest_filename() const = 0;   // "" when the leg writes none
+  virtual std::string_view name() const = 0;               // "cpu", "gpu": log lines
+  virtual std::string_view samples_filename() const = 0;   // in CollectorOptions::out_dir
+  virtual std::string_view samples_header() const = 0;     // without its line end
+  virtual std::string_view manifest_filename() const = 0;  // "" when the leg writes none
 
   // Turns one body into whole CSV lines appended to `lines` (each ending in "\r\n").
   virtual BodyOutcome on_body(const BodyInput& input, std::string& lines) = 0;

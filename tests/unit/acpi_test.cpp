@@ -217,7 +217,7 @@ TEST(AcpiReader, StopReturnsPromptlyWhileAReadHangs) {
   reader->stop(200ms);
   reader.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms);  // a blocked join never returns
-  answer(t.path("hwmon2/power1_average"), "1\n");  // let the detached thread finish
+  answer(t.path("hwmon2/power1_average"), "1\n");            // let the detached thread finish
   std::this_thread::sleep_for(20ms);
 }
 

@@ -241,7 +241,8 @@ TEST(CpuSamplesWriter, RefusesAnExistingFileOfAnotherLayout) {
   const auto opened = CpuSamplesWriter::open(path);
   EXPECT_FALSE(opened);
   const std::string error = opened.error();
-  EXPECT_NE(error.find("does not start with the expected header (schema_version,"), std::string::npos)
+  EXPECT_NE(error.find("does not start with the expected header (schema_version,"),
+            std::string::npos)
       << error;
   EXPECT_EQ(slurp(path), std::string(kCpuHeaderV2) + "\r\n");  // untouched
 }
