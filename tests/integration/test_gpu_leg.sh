@@ -92,6 +92,25 @@ for w in windows:
 EOF
 ok "report: CPU, GPU and combined joules agree with the Python oracle ($(grep -oE '^[0-9]+ numbers' "$WORK/compare.txt"))"
 
+# --- --gpu-roles: devices mapped to worker roles fill the report's per-role rows -----------
+cat >"$WORK/roles.json" <<'EOF'
+[{"hostname": "a", "gpu_index": 0, "assignments": [{"worker_role": "prefill", "worker_index": 0, "worker_process": 0, "het_group": null}]},
+ {"hostname": "a", "gpu_index": 1, "assignments": [{"worker_role": "decode", "worker_index": 0, "worker_process": 0, "het_group": null}]}]
+EOF
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 2 --gpu-roles "$WORK/roles.json" \
+  --config "$WORK/best.yaml" --log-dir "$WORK/roles" -- sleep 2 >"$WORK/roles.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/roles.log"; fail "roles run: exit $rc"; }
+M="$WORK/roles/power/manifest.json"
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "roles run: not publishable"; }
+[ "$(json_get "$M" '["expected_devices"][1]["assignments"][0]["worker_role"]')" = decode ] ||
+  fail "roles run: expected devices $(json_get "$M" '["expected_devices"]')"
+"$BIN/cpu-power" report "$WORK/roles" --json-out "$WORK/roles-report.json" >/dev/null 2>&1 ||
+  fail "report on the roles run failed"
+[ "$(json_get "$WORK/roles-report.json" '[0]["gpu_per_role"].__len__()')" = 2 ] ||
+  fail "report per-role rows: $(json_get "$WORK/roles-report.json" '[0]["gpu_per_role"]')"
+ok "--gpu-roles: prefill and decode GPUs in the manifest's expected devices and the report's per-role rows"
+
 # --- a GPU vanishing mid-run: best-effort keeps exit 0, required turns it into 1 -----------
 for mode in best required; do
   rc=0
