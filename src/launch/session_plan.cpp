@@ -305,7 +305,7 @@ std::string describe_plan(const SessionPlan& p) {
   line("log dir", p.log_dir);
   line("command", shell_quote_argv(p.command));
   if (!p.telemetry) {
-    line("telemetry", p.host_leg ? "exporter leg off" : "off");
+    line("telemetry", p.host_leg || p.gpu_leg ? "CPU exporter leg off" : "off");
   } else {
     const auto& t = p.recipe.telemetry;
     line("samples", p.cpu_dir + "/samples.csv (schema v" + std::to_string(p.cpu_samples_schema) +
