@@ -2,7 +2,6 @@
 
 #include <sys/wait.h>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -18,7 +17,6 @@
 #include "launch/launcher.hpp"
 #include "launch/node_address.hpp"
 #include "launch/process.hpp"
-#include "launch/readiness.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -107,19 +105,6 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
     return out;
   };
 
-  // An exporter started here is scraped once its /health answers (dcgm-exporter's does once
-  // it has a first collection), or from the deadline on: a request refused while it is still
-  // coming up is startup, which exporter_startup_timeout covers, not the run's
-  // endpoint_http_error.
-  auto once_answering = [&](std::vector<scrape::Endpoint> endpoints) {
-    const auto ready = wait_until_ready(endpoints, deadline, give_up);
-    log()->info(
-        "dcgm-exporters answering /health count={} of={}",
-        std::count_if(ready.begin(), ready.end(), [](const auto& r) { return r.has_value(); }),
-        endpoints.size());
-    return endpoints;
-  };
-
   switch (leg_.source) {
     case GpuExporterSource::running:
       log()->info("dcgm-exporter: scraping the one already running on each node, port {}", port);
@@ -137,7 +122,7 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
         spawn("telemetry_dcgm_exporter", leg_.exporter_command,
               plan_.log_dir + "/telemetry_dcgm_exporter.out", plan_.nodes.front());
       }
-      return once_answering(at_nodes());
+      return at_nodes();
     case GpuExporterSource::simulated:
       break;
   }

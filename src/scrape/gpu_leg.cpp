@@ -21,7 +21,7 @@ std::string_view gpu_reason_for_failure(std::string_view collector_reason) {
 }
 
 GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary)
-    : hostnames_(std::move(hostnames)), out_(std::move(summary)) {}
+    : hostnames_(std::move(hostnames)), out_(std::move(summary)), answered_(hostnames_.size()) {}
 
 std::string_view GpuLeg::samples_filename() const {
   return artifacts::kGpuSamplesFilename;
@@ -42,6 +42,10 @@ void GpuLeg::note(std::string_view code, std::size_t endpoint_index) {
 void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_reason) {
   // A body the GPU leg refused was noted in on_body already, with its own codes.
   if (collector_reason == kReasonNoGpus) return;
+  // Before an endpoint's first rows it is still coming up (a dcgm-exporter takes seconds to
+  // answer): that is readiness, which the session judges at its startup deadline
+  // (exporter_startup_timeout), not a failure of the run's endpoint.
+  if (endpoint_index >= answered_.size() || !answered_[endpoint_index]) return;
   note(gpu_reason_for_failure(collector_reason), endpoint_index);
 }
 
@@ -87,6 +91,7 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
     ++out.rows;
   }
   summary_.rows += out.rows;
+  if (input.endpoint_index < answered_.size()) answered_[input.endpoint_index] = true;
   auto& first = summary_.first_devices[row.hostname];
   if (first.empty()) {
     for (const auto& gpu : scrape.gpus) first.push_back(gpu.gpu_index);

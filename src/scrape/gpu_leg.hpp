@@ -55,6 +55,7 @@ class GpuLeg final : public Leg {
 
   std::vector<std::string> hostnames_;
   std::shared_ptr<GpuLegSummary> out_;
+  std::vector<bool> answered_;  // by endpoint: gave rows at least once
   GpuLegSummary summary_;
 };
 

@@ -76,12 +76,8 @@ for n in n1 n2 n3; do
   grep -q '^sim-gpu: listening on http://0.0.0.0:9400' "$D/telemetry_dcgm_exporter.$n.out" ||
     fail "dcgm-exporter on $n: $(cat "$D/telemetry_dcgm_exporter.$n.out")"
 done
-# Scraping starts once every exporter answers /health, so that a request refused while one
-# is still coming up is not counted against the run.
-answering=$(grep -n 'dcgm-exporters answering /health count=3 of=3' "$WORK/run1.log" | cut -d: -f1)
-scraping=$(grep -n "collector started .* out=$D/power/samples.csv" "$WORK/run1.log" | cut -d: -f1)
-[ -n "$answering" ] && [ -n "$scraping" ] && ((answering < scraping)) ||
-  fail "GPU scraping did not wait for /health: $(grep -nE 'answering|collector started' "$WORK/run1.log")"
+# Requests refused while an exporter is still coming up are readiness, not the run's
+# endpoint failures: the clean run's manifest has no reason codes (checked below).
 grep -q 'GPU power first rows from every node count=3' "$WORK/run1.log" || fail "GPU leg not ready on every node"
 $PY - "$D" <<'PYEOF' || fail "GPU package of the run"
 import collections, csv, json, sys

@@ -6,11 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "artifacts/gpu_reasons.hpp"
+#include "artifacts/gpu_samples_out.hpp"
+#include "scrape/collector.hpp"
+#include "scrape/gpu_leg.hpp"
 #include "sim/gpu_exposition.hpp"
 #include "sim/gpu_faults.hpp"
 #include "sim/gpu_power.hpp"
@@ -353,6 +358,44 @@ TEST(GpuReadings, FingerprintTellsARepeatedBody) {
   EXPECT_NE(a.fingerprint,
             gpu_readings_from_body(body + "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 40\n").fingerprint);
   EXPECT_NE(a.fingerprint, gpu_readings_from_body("").fingerprint);
+}
+
+// The GPU leg: rows with the slot's scrape_seq and one time per scrape, and the contract
+// codes its failures become - none before an endpoint's first rows (it is coming up).
+TEST(GpuLeg, RowsAndTheReasonsOfFailures) {
+  auto summary = std::make_shared<GpuLegSummary>();
+  GpuLeg leg({"n1"}, summary);
+  EXPECT_EQ(leg.samples_header(), *artifacts::gpu_samples_header(3));
+  leg.on_failure(0, kReasonConnect);  // refused while the exporter starts
+  std::string lines;
+  BodyInput in;
+  in.hostname = "n1";
+  in.body = kRealBody;
+  in.midpoint_unix = 1700000000.5;
+  in.scrape_seq = 7;
+  const auto out = leg.on_body(in, lines);
+  EXPECT_TRUE(out.reason.empty());
+  EXPECT_EQ(out.rows, 2u);
+  EXPECT_EQ(lines,
+            "3,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482,0,0,31\r\n"
+            "3,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206,44,0.412334,55\r\n");
+  leg.on_failure(0, kReasonConnect);
+  leg.on_failure(0, kReasonTimeout);
+  leg.on_failure(0, kReasonMalformed);
+  std::string none;
+  in.body = "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"} 40\n";
+  const auto empty = leg.on_body(in, none);
+  EXPECT_EQ(empty.reason, kReasonNoGpus);
+  EXPECT_TRUE(none.empty());
+  leg.on_failure(0, kReasonNoGpus);  // noted by on_body already
+  ASSERT_TRUE(leg.finalize({}, std::nullopt, 0, ""));
+  EXPECT_EQ(summary->reason_counts,
+            (std::map<std::string, std::uint64_t>{{std::string(reason::kEndpointHttpError), 1},
+                                                  {std::string(reason::kEndpointTimeout), 1},
+                                                  {std::string(reason::kEndpointParseError), 1},
+                                                  {std::string(reason::kPowerMetricMissing), 1}}));
+  EXPECT_EQ(summary->first_devices.at("n1"), (std::vector<long long>{0, 1}));
+  EXPECT_EQ(summary->rows, 2u);
 }
 
 }  // namespace
