@@ -127,9 +127,11 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
       break;
   }
   // Simulated: one sim-gpu per node on a free loopback port, found from its readiness line.
-  for (const auto& node : plan_.nodes) {
+  for (std::size_t i = 0; i < plan_.nodes.size(); ++i) {
+    const auto& node = plan_.nodes[i];
     auto argv = leg_.exporter_command;
-    argv.insert(argv.end(), {"--hostname", node});
+    // Each node its own noise, as each simulated node's CPU sockets have (seed = position).
+    argv.insert(argv.end(), {"--hostname", node, "--seed", std::to_string(i + 1)});
     spawn("telemetry_dcgm_exporter." + node, argv,
           plan_.log_dir + "/telemetry_dcgm_exporter." + node + ".out", node);
   }
