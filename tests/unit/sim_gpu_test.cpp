@@ -413,6 +413,7 @@ std::optional<double> sample_value(const std::string& body, std::string_view nam
 TEST(SimGpu, ServesConstantPowerAndIntegratesEnergy) {
   SimGpu sim(quick_options());
   std::string error;
+  const auto before_start = Clock::now();  // no collection can be older
   ASSERT_TRUE(sim.start(&error)) << error;
   EXPECT_NE(sim.port(), 0);
   EXPECT_EQ(sim.address(), "127.0.0.1:" + std::to_string(sim.port()));
@@ -430,11 +431,13 @@ TEST(SimGpu, ServesConstantPowerAndIntegratesEnergy) {
     if (e1 && *e1 >= *e0 + 500.0 * 100) break;  // 100 ms at 500 W, in mJ
     std::this_thread::sleep_for(milliseconds(10));
   }
-  const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double wall_s = std::chrono::duration<double>(Clock::now() - before_start).count();
   ASSERT_TRUE(e1);
   EXPECT_GE(*e1, *e0 + 500.0 * 100);
-  // Never more than 500 W over the time since the first body (plus one interval's slack).
-  EXPECT_LE(*e1 - *e0, 500.0 * 1000.0 * (wall_s + 0.02) + 1);
+  // Never more than 500 W over the time both collections can span: since the start (the
+  // first body's collection may be older than the body, on a busy or emulated machine by
+  // more than an interval).
+  EXPECT_LE(*e1 - *e0, 500.0 * 1000.0 * wall_s + 1);
   sim.stop();
   sim.stop();  // idempotent
 }
