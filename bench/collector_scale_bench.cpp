@@ -1,6 +1,9 @@
 // The collector at scale: N endpoints (default 1,000) scraped at 10 Hz for a fixed time,
-// served by a light epoll server in a child process on N loopback ports, each answering the
-// body a two-socket Grace exporter serves (about 3.9 KB, values changing on every request).
+// served by a light epoll server in a child process on N loopback ports. With --leg cpu (the
+// default) each answers the body a two-socket Grace exporter serves (about 3.9 KB) and the
+// collector runs the CPU leg; with --leg gpu each answers what `cpu-power sim-gpu` serves
+// for 4 GPUs by default (sim/gpu_exposition.hpp: HELP/TYPE lines and every label) and the
+// collector runs the GPU leg, one row per GPU per scrape. Values change on every request.
 // Run twice: all endpoints healthy, then with endpoint 0 stalled (it accepts and reads the
 // request but never answers). Prints a Markdown table:
 //   * slots filled: written scrapes / slots on each endpoint's grid before stop (healthy
@@ -8,10 +11,14 @@
 //   * start lateness: request start - slot time (the scheduler's precision);
 //   * row-time jitter: |gap between consecutive row times - interval| over consecutive slots
 //     (what a consumer of samples.csv sees; target p99 < 20 ms);
-//   * collector CPU in cores (process CPU time / wall time; target < 0.5), server CPU beside.
+//   * collector CPU in cores (process CPU time / wall time; target < 0.5), server CPU beside;
+//   * rows written and rows/s (rows / wall time from start to the end of finalize);
+//   * GPU leg: samples.csv read back with the strict reader (artifacts::check_gpu_samples),
+//     which must find no reason code and exactly the rows the collector wrote.
 //
-// Usage: collector_scale_bench [--endpoints N] [--interval-ms MS] [--duration-s S]
-//                              [--stalled K] [--only healthy|stalled]
+// Usage: collector_scale_bench [--leg cpu|gpu] [--gpus G] [--endpoints N] [--interval-ms MS]
+//                              [--duration-s S] [--stalled K] [--only healthy|stalled]
+//                              [--print-body]
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -30,13 +37,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "artifacts/gpu_samples_check.hpp"
 #include "common/log.hpp"
 #include "scrape/collector.hpp"
+#include "scrape/gpu_leg.hpp"
+#include "sim/gpu_exposition.hpp"
+#include "sim/gpu_power.hpp"
+#include "sim/sim_gpu.hpp"
 
 namespace {
 
@@ -44,11 +59,14 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 struct Args {
+  std::string leg = "cpu";  // "cpu" or "gpu"
+  std::uint32_t gpus = 4;   // per endpoint, GPU leg
   std::size_t endpoints = 1000;
   long interval_ms = 100;
   double duration_s = 20;
   std::size_t stalled = 1;  // endpoints stalled in the second scenario
   std::string only;         // "", "healthy" or "stalled"
+  bool print_body = false;  // print endpoint 0's first body and exit
 };
 
 // ---- the test server (child process) ---------------------------------------------------
@@ -126,10 +144,77 @@ std::string exporter_body(std::uint64_t n) {
   return b;
 }
 
+std::string host_name(std::size_t i) {
+  char host[32];
+  std::snprintf(host, sizeof host, "node-%04zu", i);
+  return host;
+}
+
+// What `cpu-power sim-gpu --hostname node-NNNN` serves with its defaults (GPU count aside):
+// the same identities (UUIDs, PCI bus ids, model, driver label) and the same renderer. The
+// board power moves on every request (250..360 W, different per GPU), the readings that
+// follow it are derived as the simulator derives them, and the energy counter climbs.
+class GpuBodies {
+ public:
+  GpuBodies(std::size_t endpoints, std::uint32_t gpus, bool profiling = false) {
+    const cpupower::sim::SimGpuOptions defaults;
+    options_.resize(endpoints);
+    series_.resize(endpoints);
+    for (std::size_t i = 0; i < endpoints; ++i) {
+      options_[i].hostname = host_name(i);
+      options_[i].driver_version = defaults.driver_version;
+      options_[i].profiling = profiling;
+      for (std::uint32_t g = 0; g < gpus; ++g) {
+        cpupower::sim::GpuSeries s;
+        s.index = g;
+        s.uuid = cpupower::sim::simulated_gpu_uuid(options_[i].hostname, g);
+        s.pci_bus_id = cpupower::sim::simulated_pci_bus_id(g);
+        s.model_name = defaults.model_name;
+        series_[i].push_back(std::move(s));
+      }
+    }
+  }
+
+  std::string body(std::size_t endpoint, std::uint64_t n) {
+    auto& series = series_[endpoint];
+    for (auto& s : series) {
+      const double w =
+          250.0 + 10.0 * s.index + static_cast<double>((n * 37 + s.index * 11) % 1000) * 0.1;
+      s.values = cpupower::sim::derive_gpu_readout(w, cpupower::sim::kGpuIdleWatts,
+                                                   cpupower::sim::kGpuMaxWatts);
+      s.values.energy_mj =
+          static_cast<std::int64_t>(1'000'000'000 + 123'456'789 * s.index + 30'000 * n);
+    }
+    return cpupower::sim::render_dcgm_exposition(series, options_[endpoint]);
+  }
+
+ private:
+  std::vector<cpupower::sim::ExpositionOptions> options_;
+  std::vector<std::vector<cpupower::sim::GpuSeries>> series_;
+};
+
+// What each endpoint answers: the n-th body of endpoint `i`, and its Content-Type.
+struct Bodies {
+  std::function<std::string(std::size_t i, std::uint64_t n)> body;
+  std::string content_type;
+};
+
+Bodies make_bodies(const Args& a) {
+  if (a.leg == "gpu") {
+    auto gpu = std::make_shared<GpuBodies>(a.endpoints, a.gpus);
+    // dcgm-exporter sets no Content-Type; Go's net/http sniffs this one.
+    return {[gpu](std::size_t i, std::uint64_t n) { return gpu->body(i, n); },
+            "text/plain; charset=utf-8"};
+  }
+  return {[](std::size_t, std::uint64_t n) { return exporter_body(n); },
+          "text/plain; version=0.0.4; charset=utf-8"};
+}
+
 struct Conn {
   std::string in;
   std::string out;
   bool stalled = false;
+  std::size_t endpoint = 0;
   std::uint64_t served = 0;
 };
 
@@ -151,9 +236,10 @@ void flush_out(int ep, int fd, Conn& c) {
 }
 
 // One thread, one epoll set: listeners are told apart from connections by a table.
-[[noreturn]] void serve(std::size_t n_ports, std::size_t n_stalled, int report_fd) {
+[[noreturn]] void serve(std::size_t n_ports, std::size_t n_stalled, const Bodies& bodies,
+                        int report_fd) {
   const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  std::vector<int> listener_stalled(1 << 16, -1);  // by fd: -1 not a listener, else 0/1
+  std::vector<long> listener_endpoint(1 << 16, -1);  // by fd: -1 not a listener, else its index
   std::vector<Conn> conns(1 << 16);
   std::vector<std::uint16_t> ports;
   for (std::size_t i = 0; i < n_ports; ++i) {
@@ -169,7 +255,7 @@ void flush_out(int ep, int fd, Conn& c) {
     socklen_t len = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
     ports.push_back(ntohs(a.sin_port));
-    listener_stalled[static_cast<std::size_t>(fd)] = i < n_stalled ? 1 : 0;
+    listener_endpoint[static_cast<std::size_t>(fd)] = static_cast<long>(i);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -184,13 +270,14 @@ void flush_out(int ep, int fd, Conn& c) {
     const int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), -1);
     for (int k = 0; k < n; ++k) {
       const int fd = events[static_cast<std::size_t>(k)].data.fd;
-      if (listener_stalled[static_cast<std::size_t>(fd)] >= 0) {
+      if (const long index = listener_endpoint[static_cast<std::size_t>(fd)]; index >= 0) {
         int c;
         while ((c = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
           set_nodelay(c);
-          conns[static_cast<std::size_t>(c)] = Conn{};
-          conns[static_cast<std::size_t>(c)].stalled =
-              listener_stalled[static_cast<std::size_t>(fd)] == 1;
+          auto& conn = conns[static_cast<std::size_t>(c)];
+          conn = Conn{};
+          conn.endpoint = static_cast<std::size_t>(index);
+          conn.stalled = conn.endpoint < n_stalled;
           epoll_event ev{};
           ev.events = EPOLLIN;
           ev.data.fd = c;
@@ -217,11 +304,9 @@ void flush_out(int ep, int fd, Conn& c) {
       while ((end = c.in.find("\r\n\r\n")) != std::string::npos) {
         c.in.erase(0, end + 4);
         if (c.stalled) continue;
-        const std::string body = exporter_body(c.served++);
-        c.out +=
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-            "Content-Length: " +
-            std::to_string(body.size()) + "\r\n\r\n" + body;
+        const std::string body = bodies.body(c.endpoint, c.served++);
+        c.out += "HTTP/1.1 200 OK\r\nContent-Type: " + bodies.content_type +
+                 "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
       }
       flush_out(ep, fd, c);
     }
@@ -233,14 +318,14 @@ struct Server {
   std::vector<std::uint16_t> ports;
 };
 
-Server start_server(std::size_t n_ports, std::size_t n_stalled) {
+Server start_server(std::size_t n_ports, std::size_t n_stalled, const Bodies& bodies) {
   int fds[2];
   if (::pipe(fds) != 0) std::exit(1);
   Server s;
   s.pid = ::fork();
   if (s.pid == 0) {
     ::close(fds[0]);
-    serve(n_ports, n_stalled, fds[1]);
+    serve(n_ports, n_stalled, bodies, fds[1]);
   }
   ::close(fds[1]);
   s.ports.resize(n_ports);
@@ -280,24 +365,30 @@ struct Result {
   std::vector<double> lateness_ms, jitter_ms;
   double collector_cores = 0, server_cores = 0, wall_s = 0;
   std::uint64_t rows_written = 0;
+  // GPU leg: the strict reader's verdict on samples.csv, and the leg's own reason counts.
+  bool checked = false;
+  std::vector<std::string> check_reasons;
+  std::size_t check_rows = 0;
+  std::map<std::string, std::uint64_t> leg_reasons;
 };
 
-Result run(const Args& a, std::size_t n_stalled, const std::string& name) {
+Result run(const Args& a, const Bodies& bodies, std::size_t n_stalled, const std::string& name) {
   using namespace cpupower;
   Result res;
   res.name = name;
   res.endpoints = a.endpoints;
   res.stalled = n_stalled;
-  Server server = start_server(a.endpoints, n_stalled);
+  Server server = start_server(a.endpoints, n_stalled, bodies);
 
   std::vector<scrape::Endpoint> endpoints;
+  std::vector<std::string> hostnames;
   for (std::size_t i = 0; i < a.endpoints; ++i) {
-    char host[32];
-    std::snprintf(host, sizeof host, "node-%04zu", i);
-    endpoints.push_back({host, "127.0.0.1", server.ports[i]});
+    hostnames.push_back(host_name(i));
+    endpoints.push_back({hostnames.back(), "127.0.0.1", server.ports[i]});
   }
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("collector-scale-" + name + "-" + std::to_string(::getpid()));
+                   ("collector-scale-" + a.leg + "-" + (n_stalled ? "stalled" : "healthy") + "-" +
+                    std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
 
   std::mutex mutex;
@@ -311,7 +402,11 @@ Result run(const Args& a, std::size_t n_stalled, const std::string& name) {
     std::lock_guard lock(mutex);
     events.push_back(e);
   };
-  scrape::Collector collector(endpoints, o);
+  auto summary = std::make_shared<scrape::GpuLegSummary>();
+  // As the session builds it (launch/gpu_leg.cpp); null: the CPU leg.
+  std::unique_ptr<scrape::Leg> leg;
+  if (a.leg == "gpu") leg = std::make_unique<scrape::GpuLeg>(hostnames, summary);
+  scrape::Collector collector(endpoints, o, std::move(leg));
 
   rusage before{}, after{};
   ::getrusage(RUSAGE_SELF, &before);
@@ -382,30 +477,61 @@ Result run(const Args& a, std::size_t n_stalled, const std::string& name) {
       res.jitter_ms.push_back(std::abs(gap_ms - static_cast<double>(a.interval_ms)));
     }
   }
+  res.leg_reasons = summary->reason_counts;
+  if (a.leg == "gpu") {
+    const auto check = artifacts::check_gpu_samples(collector.samples_path());
+    res.checked = true;
+    res.check_reasons = check.reason_codes.codes();
+    res.check_rows = check.row_count;
+    for (const auto& p : check.problems) std::fprintf(stderr, "samples check: %s\n", p.c_str());
+  }
   std::filesystem::remove_all(dir);
   return res;
+}
+
+std::string thousands(std::uint64_t v) {
+  const std::string digits = std::to_string(v);
+  std::string t;
+  for (std::size_t k = 0; k < digits.size(); ++k) {
+    if (k > 0 && (digits.size() - k) % 3 == 0) t += ',';
+    t += digits[k];
+  }
+  return t;
 }
 
 void print(const Result& r) {
   const double fill =
       r.expected ? 100.0 * static_cast<double>(r.filled) / static_cast<double>(r.expected) : 0;
   std::printf(
-      "| %s | %zu | %llu / %llu = %.3f %% | %llu / %llu | %.2f / %.2f / %.1f ms | %.2f / %.2f / "
-      "%.1f ms | %.3f | %.3f | %llu |",
-      r.name.c_str(), r.endpoints - r.stalled, static_cast<unsigned long long>(r.filled),
-      static_cast<unsigned long long>(r.expected), fill, static_cast<unsigned long long>(r.missed),
+      "| %s | %zu | %s / %s = %.3f %% | %llu / %llu | %.2f / %.2f / %.1f ms | %.2f / %.2f / "
+      "%.1f ms | %.3f | %.3f | %s | %s |",
+      r.name.c_str(), r.endpoints - r.stalled, thousands(r.filled).c_str(),
+      thousands(r.expected).c_str(), fill, static_cast<unsigned long long>(r.missed),
       static_cast<unsigned long long>(r.errors), percentile(r.lateness_ms, 50),
       percentile(r.lateness_ms, 99), percentile(r.lateness_ms, 100), percentile(r.jitter_ms, 50),
       percentile(r.jitter_ms, 99), percentile(r.jitter_ms, 100), r.collector_cores, r.server_cores,
-      static_cast<unsigned long long>(r.rows_written));
-  if (r.stalled) {
-    std::printf(" stalled endpoint: %llu timeouts, %llu missed slots |",
-                static_cast<unsigned long long>(r.stalled_errors),
-                static_cast<unsigned long long>(r.stalled_missed));
+      thousands(r.rows_written).c_str(),
+      thousands(
+          static_cast<std::uint64_t>(std::llround(static_cast<double>(r.rows_written) / r.wall_s)))
+          .c_str());
+  if (r.checked) {
+    std::string reasons;
+    for (const auto& c : r.check_reasons) reasons += (reasons.empty() ? "" : ", ") + c;
+    const bool ok = r.check_reasons.empty() && r.check_rows == r.rows_written;
+    std::printf(" %s: %s rows, %s |", ok ? "ok" : "FAILED", thousands(r.check_rows).c_str(),
+                reasons.empty() ? "no reason codes" : reasons.c_str());
   } else {
     std::printf(" - |");
   }
-  std::printf("\n");
+  std::string notes;
+  if (r.stalled) {
+    notes = "stalled endpoint: " + thousands(r.stalled_errors) + " timeouts, " +
+            thousands(r.stalled_missed) + " missed slots";
+  }
+  for (const auto& [code, count] : r.leg_reasons) {
+    notes += (notes.empty() ? "" : "; ") + std::string("GPU leg ") + code + " x" + thousands(count);
+  }
+  std::printf(" %s |\n", notes.empty() ? "-" : notes.c_str());
   std::fflush(stdout);
 }
 
@@ -413,9 +539,22 @@ void print(const Result& r) {
 
 int main(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--endpoints")
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--print-body") {
+      a.print_body = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", k.c_str());
+      return 2;
+    }
+    const std::string v = argv[++i];
+    if (k == "--leg")
+      a.leg = v;
+    else if (k == "--gpus")
+      a.gpus = static_cast<std::uint32_t>(std::stoul(v));
+    else if (k == "--endpoints")
       a.endpoints = std::stoul(v);
     else if (k == "--interval-ms")
       a.interval_ms = std::stol(v);
@@ -430,6 +569,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (a.leg != "cpu" && a.leg != "gpu") {
+    std::fprintf(stderr, "--leg takes cpu or gpu, not %s\n", a.leg.c_str());
+    return 2;
+  }
   // Two descriptors per endpoint in the server and one in the collector.
   rlimit nofile{};
   ::getrlimit(RLIMIT_NOFILE, &nofile);
@@ -437,15 +580,35 @@ int main(int argc, char** argv) {
   ::setrlimit(RLIMIT_NOFILE, &nofile);
   cpupower::common::init_logging(spdlog::level::warn);
 
-  std::printf("%zu endpoints at %ld ms for %.0f s, request timeout 2 s, one collector thread\n\n",
-              a.endpoints, a.interval_ms, a.duration_s);
+  const Bodies bodies = make_bodies(a);
+  if (a.print_body) {
+    std::fputs(bodies.body(0, 0).c_str(), stdout);
+    return 0;
+  }
+  std::printf(
+      "%s leg: %zu endpoints at %ld ms for %.0f s, request timeout 2 s, one collector thread\n",
+      a.leg.c_str(), a.endpoints, a.interval_ms, a.duration_s);
+  if (a.leg == "gpu") {
+    std::printf("body: %zu bytes (%u GPUs, sim-gpu defaults; %zu with --profiling)\n\n",
+                bodies.body(0, 0).size(), a.gpus,
+                GpuBodies(1, a.gpus, /*profiling=*/true).body(0, 0).size());
+  } else {
+    std::printf("body: %zu bytes (two-socket GB200 exporter)\n\n", bodies.body(0, 0).size());
+  }
   std::printf(
       "| scenario | healthy endpoints | slots filled | missed / errors (healthy) | start "
       "lateness p50 / p99 / max | row-time jitter p50 / p99 / max | collector cores | server "
-      "cores | rows written | notes |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "cores | rows written | rows/s | samples.csv strict check | notes |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
-  if (a.only != "stalled") print(run(a, 0, "all healthy"));
-  if (a.only != "healthy") print(run(a, a.stalled, std::to_string(a.stalled) + " stalled"));
-  return 0;
+  int rc = 0;
+  auto report = [&](const Result& r) {
+    print(r);
+    if (r.checked && (!r.check_reasons.empty() || r.check_rows != r.rows_written)) rc = 1;
+  };
+  if (a.only != "stalled") report(run(a, bodies, 0, "all healthy"));
+  if (a.only != "healthy") {
+    report(run(a, bodies, a.stalled, std::to_string(a.stalled) + " stalled"));
+  }
+  return rc;
 }
