@@ -1,13 +1,19 @@
 // Parser throughput on exposition text (target: at least 200 MB/s), on the body one Grace
-// exporter serves and on a large body near the 1 MiB cap, plus the whole scrape -> readings
-// step the collector runs per endpoint and slot.
+// exporter serves, on what dcgm-exporter serves for 4 GPUs and on a large body near the 1 MiB
+// cap, plus the whole scrape -> readings (-> rows, GPU leg) step the collector runs per
+// endpoint and slot.
 
 #include <benchmark/benchmark.h>
 
 #include <string>
 
 #include "expo/parser.hpp"
+#include "scrape/gpu_leg.hpp"
+#include "scrape/gpu_readings.hpp"
 #include "scrape/readings.hpp"
+#include "sim/gpu_exposition.hpp"
+#include "sim/gpu_power.hpp"
+#include "sim/sim_gpu.hpp"
 
 namespace {
 
@@ -61,6 +67,26 @@ std::string large_body() {
   return body;
 }
 
+// What `cpu-power sim-gpu --hostname node-0000` serves by default: 4 GPUs, 13 device fields.
+std::string dcgm_body() {
+  namespace sim = cpupower::sim;
+  const sim::SimGpuOptions defaults;
+  sim::ExpositionOptions options;
+  options.hostname = "node-0000";
+  options.driver_version = defaults.driver_version;
+  std::vector<sim::GpuSeries> gpus;
+  for (std::uint32_t g = 0; g < defaults.gpus; ++g) {
+    sim::GpuSeries s;
+    s.index = g;
+    s.uuid = sim::simulated_gpu_uuid(options.hostname, g);
+    s.pci_bus_id = sim::simulated_pci_bus_id(g);
+    s.model_name = defaults.model_name;
+    s.values = sim::derive_gpu_readout(300.0 + 10.0 * g, sim::kGpuIdleWatts, sim::kGpuMaxWatts);
+    gpus.push_back(std::move(s));
+  }
+  return sim::render_dcgm_exposition(gpus, options);
+}
+
 void BM_ParseExporterBody(benchmark::State& state) {
   const std::string body = exporter_body();
   for (auto _ : state) {
@@ -92,6 +118,46 @@ void BM_ReadingsFromExporterBody(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
 BENCHMARK(BM_ReadingsFromExporterBody);
+
+void BM_ParseDcgmBody(benchmark::State& state) {
+  const std::string body = dcgm_body();
+  for (auto _ : state) {
+    auto r = cpupower::expo::parse(body);
+    benchmark::DoNotOptimize(r.samples.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK(BM_ParseDcgmBody);
+
+void BM_GpuReadingsFromDcgmBody(benchmark::State& state) {
+  const std::string body = dcgm_body();
+  for (auto _ : state) {
+    auto r = cpupower::scrape::gpu_readings_from_body(body);
+    benchmark::DoNotOptimize(r.gpus.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_GpuReadingsFromDcgmBody);
+
+// The GPU leg's whole work on one body: readings, then one CSV row per GPU.
+void BM_GpuLegOnBody(benchmark::State& state) {
+  const std::string body = dcgm_body();
+  cpupower::scrape::GpuLeg leg({"node-0000"}, nullptr);
+  cpupower::scrape::BodyInput input;
+  input.hostname = "node-0000";
+  input.body = body;
+  input.midpoint_unix = 1764600000.123456;
+  std::string lines;
+  for (auto _ : state) {
+    lines.clear();
+    ++input.scrape_seq;
+    auto out = leg.on_body(input, lines);
+    benchmark::DoNotOptimize(out.rows);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_GpuLegOnBody);
 
 }  // namespace
 
