@@ -257,6 +257,29 @@ Status write_gpu_window(const std::string& path, const GpuWindowFile& window) {
   return Ok{};
 }
 
+std::string derived_window_result_json(const DerivedWindowResult& r) {
+  const OrderedJson doc{
+      {"benchmark_type", r.benchmark_type},
+      {"concurrency", r.concurrency},
+      {"benchmark_start_time_unix", r.start_unix},
+      {"benchmark_end_time_unix", r.end_unix},
+      {"duration", r.duration_s},
+      {"derived_from", r.derived_from},
+      {"derivation", r.derivation},
+  };
+  return doc.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
+}
+
+Status write_derived_window_result(const std::string& path, const DerivedWindowResult& result) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  std::string error;
+  if (!common::write_file_atomic(path, derived_window_result_json(result), &error, true)) {
+    return Error{error};
+  }
+  return Ok{};
+}
+
 bool gpu_window_invariants_hold(const GpuWindowFile& w) {
   const bool open = !w.benchmark_end_time_unix && !w.duration_s;
   switch (w.status) {

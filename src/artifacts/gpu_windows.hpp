@@ -52,6 +52,19 @@ Status write_gpu_window(const std::string& path, const GpuWindowFile& window);
 //   failed       end finite  duration finite > 0  reason a non-empty string
 bool gpu_window_invariants_hold(const GpuWindowFile& window);
 
+// The result file of a window whose benchmark writes none with the three values the window
+// check compares (aiperf): start, end and duration as the energy report derives them from
+// the benchmark's own files, with the file they came from and how. The window points at it.
+struct DerivedWindowResult {
+  std::string benchmark_type;
+  long long concurrency = 0;
+  double start_unix = 0, end_unix = 0, duration_s = 0;
+  std::string derived_from;  // relative to the log directory
+  std::string derivation;    // in words
+};
+std::string derived_window_result_json(const DerivedWindowResult& result);
+Status write_derived_window_result(const std::string& path, const DerivedWindowResult& result);
+
 // A relative POSIX path that stays below its root: not empty, not starting with / or ~, no
 // .. component, at least one component other than "." (empty and "." components are
 // ignored, as Python's PurePosixPath does).

@@ -335,6 +335,13 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   // Windows first: the manifest validates what is on disk.
   std::vector<artifacts::GpuWindowKey> expected_windows;
   for (const auto& w : windows) {
+    if (w.derived_result) {
+      const auto path = plan_.log_dir + "/" + w.result_path;
+      if (const Status written = artifacts::write_derived_window_result(path, *w.derived_result);
+          !written) {
+        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
+      }
+    }
     const auto path = leg_.power_dir + "/windows/" + w.name + ".json";
     if (const Status written = artifacts::write_gpu_window(path, window_file(w, interrupted));
         !written) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "artifacts/gpu_contract.hpp"
+#include "artifacts/gpu_windows.hpp"
 #include "launch/session_plan.hpp"
 #include "scrape/collector.hpp"
 #include "scrape/gpu_leg.hpp"
@@ -40,6 +41,9 @@ struct GpuWindowInput {
   std::optional<double> end_unix;
   std::optional<double> duration_s;  // the monotonic duration when known
   std::string failure;               // non-empty: the window's command failed
+  // Set when the benchmark's own result file lacks start, end and duration (aiperf): the
+  // result file written at result_path for the window to point at.
+  std::optional<artifacts::DerivedWindowResult> derived_result;
 };
 
 struct GpuLegOutcome {

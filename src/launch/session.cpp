@@ -18,6 +18,7 @@
 #include "launch/readiness.hpp"
 #include "launch/session_record.hpp"
 #include "report/discovery.hpp"
+#include "report/window.hpp"
 #include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
@@ -156,8 +157,54 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   result.exit_code = record.exit_code;
 }
 
+// An aiperf concurrency point's window. aiperf's files carry no start, end and duration the
+// window check could compare, so the window points at a result file derived from them by the
+// energy report's own code (<storage_subdir>/aiperf/aiperf_conc_<N>.json): start = the first
+// profiling request's start, end = start + benchmark_duration (or the last request's end,
+// when earlier), duration = aiperf's benchmark_duration when it has one.
+std::optional<GpuWindowInput> aiperf_window(const SessionPlan& plan, const report::RunInputs& run,
+                                            const report::WindowSource& source) {
+  const bool records = source.kind == report::SourceKind::aiperf_records;
+  const report::Window window = records ? report::load_aiperf_records_window(
+                                              source.path, source.concurrency, run.benchmark_out)
+                                        : report::load_aiperf_aggregate_window(
+                                              source.path, source.concurrency, run.benchmark_out);
+  if (!window.error.empty() || !(window.end_unix > window.start_unix)) {
+    common::logger("cpu_power::run")
+        ->warn("no GPU window for aiperf concurrency {}: {}", source.concurrency,
+               window.error.empty() ? "empty span" : window.error);
+    return std::nullopt;
+  }
+  const auto& gpu = *plan.gpu_leg;
+  const std::string name = "aiperf_conc_" + std::to_string(source.concurrency);
+  const std::filesystem::path dir(gpu.power_dir);
+  GpuWindowInput w;
+  w.name = name;
+  w.benchmark_type = "aiperf";
+  w.concurrency = source.concurrency;
+  w.result_path = (dir / "aiperf" / (name + ".json")).lexically_relative(plan.log_dir).string();
+  w.start_unix = window.start_unix;
+  w.end_unix = window.end_unix;
+  w.duration_s = window.reported.duration_seconds.value_or(window.end_unix - window.start_unix);
+  artifacts::DerivedWindowResult r;
+  r.benchmark_type = "aiperf";
+  r.concurrency = source.concurrency;
+  r.start_unix = *w.start_unix;
+  r.end_unix = *w.end_unix;
+  r.duration_s = *w.duration_s;
+  r.derived_from = std::filesystem::path(source.path).lexically_relative(plan.log_dir).string();
+  r.derivation =
+      records ? "start: first profiling request's start; end: start + benchmark_duration, or "
+                "the last profiling request's end when earlier; duration: benchmark_duration"
+              : "start and end: the aggregate's start_time and end_time; duration: "
+                "benchmark_duration";
+  w.derived_result = std::move(r);
+  return w;
+}
+
 // The windows the session knows: its command's (windows/session.json, pointing at
-// session.json) and each sa-bench result the command left below the log directory.
+// session.json), each sa-bench result the command left below the log directory, and each
+// aiperf concurrency point.
 std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRecord& record) {
   std::vector<GpuWindowInput> out;
   GpuWindowInput session;
@@ -175,6 +222,11 @@ std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRe
   const auto found = report::discover_run(plan.log_dir, std::nullopt);
   if (!found.run) return out;
   for (const auto& source : found.run->sources) {
+    if (source.kind == report::SourceKind::aiperf_records ||
+        source.kind == report::SourceKind::aiperf_aggregate) {
+      if (auto w = aiperf_window(plan, *found.run, source)) out.push_back(std::move(*w));
+      continue;
+    }
     if (source.kind != report::SourceKind::sa_bench) continue;
     const auto result = artifacts::read_gpu_window_result(source.path);
     GpuWindowInput w;

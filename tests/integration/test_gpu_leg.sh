@@ -92,6 +92,40 @@ for w in windows:
 EOF
 ok "report: CPU, GPU and combined joules agree with the Python oracle ($(grep -oE '^[0-9]+ numbers' "$WORK/compare.txt"))"
 
+# --- aiperf: a window per concurrency point, pointing at a result derived from aiperf's files -
+sed 's/type: sa-bench/type: agentic/' "$WORK/best.yaml" >"$WORK/agentic.yaml"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 2 --config "$WORK/agentic.yaml" \
+  --cpu-samples-schema 2 --log-dir "$WORK/aiperf" -- sh -c "mkdir -p $WORK/aiperf && $PY $ROOT/scripts/demo-bench.py $WORK/aiperf --seconds 2 --idle 1 --concurrency 3 --format aiperf | tee $WORK/aiperf/benchmark.out" >"$WORK/aiperf.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/aiperf.log"; fail "aiperf run exited $rc"; }
+M="$WORK/aiperf/power/manifest.json"
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "aiperf run: not publishable"; }
+[ "$(json_get "$M" '["expected_windows"]')" = "[{'benchmark_type': 'session', 'concurrency': 1}, {'benchmark_type': 'aiperf', 'concurrency': 3}]" ] ||
+  fail "aiperf run: expected windows $(json_get "$M" '["expected_windows"]')"
+"$BIN/cpu-power" report "$WORK/aiperf" --json-out "$WORK/aiperf-report.json" >/dev/null 2>&1 ||
+  fail "report on the aiperf run failed"
+$PY - "$WORK/aiperf" "$WORK/aiperf-report.json" <<'EOF2' || fail "aiperf window and its derived result disagree with the report or with aiperf's files"
+import json, sys
+run, report = sys.argv[1], json.load(open(sys.argv[2]))
+w = json.load(open(run + "/power/windows/aiperf_conc_3.json"))
+assert w["status"] == "completed" and w["result_path"] == "power/aiperf/aiperf_conc_3.json", w
+r = json.load(open(run + "/" + w["result_path"]))
+assert r["derived_from"] == "conc_3/aiperf_artifacts/profile_export.jsonl", r
+for k in ("benchmark_start_time_unix", "benchmark_end_time_unix", "duration"):
+    assert r[k] == w[k], (k, r[k], w[k])
+# The derivation, redone here from aiperf's own files.
+recs = [json.loads(l) for l in open(run + "/" + r["derived_from"]) if l.strip()]
+starts = [x["metadata"]["request_start_ns"] for x in recs if x["metadata"]["benchmark_phase"] == "profiling"]
+agg = json.load(open(run + "/conc_3/aiperf_artifacts/profile_export_aiperf.json"))
+assert w["benchmark_start_time_unix"] == min(starts) / 1e9, (w, min(starts))
+assert w["duration"] == agg["benchmark_duration"]["avg"], (w, agg)
+(win,) = [x for x in report if x["benchmark_type"] == "aiperf"]
+assert win["start_unix"] == w["benchmark_start_time_unix"] and win["end_unix"] == w["benchmark_end_time_unix"], (win, w)
+EOF2
+"$PY" "$ROOT/tests/tools/consumer_check.py" "$WORK/aiperf" >"$WORK/consumer-aiperf.txt" 2>&1 ||
+  { cat "$WORK/consumer-aiperf.txt"; fail "the consumer-style validator refused the aiperf run"; }
+ok "aiperf run: windows/aiperf_conc_3.json completed and covered, its derived result matching aiperf's files and the report's window; consumer-style validator accepts it"
+
 # --- --gpu-roles: devices mapped to worker roles fill the report's per-role rows -----------
 cat >"$WORK/roles.json" <<'EOF'
 [{"hostname": "a", "gpu_index": 0, "assignments": [{"worker_role": "prefill", "worker_index": 0, "worker_process": 0, "het_group": null}]},

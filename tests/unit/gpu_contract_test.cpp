@@ -1158,6 +1158,38 @@ TEST_F(WindowsDir, ResultMissing) {
             reasons({reason::kWindowResultMissing}));
 }
 
+// An aiperf window points at a result derived from aiperf's files; its numbers round-trip
+// exactly through the JSON, so the window check passes, and a derived file edited after
+// the fact is caught like any result that disagrees with its window.
+TEST_F(WindowsDir, DerivedResultRoundTripsExactly) {
+  DerivedWindowResult r;
+  r.benchmark_type = "aiperf";
+  r.concurrency = 8;
+  r.start_unix = 1000.1234567890123;
+  r.end_unix = 1020.9876543210987;
+  r.duration_s = 20.864197532109376;
+  r.derived_from = "conc_8/aiperf_artifacts/profile_export.jsonl";
+  r.derivation = "test";
+  const std::string result_path = "power/aiperf/aiperf_conc_8.json";
+  ASSERT_TRUE(write_derived_window_result(log_dir() + "/" + result_path, r).ok());
+  GpuWindowFile w = completed_window(r.start_unix, r.end_unix, r.duration_s);
+  w.benchmark_type = "aiperf";
+  w.concurrency = 8;
+  w.result_path = result_path;
+  ASSERT_TRUE(write_gpu_window(windows("aiperf_conc_8.json"), w).ok());
+  const auto read = read_gpu_window_result(log_dir() + "/" + result_path);
+  EXPECT_EQ(read.start_time_unix, r.start_unix);
+  EXPECT_EQ(read.end_time_unix, r.end_unix);
+  EXPECT_EQ(read.duration_s, r.duration_s);
+  std::vector<GpuArtifactError> errors;
+  EXPECT_TRUE(audit({{"aiperf", 8}}, errors)[0].power_coverage_valid);
+  EXPECT_TRUE(errors.empty());
+  r.duration_s += 1e-9;
+  ASSERT_TRUE(write_derived_window_result(log_dir() + "/" + result_path, r).ok());
+  EXPECT_EQ(audit({{"aiperf", 8}}, errors)[0].reason_codes,
+            reasons({reason::kWindowResultMismatch}));
+}
+
 TEST_F(WindowsDir, UnusableEntriesAreArtifactErrors) {
   add_window("sa_c4", 4);
   spit(windows("notes.txt"), "{}");
