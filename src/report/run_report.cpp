@@ -125,7 +125,26 @@ RunReportStatus write_run_report(const std::string& log_dir, const ReportOptions
       }
       status.written.push_back(path);
     }
-    status.ok = status.failed_windows == 0;
+    // The HTML report is best effort on top: if it cannot be rendered or written, the three
+    // files above stand and the message says why.
+    std::string html_error;
+    try {
+      std::string error;
+      const std::string path = python_path_str(log_dir) + "/power_report.html";
+      if (common::write_file_atomic(path, render_html({{log_dir, &run.data, &run.windows}}),
+                                    &error)) {
+        status.written.push_back(path);
+      } else {
+        html_error = path + ": " + error;
+      }
+    } catch (const std::exception& e) {
+      html_error = std::string("HTML report failed: ") + e.what();
+    }
+    status.ok = status.failed_windows == 0 && html_error.empty();
+    if (!html_error.empty()) {
+      status.message = html_error;
+      return status;
+    }
     if (!status.ok) status.message = std::to_string(status.failed_windows) + " window(s) failed";
   } catch (const std::exception& e) {
     status.message = std::string("energy report failed: ") + e.what();

@@ -29,7 +29,8 @@ struct ReportRun {
 ReportRun build_reports(const std::string& log_dir, const ReportOptions& options);
 
 // What `cpu-power run` calls after the benchmark: writes power_energy_report.json, .txt and
-// .svg into the log directory. Never throws; the job's exit status must not depend on it.
+// .svg into the log directory, then power_report.html (best effort: the others are written
+// first). Never throws; the job's exit status must not depend on it.
 struct RunReportStatus {
   bool ok = false;  // every file written and every window reported
   std::size_t windows = 0;

@@ -411,14 +411,15 @@ TEST_F(RunDir, OneFailingWindowDoesNotStopTheOthers) {
   EXPECT_NE(text.find("total energy across all concurrency points: 1,000.00 J"), std::string::npos);
 }
 
-TEST_F(RunDir, WriteRunReportWritesThreeFilesAndNeverThrows) {
+TEST_F(RunDir, WriteRunReportWritesFourFilesAndNeverThrows) {
   sa_bench_run(100, 110, 100);
   const RunReportStatus ok = write_run_report(dir(), {});
   EXPECT_TRUE(ok.ok) << ok.message;
-  EXPECT_EQ(ok.written.size(), 3u);
+  EXPECT_EQ(ok.written.size(), 4u);
   EXPECT_TRUE(fs::exists(dir_ / "power_energy_report.json"));
   EXPECT_TRUE(fs::exists(dir_ / "power_energy_report.txt"));
   EXPECT_TRUE(fs::exists(dir_ / "power_energy_report.svg"));
+  EXPECT_TRUE(fs::exists(dir_ / "power_report.html"));
   const RunReportStatus missing = write_run_report(dir() + "/nope", {});
   EXPECT_FALSE(missing.ok);
   EXPECT_EQ(missing.message, dir() + "/nope/benchmark.out: not found");
