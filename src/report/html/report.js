@@ -459,7 +459,7 @@
     }
     box.append(h("p", { class: "note" },
       `Time: seconds since ${zeroText}. Each pixel column shows the smallest and largest reading in it; ` +
-      `a gap of more than ${DATA.gap_rule_s} s between samples is a hole in the line, marked below the axis.`));
+      `a gap of more than ${DATA.gap_rule_s} s between samples is a hole in the line, marked by a red bar at the bottom of the plot.`));
     const legend = h("div", { class: "legend", role: "group", "aria-label": "Series (click to hide or show)" });
     for (const e of legendEntries) {
       const sw = s("svg", { width: 30, height: 10, "aria-hidden": "true" });
@@ -503,7 +503,7 @@
       : h("ul", { class: "warnings none" }, h("li", {}, "No warnings for this window."));
     detail.replaceChildren(
       h("h2", { id: "detail-title" }, `${run.name} · ${windowName(w)} · ${fmt(dur, 2)} s`),
-      keyFigures(run, w), warnings,
+      h("div", { class: "detail-head" }, keyFigures(run, w), warnings),
       powerPanels(run, ri, start - pad, end + pad, start,
         `the window's start, ${isoUtc(w.start_unix)} (unix ${w.start_unix}); shaded: the window`,
         [[start, end, null]]));
