@@ -7,10 +7,17 @@
 # writes a sa-bench result, so the report can divide by tokens. At the end: the GPU package's
 # verdict and the combined CPU + GPU energy report. The same command without --simulate,
 # inside a Slurm allocation, starts everything on the worker nodes with srun.
+#
+# The run directory is kept in the checkout, in demo-run/ (ignored by git, replaced by the
+# next demo), so that the reports it prints the paths of are there to open afterwards; the
+# last line is the HTML report's path.
 set -euo pipefail
 BIN=${1:-build/bin}
-WORK=$(mktemp -d /tmp/cpu-power-demo.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+BIN=$(cd "$BIN" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+WORK=$(cd "$HERE/.." && pwd)/demo-run
+rm -rf "$WORK"
+mkdir -p "$WORK"
 
 cat >"$WORK/recipe.yaml" <<'EOF'
 benchmark: {type: sa-bench}
@@ -25,7 +32,6 @@ telemetry:
 EOF
 # The benchmark: 2 s idle, then 4 s with every CPU busy "serving" at concurrency 4, then 2 s
 # idle; its summary lines go to benchmark.out, as a serving benchmark's log does.
-HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$WORK/run"
 BENCH="/usr/bin/python3 $HERE/demo-bench.py $WORK/run --seconds 4 --idle 2 --concurrency 4 | tee $WORK/run/benchmark.out"
 
@@ -75,3 +81,9 @@ echo "== energy report over the host leg (cpu-power report --cpu-samples cpu_pow
 echo
 echo "== the combined report: CPU (exporter leg) + GPU joules, J/token, tokens per joule"
 "$BIN/cpu-power" report "$WORK/run" --cpu-samples "$WORK/run/power/cpu/samples.csv" || true
+echo
+echo "== the reports of this run, kept in $WORK/run until the next demo"
+ls -1 "$WORK/run"/power_energy_report.* "$WORK/run"/power_report.html 2>/dev/null || true
+echo
+echo "== the HTML report (Pareto view, power over time, table): open it in a browser"
+echo "$WORK/run/power_report.html"
