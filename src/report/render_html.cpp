@@ -21,7 +21,8 @@ namespace cpupower::report {
 namespace {
 
 // Buckets across a run's whole span: each window's chart gets its share of them (a window
-// of a tenth of the run gets 300). Never narrower than kMinBucketS, a 10 Hz sampler's period.
+// of a tenth of the run gets 300). Never narrower than kMinBucketS, a 10 Hz sampler's period,
+// nor than the run's typical time between samples.
 constexpr double kBuckets = 3000;
 constexpr double kMinBucketS = 0.1;
 // Chart values travel as whole tenths of a watt.
@@ -88,6 +89,27 @@ void time_range(const std::vector<SeriesRef>& series, const std::vector<WindowRe
   if (*t1 <= *t0) *t1 = *t0 + 1;
 }
 
+// The median over the series of each one's mean time between samples: a bucket narrower
+// than that would hold no more than one sample and leave the rest empty, a bigger file with
+// nothing more in it.
+double typical_interval(const std::vector<SeriesRef>& series) {
+  std::vector<double> intervals;
+  for (const auto& s : series) {
+    const Track& tr = *s.track;
+    std::size_t n = 0;
+    double first = 0, last = 0;
+    for (std::size_t i = 0; i < tr.size(); ++i) {
+      if (!tr.has(i) || !std::isfinite(tr.time(i))) continue;
+      if (n++ == 0) first = tr.time(i);
+      last = tr.time(i);
+    }
+    if (n > 1 && last > first) intervals.push_back((last - first) / static_cast<double>(n - 1));
+  }
+  if (intervals.empty()) return 0;
+  std::nth_element(intervals.begin(), intervals.begin() + intervals.size() / 2, intervals.end());
+  return intervals[intervals.size() / 2];
+}
+
 std::string json_string(const std::string& s) {
   return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -129,7 +151,7 @@ void run_json(const HtmlRun& run, std::string& out) {
   const std::vector<SeriesRef> series = series_of(*run.data);
   double t0 = 0, t1 = 1;
   time_range(series, *run.windows, &t0, &t1);
-  const double bucket_s = std::max((t1 - t0) / kBuckets, kMinBucketS);
+  const double bucket_s = std::max({(t1 - t0) / kBuckets, kMinBucketS, typical_interval(series)});
   out +=
       fmt::format("{{\"name\":{},\"origin_unix\":{},\"end_unix\":{},\"bucket_s\":{},",
                   json_string(run.name), Json(t0).dump(), Json(t1).dump(), Json(bucket_s).dump());

@@ -169,6 +169,9 @@ def main():
         if frontiers < 1:
             fail("no frontier line")
         ok("%d frontier line(s)" % frontiers)
+        page.evaluate("(() => { for (const [id, v] of [['x-axis', 'otps_gpu'], ['y-axis', 'j_out']]) {"
+                      " const s = document.getElementById(id); s.value = v;"
+                      " s.dispatchEvent(new Event('change')); } })()")
 
         # ---- tooltip and click: the window's power over time -------------------------------
         gap_run, gap_window = None, None

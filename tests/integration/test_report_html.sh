@@ -9,14 +9,17 @@
 # screenshot there (how docs/html-report.png is made).
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$(cd "$BIN" && pwd)
 PY=/usr/bin/python3
 ARTIFACTS=$(cd "$BIN/.." && pwd)/test-artifacts/report_html
 rm -rf "$ARTIFACTS"
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/install-deps.sh installs it)"
 
 "$PY" "$HERE/../oracle/generate_runs.py" "$WORK/runs" --seed 3 >/dev/null
-A=$WORK/runs/sabench_exporter_v3_gpu
-B=$WORK/runs/sabench_exporter_v2_gpu_v3
+# Relative run directories: they are the runs' names on the page (and in its screenshot).
+cd "$WORK"
+A=runs/sabench_exporter_v3_gpu
+B=runs/sabench_exporter_v2_gpu_v3
 "$BIN/cpu-power" report "$A" --json-out "$WORK/a.json" >"$WORK/a.txt" || fail "report of $A failed"
 "$BIN/cpu-power" report "$B" --json-out "$WORK/b.json" >"$WORK/b.txt" || fail "report of $B failed"
 
@@ -32,7 +35,7 @@ rc=0
   fail "--json-out with two runs: exit $rc, $(cat "$WORK/usage.err")"
 ok "--json-out with two runs is a usage error (exit 2)"
 rc=0
-"$BIN/cpu-power" report "$A" "$WORK/runs/nope" --html "$WORK/y.html" >"$WORK/y.out" 2>"$WORK/y.err" || rc=$?
+"$BIN/cpu-power" report "$A" runs/nope --html "$WORK/y.html" >"$WORK/y.out" 2>"$WORK/y.err" || rc=$?
 [ "$rc" = 1 ] && [ ! -e "$WORK/y.html" ] && [ ! -s "$WORK/y.out" ] && grep -q "nope" "$WORK/y.err" ||
   fail "a run that cannot be reported: exit $rc, stdout $(wc -c <"$WORK/y.out") bytes"
 ok "a run that cannot be reported: exit 1, nothing written"
