@@ -16,6 +16,7 @@
 #include "common/version.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/service.hpp"
+#include "sources/acpi_discovery.hpp"
 #include "sources/ladder.hpp"
 #include "sources/nvml.hpp"
 
@@ -35,6 +36,7 @@ struct Options {
   std::string dcgm_lib;
   std::string nvml_lib;
   bool no_nvml = false;
+  unsigned set_average_interval_ms = 0;  // 0: leave the firmware's interval alone
 };
 
 bool is_ip_literal(const std::string& s) {
@@ -90,6 +92,10 @@ int main(int argc, char** argv) {
   app.add_option("--nvml-lib", o.nvml_lib,
                  "NVML library to load (default: libnvidia-ml.so.1, then .so)");
   app.add_flag("--no-nvml", o.no_nvml, "Do not serve NVML superchip module power");
+  app.add_option("--set-average-interval-ms", o.set_average_interval_ms,
+                 "Write this averaging interval (50 or 1000) to every ACPI power meter once at "
+                 "start. System-wide: DCGM and every other reader of the meters see it too")
+      ->check(CLI::IsMember({50u, 1000u}));
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -108,6 +114,25 @@ int main(int argc, char** argv) {
   common::block_shutdown_signals();
   common::init_logging(*common::parse_log_level(o.log_level));
   auto log = common::logger("cpu_power_exporter");
+
+  if (o.set_average_interval_ms != 0) {
+    const std::chrono::milliseconds interval(o.set_average_interval_ms);
+    log->warn(
+        "setting the averaging interval of every ACPI power meter; this is system-wide: DCGM, "
+        "other exporters and anything else reading these meters get it too interval_ms={} "
+        "hwmon_root={}",
+        interval.count(), common::quoted(o.hwmon_root));
+    const auto change =
+        sources::set_average_interval(o.hwmon_root, interval, std::chrono::seconds(3));
+    for (const auto& f : change.failures) log->warn("cannot set the averaging interval {}", f);
+    log->info("averaging interval set interval_ms={} written={} unchanged={} failed={}",
+              interval.count(), change.written, change.unchanged, change.failures.size());
+    if (!change.settled) {
+      log->warn(
+          "not every power meter re-registered and came back within 3 s; its readings follow "
+          "it once it does");
+    }
+  }
 
   sources::LadderOptions ladder;
   ladder.request = *sources::parse_source_request(o.source);

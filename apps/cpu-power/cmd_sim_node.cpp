@@ -23,6 +23,8 @@ struct SimNodeArgs {
   std::string trace;
   double load = 0.0;
   std::int64_t update_ms = 50;
+  std::int64_t average_interval_ms = 50;
+  std::int64_t sample_ms = 10;
   std::vector<std::string> faults;
   std::uint64_t seed = 1;
   bool no_noise = false;
@@ -49,6 +51,8 @@ sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
   }
   o.load = args.load;
   o.update_interval = std::chrono::milliseconds(args.update_ms);
+  o.average_interval = std::chrono::milliseconds(args.average_interval_ms);
+  o.sample_step = std::chrono::milliseconds(args.sample_ms);
   o.seed = args.seed;
   o.noise = !args.no_noise;
   o.proc_stat = args.proc_stat;
@@ -141,6 +145,16 @@ void add_sim_node_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--update-ms", args->update_ms, "Value update interval in milliseconds")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600000}))
+      ->capture_default_str();
+  cmd->add_option("--average-interval-ms", args->average_interval_ms,
+                  "Firmware averaging interval each channel starts with: 50 or 1000 (a write of "
+                  "50 or 1000 to power1_average_interval changes it later)")
+      ->check(CLI::IsMember({std::int64_t{50}, std::int64_t{1000}}))
+      ->capture_default_str();
+  cmd->add_option("--sample-ms", args->sample_ms,
+                  "Sample step of the load model's underlying power in milliseconds (trace and "
+                  "constant models are averaged exactly)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}))
       ->capture_default_str();
   cmd->add_option("--fault", args->faults,
                   "KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. total:1=slow:150@0-2000 (repeatable)")

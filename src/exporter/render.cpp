@@ -43,7 +43,9 @@ template <class Value>
 void each_row(std::string& out, std::string_view family, std::string_view help,
               std::string_view type, const std::vector<SelfRow>& rows, Value value) {
   expo::append_family_header(out, family, help, type);
-  for (const auto& row : rows) value(out, family, row);
+  for (const auto& row : rows) {
+    if (!row.interval_only) value(out, family, row);
+  }
 }
 
 }  // namespace
@@ -74,8 +76,29 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   };
   using R = sources::ChannelReading;
   each_row(out, "cpu_power_exporter_sample_age_seconds",
-           "Age of each sensor's last good reading when this scrape was served (s).", "gauge", rows,
-           optional_gauge(&R::age_s));
+           "Age of each sensor's last good reading when this scrape was served, counted from the "
+           "centre of the interval the reading averages (read time minus half the averaging "
+           "interval) (s).",
+           "gauge", rows, [](std::string& out, std::string_view family, const SelfRow& row) {
+             if (const auto age = row.reading.age_s) {
+               row_prefix(out, family, row);
+               expo::append_fixed6(out, *age + row.reading.centre_offset_s);
+               out += '\n';
+             }
+           });
+  constexpr std::string_view kIntervalFamily = "cpu_power_exporter_average_interval_seconds";
+  expo::append_family_header(out, kIntervalFamily,
+                             "Averaging interval of each sensor's readings (s): ACPI "
+                             "power*_average_interval, NVML's 1 s; each value is the mean power "
+                             "over this interval before it was read.",
+                             "gauge");
+  for (const auto& row : rows) {
+    if (const auto v = row.reading.average_interval_s) {
+      row_prefix(out, kIntervalFamily, row);
+      expo::append_fixed6(out, *v);
+      out += '\n';
+    }
+  }
   each_row(out, "cpu_power_exporter_read_duration_seconds",
            "Duration of each sensor's last completed read (s).", "gauge", rows,
            optional_gauge(&R::read_duration_s));

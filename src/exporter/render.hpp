@@ -42,6 +42,9 @@ void render_family(std::string& out, const Family& family, const sources::Snapsh
 struct SelfRow {
   std::string_view label_text;  // owned by the caller; built once, not per scrape
   sources::ChannelReading reading;
+  // Only in cpu_power_exporter_average_interval_seconds: a sensor without self metrics
+  // (NVML module power) whose averaging window is still published.
+  bool interval_only = false;
 };
 
 struct SelfStats {
@@ -50,8 +53,9 @@ struct SelfStats {
   std::uint64_t scrapes_total = 0;
 };
 
-// cpu_power_exporter_* families: info, per-sensor sample age, read duration, read counters,
-// stale flags, scrapes served.
+// cpu_power_exporter_* families: info, per-sensor sample age (counted from the centre of the
+// interval the reading averages: read time minus half the window), averaging interval, read
+// duration, read counters, stale flags, scrapes served.
 void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats);
 

@@ -1,5 +1,8 @@
 #include "exporter/service.hpp"
 
+#include <deque>
+
+#include "expo/writer.hpp"
 #include "exporter/render.hpp"
 
 namespace cpupower::exporter {
@@ -15,14 +18,21 @@ std::string Service::render_metrics() {
   std::vector<sources::Snapshot> snapshots;
   snapshots.reserve(sources_.size());
   std::vector<SelfRow> rows;
+  std::deque<std::string> interval_labels;  // stable addresses for the rows' label views
   for (const auto& source : sources_) {
     auto& snap = snapshots.emplace_back(source->snapshot(now));
     if (!snap.available) continue;
     render_family(out, family_of(source->mode()), snap);
     const auto& sensors = *snap.sensors;
     for (std::size_t i = 0; i < sensors.size() && i < snap.readings.size(); ++i) {
-      if (sensors[i].power && !sensors[i].self_label_text.empty()) {
+      if (!sensors[i].power) continue;
+      if (!sensors[i].self_label_text.empty()) {
         rows.push_back({sensors[i].self_label_text, snap.readings[i]});
+      } else if (snap.readings[i].average_interval_s) {
+        // No self metrics (NVML), but its averaging window is published.
+        const auto& label = interval_labels.emplace_back(
+            "sensor=\"" + expo::escape_label_value(sensors[i].name) + "\"");
+        rows.push_back({label, snap.readings[i], true});
       }
     }
   }

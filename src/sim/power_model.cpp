@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "common/text.hpp"
@@ -229,6 +230,52 @@ std::optional<double> Trace::value_at(const std::string& key, double elapsed_s) 
   const auto after = std::upper_bound(times_s_.begin(), times_s_.end(), elapsed_s);
   const auto row = after == times_s_.begin() ? 0 : (after - times_s_.begin()) - 1;
   return rows_[static_cast<std::size_t>(row)][col->second];
+}
+
+std::vector<std::pair<double, double>> Trace::steps(const std::string& key, double after_s,
+                                                    double upto_s) const {
+  std::vector<std::pair<double, double>> out;
+  const auto col = columns_.find(key);
+  if (col == columns_.end() || !(upto_s > after_s)) return out;
+  auto it = std::upper_bound(times_s_.begin(), times_s_.end(), after_s);
+  for (; it != times_s_.end() && *it <= upto_s; ++it) {
+    const auto row = static_cast<std::size_t>(it - times_s_.begin());
+    out.emplace_back(*it, rows_[row][col->second]);
+  }
+  return out;
+}
+
+void PowerHistory::set(double t_s, double watts) {
+  if (!steps_.empty()) {
+    auto& last = steps_.back();
+    if (t_s <= last.first) {
+      last.second = watts;
+      // The step before may now hold the same value: merge so the deque stays short.
+      if (steps_.size() >= 2 && steps_[steps_.size() - 2].second == watts) steps_.pop_back();
+      return;
+    }
+    if (last.second == watts) return;  // no change in power: no new step
+  }
+  steps_.emplace_back(t_s, watts);
+  // The first step is needed only while it still holds somewhere inside the kept span.
+  while (steps_.size() >= 2 && steps_[1].first <= t_s - keep_s_) steps_.pop_front();
+}
+
+double PowerHistory::mean(double from_s, double to_s) const {
+  if (steps_.empty()) return 0.0;
+  if (!(to_s > from_s)) {
+    auto after = std::upper_bound(steps_.begin(), steps_.end(), to_s,
+                                  [](double t, const auto& step) { return t < step.first; });
+    return after == steps_.begin() ? steps_.front().second : std::prev(after)->second;
+  }
+  double joules = 0.0;
+  for (std::size_t k = 0; k < steps_.size(); ++k) {
+    // Step k holds over [begin, end): the first from -inf, the latest until +inf.
+    const double begin = k == 0 ? from_s : std::max(from_s, steps_[k].first);
+    const double end = k + 1 == steps_.size() ? to_s : std::min(to_s, steps_[k + 1].first);
+    if (end > begin) joules += steps_[k].second * (end - begin);
+  }
+  return joules / (to_s - from_s);
 }
 
 }  // namespace cpupower::sim

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,10 +86,40 @@ class Trace {
   // trace begins, the last row after it ends). nullopt when the trace has no column for key.
   std::optional<double> value_at(const std::string& key, double elapsed_s) const;
 
+  // The rows of key's column with after_s < time_s <= upto_s, as (time_s, watts), in order:
+  // the steps a step-hold reader sees in that span. Empty when the trace has no such column.
+  std::vector<std::pair<double, double>> steps(const std::string& key, double after_s,
+                                               double upto_s) const;
+
  private:
   std::map<std::string, std::size_t> columns_;
   std::vector<double> times_s_;
   std::vector<std::vector<double>> rows_;
+};
+
+// The underlying power of one channel as a step function of time (seconds since the node
+// started): each set() holds from its time until the next one. What the firmware publishes
+// as power1_average is mean() over its averaging interval, so a model sampled finely (or a
+// trace fed its exact step times) gives the average the firmware would compute.
+class PowerHistory {
+ public:
+  // Steps older than keep_s before the latest set() are folded away; keep_s must cover the
+  // longest averaging interval asked for.
+  explicit PowerHistory(double keep_s = 2.0) : keep_s_(keep_s) {}
+
+  // From t_s on the power is `watts`. t_s below the latest step's time is taken as that
+  // time (the step replaces the latest one's value from there on).
+  void set(double t_s, double watts);
+
+  // The exact mean over [from_s, to_s]: the first value holds before the first step, the
+  // latest after the latest. The value at to_s when to_s <= from_s; 0 before any set().
+  double mean(double from_s, double to_s) const;
+
+  bool empty() const { return steps_.empty(); }
+
+ private:
+  double keep_s_;
+  std::deque<std::pair<double, double>> steps_;  // (from time_s, watts), ascending
 };
 
 }  // namespace cpupower::sim

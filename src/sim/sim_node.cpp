@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/log.hpp"
+#include "common/text.hpp"
 #include "sim/tree_writer.hpp"
 
 namespace cpupower::sim {
@@ -27,6 +28,37 @@ constexpr double kNoiseAmplitudeW = 0.3;
 // What older kernels print for the firmware's 0xFFFFFFFF mW "unknown" reading.
 constexpr std::string_view kInvalidReading = "4294967295000\n";
 constexpr std::int64_t kNoReading = -1;
+// The averaging intervals Grace's _PAI accepts, in ms, and the range the _min and _max
+// attributes advertise.
+constexpr std::int64_t kIntervalMinMs = 50;
+constexpr std::int64_t kIntervalMaxMs = 1000;
+// Longer than the longest averaging interval, so that every mean finds its whole window.
+constexpr double kHistoryKeepS = 2.0;
+
+bool accepted_interval(std::int64_t ms) {
+  return ms == kIntervalMinMs || ms == kIntervalMaxMs;
+}
+
+std::string interval_line(std::chrono::milliseconds interval) {
+  return std::to_string(interval.count()) + "\n";
+}
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// Every attribute of one power meter channel, power1_average first.
+std::vector<std::pair<std::string, std::string>> meter_attributes(
+    const ChannelSpec& spec, std::chrono::milliseconds interval, std::string value) {
+  return {{"power1_average", std::move(value)},
+          {"power1_oem_info", spec.oem_info + "\n"},
+          {"power1_average_interval", interval_line(interval)},
+          {"power1_average_interval_min", std::to_string(kIntervalMinMs) + "\n"},
+          {"power1_average_interval_max", std::to_string(kIntervalMaxMs) + "\n"},
+          {"power1_accuracy", "95.0%\n"},
+          {"power1_is_battery", "0\n"},
+          {"power1_model_number", "\n"}};
+}
 
 std::string value_line(std::int64_t microwatts) {
   return std::to_string(microwatts) + "\n";
@@ -68,10 +100,21 @@ struct SimNode::Impl {
   struct Channel {
     ChannelSpec spec;
     std::size_t index = 0;  // into channels
+    // The file holding power1_average. Owned by the update thread (a writer thread reads it
+    // while it runs); infos[index] shows it to channels() once the node is visible.
+    std::string value_path;
     std::optional<Fault> fault;
     FileState state = FileState::regular;
     bool failing = false;  // a write error was already logged
     std::atomic<std::int64_t> model_uw{0};
+    // Update thread only: the underlying power, how far the trace's steps were fed into
+    // it, the averaging interval, and how many polls in a row found its file unacceptable.
+    PowerHistory history{kHistoryKeepS};
+    double trace_until_s = 0.0;
+    int bad_interval_polls = 0;
+    // Written by the update thread only; atomic for average_interval().
+    std::atomic<std::int64_t> interval_ms{50};
+    milliseconds interval() const { return milliseconds(interval_ms.load()); }
     // Held across a value's file change and reading_uw, so that whoever saw the new file
     // content and then asks current_watts() never gets the value before it.
     mutable std::mutex value_mutex;
@@ -83,14 +126,18 @@ struct SimNode::Impl {
     bool writer_stop = false;  // guarded by writer_mutex
   };
 
-  explicit Impl(SimOptions o) : options(std::move(o)), noise(options.seed) {}
+  explicit Impl(SimOptions o) : options(std::move(o)), noise_source(options.seed) {}
 
   SimOptions options;
+  // Written by the update thread (re-registration) under infos_mutex; channels() copies.
+  mutable std::mutex infos_mutex;
   std::vector<ChannelInfo> infos;
+  std::string abs_root;
+  int next_hwmon = 0;  // the number the next re-registration gets
   std::vector<std::unique_ptr<Channel>> channels;
   std::optional<LoadTracker> tracker;
   std::optional<Trace> trace;
-  Noise noise;
+  Noise noise_source;
   Clock::time_point started_at{};
   std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::sim");
 
@@ -108,13 +155,19 @@ struct SimNode::Impl {
     return nullptr;
   }
 
-  const std::string& path_of(const Channel& c) const { return infos[c.index].value_path; }
+  const std::string& path_of(const Channel& c) const { return c.value_path; }
 
   bool validate(std::string* error) const;
   void build_channels(const std::string& root);
   bool write_tree(std::string* error);
-  double model_value(const Channel& c, milliseconds elapsed);
+  double underlying(const Channel& c, double t_s) const;
+  void feed(Channel& c, double t_s, const std::optional<double>& forced);
+  std::map<std::string, double> forced_values() const;
+  void sample_models(Clock::time_point now);
   void update(Clock::time_point now, bool first, std::string* error);
+  void poll_intervals(Clock::time_point now);
+  void change_interval(Channel& c, milliseconds interval, Clock::time_point now);
+  void reregister(Channel& c, Clock::time_point now);
   bool apply(Channel& c, std::int64_t uw, milliseconds elapsed, std::string* error);
   bool retire_fifo(Channel& c, std::string_view content, std::string* error);
   void start_writer(Channel& c);
@@ -132,6 +185,10 @@ bool SimNode::Impl::validate(std::string* error) const {
   };
   if (options.root.empty()) return fail("no root directory given");
   if (options.update_interval.count() <= 0) return fail("update interval must be > 0 ms");
+  if (!accepted_interval(options.average_interval.count())) {
+    return fail("averaging interval must be 50 or 1000 ms");
+  }
+  if (options.sample_step.count() <= 0) return fail("sample step must be > 0 ms");
   if (!(options.load >= 0.0 && options.load <= 1.0)) return fail("load must be within 0..1");
   if (options.model == Model::trace && options.trace_path.empty()) {
     return fail("the trace model needs a trace file");
@@ -160,6 +217,7 @@ void SimNode::Impl::build_channels(const std::string& root) {
       auto c = std::make_unique<Channel>();
       c->spec = specs[i];
       c->index = i;
+      c->interval_ms = options.average_interval.count();
       if (auto f = options.faults.find(specs[i].key); f != options.faults.end()) {
         c->fault = f->second;
       }
@@ -172,20 +230,18 @@ void SimNode::Impl::build_channels(const std::string& root) {
     infos[i] =
         ChannelInfo{specs[i].key,      node.hwmon,    attribute_dir(root, node) + "/power1_average",
                     specs[i].oem_info, specs[i].kind, specs[i].socket};
+    channels[i]->value_path = infos[i].value_path;
   }
 }
 
-double SimNode::Impl::model_value(const Channel& c, milliseconds elapsed) {
+double SimNode::Impl::underlying(const Channel& c, double t_s) const {
   switch (options.model) {
-    case Model::load: {
-      const double u = tracker ? tracker->utilisation(c.spec.socket) : 0.0;
-      return model_watts(options.profile, c.spec.kind, u) +
-             (options.noise ? noise.next(kNoiseAmplitudeW) : 0.0);
-    }
+    case Model::load:
+      return model_watts(options.profile, c.spec.kind,
+                         tracker ? tracker->utilisation(c.spec.socket) : 0.0);
     case Model::trace:
       if (trace) {
-        const auto v = trace->value_at(c.spec.key, std::chrono::duration<double>(elapsed).count());
-        if (v) return *v;
+        if (const auto v = trace->value_at(c.spec.key, t_s)) return *v;
       }
       [[fallthrough]];
     case Model::constant:
@@ -194,19 +250,54 @@ double SimNode::Impl::model_value(const Channel& c, milliseconds elapsed) {
   return model_watts(options.profile, c.spec.kind, options.load);
 }
 
+void SimNode::Impl::feed(Channel& c, double t_s, const std::optional<double>& forced) {
+  if (forced) {
+    c.history.set(t_s, *forced);
+    c.trace_until_s = t_s;
+    return;
+  }
+  if (trace) {
+    // A trace's steps go in at their own times, so its averages are exact whatever the
+    // update and sample cadence.
+    for (const auto& [at_s, watts] : trace->steps(c.spec.key, c.trace_until_s, t_s)) {
+      c.history.set(at_s, watts);
+    }
+    c.trace_until_s = t_s;
+  }
+  c.history.set(t_s, underlying(c, t_s));
+}
+
+std::map<std::string, double> SimNode::Impl::forced_values() const {
+  std::lock_guard lock(mutex);
+  return overrides;
+}
+
+void SimNode::Impl::sample_models(Clock::time_point now) {
+  if (tracker) tracker->sample(now);
+  const double t_s = seconds(now - started_at);
+  const auto forced = forced_values();
+  for (auto& c : channels) {
+    const auto f = forced.find(c->spec.key);
+    feed(*c, t_s, f == forced.end() ? std::nullopt : std::optional(f->second));
+  }
+}
+
 void SimNode::Impl::update(Clock::time_point now, bool first, std::string* error) {
   const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
+  const double t_s = seconds(now - started_at);
   if (tracker && !first) tracker->sample(now);
-  std::map<std::string, double> forced;
-  {
-    std::lock_guard lock(mutex);
-    forced = overrides;
-  }
+  const auto forced = forced_values();
   for (auto& c : channels) {
-    // The model runs (and draws its noise) even when overridden, so the noise sequence for a
-    // seed does not depend on which channels were forced.
-    double watts = model_value(*c, elapsed);
-    if (auto f = forced.find(c->spec.key); f != forced.end()) watts = f->second;
+    const auto f = forced.find(c->spec.key);
+    const bool overridden = f != forced.end();
+    feed(*c, t_s, overridden ? std::optional(f->second) : std::nullopt);
+    // What the firmware publishes: the mean over the averaging interval ending now.
+    double watts = c->history.mean(t_s - seconds(c->interval()), t_s);
+    // Measurement noise on the published value. It is drawn even when overridden, so the
+    // noise sequence for a seed does not depend on which channels were forced.
+    const double noise =
+        options.model == Model::load && options.noise ? noise_source.next(kNoiseAmplitudeW) : 0.0;
+    if (!overridden) watts += noise;
     std::string why;
     std::unique_lock value_lock(c->value_mutex);
     const bool applied = apply(*c, to_microwatts(watts), elapsed, &why);
@@ -220,6 +311,105 @@ void SimNode::Impl::update(Clock::time_point now, bool first, std::string* error
       log->warn("cannot update channel={} error={}", c->spec.key, common::quoted(why));
     }
   }
+}
+
+void SimNode::Impl::poll_intervals(Clock::time_point now) {
+  for (auto& c : channels) {
+    const std::string path =
+        path_of(*c).substr(0, path_of(*c).rfind('/') + 1) + "power1_average_interval";
+    const auto text = common::read_small_file(path, nullptr, 64);
+    const std::string content = text ? std::string(common::trim(*text)) : std::string("<none>");
+    const auto ms = text ? common::parse_u64(content) : std::nullopt;
+    const auto wanted = ms && *ms <= 3600000
+                            ? std::optional<std::int64_t>(static_cast<std::int64_t>(*ms))
+                            : std::nullopt;
+    if (wanted && *wanted == c->interval().count()) {
+      c->bad_interval_polls = 0;
+      if (*text != interval_line(c->interval())) {
+        std::string why;
+        write_atomic(path, interval_line(c->interval()),
+                     &why);  // "50" -> "50\n", as sysfs shows it
+      }
+      continue;
+    }
+    if (wanted && accepted_interval(*wanted)) {
+      change_interval(*c, milliseconds(*wanted), now);
+      continue;
+    }
+    // Seen twice in a row: a writer caught between truncation and write gets another poll.
+    if (++c->bad_interval_polls < 2) continue;
+    c->bad_interval_polls = 0;
+    log->warn(
+        "power1_average_interval holds a value the firmware refuses; putting back the interval "
+        "(a real kernel fails such a write with EINVAL) channel={} content={} interval_ms={}",
+        c->spec.key, common::quoted(content.substr(0, 32)), c->interval().count());
+    std::string why;
+    if (!write_atomic(path, interval_line(c->interval()), &why)) {
+      log->warn("cannot restore power1_average_interval channel={} error={}", c->spec.key,
+                common::quoted(why));
+    }
+  }
+}
+
+void SimNode::Impl::change_interval(Channel& c, milliseconds interval, Clock::time_point now) {
+  const auto from = c.interval();
+  c.interval_ms = interval.count();
+  c.bad_interval_polls = 0;
+  if (options.layout == Layout::modern) {
+    reregister(c, now);
+    return;
+  }
+  // Kernels <= 6.14 keep the hwmon device on a CONFIG notify: only the value changes.
+  const std::string path =
+      path_of(c).substr(0, path_of(c).rfind('/') + 1) + "power1_average_interval";
+  std::string why;
+  write_atomic(path, interval_line(interval), &why);
+  log->info("averaging interval changed channel={} from_ms={} to_ms={}", c.spec.key, from.count(),
+            interval.count());
+}
+
+void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
+  namespace fs = std::filesystem;
+  std::lock_guard value_lock(c.value_mutex);
+  const std::size_t i = c.index;
+  const std::string old_hwmon = infos[i].hwmon;
+  std::string why;
+  // A slow or hang FIFO goes first: its readers get a value and its writer thread stops
+  // before the directory it writes in disappears.
+  if (c.state == FileState::fifo && !retire_fifo(c, value_line(c.model_uw), &why)) {
+    log->warn("cannot retire channel={} error={}", c.spec.key, common::quoted(why));
+  }
+  // hwmon_device_unregister: the class entry and the class directory disappear.
+  const std::string device_dir = acpi_device_dir(i);
+  ::unlink((abs_root + "/" + old_hwmon).c_str());
+  std::error_code ec;
+  fs::remove_all(abs_root + "/" + device_dir + "/hwmon/" + old_hwmon, ec);
+  // hwmon_device_register_with_info: a new number, the same device and labels.
+  NodeSpec node{"hwmon" + std::to_string(next_hwmon++), device_dir, "power_meter", options.layout,
+                meter_attributes(c.spec, c.interval(), value_line(c.model_uw))};
+  bool ok = write_node(abs_root, node, &why);
+  c.value_path = attribute_dir(abs_root, node) + "/power1_average";
+  c.state = FileState::regular;
+  c.reading_uw = c.model_uw.load();
+  if (ok) {
+    // Any fault active now applies to the new file before the node becomes visible.
+    ok = apply(c, c.model_uw, std::chrono::duration_cast<milliseconds>(now - started_at), &why) &&
+         link_class_entry(abs_root, node, &why);
+  }
+  {
+    // channels() shows the new node only once it can be found under the root.
+    std::lock_guard lock(infos_mutex);
+    infos[i].hwmon = node.hwmon;
+    infos[i].value_path = c.value_path;
+  }
+  if (!ok) {
+    log->warn("cannot re-register channel={} error={}", c.spec.key, common::quoted(why));
+    return;
+  }
+  log->info(
+      "averaging interval changed; re-registered the hwmon device as the kernel does channel={} "
+      "oem_info={} from={} to={} interval_ms={}",
+      c.spec.key, common::quoted(c.spec.oem_info), old_hwmon, node.hwmon, c.interval().count());
 }
 
 bool SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed, std::string* error) {
@@ -360,20 +550,33 @@ Clock::time_point SimNode::Impl::next_fault_boundary(milliseconds elapsed) const
 }
 
 void SimNode::Impl::run_updates() {
+  const bool sampled = options.model == Model::load;
   auto next_tick = started_at + options.update_interval;
+  auto next_sample = sampled ? started_at + options.sample_step : Clock::time_point::max();
   std::unique_lock lock(mutex);
   while (!stopping) {
     const auto now = Clock::now();
     const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
-    const auto wake = std::min(next_tick, next_fault_boundary(elapsed));
+    const auto boundary = next_fault_boundary(elapsed);
+    const auto wake = std::min({next_tick, next_sample, boundary});
     if (update_cv.wait_until(lock, wake, [this] { return stopping; })) break;
     lock.unlock();
     const auto at = Clock::now();
+    bool publish = at >= boundary;
     if (at >= next_tick) {
+      publish = true;
       next_tick += options.update_interval;
       if (next_tick <= at) next_tick = at + options.update_interval;  // fell behind: skip
     }
-    update(at, false, nullptr);
+    if (at >= next_sample) {
+      next_sample += options.sample_step;
+      if (next_sample <= at) next_sample = at + options.sample_step;
+      if (!publish) sample_models(at);  // a publication samples too
+    }
+    if (publish) {
+      poll_intervals(at);
+      update(at, false, nullptr);
+    }
     lock.lock();
   }
 }
@@ -400,7 +603,7 @@ bool SimNode::Impl::write_tree(std::string* error) {
     if (error) *error = "cannot resolve root " + root + ": " + ec.message();
     return false;
   }
-  const std::string abs_root = canonical.string();
+  abs_root = canonical.string();
   build_channels(abs_root);
 
   if (options.model == Model::load) {
@@ -425,23 +628,17 @@ bool SimNode::Impl::write_tree(std::string* error) {
                            "nvme",
                            options.layout,
                            {{"temp1_input", "38850\n"}, {"power1_average", "5000000\n"}}});
-  const std::string interval_ms = std::to_string(options.update_interval.count()) + "\n";
   for (std::size_t i = 0; i < channels.size(); ++i) {
     const auto& c = *channels[i];
     // power1_average first holds the unfaulted first value; apply() below lays any fault
     // active at t = 0 over it before the class entry makes the node visible.
-    nodes.push_back(NodeSpec{power_meter_hwmon(i),
-                             acpi_device_dir(i),
-                             "power_meter",
+    nodes.push_back(NodeSpec{power_meter_hwmon(i), acpi_device_dir(i), "power_meter",
                              options.layout,
-                             {{"power1_average", value_line(0)},
-                              {"power1_oem_info", c.spec.oem_info + "\n"},
-                              {"power1_average_interval", interval_ms},
-                              {"power1_average_interval_min", "50\n"},
-                              {"power1_average_interval_max", "1000\n"},
-                              {"power1_accuracy", "95.0%\n"},
-                              {"power1_is_battery", "0\n"},
-                              {"power1_model_number", "\n"}}});
+                             meter_attributes(c.spec, c.interval(), value_line(0))});
+  }
+  if (!channels.empty()) {
+    // Re-registration numbers continue after the highest power meter's.
+    next_hwmon = std::stoi(power_meter_hwmon(channels.size() - 1).substr(5)) + 1;
   }
   for (const auto& node : nodes) {
     if (!write_node(abs_root, node, error)) return false;
@@ -498,8 +695,15 @@ void SimNode::stop() {
   if (!impl_->options.once) impl_->release_files();
 }
 
-const std::vector<ChannelInfo>& SimNode::channels() const {
+std::vector<ChannelInfo> SimNode::channels() const {
+  std::lock_guard lock(impl_->infos_mutex);
   return impl_->infos;
+}
+
+std::optional<std::chrono::milliseconds> SimNode::average_interval(const std::string& key) const {
+  const auto* c = impl_->find(key);
+  if (!c) return std::nullopt;
+  return c->interval();
 }
 
 void SimNode::set_override(const std::string& key, std::optional<double> watts) {

@@ -3,6 +3,15 @@
 // /sys/class/hwmon (ACPI power meters plus unrelated distractor devices) and keeps its
 // power1_average values moving, so an exporter pointed at the root with --hwmon-root reads it
 // through the same code path as on hardware.
+//
+// Like Grace's firmware, each channel publishes the mean of its underlying power over its
+// averaging interval (power1_average_interval, 50 or 1000 ms) ending at the moment of
+// publication. The update thread polls every channel's power1_average_interval file: a
+// write of 50 or 1000 changes the interval and, on the modern layout (kernel >= 6.15, where
+// the ACPI CONFIG notify that _PAI raises unregisters and re-registers the hwmon device),
+// moves the channel to a new hwmonN: the old class entry and directory disappear, a new
+// number is allocated, the OEM label stays. Any other content is put back (and logged): a
+// real kernel fails such a write with EINVAL, which a plain file cannot do.
 
 #include <chrono>
 #include <cstdint>
@@ -26,7 +35,15 @@ struct SimOptions {
   Model model = Model::load;
   std::string trace_path;  // Model::trace
   double load = 0.0;       // constant model utilisation 0..1; also trace channels without a column
+  // How often power1_average gets a new value (each the mean over the averaging interval
+  // ending at that moment).
   std::chrono::milliseconds update_interval{50};
+  // The firmware's averaging interval every channel starts with: 50 or 1000, the only
+  // values Grace's _PAI accepts. A write to power1_average_interval changes it later.
+  std::chrono::milliseconds average_interval{50};
+  // How often the load model's underlying power is sampled (and /proc/stat read). Trace and
+  // constant models are integrated exactly and need no sampling.
+  std::chrono::milliseconds sample_step{10};
   std::map<std::string, Fault> faults;  // by channel key
   std::string proc_stat = "/proc/stat";
   std::uint64_t seed = 1;
@@ -38,7 +55,7 @@ struct SimOptions {
 
 struct ChannelInfo {
   std::string key;         // "total:0"
-  std::string hwmon;       // "hwmon10"
+  std::string hwmon;       // "hwmon10"; a new number after each re-registration (modern layout)
   std::string value_path;  // absolute, symlinks resolved: the file holding power1_average
   std::string oem_info;
   rails::Kind kind = rails::Kind::other;
@@ -62,8 +79,13 @@ class SimNode {
   // those channels back into regular files holding the last value. Never blocks on readers.
   void stop();
 
-  // Valid from construction; value_path is final once start() succeeded.
-  const std::vector<ChannelInfo>& channels() const;
+  // Valid from construction, final once start() succeeded until a channel re-registers:
+  // on the modern layout a new averaging interval moves it to a new hwmonN (a copy, so it
+  // can be taken while the update thread moves channels).
+  std::vector<ChannelInfo> channels() const;
+
+  // The channel's current averaging interval; nullopt for an unknown key.
+  std::optional<std::chrono::milliseconds> average_interval(const std::string& key) const;
 
   // Forces a channel's value (W) from the next update on; nullopt returns it to the model.
   // Unknown keys are ignored. Faults still decide what the file shows.

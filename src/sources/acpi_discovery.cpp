@@ -1,7 +1,9 @@
 #include "sources/acpi_discovery.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
+#include <thread>
 
 #include "common/text.hpp"
 #include "expo/writer.hpp"
@@ -135,6 +139,9 @@ AcpiDiscovery discover_acpi(const std::string& hwmon_root) {
         if (oem.empty()) oem = read_trimmed(dir + "/" + channel + "_label");
         c.has_metadata = !oem.empty();
         c.oem_info = c.has_metadata ? oem : channel;
+        c.interval_path = dir + "/" + channel + "_average_interval";
+        c.average_interval = read_average_interval(c.interval_path);
+        c.device = real_path(node_dir + "/device");
         const std::string identity = real_path(c.value_path);
         const auto it = by_identity.find(identity);
         if (it == by_identity.end()) {
@@ -156,6 +163,101 @@ AcpiDiscovery discover_acpi(const std::string& hwmon_root) {
     c.label_text = build_label_text(c);
   }
   return result;
+}
+
+std::optional<std::chrono::milliseconds> read_average_interval(const std::string& path) {
+  const auto text = common::read_small_file(path, nullptr, 64);
+  if (!text) return std::nullopt;
+  const auto ms = common::parse_u64(common::trim(*text));
+  if (!ms || *ms == 0 || *ms > 86400000) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
+}
+
+std::vector<std::string> stable_keys(const std::vector<AcpiChannel>& channels) {
+  std::map<std::string, int> labels;
+  for (const auto& c : channels) {
+    if (c.has_metadata) labels[c.oem_info]++;
+  }
+  std::vector<std::string> out;
+  for (const auto& c : channels) {
+    out.push_back(c.has_metadata && labels[c.oem_info] == 1 ? "oem:" + c.oem_info
+                                                            : "dev:" + c.device + "/" + c.channel);
+  }
+  return out;
+}
+
+namespace {
+
+// A sysfs store: one write at offset 0. O_TRUNC changes nothing on sysfs and keeps a plain
+// file (the simulator's) from keeping a longer old value's tail.
+std::string write_interval_file(const std::string& path, std::chrono::milliseconds interval) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  const std::string text = std::to_string(interval.count()) + "\n";
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int write_errno = errno;
+  const int close_rc = ::close(fd);
+  if (n < 0) return std::strerror(write_errno);
+  if (static_cast<std::size_t>(n) != text.size()) return "short write";
+  if (close_rc != 0) return std::strerror(errno);
+  return {};
+}
+
+}  // namespace
+
+IntervalChange set_average_interval(const std::string& hwmon_root,
+                                    std::chrono::milliseconds interval,
+                                    std::chrono::milliseconds settle) {
+  IntervalChange out;
+  const auto before = discover_acpi(hwmon_root);
+  const auto keys = stable_keys(before.channels);
+  struct Pending {
+    std::string node;  // <root>/hwmonN
+    struct stat st {};
+    bool existed = false;
+    std::string key;
+  };
+  std::vector<Pending> pending;
+  for (std::size_t k = 0; k < before.channels.size(); ++k) {
+    const auto& c = before.channels[k];
+    if (c.average_interval == interval) {
+      out.unchanged++;
+      continue;
+    }
+    Pending p;
+    p.node = hwmon_root + "/" + c.hwmon;
+    p.existed = ::stat(p.node.c_str(), &p.st) == 0;
+    p.key = keys[k];
+    if (const auto why = write_interval_file(c.interval_path, interval); !why.empty()) {
+      out.failures.push_back("sensor=" + c.sensor + " path=" + c.interval_path + " error=" + why);
+      continue;
+    }
+    out.written++;
+    // Kernels >= 6.15 (attributes on the class node) re-register the hwmon device on the
+    // CONFIG notify that _PAI raises; older ones keep it and only the value changes.
+    const bool on_class_node = c.interval_path.rfind(p.node + "/device/", 0) != 0;
+    if (on_class_node) pending.push_back(std::move(p));
+  }
+  if (pending.empty()) return out;
+
+  const auto deadline = std::chrono::steady_clock::now() + settle;
+  while (true) {
+    const auto now_found = discover_acpi(hwmon_root);
+    const auto found_keys = stable_keys(now_found.channels);
+    const std::set<std::string> present(found_keys.begin(), found_keys.end());
+    bool done = true;
+    for (const auto& p : pending) {
+      struct stat st {};
+      const bool moved = !p.existed || ::stat(p.node.c_str(), &st) != 0 ||
+                         st.st_ino != p.st.st_ino || st.st_dev != p.st.st_dev;
+      if (!moved || !present.count(p.key)) done = false;
+    }
+    if (done) return out;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  out.settled = false;
+  return out;
 }
 
 }  // namespace cpupower::sources

@@ -6,6 +6,14 @@
 // One reader thread per hwmon node: a hung device stops only its own channels. Each thread
 // reads on a fixed cadence measured from the start of its cycle; a slow read stretches its
 // own cycle and the next one starts at once, with no extra sleep.
+//
+// Channels move: on kernels >= 6.15 a change of the averaging interval (ours, DCGM's, an
+// administrator's) unregisters and re-registers the hwmon device under a new hwmonN. A read
+// that fails with ENOENT or ENODEV makes the reader discover again (one scan at a time, at
+// most one per 100 ms) and follow each channel to its new path by its OEM label (else its
+// ACPI device and channel name). Sensor names and labels stay those of the first discovery,
+// so the series continue unbroken. Each value is recorded with the averaging interval it
+// was read under; intervals are read again every 10 s (older kernels change them in place).
 
 #include <chrono>
 #include <memory>
@@ -20,8 +28,9 @@ namespace cpupower::sources {
 
 class AcpiReader final : public Source {
  public:
+  // hwmon_root: where to look for channels whose device disappeared; empty: nowhere.
   AcpiReader(std::vector<AcpiChannel> channels, std::chrono::milliseconds read_interval,
-             std::chrono::milliseconds max_age);
+             std::chrono::milliseconds max_age, std::string hwmon_root = {});
   ~AcpiReader() override;
 
   std::string_view mode() const override { return "acpi"; }
@@ -29,11 +38,18 @@ class AcpiReader final : public Source {
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
+  // The channels as first discovered: their sensor names and labels are the published ones.
   const std::vector<AcpiChannel>& channels() const { return *channels_; }
+  // Where each channel is read now (value path, hwmon node, averaging interval), in the
+  // same order; sensor names and labels as first discovered.
+  std::vector<AcpiChannel> current_channels() const;
   const SampleTable& table() const { return *table_; }
+
+  struct Live;
 
  private:
   std::shared_ptr<const std::vector<AcpiChannel>> channels_;
+  std::shared_ptr<Live> live_;
   std::shared_ptr<const std::vector<Sensor>> sensors_;
   std::shared_ptr<SampleTable> table_;
   std::chrono::milliseconds interval_;

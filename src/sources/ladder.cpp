@@ -45,7 +45,7 @@ AcpiRung try_acpi(const LadderOptions& options) {
 
   auto log = common::logger("cpu_power_exporter");
   auto reader = std::make_unique<AcpiReader>(std::move(discovery.channels), options.read_interval,
-                                             options.max_age);
+                                             options.max_age, options.hwmon_root);
   const auto started = Clock::now();
   reader->start();
   // The probe reads through the reader threads, so a hung total only costs the deadline.
@@ -81,9 +81,11 @@ ResolvedSource resolve_source(const LadderOptions& options) {
     if (acpi.reader) {
       log->info("discovered ACPI sensors count={}", acpi.reader->channels().size());
       for (const auto& c : acpi.reader->channels()) {
-        log->debug("sensor sensor={} kind={} socket={} oem_info={} path={}", c.sensor,
-                   rails::kind_name(c.cls.kind), common::quoted(c.cls.socket),
-                   common::quoted(c.oem_info), common::quoted(c.value_path));
+        log->debug("sensor sensor={} kind={} socket={} oem_info={} path={} average_interval_ms={}",
+                   c.sensor, rails::kind_name(c.cls.kind), common::quoted(c.cls.socket),
+                   common::quoted(c.oem_info), common::quoted(c.value_path),
+                   c.average_interval ? std::to_string(c.average_interval->count())
+                                      : std::string("unknown"));
       }
       out.mode = "acpi";
       out.acpi = acpi.reader.get();

@@ -16,6 +16,10 @@ namespace cpupower::sources {
 using namespace nvidia;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+constexpr double kModuleAverageS = 1.0;  // NVML_FI_DEV_POWER_AVERAGE: a 1 s average
+}  // namespace
+
 std::optional<std::uint32_t> socket_of_bus_id(const std::string& pci_root,
                                               const std::string& bus_id) {
   const auto text =
@@ -327,6 +331,10 @@ Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
     r.age_s = age_s;
     r.read_at_unix = st.read_at_unix;
     r.read_duration_s = st.read_duration_s;
+    // Field 185 is the mean over the second before the read: its centre is half a second
+    // earlier than the read.
+    r.average_interval_s = kModuleAverageS;
+    r.centre_offset_s = kModuleAverageS / 2;
     out.readings.push_back(r);
   }
   out.sensors = std::move(sensors);

@@ -14,7 +14,8 @@ namespace {
 struct Row {
   std::optional<double> watts;
   SteadyTime read_at{};
-  double read_at_unix = 0;  // the same instant on the wall clock, fixed when recorded
+  double read_at_unix = 0;     // the same instant on the wall clock, fixed when recorded
+  double centre_offset_s = 0;  // half the window the value averaged
   SteadyTime last_start{};
   bool completed_any = false;
   std::optional<double> read_duration_s;
@@ -111,7 +112,7 @@ void SampleTable::stop() {
 }
 
 void SampleTable::record(std::size_t i, std::optional<double> watts, SteadyTime t0, SteadyTime t1,
-                         const std::string& problem) {
+                         const std::string& problem, std::optional<double> window_s) {
   std::lock_guard lock(state_->mutex);
   auto& r = state_->rows[i];
   r.reads_total++;
@@ -124,6 +125,7 @@ void SampleTable::record(std::size_t i, std::optional<double> watts, SteadyTime 
     // Once, here: converting at each snapshot would give the same reading a slightly
     // different wall time every time, and a sink could not tell it was not new.
     r.read_at_unix = unix_now() - seconds(Clock::now() - r.read_at);
+    r.centre_offset_s = window_s && *window_s > 0 ? *window_s / 2 : 0.0;
   } else {
     r.read_errors_total++;
   }
@@ -148,6 +150,7 @@ std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
     if (r.watts) {
       o.age_s = std::max(0.0, seconds(now - r.read_at));
       o.read_at_unix = r.read_at_unix;
+      o.centre_offset_s = r.centre_offset_s;
       if (!o.stale) o.watts = r.watts;
     }
   }

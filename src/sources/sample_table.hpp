@@ -22,6 +22,13 @@ struct ChannelReading {
   std::optional<double> age_s;            // age of the last good value (also when stale)
   std::optional<double> read_duration_s;  // duration of the last completed read
   std::optional<double> read_at_unix;     // wall time the last good value was read (midpoint)
+  // The sensor's averaging window as last discovered (ACPI power*_average_interval, NVML's
+  // 1 s); nullopt where unknown (DCGM).
+  std::optional<double> average_interval_s;
+  // How long before its read the centre of what the last good value measured lies: half
+  // the window it averaged, 0 for an instantaneous or unknown one. age_s + centre_offset_s
+  // is the age of the measurement's centre, which the exporter publishes as sample age.
+  double centre_offset_s = 0.0;
   std::uint64_t reads_total = 0;
   std::uint64_t read_errors_total = 0;  // reads that gave no value
   bool stale = false;                   // had a value, or should have by now, and it is too old
@@ -40,9 +47,10 @@ class SampleTable {
   void stop();  // stops the watchdog; records keep working
 
   // One completed read of row `i` that started at t0 and ended at t1: a value, or none with
-  // the reason. The value is taken as read at the midpoint.
+  // the reason. The value is taken as read at the midpoint; `window_s` is the interval it
+  // averages (the value's centre lies half of it before the read), nullopt for unknown.
   void record(std::size_t i, std::optional<double> watts, SteadyTime t0, SteadyTime t1,
-              const std::string& problem = {});
+              const std::string& problem = {}, std::optional<double> window_s = std::nullopt);
 
   std::size_t size() const;
   std::vector<ChannelReading> snapshot(SteadyTime now = std::chrono::steady_clock::now()) const;

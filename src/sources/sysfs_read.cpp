@@ -1,6 +1,11 @@
 #include "sources/sysfs_read.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "common/text.hpp"
 
@@ -20,10 +25,30 @@ PowerRead interpret_microwatts(std::string_view text) {
 }
 
 PowerRead read_power_file(const std::string& path) {
-  std::string error;
-  const auto text = common::read_small_file(path, &error, 256);
-  if (!text) return {std::nullopt, "read failed: " + error};
-  return interpret_microwatts(*text);
+  auto failed = [](int e) {
+    return PowerRead{std::nullopt, std::string("read failed: ") + std::strerror(e), e};
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return failed(errno);
+  std::string text;
+  char buf[256];
+  while (text.size() < sizeof buf) {
+    const ssize_t n = ::read(fd, buf, sizeof buf - text.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      return failed(e);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return interpret_microwatts(text);
+}
+
+bool device_gone(int error_number) {
+  return error_number == ENOENT || error_number == ENODEV;
 }
 
 }  // namespace cpupower::sources

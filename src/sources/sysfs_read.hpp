@@ -13,6 +13,7 @@ inline constexpr std::string_view kFirmwareInvalidUw = "4294967295000";
 struct PowerRead {
   std::optional<double> watts;  // present only for a finite reading > 0
   std::string problem;          // why there is no value: "read failed: ...", "empty", ...
+  int error_number = 0;         // errno of a failed open or read, else 0
 };
 
 // Interprets the text of a power*_average / power*_input file (microwatts). Zero, negative,
@@ -22,6 +23,11 @@ PowerRead interpret_microwatts(std::string_view text);
 
 // Opens, reads and closes the file (a fresh open per read, as sysfs attributes and FIFOs
 // both require), then interprets it. Blocks as long as the firmware (or file) does.
+// ENOENT or ENODEV in error_number: the hwmon device went away (it re-registers when its
+// averaging interval changes on kernels >= 6.15).
 PowerRead read_power_file(const std::string& path);
+
+// True for the errors that mean the channel's device is gone rather than failing.
+bool device_gone(int error_number);
 
 }  // namespace cpupower::sources

@@ -371,6 +371,7 @@ TEST(AcpiDiscoveryOnSimulatedNodes, EveryProfileInBothLayouts) {
         EXPECT_EQ(rails::socket_index(it->cls.socket), w.socket) << w.oem_info;
         EXPECT_EQ(it->oem_info, w.oem_info);
         EXPECT_EQ(real(it->value_path), w.value_path);
+        EXPECT_EQ(it->average_interval, std::chrono::milliseconds(50));
         const auto r = read_power_file(it->value_path);
         ASSERT_TRUE(r.watts) << r.problem;
         EXPECT_NEAR(*r.watts, *node.current_watts(w.key), 1e-6);
@@ -380,6 +381,100 @@ TEST(AcpiDiscoveryOnSimulatedNodes, EveryProfileInBothLayouts) {
       EXPECT_EQ(d.channels[2].hwmon, "hwmon10");
     }
   }
+}
+
+sim::SimOptions running_node(const std::string& root, sim::Layout layout) {
+  sim::SimOptions o;
+  o.root = root;
+  o.profile = sim::Profile::gb200;
+  o.layout = layout;
+  o.model = sim::Model::constant;
+  o.load = 0.5;
+  o.noise = false;
+  o.update_interval = 20ms;
+  return o;
+}
+
+// The kernel (>= 6.15) re-registers a meter's hwmon device when its averaging interval
+// changes: the reader follows every channel to its new hwmonN and keeps its sensor name.
+TEST(AcpiReaderOnSimulatedNodes, FollowsChannelsToTheirNewHwmonNumbers) {
+  cpupower::testing::TestTree t;
+  const std::string root = t.path("node");
+  sim::SimNode node(running_node(root, sim::Layout::modern));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto d = discover_acpi(root);
+  ASSERT_EQ(d.channels.size(), 6u);
+  AcpiReader reader(d.channels, 20ms, 3000ms, root);
+  reader.start();
+  ASSERT_TRUE(eventually([&] { return reader.snapshot().readings[0].watts.has_value(); }));
+  auto s = reader.snapshot().readings;
+  EXPECT_EQ(s[0].average_interval_s, 0.05);
+  EXPECT_EQ(s[0].centre_offset_s, 0.025);
+
+  const auto change = set_average_interval(root, 1000ms, 5s);
+  EXPECT_EQ(change.written, 6u);
+  EXPECT_TRUE(change.failures.empty());
+  EXPECT_TRUE(change.settled);
+  for (const auto& c : node.channels()) {
+    EXPECT_EQ(node.average_interval(c.key), 1000ms) << c.key;
+    EXPECT_GE(std::stoi(c.hwmon.substr(5)), 14) << c.key;  // all renumbered
+  }
+  // Every row reads again, from the new path, with the new interval; names stay.
+  ASSERT_TRUE(eventually([&] {
+    const auto r = reader.snapshot().readings;
+    return std::all_of(r.begin(), r.end(), [](const ChannelReading& x) {
+      return x.watts.has_value() && x.centre_offset_s == 0.5;
+    });
+  }));
+  s = reader.snapshot().readings;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].average_interval_s, 1.0);
+    EXPECT_EQ(*s[i].watts, *node.current_watts(node.channels()[i].key));
+  }
+  const auto now = reader.current_channels();
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    EXPECT_EQ(now[i].sensor, d.channels[i].sensor);  // the published name is the first one
+    EXPECT_NE(now[i].hwmon, d.channels[i].hwmon);
+    EXPECT_EQ(now[i].oem_info, d.channels[i].oem_info);
+    EXPECT_EQ(real(now[i].value_path), node.channels()[i].value_path);
+  }
+  EXPECT_EQ(reader.snapshot().sensors->at(0).name, "hwmon2/power1");
+
+  // Asking for the interval the meters already have writes nothing.
+  const auto again = set_average_interval(root, 1000ms, 5s);
+  EXPECT_EQ(again.written, 0u);
+  EXPECT_EQ(again.unchanged, 6u);
+  reader.stop(200ms);
+}
+
+TEST(AcpiReaderOnSimulatedNodes, LegacyKernelsChangeTheIntervalInPlace) {
+  cpupower::testing::TestTree t;
+  const std::string root = t.path("node");
+  sim::SimNode node(running_node(root, sim::Layout::legacy));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const auto change = set_average_interval(root, 1000ms, 5s);
+  EXPECT_EQ(change.written, 6u);
+  EXPECT_TRUE(change.settled);  // nothing re-registers, nothing to wait for
+  EXPECT_TRUE(eventually([&] { return node.average_interval("total:0") == 1000ms; }));
+  EXPECT_EQ(node.channels()[0].hwmon, "hwmon2");
+  const auto d = discover_acpi(root);
+  ASSERT_FALSE(d.channels.empty());
+  EXPECT_EQ(d.channels[0].average_interval, 1000ms);
+}
+
+TEST(AcpiDiscovery, StableKeysPreferAUniqueOemLabel) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "1000000");
+  t.meter("hwmon3", "Same", "1000000");
+  t.meter("hwmon4", "Same", "1000000");
+  const auto d = discover_acpi(t.root());
+  const auto keys = stable_keys(d.channels);
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_EQ(keys[0], "oem:Grace Power Socket 0");
+  EXPECT_EQ(keys[1].rfind("dev:", 0), 0u);
+  EXPECT_NE(keys[1], keys[2]);
 }
 
 }  // namespace

@@ -71,6 +71,64 @@ TEST(ExporterRender, HeaderOnlyWithoutReadings) {
             "# TYPE cpu_power_acpi_watts gauge\n");
 }
 
+TEST(ExporterRender, SampleAgeCountsFromTheCentreOfTheAveragedInterval) {
+  sources::ChannelReading acpi;
+  acpi.watts = 98.0;
+  acpi.age_s = 0.1;
+  acpi.average_interval_s = 1.0;
+  acpi.centre_offset_s = 0.5;       // the value read under a 1000 ms interval
+  sources::ChannelReading unknown;  // no interval known (DCGM): age from the read
+  unknown.watts = 50.0;
+  unknown.age_s = 0.2;
+  sources::ChannelReading module;  // NVML: no self metrics, but its window is published
+  module.watts = 500.0;
+  module.age_s = 0.3;
+  module.average_interval_s = 1.0;
+  module.centre_offset_s = 0.5;
+  std::string out;
+  render_self_metrics(out,
+                      {{"sensor=\"hwmon2/power1\"", acpi},
+                       {"sensor=\"dcgm/cpu0/1130\"", unknown},
+                       {"sensor=\"nvml/socket0\"", module, true}},
+                      {"1", "acpi", 1});
+  EXPECT_NE(out.find("cpu_power_exporter_sample_age_seconds{sensor=\"hwmon2/power1\"} 0.600000\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("cpu_power_exporter_sample_age_seconds{sensor=\"dcgm/cpu0/1130\"} 0.200000\n"),
+            std::string::npos);
+  EXPECT_EQ(out.find("sample_age_seconds{sensor=\"nvml/socket0\"}"), std::string::npos);
+  EXPECT_EQ(out.find("read_errors_total{sensor=\"nvml/socket0\"}"), std::string::npos);
+  EXPECT_NE(out.find("# HELP cpu_power_exporter_average_interval_seconds "), std::string::npos);
+  EXPECT_NE(out.find("# TYPE cpu_power_exporter_average_interval_seconds gauge\n"),
+            std::string::npos);
+  EXPECT_NE(
+      out.find("cpu_power_exporter_average_interval_seconds{sensor=\"hwmon2/power1\"} 1.000000\n"),
+      std::string::npos);
+  EXPECT_NE(
+      out.find("cpu_power_exporter_average_interval_seconds{sensor=\"nvml/socket0\"} 1.000000\n"),
+      std::string::npos);
+  EXPECT_EQ(out.find("average_interval_seconds{sensor=\"dcgm"), std::string::npos);
+}
+
+TEST(ExporterService, PublishesEachChannelsAveragingInterval) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  t.write("hwmon2/power1_average_interval", "1000\n");
+  t.meter("hwmon3", "CPU Power Socket 0", "50000000");
+  t.write("hwmon3/power1_average_interval", "50\n");
+  t.meter("hwmon4", "SysIO Power Socket 0", "6000000");  // no interval file
+  Service s(acpi_source(t), "1");
+  const auto body = s.render_metrics();
+  EXPECT_NE(
+      body.find("cpu_power_exporter_average_interval_seconds{sensor=\"hwmon2/power1\"} 1.000000\n"),
+      std::string::npos)
+      << body;
+  EXPECT_NE(
+      body.find("cpu_power_exporter_average_interval_seconds{sensor=\"hwmon3/power1\"} 0.050000\n"),
+      std::string::npos);
+  EXPECT_EQ(body.find("average_interval_seconds{sensor=\"hwmon4/power1\"}"), std::string::npos);
+}
+
 TEST(ExporterService, RoutesLikeTheReference) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/text.hpp"
@@ -67,7 +68,7 @@ double read_watts(const std::string& path) {
   return uw ? static_cast<double>(*uw) / 1e6 : -1.0;
 }
 
-const ChannelInfo& channel(const SimNode& node, const std::string& key) {
+ChannelInfo channel(const SimNode& node, const std::string& key) {
   for (const auto& c : node.channels()) {
     if (c.key == key) return c;
   }
@@ -290,7 +291,7 @@ TEST_P(SimTreeShape, LooksLikeSysClassHwmon) {
   }
 
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const auto& c = node.channels()[i];
+    const auto c = node.channels()[i];
     SCOPED_TRACE(c.key);
     EXPECT_EQ(c.key, specs[i].key);
     EXPECT_EQ(c.oem_info, specs[i].oem_info);
@@ -313,7 +314,7 @@ TEST_P(SimTreeShape, LooksLikeSysClassHwmon) {
     EXPECT_EQ(read_text(attrs + "/name"), "power_meter\n");
     EXPECT_EQ(fs::exists(cls + "/name"), !legacy);
     EXPECT_EQ(read_text(attrs + "/power1_oem_info"), specs[i].oem_info + "\n");
-    EXPECT_EQ(read_text(attrs + "/power1_average_interval"), "20\n");
+    EXPECT_EQ(read_text(attrs + "/power1_average_interval"), "50\n");  // the firmware default
     EXPECT_EQ(read_text(attrs + "/power1_average_interval_min"), "50\n");
     EXPECT_EQ(read_text(attrs + "/power1_average_interval_max"), "1000\n");
     EXPECT_EQ(read_text(attrs + "/power1_accuracy"), "95.0%\n");
@@ -560,9 +561,10 @@ TEST(SimModel, TraceStepHold) {
   EXPECT_EQ(read_text(channel(node, "soc:0").value_path), "6000000\n");  // not in the trace
   EXPECT_EQ(read_text(channel(node, "total:1").value_path), "96000000\n");
 
-  // The values in trace order, each no earlier than its trace time. A busy machine may show
-  // them late, never early or out of order; a reader held off for the whole 300 ms step may
-  // miss the middle one (the wait ends at the last value, or after 30 s).
+  // Each value is the mean over the 50 ms before it was published: the trace's values in
+  // trace order, with the means of a window straddling a step in between, never early. A
+  // busy machine may show them late; a reader held off for a whole step may miss some (the
+  // wait ends at the last value, or after 30 s).
   std::vector<std::pair<milliseconds, std::string>> seen;
   while (Clock::now() - started < std::chrono::seconds(30)) {
     const auto v = read_text(total0);
@@ -573,14 +575,28 @@ TEST(SimModel, TraceStepHold) {
     std::this_thread::sleep_for(milliseconds(3));
   }
   ASSERT_GE(seen.size(), 2u);
-  ASSERT_LE(seen.size(), 3u);
   EXPECT_EQ(seen.front().second, "100000000\n");
-  if (seen.size() == 3) {
-    EXPECT_EQ(seen[1].second, "200000000\n");
-    EXPECT_GE(seen[1].first, milliseconds(300));
-  }
   EXPECT_EQ(seen.back().second, "150000000\n");
   EXPECT_GE(seen.back().first, milliseconds(600));
+  bool rising = true;  // 100 -> 200 until the first fall, then 200 -> 150
+  double previous = 100.0;
+  for (const auto& [at, text] : seen) {
+    const double w = static_cast<double>(common::parse_i64(common::trim(text)).value_or(-1)) / 1e6;
+    SCOPED_TRACE(text);
+    EXPECT_GE(w, 100.0);
+    EXPECT_LE(w, 200.0);
+    if (w != 100.0) {
+      EXPECT_GE(at, milliseconds(300));  // never before the step
+    }
+    if (w == 200.0) {
+      EXPECT_GE(at, milliseconds(350));  // a whole window after it
+    }
+    if (w < 200.0 && w != 100.0 && !rising) {
+      EXPECT_GE(at, milliseconds(600));
+    }
+    if (w < previous) rising = false;
+    previous = w;
+  }
   // The same step's other channel (written just after this one) holds its value at the end.
   const auto& rail0 = channel(node, "cpu_rail:0").value_path;
   EXPECT_TRUE(
@@ -628,6 +644,198 @@ TEST(SimModel, OverrideWinsAndReleases) {
   EXPECT_EQ(read_text(channel(node, "total:1").value_path), "177250000\n");
   node.set_override("total:0", std::nullopt);
   EXPECT_TRUE(wait_for([&] { return read_text(path) == "177250000\n"; }, milliseconds(1000)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Firmware averaging
+
+TEST(SimAveraging, StepTraceMeansOver50And1000Ms) {
+  TempDir tmp;
+  std::ofstream(tmp / "step.csv") << "time_s,total:0\n0,100\n1,200\n";
+  std::string error;
+  const auto trace = Trace::load(tmp / "step.csv", profile_channels(Profile::gb200), &error);
+  ASSERT_TRUE(trace) << error;
+  PowerHistory h;
+  h.set(0.0, *trace->value_at("total:0", 0.0));
+  for (const auto& [t, w] : trace->steps("total:0", 0.0, 5.0)) h.set(t, w);
+  auto mean_ms = [&](double end_s, int window_ms) {
+    return h.mean(end_s - window_ms / 1e3, end_s);
+  };
+  // 50 ms: the window straddles the step for 50 ms only.
+  EXPECT_NEAR(mean_ms(1.0, 50), 100.0, 1e-9);
+  EXPECT_NEAR(mean_ms(1.025, 50), 150.0, 1e-9);
+  EXPECT_NEAR(mean_ms(1.040, 50), 180.0, 1e-9);  // 10 ms at 100 W, 40 ms at 200 W
+  EXPECT_NEAR(mean_ms(1.050, 50), 200.0, 1e-9);
+  // 1000 ms: the same step takes a whole second to show.
+  EXPECT_NEAR(mean_ms(1.0, 1000), 100.0, 1e-9);
+  EXPECT_NEAR(mean_ms(1.2, 1000), 120.0, 1e-9);  // 800 ms at 100 W, 200 ms at 200 W
+  EXPECT_NEAR(mean_ms(1.5, 1000), 150.0, 1e-9);
+  EXPECT_NEAR(mean_ms(1.040, 1000), 104.0, 1e-9);
+  EXPECT_NEAR(mean_ms(2.0, 1000), 200.0, 1e-9);
+  // Before the trace begins its first value holds; after its end, the last one.
+  EXPECT_NEAR(mean_ms(0.5, 1000), 100.0, 1e-9);
+  EXPECT_NEAR(mean_ms(9.0, 1000), 200.0, 1e-9);
+  // A zero-length window is the value at that moment.
+  EXPECT_EQ(h.mean(1.0, 1.0), 200.0);
+  EXPECT_EQ(h.mean(0.999, 0.999), 100.0);
+}
+
+TEST(SimAveraging, HistoryForgetsOnlyWhatNoWindowNeeds) {
+  PowerHistory h(1.5);
+  for (int k = 0; k <= 400; ++k) h.set(k * 0.01, k % 2 ? 300.0 : 100.0);  // 10 ms steps, 4 s
+  // The last second alternates 100/300 W every 10 ms: exactly 200 W on average.
+  EXPECT_NEAR(h.mean(3.0, 4.0), 200.0, 1e-9);
+  EXPECT_NEAR(h.mean(2.6, 2.7), 200.0, 1e-9);
+  h.set(4.0, 100.0);  // same value as the latest step: no new step
+  h.set(4.0, 500.0);  // same time: replaces it
+  EXPECT_EQ(h.mean(4.0, 4.0), 500.0);
+}
+
+// A 100 ms square wave (20 ms at 500 W, 80 ms at 100 W) for `seconds`.
+std::string square_wave(int seconds) {
+  std::string csv = "time_s,total:0\n";
+  for (int p = 0; p < seconds * 10; ++p) {
+    csv += std::to_string(p * 0.1) + ",500\n" + std::to_string(p * 0.1 + 0.02) + ",100\n";
+  }
+  return csv;
+}
+
+TEST(SimAveraging, PublishedValueIsTheMeanOverTheInterval) {
+  TempDir tmp;
+  std::ofstream(tmp / "square.csv") << square_wave(30);
+  for (const int interval_ms : {1000, 50}) {
+    SCOPED_TRACE(interval_ms);
+    auto o = constant_options(tmp / ("root" + std::to_string(interval_ms)));
+    o.model = Model::trace;
+    o.trace_path = tmp / "square.csv";
+    o.update_interval = milliseconds(7);  // publications land at every phase of the wave
+    o.average_interval = milliseconds(interval_ms);
+    SimNode node(o);
+    std::string error;
+    ASSERT_TRUE(node.start(&error)) << error;
+    const auto started = Clock::now();  // the node's time 0 was earlier: never later
+    EXPECT_EQ(node.average_interval("total:0"), milliseconds(interval_ms));
+    const auto path = channel(node, "total:0").value_path;
+    // The whole first window must lie inside the trace (before it, 500 W holds).
+    std::this_thread::sleep_for(milliseconds(interval_ms + 100) - (Clock::now() - started));
+    std::set<std::string> values;
+    const auto until = Clock::now() + milliseconds(600);
+    while (Clock::now() < until) {
+      values.insert(read_text(path));
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    if (interval_ms == 1000) {
+      // Ten whole periods in every window: exactly 0.2 * 500 + 0.8 * 100 W at any phase.
+      EXPECT_EQ(values, std::set<std::string>{"180000000\n"});
+    } else {
+      // Half a period: from 100 W (all low) to 260 W (the whole pulse and 30 ms low).
+      EXPECT_GE(values.size(), 3u);
+      for (const auto& v : values) {
+        const auto uw = common::parse_i64(common::trim(v));
+        ASSERT_TRUE(uw) << v;
+        EXPECT_GE(*uw, 100000000);
+        EXPECT_LE(*uw, 260000000);
+      }
+    }
+  }
+}
+
+// Writes `content` the way a sysfs store does: truncate, one write.
+void store(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+}
+
+TEST(SimInterval, WriteReRegistersUnderANewNumberOnTheModernLayout) {
+  TempDir tmp;
+  const std::string root = tmp / "root";
+  SimNode node(constant_options(root));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(channel(node, "total:0").hwmon, "hwmon2");
+  const auto before_total1 = channel(node, "total:1");
+
+  store(root + "/hwmon2/power1_average_interval", "1000\n");
+  ASSERT_TRUE(
+      wait_for([&] { return channel(node, "total:0").hwmon != "hwmon2"; }, milliseconds(5000)));
+  const auto moved = channel(node, "total:0");
+  EXPECT_EQ(moved.hwmon, "hwmon14");  // gb200 meters are 2, 3, 10..13: the next number
+  EXPECT_EQ(node.average_interval("total:0"), milliseconds(1000));
+  // The old node is gone entirely; the new one has the same device and labels.
+  EXPECT_FALSE(fs::exists(root + "/hwmon2"));
+  EXPECT_FALSE(fs::is_symlink(root + "/hwmon2"));
+  EXPECT_FALSE(fs::exists(root + "/devices/platform/ACPI000D:00/hwmon/hwmon2"));
+  EXPECT_EQ(link_target(root + "/hwmon14"), "devices/platform/ACPI000D:00/hwmon/hwmon14");
+  EXPECT_EQ(read_text(root + "/hwmon14/name"), "power_meter\n");
+  EXPECT_EQ(read_text(root + "/hwmon14/power1_oem_info"), "Grace Power Socket 0\n");
+  EXPECT_EQ(read_text(root + "/hwmon14/power1_average_interval"), "1000\n");
+  EXPECT_EQ(read_text(root + "/hwmon14/power1_average_interval_min"), "50\n");
+  EXPECT_EQ(read_text(root + "/hwmon14/power1_average_interval_max"), "1000\n");
+  EXPECT_EQ(moved.value_path, fs::canonical(root + "/hwmon14/power1_average").string());
+  EXPECT_TRUE(
+      wait_for([&] { return read_text(moved.value_path) == "177250000\n"; }, milliseconds(2000)));
+  // The other channels stay where they were.
+  const auto total1 = channel(node, "total:1");
+  EXPECT_EQ(total1.hwmon, before_total1.hwmon);
+  EXPECT_EQ(total1.value_path, before_total1.value_path);
+  EXPECT_EQ(node.average_interval("total:1"), milliseconds(50));
+
+  // Back to 50: another new number. Writing the interval it already has changes nothing.
+  store(root + "/hwmon14/power1_average_interval", "50");
+  ASSERT_TRUE(
+      wait_for([&] { return channel(node, "total:0").hwmon != "hwmon14"; }, milliseconds(5000)));
+  EXPECT_EQ(channel(node, "total:0").hwmon, "hwmon15");
+  EXPECT_EQ(read_text(root + "/hwmon15/power1_average_interval"), "50\n");
+  store(root + "/hwmon3/power1_average_interval", "50\n");
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(channel(node, "cpu_rail:0").hwmon, "hwmon3");
+  node.stop();
+  EXPECT_EQ(read_text(root + "/hwmon15/power1_average"), "177250000\n");
+}
+
+TEST(SimInterval, RefusedValuesArePutBack) {
+  TempDir tmp;
+  const std::string root = tmp / "root";
+  SimNode node(constant_options(root));
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  for (const std::string bad : {"70\n", "abc\n", "0\n", ""}) {
+    SCOPED_TRACE(bad);
+    store(root + "/hwmon10/power1_average_interval", bad);
+    EXPECT_TRUE(
+        wait_for([&] { return read_text(root + "/hwmon10/power1_average_interval") == "50\n"; },
+                 milliseconds(3000)));
+    EXPECT_EQ(channel(node, "soc:0").hwmon, "hwmon10");
+    EXPECT_EQ(node.average_interval("soc:0"), milliseconds(50));
+  }
+}
+
+TEST(SimInterval, LegacyLayoutChangesInPlace) {
+  TempDir tmp;
+  const std::string root = tmp / "root";
+  auto o = constant_options(root, Profile::gh200, Layout::legacy);
+  o.average_interval = milliseconds(1000);
+  SimNode node(o);
+  std::string error;
+  ASSERT_TRUE(node.start(&error)) << error;
+  const std::string file = root + "/hwmon2/device/power1_average_interval";
+  EXPECT_EQ(read_text(file), "1000\n");
+  store(file, "50\n");
+  EXPECT_TRUE(wait_for([&] { return node.average_interval("total:0") == milliseconds(50); },
+                       milliseconds(3000)));
+  EXPECT_EQ(channel(node, "total:0").hwmon, "hwmon2");  // kernels <= 6.14 keep the device
+  EXPECT_TRUE(fs::is_directory(root + "/hwmon2"));
+  EXPECT_EQ(read_text(file), "50\n");
+}
+
+TEST(SimInterval, OnlyFirmwareIntervalsAtStart) {
+  TempDir tmp;
+  auto o = constant_options(tmp / "root");
+  o.average_interval = milliseconds(70);
+  SimNode node(o);
+  std::string error;
+  EXPECT_FALSE(node.start(&error));
+  EXPECT_NE(error.find("50 or 1000"), std::string::npos) << error;
 }
 
 // ---------------------------------------------------------------------------------------
