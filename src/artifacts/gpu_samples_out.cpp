@@ -49,9 +49,14 @@ bool gpu_temperature_c_valid(double value) {
 }
 
 std::string format_gpu_row(const GpuSampleOut& row, int schema_version) {
-  if (!gpu_samples_header(schema_version)) schema_version = kGpuSamplesSchemaV3;
   std::string out;
   out.reserve(128);
+  append_gpu_row(out, row, schema_version);
+  return out;
+}
+
+void append_gpu_row(std::string& out, const GpuSampleOut& row, int schema_version) {
+  if (!gpu_samples_header(schema_version)) schema_version = kGpuSamplesSchemaV3;
   out += std::to_string(schema_version);
   out += ',';
   append_number(out, row.timestamp_unix);
@@ -73,7 +78,6 @@ std::string format_gpu_row(const GpuSampleOut& row, int schema_version) {
     append_reading(out, row.temperature_c, gpu_temperature_c_valid);
   }
   out += "\r\n";
-  return out;
 }
 
 }  // namespace cpupower::artifacts

@@ -54,6 +54,9 @@ bool gpu_temperature_c_valid(double value);
 // out-of-range optional reading is an empty cell; hostname and gpu_uuid are quoted when
 // they hold , " CR or LF. Rows that are not gpu_sample_writable are the caller's to refuse.
 std::string format_gpu_row(const GpuSampleOut& row, int schema_version);
+// The same row appended to `out` (the collector's buffer for a scrape's rows: no string of
+// its own per row).
+void append_gpu_row(std::string& out, const GpuSampleOut& row, int schema_version);
 inline std::string format_gpu_v3_row(const GpuSampleOut& row) {
   return format_gpu_row(row, kGpuSamplesSchemaV3);
 }

@@ -37,7 +37,7 @@ bool CpuLeg::same_reading(const Written& w, const Readings& readings, double rea
 
 BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   BodyOutcome out;
-  const Readings readings = readings_from_body(input.body);
+  const Readings readings = readings_from_body(input.body, parsed_);
   out.mode = readings.mode;
   if (readings.error) {
     out.reason = kReasonMalformed;

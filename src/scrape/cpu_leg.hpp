@@ -50,6 +50,7 @@ class CpuLeg final : public Leg {
 
   CpuLegOptions options_;
   std::vector<Written> written_;  // by endpoint
+  expo::ParseResult parsed_;      // reused by every body: no allocation per scrape
 };
 
 }  // namespace cpupower::scrape

@@ -51,7 +51,7 @@ void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_r
 
 BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
   BodyOutcome out;
-  const GpuScrape scrape = gpu_readings_from_body(input.body);
+  const GpuScrape scrape = gpu_readings_from_body(input.body, parsed_);
   if (scrape.error) {
     out.reason = kReasonMalformed;
     out.detail = *scrape.error;
@@ -87,14 +87,19 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
       }
       continue;
     }
-    lines += artifacts::format_gpu_v3_row(row);
+    artifacts::append_gpu_row(lines, row, artifacts::kGpuSamplesSchemaV3);
     ++out.rows;
   }
   summary_.rows += out.rows;
+  // An endpoint that answered before has its first devices recorded: no lookup by hostname
+  // (among a thousand) on every scrape.
+  const bool known = input.endpoint_index < answered_.size() && answered_[input.endpoint_index];
   if (input.endpoint_index < answered_.size()) answered_[input.endpoint_index] = true;
-  auto& first = summary_.first_devices[row.hostname];
-  if (first.empty()) {
-    for (const auto& gpu : scrape.gpus) first.push_back(gpu.gpu_index);
+  if (!known) {
+    auto& first = summary_.first_devices[row.hostname];
+    if (first.empty()) {
+      for (const auto& gpu : scrape.gpus) first.push_back(gpu.gpu_index);
+    }
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "expo/parser.hpp"
 #include "scrape/leg.hpp"
 
 namespace cpupower::scrape {
@@ -57,6 +58,7 @@ class GpuLeg final : public Leg {
   std::shared_ptr<GpuLegSummary> out_;
   std::vector<bool> answered_;  // by endpoint: gave rows at least once
   GpuLegSummary summary_;
+  expo::ParseResult parsed_;  // reused by every body: no allocation per scrape
 };
 
 }  // namespace cpupower::scrape

@@ -1,11 +1,12 @@
 #include "scrape/gpu_readings.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <climits>
 #include <cmath>
-#include <map>
-#include <set>
+#include <iterator>
+#include <utility>
 
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/limits.hpp"
@@ -39,34 +40,41 @@ bool valid_power(double w) {
 }
 
 // One optional metric (util, SM activity, temperature): the value per gpu index when exactly
-// one whole-GPU sample in range names it; `uuid` kept to check the join.
+// one whole-GPU sample in range names it; `uuid` kept to check the join. A flat vector sorted
+// once rather than a map: a body names a handful of GPUs, and a scrape should not cost a
+// dozen allocations for them.
 struct Optional {
   struct Entry {
+    long long index = 0;
     std::optional<std::string_view> uuid;
-    std::optional<double> value;  // nullopt: out of range, or seen twice
-    int count = 0;
+    std::optional<double> value;  // nullopt: out of range
   };
-  std::map<long long, Entry> by_index;
+  std::vector<Entry> entries;  // by index once sorted (stable: same-index order kept)
 
   void add(const expo::Sample& s, double lo, double hi) {
     if (is_mig_instance(s)) return;
     const auto index = gpu_index(s);
     if (!index) return;
-    auto& e = by_index[*index];
-    if (++e.count > 1) {
-      e.value.reset();
-      return;
-    }
+    Entry e;
+    e.index = *index;
     e.uuid = s.label("UUID");
     if (std::isfinite(s.value) && s.value >= lo && s.value <= hi) e.value = s.value;
+    entries.push_back(e);
   }
 
+  void sort() {
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const Entry& a, const Entry& b) { return a.index < b.index; });
+  }
+
+  // nullopt when no sample or more than one names the index (seen twice: ambiguous).
   std::optional<double> join(long long index, std::string_view uuid) const {
-    const auto it = by_index.find(index);
-    if (it == by_index.end() || it->second.count != 1) return std::nullopt;
-    const auto& e = it->second;
-    if (e.uuid && !e.uuid->empty() && *e.uuid != uuid) return std::nullopt;
-    return e.value;
+    const auto by_index = [](const Entry& e, long long i) { return e.index < i; };
+    const auto it = std::lower_bound(entries.begin(), entries.end(), index, by_index);
+    if (it == entries.end() || it->index != index) return std::nullopt;
+    if (std::next(it) != entries.end() && std::next(it)->index == index) return std::nullopt;
+    if (it->uuid && !it->uuid->empty() && *it->uuid != uuid) return std::nullopt;
+    return it->value;
   }
 };
 
@@ -113,23 +121,28 @@ std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
 }  // namespace
 
 GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
-  std::set<std::string_view> reasons;
-  std::map<long long, std::vector<const expo::Sample*>> power_by_index;
+  // The codes met, each once (a handful at most: the list is searched, then sorted).
+  std::vector<std::string_view> reasons;
+  const auto note = [&reasons](std::string_view code) {
+    if (std::find(reasons.begin(), reasons.end(), code) == reasons.end()) reasons.push_back(code);
+  };
+  // Whole-GPU power samples by index (sorted below; equal indices stay together).
+  std::vector<std::pair<long long, const expo::Sample*>> power;
   Optional util, sm_active, temp;
   bool any_power = false;
   for (const auto& s : samples) {
     if (s.name == kPowerFamily) {
       any_power = true;
       if (is_mig_instance(s)) {
-        reasons.insert(reason::kMigInstanceUnsupported);
+        note(reason::kMigInstanceUnsupported);
         continue;
       }
       const auto index = gpu_index(s);
       if (!index) {
-        reasons.insert(reason::kGpuIndexMissing);
+        note(reason::kGpuIndexMissing);
         continue;
       }
-      power_by_index[*index].push_back(&s);
+      power.emplace_back(*index, &s);
     } else if (s.name == kUtilFamily) {
       util.add(s, 0.0, 100.0);
     } else if (s.name == kSmActiveFamily) {
@@ -138,22 +151,33 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
       temp.add(s, -273.15, 200.0);
     }
   }
-  if (!any_power) reasons.insert(reason::kPowerMetricMissing);
+  if (!any_power) note(reason::kPowerMetricMissing);
+  std::stable_sort(power.begin(), power.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  util.sort();
+  sm_active.sort();
+  temp.sort();
 
   GpuScrape out;
-  for (const auto& [index, list] : power_by_index) {  // std::map: ascending index
-    if (list.size() > 1) {
-      reasons.insert(reason::kDuplicatePowerMetric);
+  out.gpus.reserve(power.size());
+  for (auto it = power.begin(); it != power.end();) {  // ascending index
+    const long long index = it->first;
+    const auto group_end =
+        std::find_if(it, power.end(), [&](const auto& p) { return p.first != index; });
+    const auto count = group_end - it;
+    const auto& s = *it->second;
+    it = group_end;
+    if (count > 1) {
+      note(reason::kDuplicatePowerMetric);
       continue;
     }
-    const auto& s = *list.front();
     const auto uuid = s.label("UUID");
     if (!uuid || uuid->empty()) {
-      reasons.insert(reason::kGpuUuidMissing);
+      note(reason::kGpuUuidMissing);
       continue;
     }
     if (!valid_power(s.value)) {
-      reasons.insert(reason::kInvalidPowerValue);
+      note(reason::kInvalidPowerValue);
       continue;
     }
     GpuReading r;
@@ -165,21 +189,32 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
     r.temperature_c = temp.join(index, *uuid);
     out.gpus.push_back(std::move(r));
   }
-  for (const auto r : reasons) out.reasons.emplace_back(r);  // std::set: sorted, each once
+  std::sort(reasons.begin(), reasons.end());
+  for (const auto r : reasons) out.reasons.emplace_back(r);  // sorted, each once
   out.fingerprint = fingerprint_of(out.gpus);
   return out;
 }
 
-GpuScrape gpu_readings_from_body(std::string_view body) {
-  const auto parsed = expo::parse(body);
-  if (!parsed.ok()) {
+GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch) {
+  // The families read above; every other line is still checked (expo::ParseOptions).
+  static constexpr std::array<std::string_view, 4> kFamilies = {kPowerFamily, kUtilFamily,
+                                                                kSmActiveFamily, kTempFamily};
+  expo::ParseOptions options;
+  options.only_names = kFamilies;
+  expo::parse_into(body, scratch, options);
+  if (!scratch.ok()) {
     GpuScrape out;
-    out.error = expo::describe(*parsed.error);
+    out.error = expo::describe(*scratch.error);
     out.reasons.emplace_back(reason::kEndpointParseError);
     out.fingerprint = fingerprint_of(out.gpus);
     return out;
   }
-  return gpu_readings_from_samples(parsed.samples);
+  return gpu_readings_from_samples(scratch.samples);
+}
+
+GpuScrape gpu_readings_from_body(std::string_view body) {
+  expo::ParseResult scratch;
+  return gpu_readings_from_body(body, scratch);
 }
 
 }  // namespace cpupower::scrape

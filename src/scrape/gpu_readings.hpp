@@ -55,6 +55,11 @@ struct GpuScrape {
 // Parses one body and extracts the readings. Never throws.
 GpuScrape gpu_readings_from_body(std::string_view body);
 
+// The same, parsing into `scratch` (whose storage is reused from one call to the next: the
+// GPU leg keeps one). Only the four families above are kept from the parse; a line of any
+// other family still fails the body when it is not valid exposition.
+GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch);
+
 // The same for an already parsed exposition.
 GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples);
 

@@ -272,15 +272,25 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
   return out;
 }
 
-Readings readings_from_body(std::string_view body) {
-  const auto parsed = expo::parse(body);
-  if (!parsed.ok()) {
+Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
+  // The families read above; every other line is still checked (expo::ParseOptions).
+  static constexpr std::array<std::string_view, 4> kFamilies = {kAcpiFamily, kDcgmFamily,
+                                                                kNvmlFamily, kAgeFamily};
+  expo::ParseOptions options;
+  options.only_names = kFamilies;
+  expo::parse_into(body, scratch, options);
+  if (!scratch.ok()) {
     Readings out;
-    out.error = expo::describe(*parsed.error);
+    out.error = expo::describe(*scratch.error);
     out.fingerprint = fingerprint_of(out.mode, out.rows);
     return out;
   }
-  return readings_from_samples(parsed.samples);
+  return readings_from_samples(scratch.samples);
+}
+
+Readings readings_from_body(std::string_view body) {
+  expo::ParseResult scratch;
+  return readings_from_body(body, scratch);
 }
 
 }  // namespace cpupower::scrape

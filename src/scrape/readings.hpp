@@ -67,6 +67,11 @@ struct Readings {
 // Parses and pivots one body. Never throws.
 Readings readings_from_body(std::string_view body);
 
+// The same, parsing into `scratch` (whose storage is reused from one call to the next: the
+// CPU leg keeps one). Only the families the rules above read are kept from the parse; a line
+// of any other family still fails the body when it is not valid exposition.
+Readings readings_from_body(std::string_view body, expo::ParseResult& scratch);
+
 // The same for an already parsed exposition.
 Readings readings_from_samples(const std::vector<expo::Sample>& samples);
 

@@ -1,11 +1,16 @@
 // The Prometheus exposition parser (expo/parser), the collector's input from every exporter.
 // Beyond not crashing: every body it accepts, written back with the writer's label escaping,
-// parses again to the same samples, so nothing the exporter can publish is unreadable.
+// parses again to the same samples, so nothing the exporter can publish is unreadable; and
+// keeping only some names (what the collector's legs do) changes neither the verdict nor the
+// error, only which samples are kept.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "expo/parser.hpp"
 #include "expo/writer.hpp"
@@ -47,11 +52,46 @@ bool same_value(double a, double b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
 }
 
+// What the legs do: parse_into a result reused from the previous input, keeping only some
+// names. The verdict and the error must be parse()'s, and the samples parse()'s samples of
+// those names, in order.
+void check_only_names(std::string_view body, const ParseResult& whole) {
+  static ParseResult reused;
+  std::vector<std::string_view> names = {"zzz"};
+  for (std::size_t i = 0; i < whole.samples.size() && names.size() < 3; i += 2) {
+    names.push_back(whole.samples[i].name);
+  }
+  cpupower::expo::ParseOptions options;
+  options.only_names = names;
+  cpupower::expo::parse_into(body, reused, options);
+  FUZZ_CHECK(reused.ok() == whole.ok(), "only_names changed the verdict");
+  if (!whole.ok()) {
+    FUZZ_CHECK(cpupower::expo::describe(*reused.error) == cpupower::expo::describe(*whole.error),
+               "only_names changed the error");
+    FUZZ_CHECK(reused.samples.empty());
+    return;
+  }
+  std::size_t k = 0;
+  for (const Sample& a : whole.samples) {
+    if (std::find(names.begin(), names.end(), a.name) == names.end()) continue;
+    FUZZ_CHECK(k < reused.samples.size(), "only_names lost a sample");
+    const Sample& b = reused.samples[k++];
+    FUZZ_CHECK(a.name == b.name && a.labels.size() == b.labels.size() &&
+               same_value(a.value, b.value) && a.timestamp_ms == b.timestamp_ms);
+    for (std::size_t j = 0; j < a.labels.size(); ++j) {
+      FUZZ_CHECK(a.labels[j].name == b.labels[j].name && a.labels[j].value == b.labels[j].value,
+                 "only_names changed label %zu", j);
+    }
+  }
+  FUZZ_CHECK(k == reused.samples.size(), "only_names kept a sample of another name");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body = cpupower::fuzz::as_text(data, size);
   const ParseResult r = cpupower::expo::parse(body);
+  check_only_names(body, r);
   if (!r.ok()) {
     FUZZ_CHECK(r.samples.empty());
     (void)cpupower::expo::describe(*r.error);

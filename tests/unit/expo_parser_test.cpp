@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,6 +154,22 @@ TEST_P(ExpoParserGarbage, RefusesTheWholeBodyWithLineAndReason) {
   EXPECT_NE(describe(*r.error).find(g.message_part), std::string::npos) << describe(*r.error);
 }
 
+// Lines of families a reader does not keep are read all the same: the verdict on a body, and
+// the place and words of its error, never depend on the names asked for.
+TEST_P(ExpoParserGarbage, RefusedTheSameWhenOnlyOtherNamesAreKept) {
+  const auto& g = GetParam();
+  const auto whole = parse(g.body);
+  ASSERT_FALSE(whole.ok());
+  static constexpr std::array<std::string_view, 2> kOthers = {"zzz", "a"};
+  ParseOptions options;
+  options.only_names = kOthers;
+  ParseResult r;
+  parse_into(g.body, r, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.samples.empty());
+  EXPECT_EQ(describe(*r.error), describe(*whole.error));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Bodies, ExpoParserGarbage,
     ::testing::Values(Garbage{"malformed", 1, "missing sample value"},
@@ -207,6 +225,85 @@ TEST(ExpoParser, ParsesAManyThousandLineBody) {
   EXPECT_EQ(r.samples[4999].label("sensor"), std::optional<std::string_view>("hwmon4999/power1"));
   EXPECT_EQ(r.samples[4999].value, 4999.5);
   EXPECT_EQ(r.samples[4999].labels.size(), 3u);
+}
+
+// The samples parse() gives, as text: name, labels, value, timestamp.
+std::vector<std::string> texts_of(const ParseResult& r) {
+  std::vector<std::string> out;
+  for (const auto& s : r.samples) {
+    std::string t(s.name);
+    for (const auto& l : s.labels) t += " " + std::string(l.name) + "=" + std::string(l.value);
+    t += " " + std::to_string(s.value);
+    if (s.timestamp_ms) t += " @" + std::to_string(*s.timestamp_ms);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+const std::string kRepeatingBody =
+    "# HELP power Power.\n"
+    "power{gpu=\"0\",UUID=\"GPU-a\",model=\"say \\\"x\\\"\"} 100\n"
+    "power{gpu=\"1\",UUID=\"GPU-b\",model=\"say \\\"x\\\"\"} 200 17\n"
+    "clock{gpu=\"0\",UUID=\"GPU-a\",model=\"say \\\"x\\\"\"} 1980\n"
+    "clock{gpu=\"1\",UUID=\"GPU-b\",model=\"say \\\"x\\\"\"} 1981\n"
+    "temp{gpu=\"0\",UUID=\"GPU-a\",model=\"say \\\"x\\\"\"}   45\n"
+    "temp{gpu=\"1\",UUID=\"GPU-b\",model=\"say \\\"x\\\"\",extra=\"e\"} 46\n"
+    "temp{gpu=\"1\",UUID=\"GPU-b\"} 47\n"
+    "temp{} 48\n"
+    "power{} 1\n"
+    "power 2\n";
+
+TEST(ExpoParser, OnlyNamesKeepsThoseSamplesInOrderAndNothingElse) {
+  const auto whole = parse(kRepeatingBody);
+  ASSERT_TRUE(whole.ok()) << describe(*whole.error);
+  std::vector<std::string> want;
+  for (const auto& t : texts_of(whole)) {
+    if (t.starts_with("power") || t.starts_with("temp")) want.push_back(t);
+  }
+  static constexpr std::array<std::string_view, 2> kKept = {"temp", "power"};
+  ParseOptions options;
+  options.only_names = kKept;
+  ParseResult r;
+  parse_into(kRepeatingBody, r, options);
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  EXPECT_EQ(texts_of(r), want);
+  EXPECT_EQ(r.samples[0].label("model"), std::optional<std::string_view>("say \"x\""));
+}
+
+TEST(ExpoParser, RepeatedLabelSetsReadAsTheirFirstOccurrence) {
+  const auto r = parse(kRepeatingBody);
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  ASSERT_EQ(r.samples.size(), 10u);
+  EXPECT_EQ(texts_of(r)[2], "clock gpu=0 UUID=GPU-a model=say \"x\" 1980.000000");
+  EXPECT_EQ(texts_of(r)[5], "temp gpu=1 UUID=GPU-b model=say \"x\" extra=e 46.000000");
+  EXPECT_EQ(texts_of(r)[6], "temp gpu=1 UUID=GPU-b 47.000000");
+  EXPECT_EQ(texts_of(r)[8], "power 1.000000");
+  EXPECT_EQ(r.samples[1].timestamp_ms, std::optional<std::int64_t>(17));
+  // A line that goes on with a set already read fails where a fresh read fails, and says
+  // the same.
+  const auto bad = parse("a{x=\"1\"} 1\nb{x=\"1\"}} 2\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(describe(*bad.error), "line 2, column 10: sample value '}' is not a number");
+  const auto unterminated = parse("a{x=\"1\"} 1\nb{x=\"1\"\n");
+  ASSERT_FALSE(unterminated.ok());
+  EXPECT_EQ(unterminated.error->line, 2u);
+  EXPECT_NE(unterminated.error->message.find("expected ',' or '}'"), std::string::npos);
+}
+
+TEST(ExpoParser, AReusedResultHoldsOnlyTheLatestBody) {
+  ParseResult r;
+  parse_into(kRepeatingBody, r);
+  ASSERT_TRUE(r.ok());
+  const std::string other = "x{k=\"v\"} 1\ny 2\n";
+  parse_into(other, r);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(texts_of(r), texts_of(parse(other)));
+  parse_into("x{k=\"v\" 1\n", r);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.samples.empty());
+  parse_into(kRepeatingBody, r);
+  ASSERT_TRUE(r.ok()) << describe(*r.error);
+  EXPECT_EQ(texts_of(r), texts_of(parse(kRepeatingBody)));
 }
 
 }  // namespace
