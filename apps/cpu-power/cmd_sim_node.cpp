@@ -104,9 +104,9 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
     fmt::print("{:<{}}  {:<{}}  {:<{}}  {}\n", c.hwmon, hwmon_w, c.key, key_w,
                "\"" + c.oem_info + "\"", label_w, c.value_path);
   }
-  fmt::print("sim-node ready root={} profile={} layout={} channels={}\n", options.root,
-             sim::profile_name(options.profile), sim::layout_name(options.layout),
-             node.channels().size());
+  fmt::print("sim-node ready root={} profile={} layout={} channels={} t0_unix={:.6f}\n",
+             options.root, sim::profile_name(options.profile), sim::layout_name(options.layout),
+             node.channels().size(), node.started_unix());
   std::fflush(stdout);
   if (options.once) return 0;
 

@@ -139,6 +139,7 @@ struct SimNode::Impl {
   std::optional<Trace> trace;
   Noise noise_source;
   Clock::time_point started_at{};
+  double started_unix = 0;  // started_at on the system clock: a trace's time 0
   std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::sim");
 
   mutable std::mutex mutex;  // overrides, lifecycle flags, update_cv
@@ -522,10 +523,16 @@ void SimNode::Impl::writer_loop(Channel& c) {
       pause(milliseconds(10));
       continue;
     }
-    // The firmware round trip. Stopping cuts it short; the reader still gets its value.
-    pause(delay);
+    // The firmware round trip. The value is the one published half-way through it: when
+    // in the round trip firmware takes its value is not known, and the middle is what the
+    // exporter assumes when it dates a read by its midpoint. Stopping cuts the trip short;
+    // the reader still gets its value.
+    const auto half = delay / 2;
+    pause(half);
+    const std::string value = value_line(c.model_uw);
+    pause(delay - half);
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    write_all_nonblocking(fd, value_line(c.model_uw));
+    write_all_nonblocking(fd, value);
     // A fresh FIFO for the next reader before this one gets EOF: a reader that has its value
     // but has not yet seen EOF must never see a second writer (and a second value) on its
     // inode, however late it gets scheduled.
@@ -644,6 +651,8 @@ bool SimNode::Impl::write_tree(std::string* error) {
     if (!write_node(abs_root, node, error)) return false;
   }
   started_at = Clock::now();
+  started_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::string first_error;
   update(started_at, true, &first_error);
   if (!first_error.empty()) {
@@ -714,6 +723,10 @@ void SimNode::set_override(const std::string& key, std::optional<double> watts) 
   } else {
     impl_->overrides.erase(key);
   }
+}
+
+double SimNode::started_unix() const {
+  return impl_->started_unix;
 }
 
 std::optional<double> SimNode::current_watts(const std::string& key) const {

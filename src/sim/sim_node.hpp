@@ -95,6 +95,8 @@ class SimNode {
   // key, before start(), or while a fault leaves no number to read (invalid, empty,
   // unreadable, hang). Zero reads 0; slow reads the value its writer delivers.
   std::optional<double> current_watts(const std::string& key) const;
+  // When the node started, on the system clock (Unix seconds): a trace's time 0.
+  double started_unix() const;
 
  private:
   struct Impl;
