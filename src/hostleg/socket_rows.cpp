@@ -43,7 +43,9 @@ Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
     auto& row = by_socket[*s.socket];
     row.power_w = *r.watts;
     row.socket_id = *s.socket;
-    time_sum += *r.read_at_unix;
+    // The centre of what the value measured: an averaging meter's value describes the
+    // interval before its read (docs/formats.md, host leg row time).
+    time_sum += *r.read_at_unix - r.centre_offset_s;
     time_count++;
   }
   Sample out;

@@ -122,6 +122,19 @@ TEST(SocketRows, DcgmFillsRailsUtilizationAndTheNodeTotal) {
             "6.25,,,96.5,0,,,0.125,\r\n");
 }
 
+// An averaging meter's value describes the interval before its read: the row time is the
+// mean centre of the primaries' intervals (1 s ACPI averaging: half a second earlier).
+TEST(SocketRows, RowTimeIsTheCentreOfTheAveragedInterval) {
+  auto snap = dcgm_snapshot(46.0);
+  snap.readings[0].centre_offset_s = 0.5;
+  snap.readings[4].centre_offset_s = 0.5;
+  snap.readings[1].centre_offset_s = 3.0;  // not a primary: does not move the row
+  const auto sample = socket_rows(snap, "dcgm", nullptr, "n1");
+  ASSERT_EQ(sample.rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(sample.timestamp_unix, 99.6);
+  EXPECT_DOUBLE_EQ(sample.rows[1].timestamp_unix, 99.6);
+}
+
 TEST(SocketRows, ASocketWithoutItsPrimaryHasNoRowAndTheTotalIsBlank) {
   const auto sample = socket_rows(dcgm_snapshot(std::nullopt), "dcgm", nullptr, "n1");
   ASSERT_EQ(sample.rows.size(), 1u);
