@@ -577,6 +577,7 @@
   const THEMES = ["auto", "light", "dark"];
   function renderAll() {
     const t = root.dataset.theme || "auto";
+    root.dataset.scheme = isDark() ? "dark" : "light";  // what the style sheet keys on
     themeButton.textContent = "Colours: " + t + (t === "auto" ? (isDark() ? " (dark)" : " (light)") : "");
     renderPareto();
     renderDetail();
