@@ -24,6 +24,7 @@ case "$kind" in
   asan)
     flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
     scale=3
+    compiler=clang++  # below
     targets=()  # everything
     tests='.'
     skip='^install\.'
@@ -31,6 +32,7 @@ case "$kind" in
   tsan)
     flags="-fsanitize=thread"
     scale=6
+    compiler=g++
     # The tests of code that runs threads (the exporter's HTTP and reader threads, the
     # collector, the launcher's relays and waits, the simulated node and dcgm-exporter, the
     # report's parallel load) and every integration test; the single-threaded parsers and
@@ -55,11 +57,20 @@ esac
 bash scripts/install-deps.sh
 # -O1 -g1 and nothing else: what the sanitizers' documentation advises (line tables for the
 # reports), and a build much quicker than the release one's -O2 -g. The build type None adds
-# no flags of its own (an empty one would get the project's default, RelWithDebInfo). GCC's
-# maybe-uninitialized warning misfires on std::optional in instrumented -O1 code; the normal
-# build keeps it as an error.
+# no flags of its own (an empty one would get the project's default, RelWithDebInfo).
+# ASan is built with clang (SANITIZER_CXX=g++ for GCC): it compiled the instrumented code in
+# half to three quarters of GCC's CPU time (docs/performance.md, Build time), and the product
+# gets a second compiler's warnings and use-after-scope checks. TSan stays with GCC until it
+# has passed under clang. GCC's maybe-uninitialized warning misfires on std::optional in
+# instrumented -O1 code; the normal build keeps it as an error.
+cxx=${SANITIZER_CXX:-$compiler}
+case "$cxx" in
+  *clang*) cc=${cxx/clang++/clang} extra="" ;;
+  *) cc=${cxx/g++/gcc} extra="-Wno-maybe-uninitialized" ;;
+esac
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=None \
-  -DCMAKE_C_FLAGS="-O1 -g1 $flags" -DCMAKE_CXX_FLAGS="-O1 -g1 $flags -Wno-maybe-uninitialized" \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_C_FLAGS="-O1 -g1 $flags" -DCMAKE_CXX_FLAGS="-O1 -g1 $flags $extra" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
   -DCPUPOWER_BENCHMARKS=OFF -DCPUPOWER_TEST_TIME_SCALE="$scale"
 ninja -C "$BUILD" -j "$JOBS" "${targets[@]}"
