@@ -250,8 +250,12 @@ ok "SIGKILL mid-run: $kept rows on disk, all complete ones merged, no final meta
 
 # --- writes failing mid-run (a file size limit, as a full disk would): no partial row ------
 # The collector's file may grow to 8 KiB; writes past it fail (EFBIG, SIGXFSZ ignored) until
-# the limit is lifted. Every line on disk must stay a whole row, the failing and recovering
-# states logged once each.
+# the limit is lifted. Every line on disk must stay a whole row. The failing state is logged
+# when it starts and the recovery when it ends, never a line per failed sample. Rows differ in
+# length, so a shorter row may still fit under the limit after a longer one failed: that is a
+# real recovery, logged, and failing again is logged again. So the log must alternate, start
+# with a failure, end (once the limit is lifted) with a recovery, and hold fewer state lines
+# than failed samples.
 start_sim sim_full "$WORK/tree_full" --profile gb200 --update-ms 50
 spawn full bash -c 'trap "" XFSZ; ulimit -S -f 8; exec "$@"' _ "$BIN/cpu-power" host-collect \
   --output-dir "$WORK/full/nodes" --ready-dir "$WORK/full/ready" --hostname node-f \
@@ -260,14 +264,24 @@ COLLECTOR_PID=$LAST_PID
 wait_for_line "$WORK/full.log" 'cannot append rows' 15
 sleep 0.3  # (a few more failing samples, which must not be logged again)
 prlimit --pid "$COLLECTOR_PID" --fsize=unlimited
-wait_for_line "$WORK/full.log" 'writes recovered' 15
+recovered_last() {
+  [ "$(grep -oE 'cannot append rows|writes recovered' "$WORK/full.log" | tail -n 1)" = "writes recovered" ]
+}
+wait_until 15 "a recovery logged after the limit was lifted" recovered_last
 rows_at_least "$WORK/full/nodes/node-f.csv" 120
 kill -TERM "$COLLECTOR_PID"
 exit_of "$COLLECTOR_PID"
 stop "$SIM_PID"
 [ "$RC" = 0 ] || fail "full disk: exit $RC"
-[ "$(grep -c 'cannot append rows' "$WORK/full.log")" = 1 ] || fail "failing state logged $(grep -c 'cannot append rows' "$WORK/full.log") times"
-[ "$(grep -c 'writes recovered' "$WORK/full.log")" = 1 ] || fail "recovery logged $(grep -c 'writes recovered' "$WORK/full.log") times"
+$PY - "$WORK/full.log" <<'PYEOF' || fail "failing and recovering states not logged once per change"
+import re, sys
+text = open(sys.argv[1]).read()
+marks = re.findall(r"cannot append rows|writes recovered", text)
+failed = [int(n) for n in re.findall(r"writes recovered path=\S+ failed_writes=(\d+)", text)]
+assert marks and marks[0] == "cannot append rows" and marks[-1] == "writes recovered", marks
+assert all(a != b for a, b in zip(marks, marks[1:])), marks  # alternating
+assert sum(failed) > len(failed), (failed, "a line per failed sample")
+PYEOF
 grep -qE 'writes recovered .*failed_writes=[1-9][0-9]* rows_lost=[1-9]' "$WORK/full.log" || fail "recovery line: $(grep recovered "$WORK/full.log")"
 grep -qE 'stopped rows=[0-9]+ read_failures=[0-9]+ write_errors=[1-9][0-9]* rows_lost=[1-9]' "$WORK/full.log" || fail "final line: $(grep stopped "$WORK/full.log")"
 $PY - "$WORK/full/nodes/node-f.csv" <<'PYEOF' || fail "a partial row stayed in the file"
@@ -281,7 +295,7 @@ for i, line in enumerate(lines[:-1]):
     if i:
         float(line.split(b",")[7])  # power_w, whole
 PYEOF
-ok "writes failing mid-run: every line a whole row, failing and recovery logged once each"
+ok "writes failing mid-run: every line a whole row, failing and recovery logged once per change"
 
 # --- the report over host-leg rows ----------------------------------------------------------
 # A session window inside the DCGM run above; the report finds cpu_power/samples.csv.
