@@ -18,7 +18,8 @@ run_exporter() {
   set -e
 }
 ms_of() { curl -s -o /dev/null -w '%{time_total}' "$1" | awk '{printf "%d", $1 * 1000}'; }
-# The slowest of 15 rounds of /health and /metrics, in ms.
+# The slowest of 15 rounds of /health and /metrics, in ms. A request blocked behind the hung
+# library would take its 10 s; 1 s tells that apart from a busy machine's scheduling delays.
 worst_ms() {
   local worst=0 t u
   for _ in $(seq 15); do
@@ -59,7 +60,7 @@ ok "auto without ACPI: DCGM 1130 + 1132, exact body, non-OK status dropped, log 
 echo 'latest=hang:10000' >>"$FAKE_DCGM_CONTROL"
 sleep 0.3
 worst=$(worst_ms)
-[ "$worst" -lt "$(scaled 50)" ] || fail "HTTP took $worst ms while DCGM hangs$(scale_note)"
+[ "$worst" -lt "$(scaled 1000)" ] || fail "HTTP took $worst ms while DCGM hangs$(scale_note)"
 wait_for_line "$log" 'WARN cpu_power_exporter::dcgm: DCGM reading is stale; withholding it sensor=dcgm/cpu0/1130' 5
 [ -z "$(base_family "$(curl -sf "http://127.0.0.1:$PORT/metrics")" cpu_power_dcgm_watts | grep '^cpu_power_dcgm_watts{')" ] || fail "stale DCGM values still served"
 ok "DCGM read hanging: /metrics and /health worst $worst ms, stale values withheld with a WARN"
@@ -167,7 +168,7 @@ ok "GPUs 6.5 % apart: socket withheld, warned once; INFO when they agree again"
 
 sed -i 's/^gpu.0.mw=.*/gpu.0.mw=hang:10000/' "$FAKE_NVML_CONTROL"
 worst=$(worst_ms)
-[ "$worst" -lt "$(scaled 50)" ] || fail "HTTP took $worst ms while NVML hangs$(scale_note)"
+[ "$worst" -lt "$(scaled 1000)" ] || fail "HTTP took $worst ms while NVML hangs$(scale_note)"
 wait_for_line "$nlog" 'WARN cpu_power_exporter::nvml: NVML module readings missing or stale; withholding the socket socket=0' 6
 grep -q '^cpu_power_nvml_watts{' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")" && fail "stale module power served"
 ok "NVML read hanging 10 s: HTTP worst $worst ms, stale module power withheld with a WARN (no scrape needed)"
