@@ -6,6 +6,10 @@ FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 1
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= $(shell nproc)
+# Tests at twice the cores: most integration tests wait on processes, sockets and fixed
+# scrape durations far more than they compute, and none asserts how fast a busy machine runs
+# it (docs/reliability.md, CI time).
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
 
 .PHONY: all deps configure build setup test test-arm64 test-asan test-tsan unit demo bench fuzz format clean
 
@@ -27,25 +31,25 @@ setup: deps build
 # Every test: unit tests, then integration tests with real processes (exporters, simulated
 # nodes, Prometheus, a local Slurm cluster), each starting and stopping its own services.
 test: setup
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(TEST_JOBS)
 
 # The whole project cross-compiled for aarch64 (Grace) into $(BUILD_ARM64) and tested under
 # qemu-user: unit tests, integration tests without Slurm, and byte-for-byte comparisons with
 # the native build in $(BUILD), which it brings up to date first (scripts/test-arm64.sh).
 test-arm64:
-	BUILD_ARM64=$(BUILD_ARM64) HOST_BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-arm64.sh
+	BUILD_ARM64=$(BUILD_ARM64) HOST_BUILD=$(BUILD) JOBS=$(JOBS) TEST_JOBS=$(TEST_JOBS) bash scripts/test-arm64.sh
 
 # The unit and integration tests against sanitized builds of the whole project, each in its
 # own build directory: AddressSanitizer with LeakSanitizer and UndefinedBehaviorSanitizer, and
 # ThreadSanitizer. A sanitizer report anywhere fails the run (scripts/test-sanitizer.sh).
 test-asan:
-	JOBS=$(JOBS) bash scripts/test-sanitizer.sh asan build-asan
+	JOBS=$(JOBS) TEST_JOBS=$(TEST_JOBS) bash scripts/test-sanitizer.sh asan build-asan
 
 test-tsan:
-	JOBS=$(JOBS) bash scripts/test-sanitizer.sh tsan build-tsan
+	JOBS=$(JOBS) TEST_JOBS=$(TEST_JOBS) bash scripts/test-sanitizer.sh tsan build-tsan
 
 unit: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -R '^unit\.'
+	ctest --test-dir $(BUILD) --output-on-failure -j $(TEST_JOBS) -R '^unit\.'
 
 demo: setup
 	bash scripts/demo.sh $(BUILD)/bin
@@ -55,7 +59,8 @@ bench: setup
 
 # The libFuzzer targets (tests/fuzz), built with clang into $(BUILD_FUZZ) and run for
 # FUZZ_SECONDS each, FUZZ_JOBS at a time; fails when one crashes, and copies its input to
-# tests/fuzz/regressions/<target>/ (tests/fuzz/run.sh).
+# tests/fuzz/regressions/<target>/ (tests/fuzz/run.sh). `make fuzz BUILD_FUZZ=build-asan`
+# after `make test-asan` uses the ASan build, which has the fuzz targets too (CI does this).
 fuzz: deps
 	BUILD_FUZZ=$(BUILD_FUZZ) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) JOBS=$(JOBS) \
 	  bash tests/fuzz/run.sh

@@ -6,13 +6,15 @@
 # and SVG on every oracle run, byte for byte). The native build is brought up to date first,
 # since the comparisons need it.
 #
-# Environment: BUILD_ARM64 (default build-arm64), HOST_BUILD (default build), JOBS.
+# Environment: BUILD_ARM64 (default build-arm64), HOST_BUILD (default build), JOBS (the
+# build's parallelism), TEST_JOBS (ctest's, default JOBS).
 # Emulated timing is no performance figure; see docs/performance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_ARM64:-build-arm64}
 HOST_BUILD=${HOST_BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
+TEST_JOBS=${TEST_JOBS:-$JOBS}
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
@@ -75,4 +77,4 @@ fi
 
 # --- the tests -------------------------------------------------------------------------------
 echo "test-arm64: the arm64 release binaries need at most $(aarch64-linux-gnu-objdump -T "$BUILD"/bin/cpu-power "$BUILD"/bin/cpu-power-exporter | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
-ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
+ctest --test-dir "$BUILD" --output-on-failure -j "$TEST_JOBS"

@@ -13,12 +13,13 @@
 # are slower, so the integration tests stretch their time bounds (CPUPOWER_TEST_TIME_SCALE).
 # The benchmarks and the install-layout test (a fresh unsanitized configure) are left out, and
 # the TSan run takes only the tests of threaded code (below).
-# Environment: JOBS.
+# Environment: JOBS (the build's parallelism), TEST_JOBS (ctest's, default JOBS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:?usage: scripts/test-sanitizer.sh asan|tsan [BUILD_DIR]}
 BUILD=${2:-build-$kind}
 JOBS=${JOBS:-$(nproc)}
+TEST_JOBS=${TEST_JOBS:-$JOBS}
 
 case "$kind" in
   asan)
@@ -63,16 +64,23 @@ bash scripts/install-deps.sh
 # gets a second compiler's warnings and use-after-scope checks. TSan stays with GCC until it
 # has passed under clang. GCC's maybe-uninitialized warning misfires on std::optional in
 # instrumented -O1 code; the normal build keeps it as an error.
+# A clang ASan build is also configured with FUZZ=ON: the same instrumented libraries, with
+# coverage for libFuzzer, give the fuzz targets too, so `make fuzz BUILD_FUZZ=build-asan`
+# (what CI runs) fuzzes without a build of its own.
 cxx=${SANITIZER_CXX:-$compiler}
+fuzz=OFF
 case "$cxx" in
-  *clang*) cc=${cxx/clang++/clang} extra="" ;;
+  *clang*)
+    cc=${cxx/clang++/clang} extra=""
+    if [ "$kind" = asan ]; then fuzz=ON; fi
+    ;;
   *) cc=${cxx/g++/gcc} extra="-Wno-maybe-uninitialized" ;;
 esac
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=None \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_C_FLAGS="-O1 -g1 $flags" -DCMAKE_CXX_FLAGS="-O1 -g1 $flags $extra" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
-  -DCPUPOWER_BENCHMARKS=OFF -DCPUPOWER_TEST_TIME_SCALE="$scale"
+  -DCPUPOWER_BENCHMARKS=OFF -DCPUPOWER_TEST_TIME_SCALE="$scale" -DFUZZ="$fuzz"
 ninja -C "$BUILD" -j "$JOBS" "${targets[@]}"
 
 logs="$(realpath -m "$BUILD/sanitizer-logs")"
@@ -87,7 +95,7 @@ export LSAN_OPTIONS="log_path=$logs/lsan:exitcode=66"
 export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
 
 status=0
-ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" -R "$tests" -E "$skip" || status=$?
+ctest --test-dir "$BUILD" --output-on-failure -j "$TEST_JOBS" -R "$tests" -E "$skip" || status=$?
 
 reports=$(find "$logs" -type f | sort)
 if [ -n "$reports" ]; then

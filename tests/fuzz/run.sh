@@ -30,6 +30,10 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="-O1 -g1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFUZZ=ON \
     -DBUILD_TESTING=OFF
 fi
+[ -f "$build/fuzz_targets.txt" ] || {
+  echo "fuzz: $build is not a FUZZ=ON build (a clang make test-asan build or this script's own)" >&2
+  exit 1
+}
 ninja -C "$build" -j "$build_jobs" fuzz
 built=$(date +%s)
 echo "fuzz: built in $((built - started)) s"
