@@ -223,7 +223,12 @@ SCRAPE_ARGS=(--endpoint "n1=127.0.0.1:$PORT" --interval-ms 200 --tls-ca-file "$T
   --basic-auth-username prometheus --basic-auth-password-file "$T/password")
 spawn scrape "$BIN/cpu-power" scrape --out "$WORK/scrape" --duration-s 2 "${SCRAPE_ARGS[@]}"
 SCRAPE_PID=$LAST_PID
-tr '\0' ' ' <"/proc/$SCRAPE_PID/cmdline" >"$WORK/scrape.cmdline" 2>/dev/null || true
+# Its argv once the spawned shell has exec'd it.
+argv_captured() {
+  tr '\0' ' ' <"/proc/$SCRAPE_PID/cmdline" >"$WORK/scrape.cmdline" 2>/dev/null &&
+    grep -q -- "--basic-auth-password-file" "$WORK/scrape.cmdline"
+}
+wait_until 10 "cpu-power scrape's argv in /proc" argv_captured
 wait_until 10 "cpu-power scrape to finish" gone "$SCRAPE_PID"
 rows=$(($(wc -l <"$WORK/scrape/samples.csv") - 1))
 ((rows >= 4)) || { cat "$WORK/scrape.log"; fail "cpu-power scrape wrote $rows rows over TLS"; }
