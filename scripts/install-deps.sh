@@ -21,10 +21,11 @@ packages=(
   # libraries
   libmicrohttpd-dev libcurl4-openssl-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev
   nettle-dev libcli11-dev libfmt-dev libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgnutls28-dev libcrypt-dev
   # fuzzing (make fuzz): clang with its libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # test and benchmark tools
-  prometheus curl wrk slurm-wlm munge iproute2 procps faketime
+  prometheus curl wrk slurm-wlm munge iproute2 procps faketime openssl
   python3 python3-numpy python3-pandas python3-yaml chromium
 )
 
@@ -36,7 +37,7 @@ arm64_packages=(
   g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user-static
   libc6:arm64 libstdc++6:arm64 libcurl4:arm64
   libmicrohttpd-dev:arm64 libcurl4-openssl-dev:arm64 libfmt-dev:arm64 libspdlog-dev:arm64
-  nettle-dev:arm64
+  nettle-dev:arm64 libgnutls28-dev:arm64 libcrypt-dev:arm64
   libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
   libyaml-cpp0.7:arm64 libsimdjson14:arm64
 )

@@ -1,6 +1,8 @@
 // cpu-power-exporter: per-node Prometheus exporter of Grace CPU power. A drop-in for the
 // reference binary: same flags, metric families, labels and exit codes (usage errors 2,
-// startup failures "Error: <message>" and 1, clean shutdown on SIGINT/SIGTERM 0).
+// startup failures "Error: <message>" and 1, clean shutdown on SIGINT/SIGTERM 0). With
+// --web.config.file it serves TLS and/or Basic authentication (docs/security.md); a web config
+// that cannot be used is a usage error (2), like any other bad flag.
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -14,8 +16,11 @@
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "common/version.hpp"
+#include "exporter/basic_auth.hpp"
 #include "exporter/http_server.hpp"
+#include "exporter/peer_log.hpp"
 #include "exporter/service.hpp"
+#include "exporter/web_config.hpp"
 #include "sources/acpi_discovery.hpp"
 #include "sources/ladder.hpp"
 #include "sources/nvml.hpp"
@@ -37,6 +42,7 @@ struct Options {
   std::string nvml_lib;
   bool no_nvml = false;
   unsigned set_average_interval_ms = 0;  // 0: leave the firmware's interval alone
+  std::string web_config_file;           // empty: plain HTTP, no authentication
 };
 
 bool is_ip_literal(const std::string& s) {
@@ -96,6 +102,9 @@ int main(int argc, char** argv) {
                  "Write this averaging interval (50 or 1000) to every ACPI power meter once at "
                  "start. System-wide: DCGM and every other reader of the meters see it too")
       ->check(CLI::IsMember({50u, 1000u}));
+  app.add_option("--web.config.file", o.web_config_file,
+                 "Prometheus exporter-toolkit web config (TLS, client certificates, basic auth); "
+                 "see docs/security.md");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
@@ -109,6 +118,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  }
+
+  // The web config is read before anything starts: a file that cannot be used is a usage
+  // error, named with its field, and nothing is served.
+  std::optional<exporter::WebConfig> web;
+  if (!o.web_config_file.empty()) {
+    std::string error;
+    web = exporter::load_web_config(o.web_config_file, &error);
+    if (!web) {
+      std::cerr << "--web.config.file: " << error << std::endl;
+      return 2;
+    }
   }
 
   common::block_shutdown_signals();
@@ -168,14 +189,52 @@ int main(int argc, char** argv) {
         fitted.fd_limit, fitted.connections, limits.connection_limit);
   }
   limits.connection_limit = fitted.connections;
+  exporter::HttpSecurity security;
+  std::unique_ptr<exporter::BasicAuth> auth;
+  auto peers = std::make_shared<exporter::PeerLogLimiter>();
+  auto security_log = common::logger("cpu_power_exporter::security");
+  if (web) {
+    for (const auto& key : web->ignored) {
+      log->warn("web config {}: {} is accepted and not applied by this exporter",
+                common::quoted(web->file), key);
+    }
+    if (web->tls) {
+      const auto& t = *web->tls;
+      security.tls = exporter::HttpTls{t.cert_pem, t.key_pem, t.client_ca_pem,
+                                       exporter::gnutls_priorities(t.min_version, t.max_version),
+                                       t.client_auth};
+    }
+    if (!web->users.empty()) {
+      auth = std::make_unique<exporter::BasicAuth>(web->users);
+      security.authorize = [a = auth.get()](const char* header) { return a->check(header); };
+    }
+    // Each kind of refusal once per client address (bounded memory): a client retrying, or
+    // a flood, cannot flood the log. Everything is counted and summed up at shutdown.
+    security.on_event = [peers, security_log](const exporter::SecurityEvent& ev) {
+      if (peers->first(ev.kind, ev.peer)) {
+        security_log->warn("refused peer={} reason={} detail={} (logged once per peer and reason)",
+                           ev.peer, ev.kind, common::quoted(ev.detail));
+      }
+    };
+  }
   std::string error;
   if (!server.start(
           o.bind, o.port,
           [&service](std::string_view method, std::string_view path) {
             return service.handle(method, path);
           },
-          limits, &error)) {
+          limits, &error, security)) {
     return fail(error);
+  }
+  if (web) {
+    const auto& t = web->tls;
+    log->info(
+        "web config file={} tls={} client_auth={} min_version={} max_version={} "
+        "basic_auth_users={}",
+        common::quoted(web->file), t ? "on" : "off",
+        t ? exporter::client_auth_name(t->client_auth) : "-",
+        t ? exporter::tls_version_name(t->min_version) : "-",
+        t ? exporter::tls_version_name(t->max_version) : "-", web->users.size());
   }
   log->info("listening addr={}", server.address());
 
@@ -196,6 +255,17 @@ int main(int argc, char** argv) {
         "half-closed by their client",
         server.expired_connections(), server.evicted_connections(),
         server.half_closed_connections());
+  }
+  if (web) {
+    std::string counts;
+    for (const auto& [kind, n] : peers->counts()) counts += " " + kind + "=" + std::to_string(n);
+    if (!counts.empty()) {
+      security_log->info("refused since start:{} (not logged: {})", counts, peers->suppressed());
+    }
+    if (auth) {
+      security_log->info("basic auth bcrypt_runs={} cache_hits={}", auth->bcrypt_runs(),
+                         auth->cache_hits());
+    }
   }
   service.stop(std::chrono::milliseconds(500));
   exit_now(0);

@@ -23,6 +23,7 @@
 #include "launch/session.hpp"
 #include "launch/session_plan.hpp"
 #include "report/run_report.hpp"
+#include "scrape/client_security.hpp"
 
 namespace cpupower::app {
 namespace {
@@ -132,6 +133,36 @@ int run(const RunArgs& args) {
   if (request.self_exe.empty()) request.self_exe = "cpu-power";
   request.local_hostname = short_hostname();
   request.expand = launch::scontrol_expander();
+  // The exporters' TLS and Basic authentication: files checked and the password read now, so
+  // that a mistake is a usage error before anything starts.
+  if (const auto& e = recipe->telemetry.cpu_power_exporter;
+      e && (e->tls_config || e->basic_auth) && config::scraper_leg_enabled(recipe->telemetry)) {
+    scrape::ClientSecuritySpec spec;
+    if (e->tls_config) {
+      spec.tls = true;
+      spec.ca_file = e->tls_config->ca_file;
+      spec.cert_file = e->tls_config->cert_file;
+      spec.key_file = e->tls_config->key_file;
+    }
+    if (e->basic_auth) {
+      spec.username = e->basic_auth->username;
+      spec.password_file = e->basic_auth->password_file;
+    }
+    std::string error;
+    const auto security = scrape::resolve_client_security(
+        spec,
+        [](std::string_view key) {
+          const bool auth = key == "username" || key == "password_file";
+          return std::string("telemetry.cpu_power_exporter.") +
+                 (auth ? "basic_auth." : "tls_config.") + std::string(key);
+        },
+        &error);
+    if (!security) {
+      std::cerr << "Error: " << args.config << ": " << error << std::endl;
+      return 2;
+    }
+    request.scrape_security = *security;
+  }
   const auto plan = launch::make_plan(request);
   if (!plan.error.empty()) {
     std::cerr << "Error: " << plan.error << std::endl;

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "apps/cpu-power/commands.hpp"
@@ -16,6 +18,7 @@
 #include "common/signals.hpp"
 #include "common/text.hpp"
 #include "config/validate.hpp"
+#include "scrape/client_security.hpp"
 #include "scrape/collector.hpp"
 
 namespace cpupower::app {
@@ -32,6 +35,13 @@ struct ScrapeArgs {
   double request_timeout_s = 2.0;
   double duration_s = 0.0;
   int cpu_samples_schema = 3;
+  // TLS and Basic authentication (docs/security.md); the password only ever from a file.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool tls = false;
+  std::string basic_auth_username;
+  std::string basic_auth_password_file;
 };
 
 struct ScrapePlan {
@@ -79,6 +89,32 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
     throw CLI::ValidationError("--out", "cannot create directory " + args.out + ": " +
                                             (ec ? ec.message() : "not a directory"));
   }
+  scrape::ClientSecuritySpec spec;
+  const auto given = [](const std::string& s) {
+    return s.empty() ? std::nullopt : std::optional<std::string>(s);
+  };
+  spec.tls = args.tls;
+  spec.ca_file = given(args.tls_ca_file);
+  spec.cert_file = given(args.tls_cert_file);
+  spec.key_file = given(args.tls_key_file);
+  spec.username = given(args.basic_auth_username);
+  spec.password_file = given(args.basic_auth_password_file);
+  std::string flag, why;
+  const auto security = scrape::resolve_client_security(
+      spec,
+      [&flag](std::string_view key) {
+        static const std::map<std::string_view, std::string> flags = {
+            {"ca_file", "--tls-ca-file"},
+            {"cert_file", "--tls-cert-file"},
+            {"key_file", "--tls-key-file"},
+            {"username", "--basic-auth-username"},
+            {"password_file", "--basic-auth-password-file"}};
+        flag = flags.at(key);
+        return flag;
+      },
+      &why);
+  if (!security) throw CLI::ValidationError(flag, why.substr(why.find(": ") + 2));
+  plan.options.security = *security;
   plan.options.out_dir = args.out;
   plan.options.cpu_samples_schema = args.cpu_samples_schema;
   plan.options.collect_interval = milliseconds(args.interval_ms);
@@ -186,6 +222,17 @@ void add_scrape_command(CLI::App& app, Action& action) {
                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
       ->check(CLI::PositiveNumber);
   add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
+  cmd->add_flag("--tls", args->tls,
+                "Scrape https:// (implied by the --tls-* files; alone: the system's trust store)");
+  cmd->add_option("--tls-ca-file", args->tls_ca_file,
+                  "CA certificate(s) (PEM) the exporters' certificates must chain to");
+  cmd->add_option("--tls-cert-file", args->tls_cert_file,
+                  "Client certificate (PEM) for exporters that require one; with --tls-key-file");
+  cmd->add_option("--tls-key-file", args->tls_key_file, "Client certificate's private key (PEM)");
+  cmd->add_option("--basic-auth-username", args->basic_auth_username,
+                  "User for the exporters' Basic authentication");
+  cmd->add_option("--basic-auth-password-file", args->basic_auth_password_file,
+                  "File whose first line is that user's password (never on the command line)");
   cmd->callback([&action, args] {
     auto plan = std::make_shared<ScrapePlan>(to_plan(*args));
     action = [plan] { return run_scrape(*plan); };

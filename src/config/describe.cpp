@@ -48,6 +48,21 @@ std::string describe_recipe(const Recipe& r) {
   if (t.cpu_power_exporter) {
     field("telemetry.cpu_power_exporter.port", std::to_string(t.cpu_power_exporter->port));
     field("telemetry.cpu_power_exporter.source", t.cpu_power_exporter->source);
+    // The security settings only when given: without them the output is what it always was.
+    const auto& c = *t.cpu_power_exporter;
+    if (c.web_config_file) line("telemetry.cpu_power_exporter.web_config_file", *c.web_config_file);
+    if (c.tls_config) {
+      line("telemetry.cpu_power_exporter.tls_config.ca_file",
+           c.tls_config->ca_file.value_or("(system trust store)"));
+      line("telemetry.cpu_power_exporter.tls_config.cert_file",
+           c.tls_config->cert_file.value_or("(none)"));
+      line("telemetry.cpu_power_exporter.tls_config.key_file",
+           c.tls_config->key_file.value_or("(none)"));
+    }
+    if (c.basic_auth) {
+      line("telemetry.cpu_power_exporter.basic_auth.username", c.basic_auth->username);
+      line("telemetry.cpu_power_exporter.basic_auth.password_file", c.basic_auth->password_file);
+    }
   } else {
     line("telemetry.cpu_power_exporter", "(absent)");
   }

@@ -67,9 +67,17 @@ bool plain_non_string(const YAML::Node& n) {
 // escape sequence would corrupt every log line that prints it).
 bool path_like(const std::string& path) {
   static const std::set<std::string> fields = {
-      "telemetry.storage_subdir", "telemetry.cpu_power.storage_subdir",
-      "telemetry.dcgm_exporter.container_image", "telemetry.dcgm_exporter.binary",
-      "runtime.network_interface"};
+      "telemetry.storage_subdir",
+      "telemetry.cpu_power.storage_subdir",
+      "telemetry.dcgm_exporter.container_image",
+      "telemetry.dcgm_exporter.binary",
+      "runtime.network_interface",
+      "telemetry.cpu_power_exporter.web_config_file",
+      "telemetry.cpu_power_exporter.tls_config.ca_file",
+      "telemetry.cpu_power_exporter.tls_config.cert_file",
+      "telemetry.cpu_power_exporter.tls_config.key_file",
+      "telemetry.cpu_power_exporter.basic_auth.username",
+      "telemetry.cpu_power_exporter.basic_auth.password_file"};
   return fields.count(path) > 0;
 }
 
@@ -335,9 +343,53 @@ class Loader {
               note(path, fk, fv);
               if (key == "port") return required(path, fv, c.port), true;
               if (key == "source") return required(path, fv, c.source), true;
+              if (key == "web_config_file") return read(path, fv, c.web_config_file), true;
+              if (key == "tls_config") return scrape_tls(path, fv, c.tls_config), true;
+              if (key == "basic_auth") return scrape_basic_auth(path, fv, c.basic_auth), true;
               return false;
             },
-            {"port", "source"});
+            {"port", "source", "web_config_file", "tls_config", "basic_auth"});
+  }
+
+  // `tls_config: {}` means https with the system's trust store; null leaves TLS off.
+  void scrape_tls(const std::string& p, const YAML::Node& v, std::optional<ScrapeTlsConfig>& out) {
+    if (!is_section(p, v)) return out.reset();
+    auto& t = out.emplace();
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "ca_file") return read(path, fv, t.ca_file), true;
+              if (key == "cert_file") return read(path, fv, t.cert_file), true;
+              if (key == "key_file") return read(path, fv, t.key_file), true;
+              return false;
+            },
+            {"ca_file", "cert_file", "key_file"});
+  }
+
+  void scrape_basic_auth(const std::string& p, const YAML::Node& v,
+                         std::optional<ScrapeBasicAuth>& out) {
+    if (!is_section(p, v)) return out.reset();
+    auto& b = out.emplace();
+    bool user = false, file = false;
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "username") return user = true, required(path, fv, b.username), true;
+              if (key == "password_file")
+                return file = true, required(path, fv, b.password_file), true;
+              if (key == "password") {
+                fail(fk, path +
+                             ": a password is not written in the recipe; put it in a file "
+                             "readable only by you and name it in password_file");
+                return true;
+              }
+              return false;
+            },
+            {"username", "password_file"});
+    if (!user) fail(v, p + ".username: missing required field");
+    if (!file) fail(v, p + ".password_file: missing required field");
   }
 
   void cpu_power(const std::string& p, const YAML::Node& v) {

@@ -30,10 +30,30 @@ struct DcgmExporterConfig {
   std::optional<std::string> binary;
 };
 
+// telemetry.cpu_power_exporter.tls_config: how the collector checks the exporters' TLS
+// (keys as in a Prometheus scrape config's tls_config). Its presence means https://.
+struct ScrapeTlsConfig {
+  std::optional<std::string> ca_file;    // unset: the system's trust store
+  std::optional<std::string> cert_file;  // client certificate, with key_file
+  std::optional<std::string> key_file;
+};
+
+// telemetry.cpu_power_exporter.basic_auth: the user the collector authenticates as, the
+// password read from password_file (as Prometheus' basic_auth.password_file).
+struct ScrapeBasicAuth {
+  std::string username;
+  std::string password_file;
+};
+
 // telemetry.cpu_power_exporter: the scraper leg. Its presence turns the leg on.
 struct CpuPowerExporterConfig {
   std::int64_t port = 9405;
   std::string source = "auto";
+  // Passed as --web.config.file to the exporters `cpu-power run` starts (a path valid on the
+  // nodes; docs/security.md).
+  std::optional<std::string> web_config_file;
+  std::optional<ScrapeTlsConfig> tls_config;
+  std::optional<ScrapeBasicAuth> basic_auth;
 };
 
 // telemetry.cpu_power: the host-collector leg (needs enabled: true to run).

@@ -208,6 +208,37 @@ class Rules {
     const std::string p = "telemetry.cpu_power_exporter";
     if (!port_in_range(c.port)) fail(p + ".port", p + ".port must be in 1..65535");
     source_is_known(p + ".source", c.source);
+    if (c.web_config_file && c.web_config_file->empty()) {
+      fail(p + ".web_config_file", p + ".web_config_file must not be empty");
+    }
+    if (c.tls_config) {
+      const auto& t = *c.tls_config;
+      for (const auto& [key, value] :
+           {std::pair{"ca_file", &t.ca_file}, std::pair{"cert_file", &t.cert_file},
+            std::pair{"key_file", &t.key_file}}) {
+        if (*value && (*value)->empty()) {
+          fail(p + ".tls_config." + key, p + ".tls_config." + key + " must not be empty");
+        }
+      }
+      if (t.cert_file.has_value() != t.key_file.has_value()) {
+        const std::string missing = t.cert_file ? "key_file" : "cert_file";
+        fail(p + ".tls_config." + (t.cert_file ? "cert_file" : "key_file"),
+             p + ".tls_config: a client certificate needs both cert_file and key_file (" + missing +
+                 " is missing)");
+      }
+    }
+    if (c.basic_auth) {
+      const auto& b = *c.basic_auth;
+      if (b.username.empty()) {
+        fail(p + ".basic_auth.username", p + ".basic_auth.username must not be empty");
+      } else if (b.username.find(':') != std::string::npos) {
+        fail(p + ".basic_auth.username",
+             p + ".basic_auth.username cannot hold ':' (Basic authentication splits on it)");
+      }
+      if (b.password_file.empty()) {
+        fail(p + ".basic_auth.password_file", p + ".basic_auth.password_file must not be empty");
+      }
+    }
     // Everything else that listens on every worker node.
     std::vector<std::pair<std::string, std::int64_t>> others;
     if (t_.dcgm_exporter) others.emplace_back("telemetry.dcgm_exporter", t_.dcgm_exporter->port);

@@ -1,8 +1,10 @@
 #include "exporter/http_server.hpp"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -13,7 +15,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
+#include "common/text.hpp"
 #include "exporter/connection_guard.hpp"
 
 namespace cpupower::exporter {
@@ -27,10 +31,168 @@ constexpr unsigned kMinConnections = 16;
 // The sweeper's epoll tags the wake-up eventfd with this key; connection keys start at 1.
 constexpr std::uint64_t kWakeKey = 0;
 
-ConnectionGuard::Entry* entry_of(MHD_Connection* connection) {
+// What the server keeps per connection (libmicrohttpd's socket context): the guard's entry
+// and, on a TLS port, what the TLS layer saw, to tell why a connection that never brought a
+// request was closed.
+struct ConnState {
+  ConnectionGuard::Entry* entry = nullptr;
+  int fd = -1;
+  gnutls_session_t session = nullptr;  // TLS only
+  std::size_t received = 0;            // bytes read from the socket (TLS only)
+  unsigned char first_byte = 0;        // the first of them: 0x16 starts a TLS handshake
+  bool answered = false;               // a request reached the handler (or was refused)
+  bool empty_client_cert = false;      // the client's Certificate message held none
+};
+
+ConnState* state_of(MHD_Connection* connection) {
   const MHD_ConnectionInfo* info =
       MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-  return info ? static_cast<ConnectionGuard::Entry*>(info->socket_context) : nullptr;
+  return info ? static_cast<ConnState*>(info->socket_context) : nullptr;
+}
+
+ConnectionGuard::Entry* entry_of(MHD_Connection* connection) {
+  ConnState* state = state_of(connection);
+  return state ? state->entry : nullptr;
+}
+
+// The client's IP address, without the port: the security log is per address.
+std::string peer_of(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (!info || !info->client_addr) return "?";
+  char buf[INET6_ADDRSTRLEN] = {};
+  const sockaddr* sa = info->client_addr;
+  if (sa->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
+  } else if (sa->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf, sizeof buf);
+  } else {
+    return "?";
+  }
+  return buf;
+}
+
+// GnuTLS reads the socket through these (instead of its own recv on the fd libmicrohttpd
+// gave it) so that the server knows what a client sent before its handshake failed. The
+// write side keeps libmicrohttpd's fd and push function.
+ssize_t tls_pull(gnutls_transport_ptr_t ptr, void* buf, size_t len) {
+  auto* state = static_cast<ConnState*>(ptr);
+  const ssize_t n = ::recv(state->fd, buf, len, 0);
+  if (n > 0) {
+    if (state->received == 0) state->first_byte = *static_cast<unsigned char*>(buf);
+    state->received += static_cast<std::size_t>(n);
+  } else if (n < 0) {
+    gnutls_transport_set_errno(state->session, errno);
+  }
+  return n;
+}
+
+int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms) {
+  auto* state = static_cast<ConnState*>(ptr);
+  pollfd p{state->fd, POLLIN, 0};
+  const int timeout = ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : static_cast<int>(ms);
+  const int rc = ::poll(&p, 1, timeout);
+  if (rc < 0) gnutls_transport_set_errno(state->session, errno);
+  return rc;
+}
+
+// Before GnuTLS processes the client's Certificate message: an empty one (a client without a
+// certificate answers a request with one) is noted, since a required certificate's absence
+// then fails the handshake before anything else records it.
+int tls_handshake_hook(gnutls_session_t session, unsigned int htype, unsigned when,
+                       unsigned int incoming, const gnutls_datum_t* msg) {
+  if (htype != GNUTLS_HANDSHAKE_CERTIFICATE_PKT || when != GNUTLS_HOOK_PRE || !incoming || !msg) {
+    return 0;
+  }
+  gnutls_transport_ptr_t recv_ptr = nullptr, send_ptr = nullptr;
+  gnutls_transport_get_ptr2(session, &recv_ptr, &send_ptr);
+  // TLS 1.3: a context length byte and a 3-byte list length; TLS 1.2: the list length alone.
+  const bool tls13 = gnutls_protocol_get_version(session) == GNUTLS_TLS1_3;
+  const unsigned header = tls13 && msg->size > 0 ? 1u + msg->data[0] : 0u;
+  bool empty = msg->size < header + 3;
+  if (!empty) {
+    const unsigned char* p = msg->data + header;
+    empty = (static_cast<unsigned>(p[0]) << 16 | static_cast<unsigned>(p[1]) << 8 | p[2]) == 0;
+  }
+  if (recv_ptr) static_cast<ConnState*>(recv_ptr)->empty_client_cert = empty;
+  return 0;
+}
+
+bool requires_cert(ClientAuth a) {
+  return a == ClientAuth::require_any || a == ClientAuth::require_and_verify;
+}
+
+bool verifies_cert(ClientAuth a) {
+  return a == ClientAuth::verify_if_given || a == ClientAuth::require_and_verify;
+}
+
+// Applies the client certificate policy to a new connection's TLS session, before its
+// handshake: libmicrohttpd itself only ever requests a certificate (when given a trust list)
+// and never verifies one. GnuTLS then verifies it against the client CA during the handshake,
+// so an unverified or missing certificate fails the handshake itself.
+void prepare_tls_session(gnutls_session_t session, ConnState* state, ClientAuth policy) {
+  state->session = session;
+  gnutls_transport_set_ptr2(
+      session, state,
+      reinterpret_cast<gnutls_transport_ptr_t>(static_cast<std::intptr_t>(state->fd)));
+  gnutls_transport_set_pull_function(session, tls_pull);
+  gnutls_transport_set_pull_timeout_function(session, tls_pull_timeout);
+  gnutls_certificate_request_t request = GNUTLS_CERT_IGNORE;
+  if (policy == ClientAuth::request || policy == ClientAuth::verify_if_given) {
+    request = GNUTLS_CERT_REQUEST;
+  } else if (requires_cert(policy)) {
+    request = GNUTLS_CERT_REQUIRE;
+  }
+  gnutls_certificate_server_set_request(session, request);
+  if (request != GNUTLS_CERT_IGNORE) {
+    gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CERTIFICATE_PKT, GNUTLS_HOOK_PRE,
+                                       tls_handshake_hook);
+  }
+  if (verifies_cert(policy)) gnutls_session_set_verify_cert(session, nullptr, 0);
+}
+
+// Why a TLS connection that never brought a request ended, if it was refused: plain HTTP,
+// a client certificate that is missing or not verified, or another handshake failure. Empty
+// kind: nothing to report (the client sent nothing, or closed after a good handshake).
+SecurityEvent classify_tls_close(const ConnState& state, ClientAuth policy) {
+  SecurityEvent ev;
+  if (state.answered || state.received == 0 || !state.session) return ev;
+  if (state.first_byte != 0x16) {  // not a TLS handshake record
+    ev.kind = kSecurityPlainHttp;
+    const bool text = state.first_byte >= 'A' && state.first_byte <= 'Z';
+    ev.detail = text ? "a plain HTTP request on the TLS port (use https://)"
+                     : "bytes that are not TLS on the TLS port";
+    return ev;
+  }
+  if (char* desc = gnutls_session_get_desc(state.session)) {  // the handshake completed
+    gnutls_free(desc);
+    return ev;
+  }
+  const unsigned status = gnutls_session_get_verify_cert_status(state.session);
+  if (status != static_cast<unsigned>(-1) && status != 0) {
+    ev.kind = kSecurityClientCertUnverified;
+    gnutls_datum_t out{};
+    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) == 0) {
+      ev.detail = "client certificate not verified: " +
+                  std::string(reinterpret_cast<const char*>(out.data), out.size);
+      gnutls_free(out.data);
+      while (!ev.detail.empty() && ev.detail.back() == ' ') ev.detail.pop_back();
+    } else {
+      ev.detail = "client certificate not verified";
+    }
+    return ev;
+  }
+  if (requires_cert(policy) && state.empty_client_cert) {
+    ev.kind = kSecurityClientCertMissing;
+    ev.detail =
+        "no client certificate (client_auth_type " + std::string(client_auth_name(policy)) + ")";
+    return ev;
+  }
+  ev.kind = kSecurityHandshake;
+  ev.detail =
+      "TLS handshake not completed (e.g. the client does not trust the server's certificate, "
+      "or they share no TLS version or cipher)";
+  return ev;
 }
 
 }  // namespace
@@ -72,8 +234,19 @@ struct HttpServerAccess {
       if (!info) return;
       const int fd = info->connect_fd;
       const auto worker = std::hash<std::thread::id>{}(std::this_thread::get_id());
+      auto* state = new ConnState;
+      state->fd = fd;
       auto* entry = self->guard_->opened(fd, worker, ConnectionGuard::Clock::now());
-      *socket_context = entry;
+      state->entry = entry;
+      *socket_context = state;
+      if (self->security_.tls) {
+        const MHD_ConnectionInfo* tls =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (tls && tls->tls_session) {
+          prepare_tls_session(static_cast<gnutls_session_t>(tls->tls_session), state,
+                              self->security_.tls->client_auth);
+        }
+      }
       // Edge-triggered on the peer's half-close alone: data arriving does not wake the
       // sweeper. A half-close that came before this is reported at once.
       epoll_event ev{};
@@ -81,11 +254,20 @@ struct HttpServerAccess {
       ev.data.u64 = self->guard_->key(entry);
       ::epoll_ctl(self->watch_fd_, EPOLL_CTL_ADD, fd, &ev);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
-      auto* entry = static_cast<ConnectionGuard::Entry*>(*socket_context);
+      auto* state = static_cast<ConnState*>(*socket_context);
       const MHD_ConnectionInfo* info =
           MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
       if (info) ::epoll_ctl(self->watch_fd_, EPOLL_CTL_DEL, info->connect_fd, nullptr);
-      self->guard_->closed(entry);
+      // libmicrohttpd deinitialises the TLS session only after this notification.
+      if (self->security_.tls && self->security_.on_event) {
+        SecurityEvent ev = classify_tls_close(*state, self->security_.tls->client_auth);
+        if (!ev.kind.empty()) {
+          ev.peer = peer_of(connection);
+          self->security_.on_event(ev);
+        }
+      }
+      self->guard_->closed(state->entry);
+      delete state;
       *socket_context = nullptr;
     }
   }
@@ -98,6 +280,39 @@ struct HttpServerAccess {
     if (auto* entry = entry_of(connection)) {
       self->guard_->response_done(entry, ConnectionGuard::Clock::now());
     }
+  }
+
+  // 401 with a Basic challenge, whatever the path (exporter-toolkit protects every path).
+  static MHD_Result refuse(HttpServer* self, MHD_Connection* connection, AuthResult result,
+                           const char* authorization) {
+    if (self->security_.on_event) {
+      SecurityEvent ev;
+      ev.peer = peer_of(connection);
+      if (result == AuthResult::missing) {
+        ev.kind = kSecurityNoCredentials;
+        ev.detail = "no Authorization header";
+      } else {
+        ev.kind = kSecurityWrongCredentials;
+        ev.detail = std::string(auth_result_name(result));
+        if (result == AuthResult::wrong_password || result == AuthResult::unknown_user) {
+          // The user name only, quoted and escaped: it comes from the client.
+          if (const auto creds = parse_basic_authorization(authorization ? authorization : "")) {
+            ev.detail += " for user \"" + common::escape_untrusted(creds->user) + "\"";
+          }
+        }
+      }
+      self->security_.on_event(ev);
+    }
+    static const char kBody[] = "Unauthorized\n";
+    MHD_Response* resp = MHD_create_response_from_buffer(sizeof kBody - 1, const_cast<char*>(kBody),
+                                                         MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Basic realm=\"cpu-power-exporter\"");
+    const MHD_Result ret = MHD_queue_response(connection, MHD_HTTP_UNAUTHORIZED, resp);
+    MHD_destroy_response(resp);
+    return ret;
   }
 
   static MHD_Result answer(void* cls, MHD_Connection* connection, const char* url,
@@ -117,7 +332,17 @@ struct HttpServerAccess {
       return MHD_YES;
     }
     auto* self = static_cast<HttpServer*>(cls);
-    if (auto* entry = entry_of(connection)) self->guard_->request_complete(entry);
+    ConnState* state = state_of(connection);
+    if (state) {
+      state->answered = true;
+      self->guard_->request_complete(state->entry);
+    }
+    if (self->security_.authorize) {
+      const char* authorization =
+          MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+      const AuthResult result = self->security_.authorize(authorization);
+      if (result != AuthResult::ok) return refuse(self, connection, result, authorization);
+    }
     HttpResponse r = self->handler_(method ? method : "", url ? url : "");
     MHD_Response* resp =
         MHD_create_response_from_buffer(r.body.size(), r.body.data(), MHD_RESPMEM_MUST_COPY);
@@ -137,6 +362,10 @@ std::string format_host_port(std::string_view ip, std::uint16_t port) {
   return std::string(ip) + ":" + std::to_string(port);
 }
 
+bool tls_supported() {
+  return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
 HttpServer::HttpServer() = default;
 
 HttpServer::~HttpServer() {
@@ -144,8 +373,15 @@ HttpServer::~HttpServer() {
 }
 
 bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandler handler,
-                       const HttpLimits& limits, std::string* error) {
+                       const HttpLimits& limits, std::string* error, HttpSecurity security) {
   handler_ = std::move(handler);
+  security_ = std::move(security);
+  if (security_.tls && !tls_supported()) {
+    *error =
+        "this libmicrohttpd was built without TLS (MHD_FEATURE_TLS); the web config's "
+        "tls_server_config cannot be served";
+    return false;
+  }
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   const bool v6 = bind_ip.find(':') != std::string::npos;
@@ -215,14 +451,30 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
   // The connection memory pool holds the request header block plus the response headers;
   // a request whose header does not fit gets a 431 instead of a silent drop.
   const size_t memory_limit = limits.header_limit_bytes + 512;
+  // TLS: the key pair, the client CA and the protocol versions; libmicrohttpd reads the
+  // texts while it starts (they stay in security_ anyway).
+  std::vector<MHD_OptionItem> tls_options;
+  if (security_.tls) {
+    const auto& t = *security_.tls;
+    tls_options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(t.key_pem.c_str())});
+    tls_options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(t.cert_pem.c_str())});
+    if (!t.trust_pem.empty()) {
+      tls_options.push_back(
+          {MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(t.trust_pem.c_str())});
+    }
+    tls_options.push_back(
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(t.priorities.c_str())});
+  }
+  tls_options.push_back({MHD_OPTION_END, 0, nullptr});
   daemon_ = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0), 0,
-      nullptr, nullptr, &HttpServerAccess::answer, this, MHD_OPTION_LISTEN_SOCKET, listen_fd_,
-      MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, limits.connection_limit,
-      MHD_OPTION_CONNECTION_TIMEOUT, limits.connection_timeout_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit, MHD_OPTION_NOTIFY_CONNECTION,
-      &HttpServerAccess::notify_connection, this, MHD_OPTION_NOTIFY_COMPLETED,
-      &HttpServerAccess::request_completed, this, MHD_OPTION_END);
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
+          (security_.tls ? MHD_USE_TLS : 0),
+      0, nullptr, nullptr, &HttpServerAccess::answer, this, MHD_OPTION_ARRAY, tls_options.data(),
+      MHD_OPTION_LISTEN_SOCKET, listen_fd_, MHD_OPTION_THREAD_POOL_SIZE, threads,
+      MHD_OPTION_CONNECTION_LIMIT, limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+      limits.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
+      MHD_OPTION_NOTIFY_CONNECTION, &HttpServerAccess::notify_connection, this,
+      MHD_OPTION_NOTIFY_COMPLETED, &HttpServerAccess::request_completed, this, MHD_OPTION_END);
   if (!daemon_) {
     *error = "start HTTP server on " + address_ + ": libmicrohttpd refused the configuration";
     stop();

@@ -4,14 +4,23 @@
 // cannot hold it (ConnectionGuard): a request must be complete within a deadline however it
 // trickles, and connections still waiting for their request make room for new ones.
 // Handlers must be fast and non-blocking: they run on the polling threads.
+//
+// Optionally (HttpSecurity, from the web config): TLS through libmicrohttpd's GnuTLS, with
+// client certificates requested, required and verified during the handshake as the policy
+// says, and HTTP Basic authentication on every path. What it refuses is reported through
+// `on_event`, one call per refused connection or request.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include "exporter/basic_auth.hpp"
+#include "exporter/web_config.hpp"
 
 struct MHD_Daemon;
 
@@ -50,6 +59,40 @@ struct FittedLimit {
 };
 FittedLimit fit_connection_limit(unsigned wanted);
 
+// TLS for the server: PEM texts and the GnuTLS priority string (gnutls_priorities).
+struct HttpTls {
+  std::string cert_pem;
+  std::string key_pem;
+  std::string trust_pem;  // client CA; empty: none
+  std::string priorities;
+  ClientAuth client_auth = ClientAuth::none;
+};
+
+// A refused connection or request. `kind` is one of the kSecurity* names below; `peer` the
+// client's IP address (no port); `detail` a short explanation (never a password).
+inline constexpr std::string_view kSecurityNoCredentials = "no_credentials";
+inline constexpr std::string_view kSecurityWrongCredentials = "wrong_credentials";
+inline constexpr std::string_view kSecurityPlainHttp = "plain_http_on_tls_port";
+inline constexpr std::string_view kSecurityHandshake = "tls_handshake_failed";
+inline constexpr std::string_view kSecurityClientCertMissing = "client_certificate_missing";
+inline constexpr std::string_view kSecurityClientCertUnverified = "client_certificate_unverified";
+struct SecurityEvent {
+  std::string_view kind;
+  std::string peer;
+  std::string detail;
+};
+
+struct HttpSecurity {
+  std::optional<HttpTls> tls;
+  // Checks an Authorization header value (nullptr: none); unset: no authentication. A
+  // request that is not `ok` gets 401 with WWW-Authenticate: Basic, whatever its path.
+  std::function<AuthResult(const char* authorization)> authorize;
+  std::function<void(const SecurityEvent&)> on_event;  // called on polling threads
+};
+
+// Whether this libmicrohttpd was built with TLS (MHD_FEATURE_TLS).
+bool tls_supported();
+
 class ConnectionGuard;
 
 class HttpServer {
@@ -62,7 +105,7 @@ class HttpServer {
   // Binds `bind_ip` (an IPv4 or IPv6 literal) and `port` (0 = ephemeral) and starts serving.
   // On failure returns false with `error` like "bind 0.0.0.0:9405: Address already in use".
   bool start(const std::string& bind_ip, std::uint16_t port, HttpHandler handler,
-             const HttpLimits& limits, std::string* error);
+             const HttpLimits& limits, std::string* error, HttpSecurity security = {});
   void stop();
 
   // The bound address as ip:port ([ip]:port for IPv6), with the real port.
@@ -80,6 +123,7 @@ class HttpServer {
   void sweep_loop();
 
   HttpHandler handler_;
+  HttpSecurity security_;
   std::unique_ptr<ConnectionGuard> guard_;
   std::thread sweeper_;
   int watch_fd_ = -1;  // epoll: connections whose client shut its write side, and wake_fd_

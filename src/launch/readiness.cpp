@@ -26,8 +26,8 @@ struct Probe {
 
 }  // namespace
 
-std::string health_url(const scrape::Endpoint& endpoint) {
-  std::string url = scrape::endpoint_url(endpoint);
+std::string health_url(const scrape::Endpoint& endpoint, bool https) {
+  std::string url = scrape::endpoint_url(endpoint, https);
   const std::string metrics = "/metrics";
   if (url.size() >= metrics.size() &&
       url.compare(url.size() - metrics.size(), metrics.size(), metrics) == 0) {
@@ -38,11 +38,12 @@ std::string health_url(const scrape::Endpoint& endpoint) {
 
 std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::Endpoint>& endpoints,
                                                     Clock::time_point deadline,
-                                                    const std::function<bool()>& give_up) {
+                                                    const std::function<bool()>& give_up,
+                                                    const scrape::ClientSecurity& security) {
   const auto started = Clock::now();
   std::vector<Probe> probes(endpoints.size());
   for (std::size_t i = 0; i < endpoints.size(); ++i) {
-    probes[i].url = health_url(endpoints[i]);
+    probes[i].url = health_url(endpoints[i], security.https);
     probes[i].next_try = started;
   }
   const scrape::CurlApi* curl = scrape::curl_api();
@@ -64,6 +65,7 @@ std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::En
           static_cast<long>(std::max<long long>(1, std::min(left, kRequestTimeout).count())));
       curl->easy_setopt(p.easy, CURLOPT_WRITEFUNCTION, discard);
       curl->easy_setopt(p.easy, CURLOPT_PRIVATE, &p);
+      scrape::apply_client_security(*curl, p.easy, security);
       curl->multi_add_handle(multi, p.easy);
     }
     int running = 0;

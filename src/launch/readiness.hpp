@@ -9,16 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "scrape/client_security.hpp"
 #include "scrape/endpoint.hpp"
 
 namespace cpupower::launch {
 
-// http://<address>:<port>/health, the address bracketed when IPv6.
-std::string health_url(const scrape::Endpoint& endpoint);
+// http://<address>:<port>/health (https:// with `https`), the address bracketed when IPv6.
+std::string health_url(const scrape::Endpoint& endpoint, bool https = false);
 
 // Per endpoint: seconds from the call until it answered, or nullopt when it never did.
+// `security`: TLS and Basic authentication, as the collector scrapes (an exporter with a web
+// config protects /health too).
 std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::Endpoint>& endpoints,
                                                     std::chrono::steady_clock::time_point deadline,
-                                                    const std::function<bool()>& give_up);
+                                                    const std::function<bool()>& give_up,
+                                                    const scrape::ClientSecurity& security = {});
 
 }  // namespace cpupower::launch

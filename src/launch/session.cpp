@@ -44,6 +44,7 @@ scrape::CollectorOptions collector_options(const SessionPlan& plan) {
   o.collect_interval = milliseconds(t.collect_interval_ms);
   o.request_timeout = to_ms(t.request_timeout_seconds);
   o.cpu_samples_schema = plan.cpu_samples_schema;
+  o.security = plan.scrape_security;
   o.join_timeout = to_ms(config::resolved_join_timeout_s(t));
   // Spreading the slots over an interval keeps a thousand requests from queueing behind each
   // other; a few dozen do not queue, and all-at-once gives every node its first row at once.
@@ -85,8 +86,9 @@ std::unique_ptr<scrape::Collector> start_telemetry(const SessionPlan& plan, Laun
   const auto endpoints = launcher.start(deadline, give_up);
   // Polling /health is pointless once every exporter process has ended (a node without any
   // power source exits at once): stop waiting then, not at the deadline.
-  const auto ready =
-      wait_until_ready(endpoints, deadline, [&] { return give_up() || !launcher.any_running(); });
+  const auto ready = wait_until_ready(
+      endpoints, deadline, [&] { return give_up() || !launcher.any_running(); },
+      plan.scrape_security);
   std::size_t ready_count = 0;
   std::string waiting;
   for (std::size_t i = 0; i < endpoints.size(); ++i) {

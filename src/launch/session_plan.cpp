@@ -255,13 +255,26 @@ SessionPlan make_plan(const PlanRequest& r) {
   }
   const auto exporter = t.cpu_power_exporter.value_or(config::CpuPowerExporterConfig{});
   std::string source_warning;
+  // The exporters this run starts serve the recipe's web config (the native exporter only:
+  // the python fallback has no TLS or authentication, and would refuse the flag).
+  std::vector<std::string> web_args;
+  if (exporter.web_config_file) {
+    if (r.exporter.kind == ExporterKind::native) {
+      web_args = {"--web.config.file", *exporter.web_config_file};
+    } else if (plan.telemetry && r.exporter.kind == ExporterKind::python_fallback) {
+      plan.warnings.push_back(
+          "telemetry.cpu_power_exporter.web_config_file is set, but the Python fallback "
+          "exporter serves plain HTTP without authentication; it is started without it");
+    }
+  }
   if (r.simulate) {
     plan.mode = LaunchMode::simulate;
     plan.simulate_profile = *r.simulate;
     plan.nodes = nodes.empty() ? std::vector<std::string>{"sim1"} : nodes;
     // Port 0: simulated nodes share this host's loopback, each exporter takes a free port.
-    plan.exporter_command =
-        exporter_argv(r.exporter, 0, exporter.source, {"--bind", "127.0.0.1"}, &source_warning);
+    std::vector<std::string> extra = {"--bind", "127.0.0.1"};
+    extra.insert(extra.end(), web_args.begin(), web_args.end());
+    plan.exporter_command = exporter_argv(r.exporter, 0, exporter.source, extra, &source_warning);
   } else if (allocation || r.nodes) {
     plan.mode = LaunchMode::slurm;
     if (nodes.empty()) {
@@ -269,7 +282,7 @@ SessionPlan make_plan(const PlanRequest& r) {
         nodes.insert(nodes.end(), g.nodes.begin(), g.nodes.end());
     }
     plan.exporter_command =
-        exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
+        exporter_argv(r.exporter, exporter.port, exporter.source, web_args, &source_warning);
     if (plan.telemetry && r.exporter.kind != ExporterKind::none) {
       plan_slurm(r, allocation, nodes, plan);
     } else {
@@ -279,8 +292,9 @@ SessionPlan make_plan(const PlanRequest& r) {
     plan.mode = LaunchMode::local;
     plan.nodes = {r.local_hostname};
     plan.exporter_command =
-        exporter_argv(r.exporter, exporter.port, exporter.source, {}, &source_warning);
+        exporter_argv(r.exporter, exporter.port, exporter.source, web_args, &source_warning);
   }
+  plan.scrape_security = r.scrape_security;
   if (!plan.telemetry) plan.exporter_command.clear();
   // Node names name files in the log directory (logs, the host leg's rows and markers).
   for (const auto& n : plan.nodes) {
@@ -316,6 +330,14 @@ std::string describe_plan(const SessionPlan& p) {
                                                                           : "none";
     line("exporter", kind + (p.exporter.path.empty() ? "" : " " + p.exporter.path) +
                          (p.exporter.origin.empty() ? "" : " (" + p.exporter.origin + ")"));
+    const auto& sec = p.scrape_security;
+    if (sec.https || !sec.username.empty()) {
+      std::string how = sec.https ? "https" : "http";
+      if (sec.https) how += ", CA " + (sec.ca_file.empty() ? "(system)" : sec.ca_file);
+      if (!sec.cert_file.empty()) how += ", client certificate " + sec.cert_file;
+      if (!sec.username.empty()) how += ", basic auth user " + sec.username;
+      line("scrape", how);
+    }
     if (p.mode == LaunchMode::slurm) {
       for (const auto& g : p.groups) {
         out += fmt::format("group {} ({}, {} node{}):\n", g.process_name,

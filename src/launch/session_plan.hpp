@@ -15,6 +15,7 @@
 #include "config/recipe.hpp"
 #include "launch/exporter_binary.hpp"
 #include "launch/node_set.hpp"
+#include "scrape/client_security.hpp"
 
 namespace cpupower::launch {
 
@@ -36,6 +37,9 @@ struct PlanRequest {
   std::optional<std::string> gpu_roles;     // --gpu-roles FILE
   int sim_gpus = 4;                         // --sim-gpus: GPUs per simulated node
   std::vector<std::string> sim_gpu_faults;  // --sim-gpu-fault, passed to each sim-gpu
+  // TLS and Basic authentication toward the exporters (the recipe's
+  // cpu_power_exporter.tls_config and basic_auth, password file already read).
+  scrape::ClientSecurity scrape_security;
 };
 
 // One srun group: the exporter step and the address resolver step on the same nodes.
@@ -97,6 +101,7 @@ struct SessionPlan {
   std::optional<std::string> job_id;
   ExporterChoice exporter;
   std::vector<std::string> exporter_command;  // as started on each node
+  scrape::ClientSecurity scrape_security;     // how the exporters are scraped and probed
   std::vector<GroupPlan> groups;              // slurm mode
   std::vector<std::string> nodes;             // every node, in launch order
   std::optional<HostLegPlan> host_leg;        // set when the host-collector leg runs

@@ -404,7 +404,7 @@ bool Loop::setup(std::string* error) {
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     auto& t = transfers_[i];
     t.shard = i / kShardSize;
-    t.url = endpoint_url(s_->endpoints[i]);
+    t.url = endpoint_url(s_->endpoints[i], s_->options.security.https);
     t.max_body_bytes = s_->options.max_body_bytes;
     t.easy = curl_.easy_init();
     if (!t.easy) {
@@ -425,7 +425,8 @@ bool Loop::setup(std::string* error) {
                       static_cast<curl_off_t>(s_->options.max_body_bytes));
     curl_.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_.easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-    curl_.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    curl_.easy_setopt(e, CURLOPT_PROTOCOLS_STR, s_->options.security.https ? "https" : "http");
+    apply_client_security(curl_, e, s_->options.security);
     // An http_proxy in the environment must not reroute scrapes of cluster-internal nodes.
     curl_.easy_setopt(e, CURLOPT_PROXY, "");
     curl_.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -899,7 +900,7 @@ Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options,
   for (const auto& e : state_->endpoints) {
     NodeStats node;
     node.hostname = e.hostname;
-    node.endpoint_url = endpoint_url(e);
+    node.endpoint_url = endpoint_url(e, state_->options.security.https);
     state_->nodes.push_back(std::move(node));
   }
 }

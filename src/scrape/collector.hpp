@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "scrape/client_security.hpp"
 #include "scrape/endpoint.hpp"
 #include "scrape/leg.hpp"
 #include "scrape/readings.hpp"
@@ -87,6 +88,9 @@ struct CollectorOptions {
   // readers pinned to the v1/v2 headers). Anything else: the file never opens.
   int cpu_samples_schema = 3;
   std::optional<std::string> producer_git_commit;
+  // TLS and Basic authentication toward the exporters (their --web.config.file); https:// when
+  // security.https.
+  ClientSecurity security;
   std::function<void(const ScrapeEvent&)> on_scrape;  // tests and benchmarks
 };
 

@@ -18,8 +18,9 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
-// http://10.0.0.7:9405/metrics, http://[fd00::7]:9405/metrics (a zone id is %25-escaped).
-std::string endpoint_url(const Endpoint& endpoint);
+// http://10.0.0.7:9405/metrics, http://[fd00::7]:9405/metrics (a zone id is %25-escaped);
+// https:// with `https`.
+std::string endpoint_url(const Endpoint& endpoint, bool https = false);
 
 // Parses HOST=ADDR:PORT, where ADDR may be a bracketed IPv6 literal ([fd00::7]). nullopt
 // with `error` saying what is wrong, quoting the text.
