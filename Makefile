@@ -63,12 +63,12 @@ fuzz: deps
 	BUILD_FUZZ=$(BUILD_FUZZ) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) JOBS=$(JOBS) \
 	  bash tests/fuzz/run.sh
 
-# The Debian package cpu-power-telemetry_<version>-1_<arch>.deb in $(BUILD)/deb/ (CPack;
+# The Debian package cpu-power-telemetry_<version>-1_<arch>.deb in $(BUILD)/deb/ (CPack,
 # docs/operations.md): both binaries, the fallback exporter, man pages (help2man), docs and
-# the hardened cpu-power-exporter.service. ARCH=arm64 on an x86-64 host packages the cross
+# the hardened cpu-power-exporter.service. It builds the two binaries, not the tests. ARCH=arm64 on an x86-64 host packages the cross
 # build $(BUILD_ARM64) into $(BUILD_ARM64)/deb/ instead; it must exist (make test-arm64).
 ifeq ($(ARCH),$(NATIVE_ARCH))
-deb: build
+deb: configure
 	ninja -C $(BUILD) -j $(JOBS) deb
 else ifeq ($(ARCH),arm64)
 deb:
