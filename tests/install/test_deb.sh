@@ -45,16 +45,17 @@ UNIT=cpu-power-exporter.service
 # the .deb's path.
 build_deb() {
   local build=$1 out=$2 arch
-  arch=$(sed -n 's/^set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")
+  # (A build configured before the packaging existed configures itself again here.)
   "$CMAKE_COMMAND" --build "$build" --target deb_files cpu-power cpu-power-exporter -j 2 \
     >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; fail "building the package files in $build"; }
+  arch=$(sed -n 's/^set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")
   DEB_HOST_ARCH=$arch "$CPACK_COMMAND" -G DEB --config "$build/CPackConfig.cmake" -B "$out" \
     >"$WORK/cpack.log" 2>&1 || { cat "$WORK/cpack.log" >&2; fail "cpack in $build"; }
   ls "$out"/*.deb
 }
 
 # --- 1. control fields -----------------------------------------------------------------------
-DEB=$(build_deb "$BUILD_DIR" "$WORK/pkg")
+DEB=$(build_deb "$BUILD_DIR" "$WORK/pkg") || exit 1
 version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$BUILD_DIR/CPackConfig.cmake")
 [ "$(basename "$DEB")" = "cpu-power-telemetry_${version}-1_${DEB_ARCH}.deb" ] || fail "package file $(basename "$DEB")"
 field() { dpkg-deb --field "$DEB" "$1"; }
@@ -237,8 +238,8 @@ stop "$EXPORTER_PID"
 ok "the installed cpu-power-exporter serves /metrics from the installed cpu-power sim-node"
 
 # --- 7. arm64 -----------------------------------------------------------------------------------
-if [ -n "${BUILD_ARM64:-}" ] && [ -f "$BUILD_ARM64/CPackConfig.cmake" ]; then
-  ARM_DEB=$(build_deb "$BUILD_ARM64" "$WORK/pkg-arm64")
+if [ -n "${BUILD_ARM64:-}" ] && [ -f "$BUILD_ARM64/CMakeCache.txt" ]; then
+  ARM_DEB=$(build_deb "$BUILD_ARM64" "$WORK/pkg-arm64") || exit 1
   [ "$(dpkg-deb --field "$ARM_DEB" Architecture)" = arm64 ] || fail "arm64 package Architecture"
   mkdir -p "$WORK/arm64"
   dpkg -x "$ARM_DEB" "$WORK/arm64"
