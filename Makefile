@@ -10,8 +10,11 @@ JOBS ?= $(shell nproc)
 # scrape durations far more than they compute, and none asserts how fast a busy machine runs
 # it (docs/reliability.md, CI time).
 TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 2 )))
+# make deb ARCH=arm64 packages the cross build in $(BUILD_ARM64) (make test-arm64 makes it).
+NATIVE_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+ARCH ?= $(NATIVE_ARCH)
 
-.PHONY: all deps configure build setup test test-arm64 test-asan test-tsan unit demo bench fuzz format clean
+.PHONY: all deps configure build setup test test-arm64 test-asan test-tsan unit demo bench fuzz deb format clean help
 
 all: build
 
@@ -65,8 +68,34 @@ fuzz: deps
 	BUILD_FUZZ=$(BUILD_FUZZ) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) JOBS=$(JOBS) \
 	  bash tests/fuzz/run.sh
 
+# The Debian package cpu-power-telemetry_<version>-1_<arch>.deb in $(BUILD)/deb/ (CPack,
+# docs/operations.md): both binaries, the fallback exporter, man pages (help2man), docs and
+# the hardened cpu-power-exporter.service. It builds the two binaries, not the tests. ARCH=arm64 on an x86-64 host packages the cross
+# build $(BUILD_ARM64) into $(BUILD_ARM64)/deb/ instead; it must exist (make test-arm64).
+ifeq ($(ARCH),$(NATIVE_ARCH))
+deb: configure
+	ninja -C $(BUILD) -j $(JOBS) deb
+else ifeq ($(ARCH),arm64)
+deb:
+	@test -f $(BUILD_ARM64)/build.ninja || { echo "make deb ARCH=arm64: no cross build in $(BUILD_ARM64); run make test-arm64 first" >&2; exit 1; }
+	ninja -C $(BUILD_ARM64) -j $(JOBS) deb
+else
+deb:
+	@echo "make deb: ARCH=$(ARCH) is neither this machine's ($(NATIVE_ARCH)) nor arm64" >&2; exit 1
+endif
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+help:
+	@echo "make demo        simulated two-node run with the combined report (demo-run/)"
+	@echo "make test        dependencies, build, every test"
+	@echo "make unit        unit tests only"
+	@echo "make test-arm64  cross build for aarch64, tested under qemu-user"
+	@echo "make test-asan   sanitizer builds and tests (also test-tsan)"
+	@echo "make bench       benchmarks;  make fuzz: libFuzzer targets"
+	@echo "make deb         Debian package in $(BUILD)/deb/ (ARCH=arm64: from $(BUILD_ARM64))"
+	@echo "make format      clang-format every .cpp/.hpp;  make clean"
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ARM64) build-asan build-tsan $(BUILD_FUZZ)

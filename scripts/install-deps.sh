@@ -27,6 +27,9 @@ packages=(
   # test and benchmark tools
   prometheus curl wrk slurm-wlm munge iproute2 procps faketime openssl
   python3 python3-numpy python3-pandas python3-yaml chromium
+  # the Debian package (make deb, tests/install/test_deb.sh): man pages, dpkg-shlibdeps,
+  # lintian, man -l, systemd-analyze
+  help2man lintian dpkg-dev man-db systemd file
 )
 
 # The arm64 cross build: Debian's cross compiler, qemu-user, and the arm64 libraries beside

@@ -118,6 +118,7 @@ class Loader {
       if (key == "runtime") return runtime(k, v), true;
       if (key == "observability") return observability(k, v), true;
       if (key == "benchmark") return benchmark(k, v), true;
+      if (key == "name" && v.IsScalar() && !plain_non_string(v)) recipe_.name = v.Scalar();
       return true;
     });
   }

@@ -101,6 +101,9 @@ struct Recipe {
   RuntimeConfig runtime;
   TachometerConfig tachometer;
   std::optional<std::string> benchmark_type;  // benchmark.type
+  // The recipe's top-level `name` (srtctl's), when it is a string: the run_name label of
+  // <log_dir>/prometheus_sd.json. Read leniently: srtctl judges it, not cpu-power.
+  std::optional<std::string> name;
   // Where each field given in the file sits, by dotted path ("telemetry.cpu_power.enabled").
   std::map<std::string, Mark> marks;
 };

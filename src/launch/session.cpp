@@ -15,6 +15,7 @@
 #include "launch/host_leg.hpp"
 #include "launch/launcher.hpp"
 #include "launch/process.hpp"
+#include "launch/prometheus_sd.hpp"
 #include "launch/readiness.hpp"
 #include "launch/session_record.hpp"
 #include "report/discovery.hpp"
@@ -75,15 +76,35 @@ milliseconds row_wait(const SessionPlan& plan) {
   return milliseconds(t.collect_interval_ms) + to_ms(t.request_timeout_seconds) + milliseconds(250);
 }
 
+// <log_dir>/prometheus_sd.json with these endpoints (an empty list at the end of the
+// session); true when written. A failure is a warning: the file serves a cluster Prometheus,
+// never the run.
+bool publish_prometheus_sd(const SessionPlan& plan,
+                           const std::vector<scrape::Endpoint>& endpoints) {
+  auto log = common::logger("cpu_power::run");
+  std::string error;
+  if (!write_prometheus_sd(plan.log_dir,
+                           prometheus_sd_json(endpoints, plan.job_id, sd_run_name(plan)), &error)) {
+    log->warn("cannot write {}/{} error={}", plan.log_dir, kPrometheusSdFile,
+              common::quoted(error));
+    return false;
+  }
+  log->info("Prometheus targets in {}/{} count={}", plan.log_dir, kPrometheusSdFile,
+            endpoints.size());
+  return true;
+}
+
 // Starts everything the CPU leg needs; nullptr when the collector could not start. Never
-// throws and never fails the session.
+// throws and never fails the session. `sd_written`: whether prometheus_sd.json was written.
 std::unique_ptr<scrape::Collector> start_telemetry(const SessionPlan& plan, Launcher& launcher,
                                                    SignalForwarder& signals,
                                                    Clock::time_point started,
-                                                   Clock::time_point deadline) {
+                                                   Clock::time_point deadline, bool& sd_written) {
   auto log = common::logger("cpu_power::run");
   const auto give_up = [&signals] { return signals.interrupted(); };
   const auto endpoints = launcher.start(deadline, give_up);
+  // The addresses are known: a cluster Prometheus may start scraping now.
+  sd_written = publish_prometheus_sd(plan, endpoints);
   // Polling /health is pointless once every exporter process has ended (a node without any
   // power source exits at once): stop waiting then, not at the deadline.
   const auto ready = wait_until_ready(
@@ -259,6 +280,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
 
   Launcher launcher(plan);
   std::unique_ptr<scrape::Collector> collector;
+  bool sd_written = false;
   if (plan.telemetry) {
     // libcurl is loaded (and its global state set up) while this is still the only thread.
     std::string curl_error;
@@ -266,7 +288,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
       log->warn("CPU power telemetry skipped: {}", curl_error);
     } else {
       const auto deadline = started + to_ms(plan.recipe.telemetry.startup_timeout_seconds);
-      collector = start_telemetry(plan, launcher, signals, started, deadline);
+      collector = start_telemetry(plan, launcher, signals, started, deadline, sd_written);
     }
   }
 
@@ -371,6 +393,9 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     }
     host_leg.reset();
   }
+  // The targets go before the exporters do: Prometheus drops them instead of recording the
+  // stopped exporters as down.
+  if (sd_written) publish_prometheus_sd(plan, {});
   launcher.stop();
   return result;
 }

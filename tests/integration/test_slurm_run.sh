@@ -23,8 +23,10 @@ EOF
 
 # --- 1. a run inside an allocation -------------------------------------------------------
 rc=0
+# The command keeps a copy of prometheus_sd.json as it is while the command runs.
 salloc -N3 "$BIN/cpu-power" run --config "$WORK/fast.yaml" --log-dir "$WORK/run1" \
-  -- sh -c 'sleep 2; exit 7' >"$WORK/run1.log" 2>&1 || rc=$?
+  -- sh -c 'cp "$1" "$2"; sleep 2; exit 7' sh "$WORK/run1/prometheus_sd.json" "$WORK/sd_during.json" \
+  >"$WORK/run1.log" 2>&1 || rc=$?
 [ "$rc" = 7 ] || { cat "$WORK/run1.log"; fail "run exited $rc, want the command's 7"; }
 grep -qF "argv=\"srun --jobid " "$WORK/run1.log" || fail "no srun argv logged"
 grep -qE 'argv="srun --jobid [0-9]+ --overlap --nodes 3 --ntasks 3 --nodelist n1,n2,n3 --output '"$WORK"'/run1/telemetry_cpu_power_exporter.%N.out '"$BIN"'/cpu-power-exporter --port 9405 --source auto"' \
@@ -60,6 +62,22 @@ for i in 2 3 4; do
   if curl -s -m 1 "$addr:9405/health" >/dev/null 2>&1; then fail "exporter still answers at $addr"; fi
 done
 ok "exporters stopped after the run"
+
+# Prometheus service discovery: while the command ran, one target group per node at the
+# address the collector scraped, with the job's id and the log directory's name; emptied
+# at the end.
+job=$(grep -oE 'argv="srun --jobid [0-9]+' "$WORK/run1.log" | head -1 | grep -oE '[0-9]+$')
+$PY - "$WORK/sd_during.json" "$WORK/run1/power/cpu/cpu_manifest.json" "$job" <<'PYEOF' ||
+import json, sys
+groups = json.load(open(sys.argv[1]))
+m = json.load(open(sys.argv[2]))
+want = [{"targets": [m["nodes"][n]["endpoint_url"][len("http://"):-len("/metrics")]],
+         "labels": {"node": n, "job_id": sys.argv[3], "run_name": "run1"}} for n in ("n1", "n2", "n3")]
+assert groups == want, (groups, want)
+PYEOF
+  fail "prometheus_sd.json during the run: $(cat "$WORK/sd_during.json")"
+[ "$(tr -d ' \n' <"$WORK/run1/prometheus_sd.json")" = "[]" ] || fail "prometheus_sd.json after the run: $(cat "$WORK/run1/prometheus_sd.json")"
+ok "prometheus_sd.json during the run: n1..n3 at their scraped addresses, job_id $job, run_name run1; [] after"
 
 # --- 2. one node's link cut mid-run ------------------------------------------------------
 rc=0

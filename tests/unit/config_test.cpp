@@ -95,6 +95,7 @@ TEST(ConfigLoad, AFullSrtctlRecipeLoads) {
   EXPECT_TRUE(t.cpu_power.enabled);
   EXPECT_EQ(t.cpu_power.source, "acpi");
   EXPECT_EQ(r.runtime.network_interface, "ib0");
+  EXPECT_EQ(r.name, "gb200-fp4-1p2d-dsr1");
   using Opt = std::pair<std::string, std::optional<std::string>>;
   EXPECT_THAT(r.runtime.srun_options, ElementsAre(Opt{"mpi", "pmix"}, Opt{"cpu-bind", "none"},
                                                   Opt{"exclusive", std::nullopt}));
@@ -638,6 +639,16 @@ TEST(ConfigDescribe, ShowsResolvedAndDerivedValues) {
   EXPECT_THAT(text, HasSubstr("telemetry.collector_join_timeout_seconds: 12  (derived"));
   EXPECT_THAT(text, HasSubstr("telemetry.cpu_power_exporter.port: 9405  (default)\n"));
   EXPECT_THAT(text, HasSubstr("legs: CPU exporter scrape -> <log_dir>/power/cpu/\n"));
+}
+
+TEST(ConfigLoad, TheRecipeNameIsReadLenientlyForTheRunNameLabel) {
+  std::vector<ConfigError> errors;
+  EXPECT_EQ(parse_recipe_text("name: \"r1\"\n", "t.yaml", errors).name, "r1");
+  // Not a string: no name and no error (srtctl judges the field, not cpu-power).
+  EXPECT_FALSE(parse_recipe_text("name: 12\n", "t.yaml", errors).name.has_value());
+  EXPECT_FALSE(parse_recipe_text("name: [a]\n", "t.yaml", errors).name.has_value());
+  EXPECT_FALSE(parse_recipe_text("telemetry: {}\n", "t.yaml", errors).name.has_value());
+  EXPECT_THAT(errors, IsEmpty());
 }
 
 }  // namespace

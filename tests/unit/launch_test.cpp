@@ -17,6 +17,7 @@
 #include "launch/node_address.hpp"
 #include "launch/node_set.hpp"
 #include "launch/process.hpp"
+#include "launch/prometheus_sd.hpp"
 #include "launch/readiness.hpp"
 #include "launch/session.hpp"
 #include "launch/session_plan.hpp"
@@ -587,6 +588,52 @@ TEST(SessionSummary, SaysWhatWentWrongWithSamplesCsv) {
                       "first error: write power/cpu/samples.csv: No space left on device\n"),
             std::string::npos)
       << text;
+}
+
+TEST(PrometheusSd, OneTargetGroupPerNodeWithItsLabels) {
+  const std::vector<scrape::Endpoint> endpoints = {{"n1", "10.0.0.7", 9405},
+                                                   {"n2", "fd00::8", 9405}};
+  EXPECT_EQ(sd_target(endpoints[0]), "10.0.0.7:9405");
+  EXPECT_EQ(sd_target(endpoints[1]), "[fd00::8]:9405");
+  EXPECT_EQ(prometheus_sd_json(endpoints, std::string("4711"), "dsr1"),
+            R"([
+  {
+    "targets": [
+      "10.0.0.7:9405"
+    ],
+    "labels": {
+      "node": "n1",
+      "job_id": "4711",
+      "run_name": "dsr1"
+    }
+  },
+  {
+    "targets": [
+      "[fd00::8]:9405"
+    ],
+    "labels": {
+      "node": "n2",
+      "job_id": "4711",
+      "run_name": "dsr1"
+    }
+  }
+]
+)");
+  // Outside an allocation there is no job_id label; no endpoints is an empty list, which
+  // makes Prometheus drop the targets.
+  EXPECT_THAT(prometheus_sd_json({endpoints[0]}, std::nullopt, "r"),
+              ::testing::Not(::testing::HasSubstr("job_id")));
+  EXPECT_EQ(prometheus_sd_json({}, std::string("4711"), "r"), "[]\n");
+}
+
+TEST(PrometheusSd, RunNameIsTheRecipeNameElseTheLogDirectoryName) {
+  SessionPlan plan;
+  plan.log_dir = "/runs/2026-01-01/run-7";
+  EXPECT_EQ(sd_run_name(plan), "run-7");
+  plan.log_dir = "/runs/run-8/";
+  EXPECT_EQ(sd_run_name(plan), "run-8");
+  plan.recipe.name = "gb200-fp4-1p2d-dsr1";
+  EXPECT_EQ(sd_run_name(plan), "gb200-fp4-1p2d-dsr1");
 }
 
 }  // namespace
