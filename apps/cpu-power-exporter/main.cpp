@@ -144,13 +144,13 @@ int main(int argc, char** argv) {
         "hwmon_root={}",
         interval.count(), common::quoted(o.hwmon_root));
     const auto change =
-        sources::set_average_interval(o.hwmon_root, interval, std::chrono::seconds(3));
+        sources::set_average_interval(o.hwmon_root, interval, std::chrono::seconds(10));
     for (const auto& f : change.failures) log->warn("cannot set the averaging interval {}", f);
     log->info("averaging interval set interval_ms={} written={} unchanged={} failed={}",
               interval.count(), change.written, change.unchanged, change.failures.size());
     if (!change.settled) {
       log->warn(
-          "not every power meter re-registered and came back within 3 s; its readings follow "
+          "not every power meter re-registered and came back within 10 s; its readings follow "
           "it once it does");
     }
   }
