@@ -39,8 +39,10 @@ test: setup
 # The whole project cross-compiled for aarch64 (Grace) into $(BUILD_ARM64) and tested under
 # qemu-user: unit tests, integration tests without Slurm, and byte-for-byte comparisons with
 # the native build in $(BUILD), which it brings up to date first (scripts/test-arm64.sh).
+# Emulated processes compute several times slower: its tests run at the cores, not twice
+# that, and its integration tests one at a time (tests/CMakeLists.txt).
 test-arm64:
-	BUILD_ARM64=$(BUILD_ARM64) HOST_BUILD=$(BUILD) JOBS=$(JOBS) TEST_JOBS=$(TEST_JOBS) bash scripts/test-arm64.sh
+	BUILD_ARM64=$(BUILD_ARM64) HOST_BUILD=$(BUILD) JOBS=$(JOBS) TEST_JOBS=$(JOBS) bash scripts/test-arm64.sh
 
 # The unit and integration tests against sanitized builds of the whole project, each in its
 # own build directory: AddressSanitizer with LeakSanitizer and UndefinedBehaviorSanitizer, and
