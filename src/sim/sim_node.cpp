@@ -531,16 +531,17 @@ void SimNode::Impl::writer_loop(Channel& c) {
     pause(half);
     const std::string value = value_line(c.model_uw);
     pause(delay - half);
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    write_all_nonblocking(fd, value);
-    // A fresh FIFO for the next reader before this one gets EOF: a reader that has its value
-    // but has not yet seen EOF must never see a second writer (and a second value) on its
-    // inode, however late it gets scheduled.
+    // A fresh FIFO for the next reader before this one gets its value: a reader that has its
+    // value but has not yet seen EOF must never see a second writer (and a second value) on
+    // its inode, and a reader that opens the path once this one has its value must get the
+    // fresh FIFO, not this one's EOF, however late either gets scheduled.
     std::string why;
     if (!replace_with_fifo(path, &why) && !logged) {
       logged = true;
       log->warn("cannot renew slow channel={} error={}", c.spec.key, common::quoted(why));
     }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    write_all_nonblocking(fd, value);
     ::close(fd);
   }
 }

@@ -271,10 +271,10 @@ grep -q "^scrape: *https, CA $T/ca.crt, client certificate $T/client.crt, basic 
   { cat "$WORK/dry.out"; fail "dry run: no scrape line"; }
 rc=0
 "$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/recipe.yaml" --log-dir "$WORK/run" \
-  -- sleep 2 >"$WORK/run.log" 2>&1 || rc=$?
+  -- sleep "$(scaled 2)" >"$WORK/run.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { cat "$WORK/run.log"; fail "cpu-power run exited $rc"; }
 rows=$(($(wc -l <"$WORK/run/power/cpu/samples.csv") - 1))
-((rows >= 8)) || { cat "$WORK/run.log"; fail "cpu-power run collected $rows rows over TLS"; }
+((rows >= 8)) || { cat "$WORK/run.log"; fail "cpu-power run collected $rows rows over TLS$(scale_note)"; }
 grep -q "CPU power exporters ready count=1" "$WORK/run.log" || { cat "$WORK/run.log"; fail "readiness over TLS"; }
 ! grep -rqF "$PASSWORD" "$WORK/run.log" "$WORK/run" || fail "the password shows in the run's logs or files"
 ok "cpu-power run: simulated exporter with the web config, ready over TLS, $rows rows, password nowhere"
