@@ -602,8 +602,9 @@ TEST(CpuManifest, RendersSamplesCsvFailuresAfterTheNodes) {
   EXPECT_EQ(doc["write_errors"][0]["count"], 37);
   EXPECT_EQ(doc["write_errors"][0]["first_unix"], 2.5);
   EXPECT_EQ(doc["write_errors"][0]["last_unix"], 4.5);
-  EXPECT_EQ(doc["samples_file_changes"][0],
-            nlohmann::ordered_json({{"at_unix", 3.0}, {"change", "deleted"}, {"rows_in_old_file", 42}}));
+  EXPECT_EQ(
+      doc["samples_file_changes"][0],
+      nlohmann::ordered_json({{"at_unix", 3.0}, {"change", "deleted"}, {"rows_in_old_file", 42}}));
 }
 
 TEST(CpuManifest, NullsForANeverStartedCollectorAndNoNodes) {

@@ -376,9 +376,10 @@ TEST(GpuLeg, RowsAndTheReasonsOfFailures) {
   const auto out = leg.on_body(in, lines);
   EXPECT_TRUE(out.reason.empty());
   EXPECT_EQ(out.rows, 2u);
-  EXPECT_EQ(lines,
-            "3,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482,0,0,31\r\n"
-            "3,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206,44,0.412334,55\r\n");
+  EXPECT_EQ(
+      lines,
+      "3,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482,0,0,31\r\n"
+      "3,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206,44,0.412334,55\r\n");
   leg.on_failure(0, kReasonConnect);
   leg.on_failure(0, kReasonTimeout);
   leg.on_failure(0, kReasonMalformed);
