@@ -73,6 +73,18 @@ wait_until() {
   done
 }
 
+# free_port: a port nothing on loopback listens on now, for a server that cannot bind port 0
+# and report the port it got (Prometheus). Chosen at random below the kernel's ephemeral
+# range, so tests side by side rarely pick the same one.
+free_port() {
+  local port
+  for _ in $(seq 20); do
+    port=$((20000 + RANDOM % 12000))
+    (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+  done
+  echo "$port"
+}
+
 # gone PID: PID has exited (no such process, or a zombie its parent has not reaped yet).
 gone() {
   local state

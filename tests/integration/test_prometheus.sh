@@ -8,11 +8,7 @@ start_sim sim "$WORK/hwmon" --profile gb200 --model constant --load 0.25 --no-no
 start_exporter exp --hwmon-root "$WORK/hwmon"
 want=$(awk '{printf "%.6f", $1 / 1e6}' "$WORK/hwmon/hwmon2/power1_average")
 
-# A free port for the server.
-for _ in $(seq 20); do
-  PROM_PORT=$((20000 + RANDOM % 20000))
-  ! (echo >"/dev/tcp/127.0.0.1/$PROM_PORT") 2>/dev/null && break
-done
+PROM_PORT=$(free_port)
 cat >"$WORK/prometheus.yml" <<YML
 global: {scrape_interval: 1s}
 scrape_configs:

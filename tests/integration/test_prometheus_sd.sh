@@ -38,10 +38,7 @@ for g in groups:
 EOF
 ok "prometheus_sd.json written as soon as the exporters listen: nodes a and b, run_name from the recipe"
 
-for _ in $(seq 20); do
-  PROM_PORT=$((20000 + RANDOM % 20000))
-  ! (echo >"/dev/tcp/127.0.0.1/$PROM_PORT") 2>/dev/null && break
-done
+PROM_PORT=$(free_port)
 cat >"$WORK/prometheus.yml" <<YML
 global: {scrape_interval: 1s}
 scrape_configs:

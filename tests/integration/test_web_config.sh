@@ -185,10 +185,7 @@ grep -q 'refused peer=127.0.0.1 reason=wrong_credentials detail=.*wrong password
 ok "each refusal kind logged once per peer address ($(grep -c 'refused peer=' "$LOG") lines for $((5 * 7 + 6)) refusals), never the password"
 
 # --- a real Prometheus scrapes it: https, the CA, a client certificate, a password file ---
-for _ in $(seq 20); do
-  PROM_PORT=$((20000 + RANDOM % 20000))
-  ! (echo >"/dev/tcp/127.0.0.1/$PROM_PORT") 2>/dev/null && break
-done
+PROM_PORT=$(free_port)
 cat >"$WORK/prometheus.yml" <<YML
 global: {scrape_interval: 1s}
 scrape_configs:
