@@ -4,6 +4,21 @@
 
 namespace cpupower::common {
 
+namespace {
+
+// The pending dlerror message, copied, or `fallback` when there is none. glibc keeps the
+// message in a per-thread record that it frees only on the next dlerror call or at thread
+// exit; the second call here releases it at once, so a reader thread still running (or
+// exiting) when the process ends holds no allocation of ours.
+std::string take_dlerror(const std::string& fallback) {
+  const char* e = ::dlerror();
+  std::string message = e ? e : fallback;
+  if (e) ::dlerror();
+  return message;
+}
+
+}  // namespace
+
 bool DynamicLibrary::open(const std::vector<std::string>& candidates, std::string* error) {
   for (const auto& c : candidates) {
     handle_ = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -11,8 +26,8 @@ bool DynamicLibrary::open(const std::vector<std::string>& candidates, std::strin
       name_ = c;
       return true;
     }
-    const char* e = ::dlerror();
-    if (error) *error = e ? e : ("cannot load " + c);
+    const std::string e = take_dlerror("cannot load " + c);
+    if (error) *error = e;
   }
   return false;
 }
@@ -20,10 +35,12 @@ bool DynamicLibrary::open(const std::vector<std::string>& candidates, std::strin
 void* DynamicLibrary::raw_symbol(const char* symbol_name, std::string* missing) const {
   ::dlerror();
   void* p = handle_ ? ::dlsym(handle_, symbol_name) : nullptr;
-  if (!p && missing) {
-    const char* e = ::dlerror();
-    if (!missing->empty()) *missing += "; ";
-    *missing += std::string("symbol ") + symbol_name + ": " + (e ? e : "not found");
+  if (!p) {
+    const std::string e = take_dlerror("not found");
+    if (missing) {
+      if (!missing->empty()) *missing += "; ";
+      *missing += std::string("symbol ") + symbol_name + ": " + e;
+    }
   }
   return p;
 }
