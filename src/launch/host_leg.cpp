@@ -163,15 +163,24 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
   hostleg::MarkerScan scan;
   while (true) {
     scan = hostleg::scan_markers(ready_dir);
-    bool all = true;
-    for (const auto& n : plan_.nodes) all = all && scan.ready.count(n) > 0;
+    bool all = true, settled = true;
+    for (const auto& n : plan_.nodes) {
+      all = all && scan.ready.count(n) > 0;
+      settled = settled && (scan.ready.count(n) > 0 || scan.errors.count(n) > 0);
+    }
     if (all) {
       write_status(hostleg::kStatusRunning, {scan.ready.begin(), scan.ready.end()});
       log()->info("CPU power telemetry ready (artifacts under {})", leg_.cpu_dir);
       return true;
     }
-    // An error marker or a failed launch will not turn ready: stop waiting at once.
-    if (!scan.errors.empty() || any_failed() || Clock::now() >= deadline || give_up()) break;
+    // A node with an error marker will not turn ready. With `required` that decides the run
+    // at once; best-effort, the other nodes are still waited for (until the deadline), so
+    // that every node that can collect has its rows on disk before the command starts.
+    const bool errored = !scan.errors.empty();
+    if ((errored && (plan_.recipe.telemetry.cpu_power.required || settled)) || any_failed() ||
+        Clock::now() >= deadline || give_up()) {
+      break;
+    }
     std::this_thread::sleep_for(milliseconds(100));
   }
   std::string waiting;

@@ -138,7 +138,8 @@ for m in (req, best):
     assert "no ACPI power_meter hwmon sensors" in m["ready_errors"]["n2"], m["ready_errors"]
 # When required blocks the command, the collectors are stopped at once: whether the ready
 # nodes wrote a row by then depends on how fast this machine runs them. Best-effort, the
-# command ran, so they did.
+# session waits for every node without an error marker to be ready (rows on disk) before it
+# runs the command, so they did.
 assert best["missing_nodes"] == ["n2"] and best["observed_nodes"] == ["n1", "n3"], best
 PYEOF
 replace_sim 2
