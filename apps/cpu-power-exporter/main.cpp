@@ -207,6 +207,9 @@ int main(int argc, char** argv) {
     if (!web->users.empty()) {
       auth = std::make_unique<exporter::BasicAuth>(web->users);
       security.authorize = [a = auth.get()](const char* header) { return a->check(header); };
+      security.authorize_cached = [a = auth.get()](const char* header) {
+        return a->check_cached(header);
+      };
     }
     // Each kind of refusal once per client address (bounded memory): a client retrying, or
     // a flood, cannot flood the log. Everything is counted and summed up at shutdown.

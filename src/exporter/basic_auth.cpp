@@ -162,6 +162,14 @@ void BasicAuth::remember(const Key& key) {
   }
 }
 
+std::optional<AuthResult> BasicAuth::check_cached(const char* authorization) {
+  if (authorization == nullptr) return AuthResult::missing;
+  const auto creds = parse_basic_authorization(authorization);
+  if (!creds) return AuthResult::malformed;
+  if (cached(key_of(creds->user, creds->password))) return AuthResult::ok;
+  return std::nullopt;
+}
+
 AuthResult BasicAuth::check(const char* authorization) {
   if (authorization == nullptr) return AuthResult::missing;
   const auto creds = parse_basic_authorization(authorization);

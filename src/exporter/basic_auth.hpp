@@ -2,10 +2,12 @@
 // HTTP Basic authentication against bcrypt hashes (the web config's basic_auth_users).
 // Hashes are checked with the system's crypt (libxcrypt crypt_rn: $2a$, $2b$, $2y$), never
 // with code of our own, and the result is compared in constant time. bcrypt is slow on
-// purpose (about 50-100 ms at cost 10) and the check runs on a polling thread of the HTTP
-// server, so a successful (user, password) pair is remembered, keyed by a keyed hash
-// (HMAC-SHA-256 with a per-process random key) of the two: a scraper every second then pays
-// bcrypt once. Failures are never remembered. Unknown users are checked against a dummy
+// purpose (about 50-100 ms at cost 10), so a successful (user, password) pair is remembered,
+// keyed by a keyed hash (HMAC-SHA-256 with a per-process random key) of the two: a scraper
+// every second then pays bcrypt once. Failures are never remembered. check_cached answers
+// without bcrypt where it can (no header, a malformed one, a remembered pair), so the HTTP
+// server answers those on its polling threads and hands only the rest to its
+// authentication thread. Unknown users are checked against a dummy
 // hash, so that the time taken does not tell which user names exist.
 
 #include <cstddef>
@@ -57,6 +59,9 @@ class BasicAuth {
 
   // Checks an Authorization header value (nullptr: none). Thread-safe.
   AuthResult check(const char* authorization);
+  // The same answer when it needs no bcrypt (missing, malformed, or a remembered pair);
+  // nullopt when only check() can tell. Thread-safe.
+  std::optional<AuthResult> check_cached(const char* authorization);
 
   // Successful checks answered from the cache, and bcrypt runs, since construction.
   std::uint64_t cache_hits() const;

@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "common/text.hpp"
+#include "exporter/auth_queue.hpp"
 #include "exporter/connection_guard.hpp"
 
 namespace cpupower::exporter {
@@ -42,6 +44,19 @@ struct ConnState {
   unsigned char first_byte = 0;        // the first of them: 0x16 starts a TLS handshake
   bool answered = false;               // a request reached the handler (or was refused)
   bool empty_client_cert = false;      // the client's Certificate message held none
+};
+
+// A request's state (libmicrohttpd's request context): kAnnounced once its headers are in,
+// then, while its password is checked on the authentication thread, a PendingAuth. The
+// authentication thread writes the outcome before it resumes the connection, and the polling
+// thread reads it on the call that follows the resume.
+int kAnnounced;
+struct PendingAuth {
+  enum Outcome { waiting, checked, busy, cancelled };
+  std::string authorization;
+  bool has_authorization = false;
+  AuthResult result = AuthResult::missing;
+  std::atomic<Outcome> outcome{waiting};
 };
 
 ConnState* state_of(MHD_Connection* connection) {
@@ -274,12 +289,60 @@ struct HttpServerAccess {
 
   // A response has been sent (or the request failed); a kept-alive connection waits for its
   // next request from now.
-  static void request_completed(void* cls, MHD_Connection* connection, void**,
+  static void request_completed(void* cls, MHD_Connection* connection, void** request_state,
                                 MHD_RequestTerminationCode) {
     auto* self = static_cast<HttpServer*>(cls);
     if (auto* entry = entry_of(connection)) {
       self->guard_->response_done(entry, ConnectionGuard::Clock::now());
     }
+    if (request_state && *request_state && *request_state != &kAnnounced) {
+      delete static_cast<PendingAuth*>(*request_state);
+      *request_state = nullptr;
+    }
+  }
+
+  static MHD_Result plain_response(MHD_Connection* connection, unsigned status,
+                                   const char* retry_after) {
+    static const char kBusy[] = "Too Many Requests: password checks queued, retry later\n";
+    static const char kStopping[] = "Service Unavailable: shutting down\n";
+    const char* body = status == MHD_HTTP_TOO_MANY_REQUESTS ? kBusy : kStopping;
+    MHD_Response* resp = MHD_create_response_from_buffer(std::strlen(body), const_cast<char*>(body),
+                                                         MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    if (retry_after) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, retry_after);
+    const MHD_Result ret = MHD_queue_response(connection, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+  }
+
+  // Hands the password check to the authentication thread: the connection is suspended
+  // (libmicrohttpd stops polling it; the thread serves others) and resumed once the outcome
+  // is written, which brings the next call of answer(). Suspending comes first, so the
+  // resume can never precede it; a full queue resumes at once with the outcome `busy`.
+  static MHD_Result defer(HttpServer* self, MHD_Connection* connection, void** request_state,
+                          const char* authorization) {
+    auto* pending = new PendingAuth;
+    pending->has_authorization = authorization != nullptr;
+    if (authorization) pending->authorization = authorization;
+    *request_state = pending;
+    MHD_suspend_connection(connection);
+    const bool queued =
+        self->auth_queue_->submit(peer_of(connection), [self, connection, pending](bool stop) {
+          if (stop) {
+            pending->outcome.store(PendingAuth::cancelled, std::memory_order_release);
+          } else {
+            pending->result = self->security_.authorize(
+                pending->has_authorization ? pending->authorization.c_str() : nullptr);
+            pending->outcome.store(PendingAuth::checked, std::memory_order_release);
+          }
+          MHD_resume_connection(connection);
+        });
+    if (!queued) {
+      pending->outcome.store(PendingAuth::busy, std::memory_order_release);
+      MHD_resume_connection(connection);
+    }
+    return MHD_YES;
   }
 
   // 401 with a Basic challenge, whatever the path (exporter-toolkit protects every path).
@@ -322,9 +385,8 @@ struct HttpServerAccess {
     // the connection afterwards (it cannot know the body was consumed), so wait for the
     // second call, and discard any request body: no route reads one. Until that second call
     // the request is incomplete, so a trickled body is held to the request deadline too.
-    static int announced;
     if (*request_state == nullptr) {
-      *request_state = &announced;
+      *request_state = &kAnnounced;
       return MHD_YES;
     }
     if (*upload_size != 0) {
@@ -332,16 +394,41 @@ struct HttpServerAccess {
       return MHD_YES;
     }
     auto* self = static_cast<HttpServer*>(cls);
+    auto* pending =
+        *request_state == &kAnnounced ? nullptr : static_cast<PendingAuth*>(*request_state);
     ConnState* state = state_of(connection);
-    if (state) {
+    if (state && !pending) {
       state->answered = true;
       self->guard_->request_complete(state->entry);
     }
     if (self->security_.authorize) {
       const char* authorization =
           MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-      const AuthResult result = self->security_.authorize(authorization);
-      if (result != AuthResult::ok) return refuse(self, connection, result, authorization);
+      std::optional<AuthResult> result;
+      if (pending) {  // resumed: the authentication thread has decided
+        switch (pending->outcome.load(std::memory_order_acquire)) {
+          case PendingAuth::checked:
+            result = pending->result;
+            break;
+          case PendingAuth::busy:
+            if (self->security_.on_event) {
+              self->security_.on_event(
+                  {kSecurityAuthBusy, peer_of(connection),
+                   "password checks queued to the limit (all clients, or this address); "
+                   "answered 429"});
+            }
+            return plain_response(connection, MHD_HTTP_TOO_MANY_REQUESTS, "1");
+          case PendingAuth::cancelled:
+          case PendingAuth::waiting:
+            return plain_response(connection, MHD_HTTP_SERVICE_UNAVAILABLE, nullptr);
+        }
+      } else if (self->auth_queue_) {
+        result = self->security_.authorize_cached(authorization);
+        if (!result) return defer(self, connection, request_state, authorization);
+      } else {
+        result = self->security_.authorize(authorization);
+      }
+      if (*result != AuthResult::ok) return refuse(self, connection, *result, authorization);
     }
     HttpResponse r = self->handler_(method ? method : "", url ? url : "");
     MHD_Response* resp =
@@ -466,9 +553,13 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
         {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(t.priorities.c_str())});
   }
   tls_options.push_back({MHD_OPTION_END, 0, nullptr});
+  if (security_.authorize && security_.authorize_cached) {
+    auth_queue_ = std::make_unique<AuthQueue>(std::max<std::size_t>(limits.auth_queue, 1),
+                                              std::max<std::size_t>(limits.auth_queue_per_peer, 1));
+  }
   daemon_ = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
-          (security_.tls ? MHD_USE_TLS : 0),
+          (security_.tls ? MHD_USE_TLS : 0) | (auth_queue_ ? MHD_ALLOW_SUSPEND_RESUME : 0),
       0, nullptr, nullptr, &HttpServerAccess::answer, this, MHD_OPTION_ARRAY, tls_options.data(),
       MHD_OPTION_LISTEN_SOCKET, listen_fd_, MHD_OPTION_THREAD_POOL_SIZE, threads,
       MHD_OPTION_CONNECTION_LIMIT, limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -513,12 +604,19 @@ std::uint64_t HttpServer::half_closed_connections() const {
   return guard_ ? guard_->counts().half_closed : 0;
 }
 
+std::size_t HttpServer::auth_checks_pending() const {
+  return auth_queue_ ? auth_queue_->pending() : 0;
+}
+
 void HttpServer::stop() {
   if (sweeper_.joinable()) {
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
     sweeper_.join();
   }
+  // Before the daemon: every suspended connection must be resumed before it stops. The
+  // check in progress finishes; the queued ones are resumed as cancelled (503).
+  if (auth_queue_) auth_queue_->stop();
   if (daemon_) {
     MHD_stop_daemon(daemon_);  // also closes the listening socket it was given
     daemon_ = nullptr;

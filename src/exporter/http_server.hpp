@@ -7,8 +7,10 @@
 //
 // Optionally (HttpSecurity, from the web config): TLS through libmicrohttpd's GnuTLS, with
 // client certificates requested, required and verified during the handshake as the policy
-// says, and HTTP Basic authentication on every path. What it refuses is reported through
-// `on_event`, one call per refused connection or request.
+// says, and HTTP Basic authentication on every path, its slow checks (bcrypt) on an
+// authentication thread of their own (AuthQueue) while the polling threads serve the other
+// requests. What it refuses is reported through `on_event`, one call per refused connection
+// or request.
 
 #include <chrono>
 #include <cstdint>
@@ -43,6 +45,10 @@ struct HttpLimits {
   // previous response, however often bytes arrive.
   std::chrono::milliseconds request_timeout{5000};
   std::size_t header_limit_bytes = 8192;
+  // Requests waiting for a password check on the authentication thread, in all and per
+  // client address (AuthQueue); past either, 429 at once.
+  std::size_t auth_queue = 16;
+  std::size_t auth_queue_per_peer = 2;
 };
 
 // Connections waiting for their request may hold at most this many of a polling thread's
@@ -76,6 +82,7 @@ inline constexpr std::string_view kSecurityPlainHttp = "plain_http_on_tls_port";
 inline constexpr std::string_view kSecurityHandshake = "tls_handshake_failed";
 inline constexpr std::string_view kSecurityClientCertMissing = "client_certificate_missing";
 inline constexpr std::string_view kSecurityClientCertUnverified = "client_certificate_unverified";
+inline constexpr std::string_view kSecurityAuthBusy = "authentication_busy";
 struct SecurityEvent {
   std::string_view kind;
   std::string peer;
@@ -86,7 +93,11 @@ struct HttpSecurity {
   std::optional<HttpTls> tls;
   // Checks an Authorization header value (nullptr: none); unset: no authentication. A
   // request that is not `ok` gets 401 with WWW-Authenticate: Basic, whatever its path.
+  // With `authorize_cached` set, `authorize` runs on the server's authentication thread
+  // (AuthQueue) for the requests `authorize_cached` cannot answer, and the polling threads
+  // go on serving others meanwhile; without it, `authorize` runs on the polling thread.
   std::function<AuthResult(const char* authorization)> authorize;
+  std::function<std::optional<AuthResult>(const char* authorization)> authorize_cached;
   std::function<void(const SecurityEvent&)> on_event;  // called on polling threads
 };
 
@@ -94,6 +105,7 @@ struct HttpSecurity {
 bool tls_supported();
 
 class ConnectionGuard;
+class AuthQueue;
 
 class HttpServer {
  public:
@@ -118,6 +130,8 @@ class HttpServer {
   std::uint64_t expired_connections() const;
   std::uint64_t evicted_connections() const;
   std::uint64_t half_closed_connections() const;
+  // Requests whose password check is queued or running on the authentication thread.
+  std::size_t auth_checks_pending() const;
 
  private:
   void sweep_loop();
@@ -125,6 +139,7 @@ class HttpServer {
   HttpHandler handler_;
   HttpSecurity security_;
   std::unique_ptr<ConnectionGuard> guard_;
+  std::unique_ptr<AuthQueue> auth_queue_;  // with security_.authorize_cached
   std::thread sweeper_;
   int watch_fd_ = -1;  // epoll: connections whose client shut its write side, and wake_fd_
   int wake_fd_ = -1;   // eventfd that stops the sweeper

@@ -3,7 +3,8 @@
 # exporter-toolkit format) over real TLS on loopback: certificates made here with openssl,
 # curl with right, wrong and no credentials, plain HTTP to the TLS port, client certificates
 # missing, from another CA or expired, each refusal logged once per peer address however
-# often it comes; promtool accepts the example files we ship; a real Prometheus scrapes the
+# often it comes; a flood of wrong passwords told to retry (429) while a remembered password is
+# served; promtool accepts the example files we ship; a real Prometheus scrapes the
 # exporter over TLS with a client certificate and a password file; `cpu-power scrape` and
 # `cpu-power run` collect from it with the password read from a file, never shown.
 source "$(dirname "$0")/lib.sh"
@@ -183,6 +184,27 @@ grep -q 'refused peer=127.0.0.1 reason=wrong_credentials detail=.*wrong password
   fail "wrong password not logged as such"
 ! grep -qF "$PASSWORD" "$LOG" || fail "the password is in the exporter log"
 ok "each refusal kind logged once per peer address ($(grep -c 'refused peer=' "$LOG") lines for $((5 * 7 + 6)) refusals), never the password"
+
+# A flood of wrong passwords from one address (127.0.0.3), 8 requests at a time: bcrypt runs
+# on the exporter's one authentication thread, at most 2 of an address's checks wait there,
+# and the rest are told to retry (429) at once; the good client's remembered password is
+# answered on the polling threads all along.
+codes=""
+for round in 1 2 3 4 5; do
+  urls=()
+  for _ in 1 2 3 4 5 6 7 8; do urls+=(-o /dev/null "$URL"); done
+  codes+=$(curl -s --parallel --parallel-max 8 --max-time 30 --interface 127.0.0.3 "${CLIENT[@]}" \
+    -u "prometheus:wrong" -w '%{http_code}\n' "${urls[@]}" || true)$'\n'
+  [ "$(code "${CLIENT[@]}" -u "prometheus:$PASSWORD" "$URL")" = 200 ] ||
+    fail "the good client during the flood: not 200"
+  grep -qx 429 <<<"$codes" && break
+done
+grep -qx 429 <<<"$codes" || fail "8 wrong passwords at once from one address, 5 times: no 429 ($(tr '\n' ' ' <<<"$codes"))"
+others=$(grep -vx '401\|429' <<<"$codes" | grep -v '^$' || true)
+[ -z "$others" ] || fail "wrong passwords answered other than 401 or 429: $others"
+wait_for_line "$LOG" "refused peer=127.0.0.3 reason=authentication_busy" 5
+[ "$(count 127.0.0.3 authentication_busy)" = 1 ] || fail "authentication_busy from 127.0.0.3 not logged exactly once"
+ok "wrong passwords 8 at a time: $(grep -cx 401 <<<"$codes") checked (401), $(grep -cx 429 <<<"$codes") told to retry (429) in $round round(s); the good client 200 throughout"
 
 # --- a real Prometheus scrapes it: https, the CA, a client certificate, a password file ---
 PROM_PORT=$(free_port)

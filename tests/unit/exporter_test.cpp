@@ -6,10 +6,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <set>
 #include <thread>
 
+#include "exporter/auth_queue.hpp"
 #include "exporter/connection_guard.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/render.hpp"
@@ -445,6 +449,273 @@ TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
     EXPECT_NE(get_path(server.port(), "/health", true).find("\r\n\r\nok\n"), std::string::npos);
   }
   server.stop();
+}
+
+// GET / with an Authorization header (empty: none), from `from_ip` (any 127.0.0.0/8 address),
+// and everything the server sends until it closes or is quiet for 10 s.
+std::string get_with_auth(std::uint16_t port, const std::string& authorization,
+                          const char* from_ip = "127.0.0.1") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "socket failed";
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, from_ip, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  std::string req = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  if (!authorization.empty()) req += "Authorization: " + authorization + "\r\n";
+  req += "\r\n";
+  std::string out;
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+    char buf[4096];
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, 10000) > 0) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// A password check the test holds: "Basic slow" blocks on the authentication thread until
+// released, "Basic good" is remembered (answered on the polling thread), anything else is
+// refused. `entered` counts the slow checks begun.
+struct HeldAuth {
+  std::mutex mu;
+  std::condition_variable cv;
+  int entered = 0;
+  bool released = false;
+  std::vector<std::string> events;
+
+  HttpSecurity security() {
+    HttpSecurity s;
+    s.authorize = [this](const char* h) {
+      if (h && std::string_view(h) == "Basic slow") {
+        std::unique_lock lock(mu);
+        ++entered;
+        cv.notify_all();
+        cv.wait(lock, [this] { return released; });
+        return AuthResult::ok;
+      }
+      return AuthResult::wrong_password;
+    };
+    s.authorize_cached = [](const char* h) -> std::optional<AuthResult> {
+      if (!h) return AuthResult::missing;
+      if (std::string_view(h) == "Basic good") return AuthResult::ok;
+      return std::nullopt;
+    };
+    s.on_event = [this](const SecurityEvent& ev) {
+      std::lock_guard lock(mu);
+      events.push_back(std::string(ev.kind) + " " + ev.peer);
+    };
+    return s;
+  }
+  bool wait_entered(int n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 30s, [&] { return entered >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+};
+
+// Waits (up to 30 s) until `n` requests are queued or running on the authentication thread.
+bool wait_pending(const HttpServer& server, std::size_t n) {
+  for (int i = 0; i < 3000; ++i) {
+    if (server.auth_checks_pending() >= n) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+HttpResponse hello(std::string_view, std::string_view) {
+  return HttpResponse{200, "text/plain", "hello\n", {}};
+}
+
+bool status_is(const std::string& response, const char* status) {
+  return response.rfind(std::string("HTTP/1.1 ") + status, 0) == 0;
+}
+
+TEST(AuthQueue, RunsJobsInOrderBoundsPeersAndCancelsTheRestOnStop) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::string> log;
+  AuthQueue q(3, 2);
+  auto job = [&](std::string name) {
+    return [&, name](bool cancelled) {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return go || cancelled; });
+      log.push_back((cancelled ? "cancelled " : "ran ") + name);
+    };
+  };
+  EXPECT_TRUE(q.submit("a", job("a1")));
+  EXPECT_TRUE(q.submit("a", job("a2")));
+  EXPECT_FALSE(q.submit("a", job("a3")));  // two of a's, counting the one running
+  EXPECT_TRUE(q.submit("b", job("b1")));
+  EXPECT_FALSE(q.submit("c", job("c1")));  // three in all
+  {
+    std::lock_guard lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  for (int i = 0; i < 3000; ++i) {  // until all three ran
+    {
+      std::lock_guard lock(mu);
+      if (log.size() == 3) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"ran a1", "ran a2", "ran b1"}));
+  EXPECT_TRUE(q.submit("c", job("c2")));  // room again
+  q.stop();
+  EXPECT_EQ(q.counts().refused, 2u);
+  EXPECT_FALSE(q.submit("d", job("d1")));  // stopped
+}
+
+TEST(AuthQueue, StopLetsTheRunningJobFinishAndCancelsTheQueued) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hold = true;
+  bool started = false;
+  std::vector<std::string> log;
+  AuthQueue q(1000000, 1000000);
+  EXPECT_TRUE(q.submit("a", [&](bool cancelled) {
+    std::unique_lock lock(mu);
+    started = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return !hold; });
+    log.push_back(cancelled ? "cancelled held" : "ran held");
+  }));
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return started; }));
+  }
+  auto record = [&](std::string name) {
+    return [&, name](bool cancelled) {
+      std::lock_guard lock(mu);
+      log.push_back((cancelled ? "cancelled " : "ran ") + name);
+    };
+  };
+  EXPECT_TRUE(q.submit("b", record("queued")));
+  std::thread stopper([&] { q.stop(); });
+  // Once stop() has taken the queue, submits are refused; until then each probe queues
+  // behind the held job (which keeps the thread busy), and is cancelled with the rest.
+  int probes = 0;
+  while (q.submit("p", record("probe"))) {
+    ++probes;
+    std::this_thread::sleep_for(1ms);
+  }
+  {
+    std::lock_guard lock(mu);
+    hold = false;
+  }
+  cv.notify_all();
+  stopper.join();
+  std::vector<std::string> want = {"ran held", "cancelled queued"};
+  for (int i = 0; i < probes; ++i) want.push_back("cancelled probe");
+  EXPECT_EQ(log, want);
+}
+
+TEST(HttpServerAuthentication, ASlowPasswordCheckDoesNotHoldUpOtherRequests) {
+  // One polling thread: before checks moved to their own thread, the good request below
+  // waited behind the slow check for as long as the check took (here: until released).
+  HeldAuth held;
+  HttpServer server;
+  HttpLimits limits;
+  limits.threads = 1;
+  std::string error;
+  ASSERT_TRUE(server.start("127.0.0.1", 0, hello, limits, &error, held.security())) << error;
+  std::string slow;
+  std::thread slow_client([&] { slow = get_with_auth(server.port(), "Basic slow"); });
+  ASSERT_TRUE(held.wait_entered(1));
+  // While the slow check is held: remembered credentials, none and wrong ones are answered.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_PRED2(status_is, get_with_auth(server.port(), "Basic good"), "200");
+  }
+  EXPECT_PRED2(status_is, get_with_auth(server.port(), ""), "401");
+  held.release();
+  slow_client.join();
+  EXPECT_PRED2(status_is, slow, "200");
+  EXPECT_NE(slow.find("hello"), std::string::npos);
+  // Not remembered by the test's check: a wrong password goes through the thread, and fails.
+  EXPECT_PRED2(status_is, get_with_auth(server.port(), "Basic wrong"), "401");
+  server.stop();
+}
+
+TEST(HttpServerAuthentication, QueuedChecksAreBoundedPerAddressAndInAll) {
+  HeldAuth held;
+  HttpServer server;
+  HttpLimits limits;
+  limits.auth_queue = 3;
+  limits.auth_queue_per_peer = 2;
+  std::string error;
+  ASSERT_TRUE(server.start("127.0.0.1", 0, hello, limits, &error, held.security())) << error;
+  std::vector<std::string> answers(3);
+  std::vector<std::thread> clients;
+  clients.emplace_back([&] { answers[0] = get_with_auth(server.port(), "Basic slow"); });
+  ASSERT_TRUE(held.wait_entered(1));  // running: holds one of 127.0.0.1's two places
+  clients.emplace_back([&] { answers[1] = get_with_auth(server.port(), "Basic slow"); });
+  clients.emplace_back(
+      [&] { answers[2] = get_with_auth(server.port(), "Basic slow", "127.0.0.2"); });
+  ASSERT_TRUE(wait_pending(server, 3));
+  // 127.0.0.1 holds its two places (one running, one queued).
+  const std::string third = get_with_auth(server.port(), "Basic x", "127.0.0.1");
+  EXPECT_PRED2(status_is, third, "429");
+  EXPECT_NE(third.find("Retry-After: 1"), std::string::npos) << third;
+  // 127.0.0.3 holds nothing, but the queue is full (3 of 3).
+  const std::string other = get_with_auth(server.port(), "Basic x", "127.0.0.3");
+  EXPECT_PRED2(status_is, other, "429");
+  // Remembered credentials never wait for the queue.
+  EXPECT_PRED2(status_is, get_with_auth(server.port(), "Basic good", "127.0.0.3"), "200");
+  held.release();
+  for (auto& c : clients) c.join();
+  for (const auto& a : answers) EXPECT_PRED2(status_is, a, "200");
+  server.stop();
+  std::lock_guard lock(held.mu);
+  EXPECT_NE(std::find(held.events.begin(), held.events.end(), "authentication_busy 127.0.0.1"),
+            held.events.end());
+  EXPECT_NE(std::find(held.events.begin(), held.events.end(), "authentication_busy 127.0.0.3"),
+            held.events.end());
+}
+
+TEST(HttpServerAuthentication, StoppingWithChecksQueuedAnswersThemAndReturns) {
+  // libmicrohttpd aborts the process when stopped with a suspended connection: every queued
+  // check must be resumed first.
+  HeldAuth held;
+  HttpServer server;
+  HttpLimits limits;
+  std::string error;
+  ASSERT_TRUE(server.start("127.0.0.1", 0, hello, limits, &error, held.security())) << error;
+  std::string running, queued;
+  std::thread a([&] { running = get_with_auth(server.port(), "Basic slow"); });
+  ASSERT_TRUE(held.wait_entered(1));
+  std::thread b([&] { queued = get_with_auth(server.port(), "Basic slow", "127.0.0.2"); });
+  ASSERT_TRUE(wait_pending(server, 2));
+  std::thread stopper([&] { server.stop(); });
+  std::this_thread::sleep_for(100ms);
+  held.release();  // the running check ends; stop() cancels the queued one
+  stopper.join();
+  a.join();
+  b.join();
+  // Each request was answered (200 for the finished check, 503 for the cancelled one) or cut
+  // off by the stop; none hangs and the process lives.
+  for (const auto* r : {&running, &queued}) {
+    EXPECT_TRUE(r->empty() || status_is(*r, "200") || status_is(*r, "503")) << *r;
+  }
+  std::lock_guard lock(held.mu);
+  EXPECT_LE(held.entered, 2);
 }
 
 }  // namespace

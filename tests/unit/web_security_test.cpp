@@ -367,6 +367,24 @@ TEST(BasicAuth, ChecksUsersAndCachesOnlySuccesses) {
   EXPECT_EQ(auth.check("Basic Ym9iOnB3"), AuthResult::ok);                  // bob:pw
 }
 
+TEST(BasicAuth, CheckCachedAnswersOnlyWhatNeedsNoBcrypt) {
+  BasicAuth auth({{"alice", hash_of("s3cret", "$2y$")}});
+  const std::string alice = "Basic YWxpY2U6czNjcmV0";  // alice:s3cret
+  const std::string wrong = "Basic YWxpY2U6bm9wZQ==";  // alice:nope
+  EXPECT_EQ(auth.check_cached(nullptr), AuthResult::missing);
+  EXPECT_EQ(auth.check_cached("Bearer x"), AuthResult::malformed);
+  EXPECT_EQ(auth.check_cached(alice.c_str()), std::nullopt);  // not remembered yet
+  EXPECT_EQ(auth.check_cached(wrong.c_str()), std::nullopt);
+  EXPECT_EQ(auth.check_cached("Basic Ym9iOnB3"), std::nullopt);  // unknown bob: bcrypt decides
+  EXPECT_EQ(auth.bcrypt_runs(), 0u);
+  EXPECT_EQ(auth.check(alice.c_str()), AuthResult::ok);
+  EXPECT_EQ(auth.check_cached(alice.c_str()), AuthResult::ok);
+  EXPECT_EQ(auth.check(wrong.c_str()), AuthResult::wrong_password);
+  EXPECT_EQ(auth.check_cached(wrong.c_str()), std::nullopt);  // failures are never remembered
+  EXPECT_EQ(auth.bcrypt_runs(), 2u);
+  EXPECT_EQ(auth.cache_hits(), 1u);
+}
+
 TEST(BasicAuth, TheCacheIsBounded) {
   BasicAuth auth({{"a", hash_of("1", "$2b$")}, {"b", hash_of("2", "$2b$")}}, 1);
   const std::string a = "Basic YTox", b = "Basic Yjoy";  // a:1, b:2

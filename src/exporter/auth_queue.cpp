@@ -1,0 +1,67 @@
+#include "exporter/auth_queue.hpp"
+
+namespace cpupower::exporter {
+
+AuthQueue::AuthQueue(std::size_t capacity, std::size_t per_peer)
+    : capacity_(capacity), per_peer_(per_peer), thread_([this] { loop(); }) {}
+
+AuthQueue::~AuthQueue() {
+  stop();
+}
+
+bool AuthQueue::submit(const std::string& peer, Job job) {
+  {
+    std::lock_guard lock(mu_);
+    auto& held = held_[peer];
+    if (stopping_ || queue_.size() + running_ >= capacity_ || held >= per_peer_) {
+      if (held == 0) held_.erase(peer);
+      ++counts_.refused;
+      return false;
+    }
+    ++held;
+    queue_.push_back({peer, std::move(job)});
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void AuthQueue::loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    Entry e = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    lock.unlock();
+    e.job(false);
+    lock.lock();
+    --running_;
+    ++counts_.ran;
+    if (auto it = held_.find(e.peer); it != held_.end() && --it->second == 0) held_.erase(it);
+  }
+}
+
+void AuthQueue::stop() {
+  std::deque<Entry> left;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    left.swap(queue_);
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto& e : left) e.job(true);
+}
+
+std::size_t AuthQueue::pending() const {
+  std::lock_guard lock(mu_);
+  return queue_.size() + running_;
+}
+
+AuthQueue::Counts AuthQueue::counts() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
+}  // namespace cpupower::exporter
