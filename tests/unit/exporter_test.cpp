@@ -290,17 +290,44 @@ TEST(HttpServerLimits, ConnectionLimitFitsTheHardFileDescriptorLimit) {
   EXPECT_EXIT(fit_by_raising_soft_limit(now.rlim_max), ::testing::ExitedWithCode(0), "");
 }
 
-int connect_loopback(std::uint16_t port) {
+// A connection to 127.0.0.1:port, from `from_ip` (any 127.0.0.0/8 address) when given.
+int connect_loopback(std::uint16_t port, const char* from_ip = nullptr) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+  if ((from_ip && (::inet_pton(AF_INET, from_ip, &from.sin_addr) != 1 ||
+                   ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0)) ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
     return -1;
   }
   return fd;
+}
+
+// Sends `request`, then returns everything the server sends until it closes or is quiet for
+// `quiet_ms`; closes `fd`.
+std::string exchange(int fd, const std::string& request, bool half_close, int quiet_ms) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    ::close(fd);
+    return "send failed";
+  }
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, quiet_ms) > 0) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 // Milliseconds until the server ends the connection (EOF or reset), or -1 after `limit`.
@@ -324,22 +351,8 @@ long ms_until_closed(int fd, std::chrono::milliseconds limit) {
 std::string get_path(std::uint16_t port, const std::string& path, bool half_close = false) {
   const int fd = connect_loopback(port);
   if (fd < 0) return "connect failed";
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    ::close(fd);
-    return "send failed";
-  }
-  if (half_close) ::shutdown(fd, SHUT_WR);
-  std::string out;
-  char buf[4096];
-  pollfd p{fd, POLLIN, 0};
-  while (::poll(&p, 1, 2000) > 0) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
+  return exchange(fd, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                  half_close, 2000);
 }
 
 TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayTheDeadline) {
@@ -455,35 +468,11 @@ TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
 // and everything the server sends until it closes or is quiet for 10 s.
 std::string get_with_auth(std::uint16_t port, const std::string& authorization,
                           const char* from_ip = "127.0.0.1") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "socket failed";
-  sockaddr_in from{};
-  from.sin_family = AF_INET;
-  ::inet_pton(AF_INET, from_ip, &from.sin_addr);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(port);
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
+  const int fd = connect_loopback(port, from_ip);
+  if (fd < 0) return "connect failed";
   std::string req = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
   if (!authorization.empty()) req += "Authorization: " + authorization + "\r\n";
-  req += "\r\n";
-  std::string out;
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
-    char buf[4096];
-    pollfd p{fd, POLLIN, 0};
-    while (::poll(&p, 1, 10000) > 0) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  ::close(fd);
-  return out;
+  return exchange(fd, req + "\r\n", false, 10000);
 }
 
 // A password check the test holds: "Basic slow" blocks on the authentication thread until
