@@ -85,16 +85,25 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
     processes_.push_back({name, child->pid, log_path, node});
     return true;
   };
-  // Where each node's exporter answers when it listens on the recipe's port.
+  // Where each node's exporter answers when it listens on the recipe's port: where the CPU
+  // exporter leg's resolvers found the node, or, without that leg, where this leg's own
+  // resolver steps (the same `cpu-power node-address`) find it.
   auto at_nodes = [&] {
     std::vector<scrape::Endpoint> out;
+    ResolvedAddresses own;
+    if (plan_.mode == LaunchMode::slurm && !leg_.resolvers.empty()) {
+      own = resolve_node_addresses(leg_.resolvers, plan_.nodes, deadline, "dcgm-exporter");
+    }
     for (const auto& node : plan_.nodes) {
       if (plan_.mode != LaunchMode::slurm) {
         out.push_back({node, "127.0.0.1", port});
         continue;
       }
       auto address = launcher_.node_address(node);
-      if (!address) address = resolve_name(node, deadline);
+      if (const auto it = own.address.find(node); !address && it != own.address.end()) {
+        address = it->second;
+      }
+      if (!address && leg_.resolvers.empty()) address = resolve_name(node, deadline);
       if (!address) {
         log()->warn("dcgm-exporter endpoint resolution failed for {}; it is left out", node);
         reasons_.add(reason::kEndpointResolutionFailed);

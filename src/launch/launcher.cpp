@@ -99,38 +99,35 @@ std::vector<scrape::Endpoint> Launcher::start(Clock::time_point deadline,
   return endpoints;
 }
 
-std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) {
-  const long port = plan_.recipe.telemetry.cpu_power_exporter->port;
-  for (const auto& g : plan_.groups) {
-    log()->info("CPU power exporters starting name={} nodes={} argv={}", g.process_name,
-                g.group.nodes.size(), common::quoted(shell_quote_argv(g.exporter_srun)));
-    spawn(g.process_name, g.exporter_srun, g.srun_log);
-  }
+ResolvedAddresses resolve_node_addresses(const std::vector<ResolverStep>& steps,
+                                         const std::vector<std::string>& nodes,
+                                         Clock::time_point deadline, std::string_view what) {
   // Every group's resolver at once; each returns by the deadline.
-  std::vector<std::map<std::string, std::string>> answers(plan_.groups.size());
+  std::vector<std::map<std::string, std::string>> answers(steps.size());
   std::vector<std::thread> resolvers;
-  for (std::size_t i = 0; i < plan_.groups.size(); ++i) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
     resolvers.emplace_back([&, i] {
-      const auto& g = plan_.groups[i];
-      const auto result = run_capture(g.resolver_srun, deadline, g.resolver_log);
+      const auto& step = steps[i];
+      const auto result = run_capture(step.srun, deadline, step.log);
       answers[i] = parse_resolver_output(result.output);
       if (!result.error.empty()) {
-        log()->warn("CPU power node address resolver failed name={} error={}", g.process_name,
+        log()->warn("{} node address resolver failed name={} error={}", what, step.name,
                     common::quoted(result.error));
       } else if (!result.status) {
-        log()->warn("CPU power node address resolver hit the startup deadline name={} log={}",
-                    g.process_name, g.resolver_log);
+        log()->warn("{} node address resolver hit the startup deadline name={} log={}", what,
+                    step.name, step.log);
       }
     });
   }
   for (auto& t : resolvers) t.join();
-  std::map<std::string, std::string> address;
-  for (const auto& a : answers) address.insert(a.begin(), a.end());
+  ResolvedAddresses out;
+  for (const auto& a : answers) out.address.insert(a.begin(), a.end());
+  out.on_node = out.address.size();
 
   // Nodes without an answer: name resolution on this host, all at once, by the same deadline.
   std::vector<std::string> missing;
-  for (const auto& n : plan_.nodes) {
-    if (!address.count(n)) missing.push_back(n);
+  for (const auto& n : nodes) {
+    if (!out.address.count(n)) missing.push_back(n);
   }
   std::vector<std::optional<std::string>> looked_up(missing.size());
   std::vector<std::thread> lookups;
@@ -141,20 +138,32 @@ std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) 
   for (std::size_t i = 0; i < missing.size(); ++i) {
     if (!looked_up[i]) continue;
     if (is_loopback_address(*looked_up[i])) {
-      log()->warn("CPU power endpoint for {} resolved by name to loopback address {}", missing[i],
+      log()->warn("{} endpoint for {} resolved by name to loopback address {}", what, missing[i],
                   *looked_up[i]);
     } else {
-      log()->info("CPU power endpoint for {} resolved by name on this host", missing[i]);
+      log()->info("{} endpoint for {} resolved by name on this host", what, missing[i]);
     }
-    address[missing[i]] = *looked_up[i];
+    out.address[missing[i]] = *looked_up[i];
   }
+  log()->info("{} endpoints resolved on_node={} by_name={} of={}", what, out.on_node,
+              out.address.size() - out.on_node, nodes.size());
+  return out;
+}
 
+std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) {
+  const long port = plan_.recipe.telemetry.cpu_power_exporter->port;
+  for (const auto& g : plan_.groups) {
+    log()->info("CPU power exporters starting name={} nodes={} argv={}", g.process_name,
+                g.group.nodes.size(), common::quoted(shell_quote_argv(g.exporter_srun)));
+    spawn(g.process_name, g.exporter_srun, g.srun_log);
+  }
+  std::vector<ResolverStep> steps;
+  for (const auto& g : plan_.groups) steps.push_back(g.resolver);
+  const ResolvedAddresses resolved =
+      resolve_node_addresses(steps, plan_.nodes, deadline, "CPU power");
+  const auto& address = resolved.address;
   addresses_ = address;
   std::vector<scrape::Endpoint> endpoints;
-  std::size_t on_node = 0;
-  for (const auto& a : answers) on_node += a.size();
-  log()->info("CPU power endpoints resolved on_node={} by_name={} of={}", on_node,
-              address.size() - on_node, plan_.nodes.size());
   for (const auto& n : plan_.nodes) {
     const auto it = address.find(n);
     if (it == address.end()) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,19 @@ namespace cpupower::launch {
 // nullopt when `text` has none.
 std::optional<long> listening_port(const std::string& text);
 
+// Where each of `nodes` answers (slurm mode): the resolver steps' answers, every step at
+// once, then name resolution on this host for the nodes no step answered for, all by
+// `deadline`. `what` begins the log lines ("CPU power", "dcgm-exporter"). A node found
+// neither way is absent.
+struct ResolvedAddresses {
+  std::map<std::string, std::string> address;  // node -> IP address
+  std::size_t on_node = 0;                     // of them, answered by a resolver step
+};
+ResolvedAddresses resolve_node_addresses(const std::vector<ResolverStep>& steps,
+                                         const std::vector<std::string>& nodes,
+                                         std::chrono::steady_clock::time_point deadline,
+                                         std::string_view what);
+
 class Launcher {
  public:
   explicit Launcher(const SessionPlan& plan);
@@ -44,7 +58,8 @@ class Launcher {
   // The host leg reads the same trees as the exporters.
   const std::vector<std::pair<std::string, std::string>>& simulated_nodes();
 
-  // Where the CPU exporters' resolution found `node` (slurm mode, after start()).
+  // Where the CPU exporters' resolution found `node` (slurm mode, after start()); the GPU
+  // leg's endpoints use it too.
   std::optional<std::string> node_address(const std::string& node) const;
 
   // Whether any exporter process (srun or local exporter) is still running; reaps and logs

@@ -10,12 +10,19 @@
 namespace cpupower::launch {
 namespace {
 
-std::vector<std::string> resolver_command(const SessionPlan& plan, const std::string& self_exe) {
-  std::vector<std::string> argv{self_exe, "node-address"};
+// `cpu-power node-address` on every node of `g`, through srun, its stdout read back.
+ResolverStep resolver_step(const PlanRequest& r, const SessionPlan& plan, const NodeGroup& g,
+                           const std::string& name, bool several) {
+  SrunStep step;
+  step.job_id = plan.job_id;
+  step.group = g;
+  step.srun_options = plan.recipe.runtime.srun_options;
+  step.command = {r.self_exe, "node-address"};
   if (const auto& iface = plan.recipe.runtime.network_interface) {
-    argv.insert(argv.end(), {"--interface", *iface});
+    step.command.insert(step.command.end(), {"--interface", *iface});
   }
-  return argv;
+  return {name, srun_argv(step),
+          plan.log_dir + "/" + name + "_resolver" + group_suffix(g.het_group, several) + ".log"};
 }
 
 void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocation,
@@ -31,8 +38,7 @@ void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocatio
     gp.group = g;
     gp.process_name = exporter_process_name(g.het_group, several);
     gp.srun_log = plan.log_dir + "/" + gp.process_name + ".srun.log";
-    gp.resolver_log = plan.log_dir + "/telemetry_cpu_power_resolver" +
-                      group_suffix(g.het_group, several) + ".log";
+    gp.resolver = resolver_step(r, plan, g, "telemetry_cpu_power", several);
     SrunStep step;
     step.job_id = plan.job_id;
     step.group = g;
@@ -40,9 +46,6 @@ void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocatio
     step.output = exporter_log_pattern(plan.log_dir, g.het_group, several);
     step.command = plan.exporter_command;
     gp.exporter_srun = srun_argv(step);
-    step.output.reset();  // the resolver's stdout is read back
-    step.command = resolver_command(plan, r.self_exe);
-    gp.resolver_srun = srun_argv(step);
     for (const auto& n : g.nodes) plan.nodes.push_back(n);
     plan.groups.push_back(std::move(gp));
   }
@@ -141,25 +144,34 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
           std::to_string(d.port) + "; give telemetry.dcgm_exporter.binary to start one");
     }
   }
-  if (plan.mode == LaunchMode::slurm && leg.source == GpuExporterSource::started) {
+  if (plan.mode == LaunchMode::slurm) {
     if (allocation) plan.job_id = allocation->job_id;
     const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
-    for (const auto& e : grouped.errors) {
-      plan.warnings.push_back("dcgm-exporter launch failed for " + e + "; it is left out");
-    }
     const bool several = grouped.groups.size() > 1;
-    for (const auto& g : grouped.groups) {
-      GpuLegGroup gg;
-      gg.group = g;
-      gg.process_name = "telemetry_dcgm_exporter" + group_suffix(g.het_group, several);
-      SrunStep step;
-      step.job_id = plan.job_id;
-      step.group = g;
-      step.srun_options = plan.recipe.runtime.srun_options;
-      step.output = percent_escaped(plan.log_dir) + "/" + gg.process_name + ".%N.out";
-      step.command = leg.exporter_command;
-      gg.srun = srun_argv(step);
-      leg.groups.push_back(std::move(gg));
+    // Where each node answers: the CPU exporter leg's resolvers find it for both legs; without
+    // that leg, the GPU leg runs the same resolver step itself.
+    if (plan.groups.empty()) {
+      for (const auto& g : grouped.groups) {
+        leg.resolvers.push_back(resolver_step(r, plan, g, "telemetry_dcgm_exporter", several));
+      }
+    }
+    if (leg.source == GpuExporterSource::started) {
+      for (const auto& e : grouped.errors) {
+        plan.warnings.push_back("dcgm-exporter launch failed for " + e + "; it is left out");
+      }
+      for (const auto& g : grouped.groups) {
+        GpuLegGroup gg;
+        gg.group = g;
+        gg.process_name = "telemetry_dcgm_exporter" + group_suffix(g.het_group, several);
+        SrunStep step;
+        step.job_id = plan.job_id;
+        step.group = g;
+        step.srun_options = plan.recipe.runtime.srun_options;
+        step.output = percent_escaped(plan.log_dir) + "/" + gg.process_name + ".%N.out";
+        step.command = leg.exporter_command;
+        gg.srun = srun_argv(step);
+        leg.groups.push_back(std::move(gg));
+      }
     }
   }
   plan.gpu_leg = std::move(leg);
@@ -345,7 +357,7 @@ std::string describe_plan(const SessionPlan& p) {
                                                   : std::string("no het group"),
                            g.group.nodes.size(), g.group.nodes.size() == 1 ? "" : "s");
         out += "  exporter: " + shell_quote_argv(g.exporter_srun) + "\n";
-        out += "  resolver: " + shell_quote_argv(g.resolver_srun) + "\n";
+        out += "  resolver: " + shell_quote_argv(g.resolver.srun) + "\n";
       }
     } else {
       line("exporter", shell_quote_argv(p.exporter_command) +
@@ -407,6 +419,7 @@ std::string describe_plan(const SessionPlan& p) {
         }
         break;
     }
+    for (const auto& rs : g.resolvers) line("resolver", shell_quote_argv(rs.srun));
     if (g.roles_file) line("gpu roles", *g.roles_file);
   }
   for (const auto& w : p.warnings) line("warning", w);

@@ -42,14 +42,21 @@ struct PlanRequest {
   scrape::ClientSecurity scrape_security;
 };
 
+// The address resolver on one node group: `cpu-power node-address` through srun, its stdout
+// read back (where each node answers, by the recipe's runtime.network_interface).
+struct ResolverStep {
+  std::string name;  // telemetry_cpu_power[_gG] or telemetry_dcgm_exporter[_gG]
+  std::vector<std::string> srun;
+  std::string log;  // the step's stderr
+};
+
 // One srun group: the exporter step and the address resolver step on the same nodes.
 struct GroupPlan {
   NodeGroup group;
   std::string process_name;  // telemetry_cpu_power_exporter[_gG]
   std::vector<std::string> exporter_srun;
-  std::vector<std::string> resolver_srun;
-  std::string srun_log;      // srun's own messages for the exporter step
-  std::string resolver_log;  // the resolver step's stderr
+  std::string srun_log;  // srun's own messages for the exporter step
+  ResolverStep resolver;
 };
 
 // The host-collector leg (telemetry.cpu_power.enabled): `cpu-power host-collect` on every
@@ -87,8 +94,10 @@ struct GpuLegPlan {
   long port = 9400;                           // where each node's dcgm-exporter listens
   std::vector<std::string> exporter_command;  // as started on each node (started, simulated)
   std::vector<GpuLegGroup> groups;            // slurm mode, started
-  std::optional<std::string> roles_file;      // --gpu-roles
-  bool required = false;                      // telemetry.required
+  // Slurm mode without the CPU exporter leg, whose resolution serves both legs otherwise.
+  std::vector<ResolverStep> resolvers;
+  std::optional<std::string> roles_file;  // --gpu-roles
+  bool required = false;                  // telemetry.required
 };
 
 struct SessionPlan {

@@ -10,7 +10,8 @@
 #  2. n2's dcgm-exporter SIGKILLed while the command runs: the endpoint error and n2's
 #     unbracketed window in the manifest, not publishable, the CPU leg untouched; exit 0
 #     best-effort, 1 with telemetry.required;
-#  3. dcgm-exporters already running on the nodes (no command or binary in the recipe):
+#  3. the GPU leg alone (no CPU exporter leg), dcgm-exporters already running on the nodes
+#     (no command or binary in the recipe): node addresses from the leg's own resolver step,
 #     scraped where they are, publishable, and left running.
 source "$(dirname "$0")/slurm_lib.sh"
 ORACLE="$ROOT/tests/oracle"
@@ -19,9 +20,10 @@ start_cluster 3
 ok "cluster up: $(tail -2 "$WORK/up.log" | head -1)"
 
 SIM_GPU="$BIN/cpu-power sim-gpu --listen 0.0.0.0:{port} --gpus 2 --collect-interval-ms 100"
-recipe() {  # recipe FILE REQUIRED started|running
-  local dcgm="{container_image: x, port: 9400, command: \"$SIM_GPU\"}"
+recipe() {  # recipe FILE REQUIRED started|running [gpu-only]
+  local dcgm="{container_image: x, port: 9400, command: \"$SIM_GPU\"}" cpu="cpu_power_exporter: {}"
   [ "$3" = running ] && dcgm="{container_image: x, port: 9400}"
+  [ "${4:-}" = gpu-only ] && cpu=""
   cat >"$1" <<EOF
 benchmark: {type: sa-bench}
 telemetry:
@@ -31,12 +33,12 @@ telemetry:
   request_timeout_seconds: 0.5
   startup_timeout_seconds: $(scaled 30)
   dcgm_exporter: $dcgm
-  cpu_power_exporter: {}
+  $cpu
 EOF
 }
 recipe "$WORK/best.yaml" false started
 recipe "$WORK/required.yaml" true started
-recipe "$WORK/running.yaml" false running
+recipe "$WORK/running.yaml" false running gpu-only
 
 json_get() { $PY -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval("d" + sys.argv[2]))' "$1" "$2"; }
 
@@ -240,9 +242,10 @@ done
 ok "n2's dcgm-exporter killed mid-run: endpoint_http_error, n2's GPUs leave the session window unbracketed, not publishable, CPU leg untouched; exit 0 best-effort, 1 with required"
 [ -z "$(sim_gpu_pids)" ] || fail "dcgm-exporters left running after the kill runs: $(sim_gpu_pids)"
 
-# --- 3. dcgm-exporters already running on the nodes -----------------------------------------
-# Inside the allocation: a sim-gpu per node on 9400 as the site's service would be, then the
-# run, which scrapes them and leaves them running; then they are stopped.
+# --- 3. the GPU leg alone, dcgm-exporters already running on the nodes ----------------------
+# Inside the allocation: a sim-gpu per node on 9400 as the site's service would be, then a
+# run without the CPU exporter leg, which scrapes them and leaves them running; then they are
+# stopped.
 cat >"$WORK/running.sh" <<EOF
 srun --overlap --nodes 3 --ntasks 3 --output "$WORK/site.%N.out" \\
   $BIN/cpu-power sim-gpu --listen 0.0.0.0:9400 --gpus 2 --collect-interval-ms 100 &
@@ -256,7 +259,7 @@ for n in n1 n2 n3; do
   done
 done
 rc=0
-"$BIN/cpu-power" run --config "$WORK/running.yaml" --cpu-samples-schema 2 --log-dir "$WORK/running" \\
+"$BIN/cpu-power" run --config "$WORK/running.yaml" --log-dir "$WORK/running" \\
   -- sh -c "$PY $ROOT/scripts/demo-bench.py $WORK/running --seconds 1 --idle 0.5 --concurrency 2 >$WORK/running/benchmark.out" || rc=\$?
 bash "$WORK/sim_gpu_pids.sh" | wc -l >"$WORK/running_after"
 kill -TERM \$site
@@ -268,6 +271,11 @@ salloc -N3 bash "$WORK/running.sh" >"$WORK/running.log" 2>&1 || RC=$?
 [ "$RC" = 0 ] || { cat "$WORK/running.log"; fail "already running: exit $RC"; }
 grep -q 'dcgm-exporter: scraping the one already running on each node, port 9400' "$WORK/running.log" ||
   fail "already running: not scraped where it runs"
+# The GPU leg alone: no CPU exporter leg to find the nodes' addresses, so it runs the resolver
+# step itself (this cluster's node names do not resolve on the head node).
+grep -q 'dcgm-exporter endpoints resolved on_node=3 by_name=0 of=3' "$WORK/running.log" ||
+  { grep -i resolv "$WORK/running.log"; fail "GPU leg alone: addresses not resolved on the nodes"; }
+[ -e "$WORK/running/power/cpu" ] && fail "GPU leg alone: a CPU leg ran"
 grep -q 'container_image is not launched' "$WORK/running.log" || fail "already running: no container_image warning"
 grep -q 'dcgm-exporter starting' "$WORK/running.log" && fail "already running: the run started a dcgm-exporter"
 [ "$(cat "$WORK/running_after")" = 3 ] || fail "already running: $(cat "$WORK/running_after") of 3 site exporters left after the run"
@@ -283,6 +291,6 @@ assert [(w["benchmark_type"], w["concurrency"]) for w in m["expected_windows"]] 
     [("session", 1), ("sa-bench", 2)], m["expected_windows"]
 PYEOF
 [ -z "$(sim_gpu_pids)" ] || fail "site dcgm-exporters left running: $(sim_gpu_pids)"
-ok "dcgm-exporters already running: scraped on 9400 at each node's address, publishable, left running by the run"
+ok "the GPU leg alone, dcgm-exporters already running: node addresses from its own resolver step, scraped on 9400, publishable, left running by the run"
 
 finish

@@ -193,13 +193,45 @@ TEST(SessionPlan, HetAllocationIsOneSrunPerGroup) {
                           "--nodelist", "n2,n3", "--het-group=1", "--output",
                           "/logs/run 1/telemetry_cpu_power_exporter.g1.%N.out",
                           "/opt/bin/cpu-power-exporter", "--port", "9405", "--source", "auto"));
-  EXPECT_THAT(plan.groups[1].resolver_srun,
+  EXPECT_THAT(plan.groups[1].resolver.srun,
               ElementsAre("srun", "--jobid", "4", "--overlap", "--nodes", "2", "--ntasks", "2",
                           "--nodelist", "n2,n3", "--het-group=1", "/opt/bin/cpu-power",
                           "node-address", "--interface", "ib0"));
+  EXPECT_EQ(plan.groups[1].resolver.log, "/logs/run 1/telemetry_cpu_power_resolver.g1.log");
   EXPECT_EQ(plan.groups[1].process_name, "telemetry_cpu_power_exporter_g1");
   EXPECT_THAT(plan.nodes, ElementsAre("n1", "n2", "n3"));
   EXPECT_EQ(plan.cpu_dir, "/logs/run 1/power/cpu");
+}
+
+TEST(SessionPlan, TheGpuLegResolvesNodeAddressesItselfOnlyWithoutTheCpuExporterLeg) {
+  const Env env = {{"SLURM_JOB_ID", "4"}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
+  // Both legs: the CPU exporter leg's resolvers serve the GPU leg too.
+  auto both = request(env);
+  both.recipe.telemetry.dcgm_exporter.emplace();
+  const auto with_cpu = make_plan(both);
+  ASSERT_EQ(with_cpu.error, "");
+  ASSERT_TRUE(with_cpu.gpu_leg);
+  EXPECT_EQ(with_cpu.groups.size(), 1u);
+  EXPECT_TRUE(with_cpu.gpu_leg->resolvers.empty());
+  // The GPU leg alone (a dcgm-exporter already running on each node): its own resolver step,
+  // by the recipe's network interface, as the CPU leg's would be.
+  auto gpu_only = request(env);
+  gpu_only.recipe.telemetry.cpu_power_exporter.reset();
+  gpu_only.recipe.telemetry.dcgm_exporter.emplace();
+  gpu_only.recipe.runtime.network_interface = "ib0";
+  const auto plan = make_plan(gpu_only);
+  ASSERT_EQ(plan.error, "");
+  EXPECT_EQ(plan.mode, LaunchMode::slurm);
+  EXPECT_TRUE(plan.groups.empty());
+  ASSERT_TRUE(plan.gpu_leg);
+  EXPECT_EQ(plan.gpu_leg->source, GpuExporterSource::running);
+  ASSERT_EQ(plan.gpu_leg->resolvers.size(), 1u);
+  EXPECT_THAT(plan.gpu_leg->resolvers[0].srun,
+              ElementsAre("srun", "--jobid", "4", "--overlap", "--nodes", "2", "--ntasks", "2",
+                          "--nodelist", "n1,n2", "/opt/bin/cpu-power", "node-address",
+                          "--interface", "ib0"));
+  EXPECT_EQ(plan.gpu_leg->resolvers[0].log, "/logs/run 1/telemetry_dcgm_exporter_resolver.log");
+  EXPECT_THAT(describe_plan(plan), HasSubstr("resolver:  srun --jobid 4"));
 }
 
 TEST(SessionPlan, HostLegIsOneCollectorSrunPerGroup) {
