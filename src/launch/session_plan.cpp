@@ -10,18 +10,28 @@
 namespace cpupower::launch {
 namespace {
 
-// `cpu-power node-address` on every node of `g`, through srun, its stdout read back.
-ResolverStep resolver_step(const PlanRequest& r, const SessionPlan& plan, const NodeGroup& g,
-                           const std::string& name, bool several) {
+// The srun argv of one step of the plan on node group `g`: the allocation's job, the recipe's
+// srun options, stdout to `output` (none: read back by the caller).
+std::vector<std::string> srun_on(const SessionPlan& plan, const NodeGroup& g,
+                                 std::optional<std::string> output,
+                                 std::vector<std::string> command) {
   SrunStep step;
   step.job_id = plan.job_id;
   step.group = g;
   step.srun_options = plan.recipe.runtime.srun_options;
-  step.command = {r.self_exe, "node-address"};
+  step.output = std::move(output);
+  step.command = std::move(command);
+  return srun_argv(step);
+}
+
+// `cpu-power node-address` on every node of `g`, through srun, its stdout read back.
+ResolverStep resolver_step(const PlanRequest& r, const SessionPlan& plan, const NodeGroup& g,
+                           const std::string& name, bool several) {
+  std::vector<std::string> command = {r.self_exe, "node-address"};
   if (const auto& iface = plan.recipe.runtime.network_interface) {
-    step.command.insert(step.command.end(), {"--interface", *iface});
+    command.insert(command.end(), {"--interface", *iface});
   }
-  return {name, srun_argv(step),
+  return {name, srun_on(plan, g, std::nullopt, std::move(command)),
           plan.log_dir + "/" + name + "_resolver" + group_suffix(g.het_group, several) + ".log"};
 }
 
@@ -39,13 +49,8 @@ void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocatio
     gp.process_name = exporter_process_name(g.het_group, several);
     gp.srun_log = plan.log_dir + "/" + gp.process_name + ".srun.log";
     gp.resolver = resolver_step(r, plan, g, "telemetry_cpu_power", several);
-    SrunStep step;
-    step.job_id = plan.job_id;
-    step.group = g;
-    step.srun_options = plan.recipe.runtime.srun_options;
-    step.output = exporter_log_pattern(plan.log_dir, g.het_group, several);
-    step.command = plan.exporter_command;
-    gp.exporter_srun = srun_argv(step);
+    gp.exporter_srun = srun_on(plan, g, exporter_log_pattern(plan.log_dir, g.het_group, several),
+                               plan.exporter_command);
     for (const auto& n : g.nodes) plan.nodes.push_back(n);
     plan.groups.push_back(std::move(gp));
   }
@@ -78,13 +83,8 @@ void plan_host_leg(const PlanRequest& r, const std::optional<Allocation>& alloca
       hg.group = g;
       hg.process_name = std::string("telemetry_cpu_power") +
                         (several ? "_g" + std::to_string(g.het_group) : std::string());
-      SrunStep step;
-      step.job_id = plan.job_id;
-      step.group = g;
-      step.srun_options = plan.recipe.runtime.srun_options;
-      step.output = percent_escaped(plan.log_dir) + "/" + hg.process_name + ".%N.out";
-      step.command = leg.collector_command;
-      hg.srun = srun_argv(step);
+      hg.srun = srun_on(plan, g, percent_escaped(plan.log_dir) + "/" + hg.process_name + ".%N.out",
+                        leg.collector_command);
       leg.groups.push_back(std::move(hg));
     }
   }
@@ -163,13 +163,9 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
         GpuLegGroup gg;
         gg.group = g;
         gg.process_name = "telemetry_dcgm_exporter" + group_suffix(g.het_group, several);
-        SrunStep step;
-        step.job_id = plan.job_id;
-        step.group = g;
-        step.srun_options = plan.recipe.runtime.srun_options;
-        step.output = percent_escaped(plan.log_dir) + "/" + gg.process_name + ".%N.out";
-        step.command = leg.exporter_command;
-        gg.srun = srun_argv(step);
+        gg.srun =
+            srun_on(plan, g, percent_escaped(plan.log_dir) + "/" + gg.process_name + ".%N.out",
+                    leg.exporter_command);
         leg.groups.push_back(std::move(gg));
       }
     }
