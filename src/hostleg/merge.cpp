@@ -15,6 +15,7 @@
 
 #include "artifacts/csv.hpp"
 #include "artifacts/host_samples.hpp"
+#include "artifacts/limits.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
 #include "hostleg/manifest.hpp"
@@ -90,6 +91,14 @@ std::optional<std::string> read_whole_file(const std::string& path, std::string*
 std::optional<double> finite_cell(std::string_view cell) {
   const auto v = artifacts::parse_double(cell);
   if (!v || !std::isfinite(*v)) return std::nullopt;
+  return v;
+}
+
+// An optional power reading: positive and finite, or missing (blank, garbled, zero or
+// negative: what a writer leaves blank, and what the report would read as missing).
+std::optional<double> watts_cell(std::string_view cell) {
+  const auto v = finite_cell(cell);
+  if (!v || !(*v > 0)) return std::nullopt;
   return v;
 }
 
@@ -184,6 +193,10 @@ class NodeFileReader {
     problems_.add(name_ + ":" + std::to_string(line) + ": " + message);
   }
 
+  void above_bound(std::size_t line, std::string_view column, double v, double bound) {
+    bad_row(line, fmt::format("{} {} W is above the physical bound of {} W", column, v, bound));
+  }
+
   void on_record(const artifacts::CsvRecord& record) {
     const std::size_t line = record.line;
     const auto& c = record.cells;
@@ -206,9 +219,10 @@ class NodeFileReader {
                                                         "a non-negative integer"));
     }
     row.socket_id = static_cast<std::uint32_t>(*socket);
-    if (!artifacts::parse_double(c[*columns_.power_w], &value) || !std::isfinite(value)) {
-      return bad_row(
-          line, artifacts::describe_bad_cell("power_w", c[*columns_.power_w], "a finite number"));
+    if (!artifacts::parse_double(c[*columns_.power_w], &value) || !std::isfinite(value) ||
+        !(value > 0)) {
+      return bad_row(line, artifacts::describe_bad_cell("power_w", c[*columns_.power_w],
+                                                        "a positive finite number"));
     }
     row.power_w = value;
     if (columns_.source) row.source = std::string(c[*columns_.source]);
@@ -216,15 +230,33 @@ class NodeFileReader {
     if (timestamp_local_) row.timestamp_local = std::string(c[*timestamp_local_]);
     // Optional values that are blank or garbled are missing, as the writer would have left
     // them: the row's time and primary power are what make it a sample.
-    row.total_power_w = finite_cell(c[*columns_.total_power_w]);
+    row.total_power_w = watts_cell(c[*columns_.total_power_w]);
     for (std::size_t i = 0; i < columns_.util.size(); ++i) {
       if (columns_.util[i]) row.cpu_util[i] = finite_cell(c[*columns_.util[i]]);
     }
     if (columns_.wide) {
-      row.cpu_rail_w = finite_cell(c[*columns_.rails[0]]);
-      row.soc_w = finite_cell(c[*columns_.rails[1]]);
-      row.dram_w = finite_cell(c[*columns_.rails[2]]);
-      if (columns_.module_w) row.module_w = finite_cell(c[*columns_.module_w]);
+      row.cpu_rail_w = watts_cell(c[*columns_.rails[0]]);
+      row.soc_w = watts_cell(c[*columns_.rails[1]]);
+      row.dram_w = watts_cell(c[*columns_.rails[2]]);
+      if (columns_.module_w) row.module_w = watts_cell(c[*columns_.module_w]);
+    }
+    // A reading above its physical bound is an error, never a value (artifacts/limits.hpp):
+    // the row goes, as the report would skip it.
+    const std::pair<std::string_view, const std::optional<double>*> per_socket[] = {
+        {"power_w", nullptr},
+        {"cpu_rail_w", &row.cpu_rail_w},
+        {"soc_w", &row.soc_w},
+        {"dram_w", &row.dram_w},
+        {"module_w", &row.module_w}};
+    for (const auto& [column, reading] : per_socket) {
+      const double v = reading ? reading->value_or(0) : row.power_w;
+      if (v > artifacts::kMaxSocketWatts)
+        return above_bound(line, column, v, artifacts::kMaxSocketWatts);
+    }
+    if (row.total_power_w.value_or(0) > artifacts::kMaxNodeWatts) {
+      return above_bound(line, "total_power_w", *row.total_power_w, artifacts::kMaxNodeWatts);
+    }
+    if (columns_.wide) {
       rows_.push_back(std::move(row));
       return;
     }

@@ -376,6 +376,55 @@ TEST(HostMerge, NonNumericTimestampIsMalformedNotAnException) {
   EXPECT_NE(out.problems[5].find("nodes/n1.csv:8: 8 cells"), std::string::npos) << out.problems[5];
 }
 
+// Readings are held to the report's rules (artifacts/limits.hpp), so that whatever the merge
+// writes the report reads whole: a primary reading that is not positive, or any reading above
+// its physical bound, makes the row malformed; an optional reading that is zero or negative is
+// missing, as a writer would have left it.
+TEST(HostMerge, ReadingsOutsideTheirBoundsAreMalformedOrMissing) {
+  TempDir dir;
+  write_v5(dir, "n1", {v5_row(1.0, "n1", 0, 90)});
+  std::string text = slurp(dir.file("nodes/n1.csv"));
+  text += "5,2.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,0,,,,,180,,,,,\r\n";
+  text += "5,2.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,-90,,,,,180,,,,,\r\n";
+  text += "5,2.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,10001,,,,,180,,,,,\r\n";
+  text += "5,2.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,90,45,10,5,40008,180,,,,,\r\n";
+  text += "5,2.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,90,,,,,100001,,,,,\r\n";
+  text += "5,3.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,90,-45,0,5,-1,-180,,,,,\r\n";
+  spit(dir.file("nodes/n1.csv"), text);
+  // A long (v2) file: a rail above its bound takes its own row, and the group keeps the rest.
+  spit(dir.file("nodes/n2.csv"),
+       crlf(artifacts::kHostHeaderV2) +
+           "2,2.5,2026-01-01T00:00:02Z,n2,acpi,CPU0:cpuSidePowerUsageW,0,90,90\r\n"
+           "2,2.5,2026-01-01T00:00:02Z,n2,acpi,CPU0:dramPowerUsageW,0,20000,90\r\n"
+           "2,2.5,2026-01-01T00:00:02Z,n2,acpi,CPU0:socPowerUsageW,0,-10,90\r\n");
+
+  const auto out = merge_host_samples(settings_for(dir, {"n1", "n2"}));
+  EXPECT_EQ(out.malformed_rows, 7u);
+  EXPECT_EQ(out.sample_row_count, 3u);
+  ASSERT_GE(out.problems.size(), 7u);
+  EXPECT_EQ(out.problems[0], "nodes/n1.csv:3: power_w '0' is not a positive finite number");
+  EXPECT_EQ(out.problems[1], "nodes/n1.csv:4: power_w '-90' is not a positive finite number");
+  EXPECT_EQ(out.problems[2],
+            "nodes/n1.csv:5: power_w 10001 W is above the physical bound of 10000 W");
+  EXPECT_EQ(out.problems[3],
+            "nodes/n1.csv:6: module_w 40008 W is above the physical bound of 10000 W");
+  EXPECT_EQ(out.problems[4],
+            "nodes/n1.csv:7: total_power_w 100001 W is above the physical bound of 100000 W");
+  EXPECT_EQ(out.problems[5],
+            "nodes/n2.csv:3: power_w 20000 W is above the physical bound of 10000 W");
+  EXPECT_EQ(out.problems[6], "nodes/n2.csv:4: power_w '-10' is not a positive finite number");
+
+  HostSampleRow blanks = v5_row(3.0, "n1", 0, 90);
+  blanks.timestamp_local = "x";
+  blanks.cpu_rail_w = blanks.soc_w = blanks.module_w = blanks.total_power_w = std::nullopt;
+  HostSampleRow two = v5_row(2.5, "n2", 0, 90);
+  two.timestamp_local = "2026-01-01T00:00:02Z";
+  two.cpu_rail_w = two.soc_w = two.dram_w = two.module_w = std::nullopt;
+  two.total_power_w = 90;
+  EXPECT_EQ(slurp(dir.file("samples.csv")),
+            expected_samples({v5_row(1.0, "n1", 0, 90), two, blanks}));
+}
+
 TEST(HostMerge, EmptyRunGetsAHeaderOnlySamplesFile) {
   TempDir dir;
   const auto out = merge_host_samples(settings_for(dir, {}));
