@@ -109,6 +109,25 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
              row_prefix(out, family, row);
              out += row.reading.stale ? "1\n" : "0\n";
            });
+  if (!stats.modules.empty()) {
+    constexpr std::string_view kWithheld = "cpu_power_exporter_module_withheld";
+    expo::append_family_header(
+        out, kWithheld,
+        "1 when a socket's superchip module power is withheld for this reason, else 0: "
+        "reason=\"stale\" (its latest NVML reading is older than 3 s), reason=\"disagree\" "
+        "(its GPUs' readings differ by more than 5 % of their mean).",
+        "gauge");
+    for (const auto& m : stats.modules) {
+      for (const auto& [reason, set] : {std::pair{"stale", m.stale}, {"disagree", m.disagree}}) {
+        out += kWithheld;
+        out += "{socket=\"";
+        expo::append_uint(out, m.socket);
+        out += "\",reason=\"";
+        out += reason;
+        out += set ? "\"} 1\n" : "\"} 0\n";
+      }
+    }
+  }
   each_row(out, "cpu_power_exporter_reads_total", "Sensor reads completed.", "counter", rows,
            count(&R::reads_total));
   each_row(out, "cpu_power_exporter_read_errors_total",

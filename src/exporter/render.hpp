@@ -51,11 +51,13 @@ struct SelfStats {
   std::string_view version;
   std::string_view source;  // resolved mode
   std::uint64_t scrapes_total = 0;
+  std::vector<sources::ModuleSocketState> modules;  // NVML module sockets, when NVML is on
 };
 
 // cpu_power_exporter_* families: info, per-sensor sample age (counted from the centre of the
 // interval the reading averages: read time minus half the window), averaging interval, read
-// duration, read counters, stale flags, scrapes served.
+// duration, read counters, stale flags, module sockets withheld (by reason; only with NVML
+// module sockets), scrapes served.
 void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats);
 

@@ -19,9 +19,11 @@ std::string Service::render_metrics() {
   snapshots.reserve(sources_.size());
   std::vector<SelfRow> rows;
   std::deque<std::string> interval_labels;  // stable addresses for the rows' label views
+  SelfStats stats;
   for (const auto& source : sources_) {
     auto& snap = snapshots.emplace_back(source->snapshot(now));
     if (!snap.available) continue;
+    stats.modules.insert(stats.modules.end(), snap.modules.begin(), snap.modules.end());
     render_family(out, family_of(source->mode()), snap);
     const auto& sensors = *snap.sensors;
     for (std::size_t i = 0; i < sensors.size() && i < snap.readings.size(); ++i) {
@@ -36,8 +38,10 @@ std::string Service::render_metrics() {
       }
     }
   }
-  const std::string_view mode = sources_.empty() ? "" : sources_.front()->mode();
-  render_self_metrics(out, rows, {version_, mode, scrapes});
+  stats.version = version_;
+  stats.source = sources_.empty() ? "" : sources_.front()->mode();
+  stats.scrapes_total = scrapes;
+  render_self_metrics(out, rows, stats);
   return out;
 }
 

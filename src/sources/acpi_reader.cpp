@@ -224,7 +224,7 @@ Snapshot AcpiReader::snapshot(SteadyTime now) const {
       readings[i].average_interval_s = interval_s(live_->current[i]);
     }
   }
-  return {sensors_, std::move(readings), true};
+  return {sensors_, std::move(readings), true, {}};
 }
 
 }  // namespace cpupower::sources

@@ -352,7 +352,7 @@ std::vector<std::uint16_t> DcgmReader::fields() const {
 }
 
 Snapshot DcgmReader::snapshot(SteadyTime now) const {
-  return {sensors_, table_->snapshot(now), true};
+  return {sensors_, table_->snapshot(now), true, {}};
 }
 
 DcgmRung try_dcgm(const DcgmOptions& options) {

@@ -317,7 +317,9 @@ Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
   std::lock_guard lock(shared_->mutex);
   out.available = shared_->available;
   for (const auto& [socket, st] : shared_->sockets) {
-    if (!st.watts || now - st.read_at > shared_->options.max_age) continue;
+    const bool stale = now - st.read_at > shared_->options.max_age;
+    out.modules.push_back({socket, stale, !stale && !st.watts});
+    if (!st.watts || stale) continue;
     Sensor sensor;
     sensor.name = "nvml/socket" + std::to_string(socket);
     sensor.kind = rails::Kind::module;

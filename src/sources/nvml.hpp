@@ -52,7 +52,8 @@ class NvmlModuleReader final : public Source {
   // One row per socket with a fresh, agreeing reading, ascending; labels type="module",
   // socket, gpus (the GPUs that answered) and source="nvml". `available` turns false once
   // NVML was found unusable (library, init, or no GPU on a socket): the family is then
-  // omitted for the process lifetime.
+  // omitted for the process lifetime. `modules` says, for every socket read so far, whether
+  // it is withheld as stale or for disagreement.
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
   struct Shared;

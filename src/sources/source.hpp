@@ -31,10 +31,19 @@ struct Sensor {
   std::string self_label_text;  // escaped labels of the exporter's self metrics
 };
 
+// A socket of superchip module power (NVML) and why it is withheld, when it is: at most one
+// of the two is set (a stale reading is stale whatever its GPUs said).
+struct ModuleSocketState {
+  std::uint32_t socket = 0;
+  bool stale = false;     // its last reading is older than the maximum age
+  bool disagree = false;  // its GPUs' last readings disagree by more than the bound
+};
+
 struct Snapshot {
   std::shared_ptr<const std::vector<Sensor>> sensors;
-  std::vector<ChannelReading> readings;  // readings[i] belongs to (*sensors)[i]
-  bool available = true;                 // false once the source gave up for good (NVML)
+  std::vector<ChannelReading> readings;    // readings[i] belongs to (*sensors)[i]
+  bool available = true;                   // false once the source gave up for good (NVML)
+  std::vector<ModuleSocketState> modules;  // NVML: every socket read so far, ascending
 };
 
 class Source {

@@ -55,7 +55,7 @@ class StandInSource : public sources::Source {
     r.read_duration_s = 0.001;
     r.read_at_unix = 1.7e9;
     r.reads_total = 10;
-    return {sensors_, {r}, true};
+    return {sensors_, {r}, true, {}};
   }
 
  private:

@@ -161,17 +161,26 @@ sed -i 's/^gpu.3.mw=.*/gpu.3.mw=640000/' "$FAKE_NVML_CONTROL"   # 6.5 % apart
 wait_for_line "$nlog" 'WARN .*GPU module power readings of a socket disagree by more than 5% of their mean; withholding the socket socket=1 gpus=2,3' 5
 withheld() { ! grep -q 'socket="1",gpus' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")"; }
 wait_until 5 "the disagreeing socket to be withheld" withheld
+body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
+for want in 'cpu_power_exporter_module_withheld{socket="1",reason="disagree"} 1' \
+  'cpu_power_exporter_module_withheld{socket="1",reason="stale"} 0' \
+  'cpu_power_exporter_module_withheld{socket="0",reason="disagree"} 0'; do
+  grep -qxF "$want" <<<"$body" || { echo "$body"; fail "withheld by reason: no '$want'"; }
+done
 sed -i 's/^gpu.3.mw=.*/gpu.3.mw=620000/' "$FAKE_NVML_CONTROL"
 wait_for_line "$nlog" 'INFO .*GPU module power readings of a socket agree again; publishing it socket=1' 5
 [ "$(grep -c 'disagree by more than' "$nlog")" = 1 ] || fail "disagreement warned more than once"
-ok "GPUs 6.5 % apart: socket withheld, warned once; INFO when they agree again"
+ok "GPUs 6.5 % apart: socket withheld (module_withheld reason=disagree), warned once; INFO when they agree again"
 
 sed -i 's/^gpu.0.mw=.*/gpu.0.mw=hang:10000/' "$FAKE_NVML_CONTROL"
 worst=$(worst_ms)
 [ "$worst" -lt "$(scaled 1000)" ] || fail "HTTP took $worst ms while NVML hangs$(scale_note)"
 wait_for_line "$nlog" 'WARN cpu_power_exporter::nvml: NVML module readings missing or stale; withholding the socket socket=0' 6
-grep -q '^cpu_power_nvml_watts{' <<<"$(curl -sf "http://127.0.0.1:$PORT/metrics")" && fail "stale module power served"
-ok "NVML read hanging 10 s: HTTP worst $worst ms, stale module power withheld with a WARN (no scrape needed)"
+body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
+grep -q '^cpu_power_nvml_watts{' <<<"$body" && fail "stale module power served"
+grep -qxF 'cpu_power_exporter_module_withheld{socket="0",reason="stale"} 1' <<<"$body" ||
+  { echo "$body"; fail "the stale socket is not withheld as stale"; }
+ok "NVML read hanging 10 s: HTTP worst $worst ms, stale module power withheld (reason=stale) with a WARN (no scrape needed)"
 stop "$EXPORTER_PID"
 
 cat >"$FAKE_NVML_CONTROL" <<CTL

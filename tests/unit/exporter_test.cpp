@@ -75,6 +75,27 @@ TEST(ExporterRender, HeaderOnlyWithoutReadings) {
             "# TYPE cpu_power_acpi_watts gauge\n");
 }
 
+// Module sockets withheld, by reason: both reasons for every socket NVML has read, so an alert
+// can tell disagreeing GPUs from a stalled NVML; no family at all without NVML module sockets.
+TEST(ExporterRender, ModuleWithheldByReasonForEverySocket) {
+  std::string out;
+  SelfStats stats{"1", "acpi", 1, {{0, false, false}, {1, false, true}, {2, true, false}}};
+  render_self_metrics(out, {}, stats);
+  const std::string family = "cpu_power_exporter_module_withheld";
+  EXPECT_NE(
+      out.find("# TYPE " + family + " gauge\n" + family + "{socket=\"0\",reason=\"stale\"} 0\n" +
+               family + "{socket=\"0\",reason=\"disagree\"} 0\n" + family +
+               "{socket=\"1\",reason=\"stale\"} 0\n" + family +
+               "{socket=\"1\",reason=\"disagree\"} 1\n" + family +
+               "{socket=\"2\",reason=\"stale\"} 1\n" + family +
+               "{socket=\"2\",reason=\"disagree\"} 0\n"),
+      std::string::npos)
+      << out;
+  std::string without;
+  render_self_metrics(without, {}, {"1", "acpi", 1, {}});
+  EXPECT_EQ(without.find(family), std::string::npos) << without;
+}
+
 TEST(ExporterRender, SampleAgeCountsFromTheCentreOfTheAveragedInterval) {
   sources::ChannelReading acpi;
   acpi.watts = 98.0;
@@ -94,7 +115,7 @@ TEST(ExporterRender, SampleAgeCountsFromTheCentreOfTheAveragedInterval) {
                       {{"sensor=\"hwmon2/power1\"", acpi},
                        {"sensor=\"dcgm/cpu0/1130\"", unknown},
                        {"sensor=\"nvml/socket0\"", module, true}},
-                      {"1", "acpi", 1});
+                      {"1", "acpi", 1, {}});
   EXPECT_NE(out.find("cpu_power_exporter_sample_age_seconds{sensor=\"hwmon2/power1\"} 0.600000\n"),
             std::string::npos)
       << out;
