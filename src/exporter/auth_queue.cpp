@@ -9,20 +9,21 @@ AuthQueue::~AuthQueue() {
   stop();
 }
 
-bool AuthQueue::submit(const std::string& peer, Job job) {
+AuthQueue::Submit AuthQueue::submit(const std::string& peer, Job job) {
   {
     std::lock_guard lock(mu_);
+    if (stopping_) return Submit::stopped;
     auto& held = held_[peer];
-    if (stopping_ || queue_.size() + running_ >= capacity_ || held >= per_peer_) {
+    if (queue_.size() + running_ >= capacity_ || held >= per_peer_) {
       if (held == 0) held_.erase(peer);
       ++counts_.refused;
-      return false;
+      return Submit::full;
     }
     ++held;
     queue_.push_back({peer, std::move(job)});
   }
   cv_.notify_one();
-  return true;
+  return Submit::queued;
 }
 
 void AuthQueue::loop() {

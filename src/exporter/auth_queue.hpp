@@ -28,9 +28,11 @@ class AuthQueue {
   AuthQueue(const AuthQueue&) = delete;
   AuthQueue& operator=(const AuthQueue&) = delete;
 
-  // Queues `job` for `peer` (a client address); false, and the job dropped uncalled, when
-  // the queue holds `capacity` jobs, or `per_peer` of this peer's, counting the one running.
-  bool submit(const std::string& peer, Job job);
+  // Queues `job` for `peer` (a client address). Otherwise the job is dropped uncalled: `full`
+  // when the queue holds `capacity` jobs, or `per_peer` of this peer's, counting the one
+  // running (counted as refused); `stopped` once stop() has begun.
+  enum class Submit { queued, full, stopped };
+  Submit submit(const std::string& peer, Job job);
 
   // Lets the running job finish, calls every queued one with cancelled=true, and joins the
   // thread; later submits are refused. Safe to call more than once.

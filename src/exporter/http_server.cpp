@@ -327,7 +327,7 @@ struct HttpServerAccess {
     if (authorization) pending->authorization = authorization;
     *request_state = pending;
     MHD_suspend_connection(connection);
-    const bool queued =
+    const auto queued =
         self->auth_queue_->submit(peer_of(connection), [self, connection, pending](bool stop) {
           if (stop) {
             pending->outcome.store(PendingAuth::cancelled, std::memory_order_release);
@@ -338,8 +338,10 @@ struct HttpServerAccess {
           }
           MHD_resume_connection(connection);
         });
-    if (!queued) {
-      pending->outcome.store(PendingAuth::busy, std::memory_order_release);
+    if (queued != AuthQueue::Submit::queued) {
+      pending->outcome.store(
+          queued == AuthQueue::Submit::full ? PendingAuth::busy : PendingAuth::cancelled,
+          std::memory_order_release);
       MHD_resume_connection(connection);
     }
     return MHD_YES;

@@ -557,6 +557,10 @@ bool status_is(const std::string& response, const char* status) {
   return response.rfind(std::string("HTTP/1.1 ") + status, 0) == 0;
 }
 
+constexpr auto Queued = AuthQueue::Submit::queued;
+constexpr auto Full = AuthQueue::Submit::full;
+constexpr auto Stopped = AuthQueue::Submit::stopped;
+
 TEST(AuthQueue, RunsJobsInOrderBoundsPeersAndCancelsTheRestOnStop) {
   std::mutex mu;
   std::condition_variable cv;
@@ -570,11 +574,11 @@ TEST(AuthQueue, RunsJobsInOrderBoundsPeersAndCancelsTheRestOnStop) {
       log.push_back((cancelled ? "cancelled " : "ran ") + name);
     };
   };
-  EXPECT_TRUE(q.submit("a", job("a1")));
-  EXPECT_TRUE(q.submit("a", job("a2")));
-  EXPECT_FALSE(q.submit("a", job("a3")));  // two of a's, counting the one running
-  EXPECT_TRUE(q.submit("b", job("b1")));
-  EXPECT_FALSE(q.submit("c", job("c1")));  // three in all
+  EXPECT_EQ(q.submit("a", job("a1")), Queued);
+  EXPECT_EQ(q.submit("a", job("a2")), Queued);
+  EXPECT_EQ(q.submit("a", job("a3")), Full);  // two of a's, counting the one running
+  EXPECT_EQ(q.submit("b", job("b1")), Queued);
+  EXPECT_EQ(q.submit("c", job("c1")), Full);  // three in all
   {
     std::lock_guard lock(mu);
     go = true;
@@ -588,10 +592,10 @@ TEST(AuthQueue, RunsJobsInOrderBoundsPeersAndCancelsTheRestOnStop) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(log, (std::vector<std::string>{"ran a1", "ran a2", "ran b1"}));
-  EXPECT_TRUE(q.submit("c", job("c2")));  // room again
+  EXPECT_EQ(q.submit("c", job("c2")), Queued);  // room again
   q.stop();
   EXPECT_EQ(q.counts().refused, 2u);
-  EXPECT_FALSE(q.submit("d", job("d1")));  // stopped
+  EXPECT_EQ(q.submit("d", job("d1")), Stopped);  // not counted as refused
 }
 
 TEST(AuthQueue, StopLetsTheRunningJobFinishAndCancelsTheQueued) {
@@ -601,13 +605,15 @@ TEST(AuthQueue, StopLetsTheRunningJobFinishAndCancelsTheQueued) {
   bool started = false;
   std::vector<std::string> log;
   AuthQueue q(1000000, 1000000);
-  EXPECT_TRUE(q.submit("a", [&](bool cancelled) {
-    std::unique_lock lock(mu);
-    started = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return !hold; });
-    log.push_back(cancelled ? "cancelled held" : "ran held");
-  }));
+  EXPECT_EQ(q.submit("a",
+                     [&](bool cancelled) {
+                       std::unique_lock lock(mu);
+                       started = true;
+                       cv.notify_all();
+                       cv.wait(lock, [&] { return !hold; });
+                       log.push_back(cancelled ? "cancelled held" : "ran held");
+                     }),
+            Queued);
   {
     std::unique_lock lock(mu);
     ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return started; }));
@@ -618,12 +624,13 @@ TEST(AuthQueue, StopLetsTheRunningJobFinishAndCancelsTheQueued) {
       log.push_back((cancelled ? "cancelled " : "ran ") + name);
     };
   };
-  EXPECT_TRUE(q.submit("b", record("queued")));
+  EXPECT_EQ(q.submit("b", record("queued")), Queued);
   std::thread stopper([&] { q.stop(); });
   // Once stop() has taken the queue, submits are refused; until then each probe queues
   // behind the held job (which keeps the thread busy), and is cancelled with the rest.
   int probes = 0;
-  while (q.submit("p", record("probe"))) {
+  AuthQueue::Submit probe;
+  while ((probe = q.submit("p", record("probe"))) == Queued) {
     ++probes;
     std::this_thread::sleep_for(1ms);
   }
@@ -633,6 +640,7 @@ TEST(AuthQueue, StopLetsTheRunningJobFinishAndCancelsTheQueued) {
   }
   cv.notify_all();
   stopper.join();
+  EXPECT_EQ(probe, AuthQueue::Submit::stopped);
   std::vector<std::string> want = {"ran held", "cancelled queued"};
   for (int i = 0; i < probes; ++i) want.push_back("cancelled probe");
   EXPECT_EQ(log, want);
