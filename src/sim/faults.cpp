@@ -17,19 +17,48 @@ std::optional<Fault::Kind> parse_kind(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<std::chrono::milliseconds> parse_ms(std::string_view text) {
-  const auto v = common::parse_u64(text);
-  // Bounded so that adding it to a time point can never overflow.
-  if (!v || *v > 1000ULL * 3600 * 24 * 365) return std::nullopt;
-  return std::chrono::milliseconds(static_cast<std::int64_t>(*v));
-}
-
 bool fail(std::string* error, std::string_view spec, const std::string& why) {
   if (error) *error = "fault '" + std::string(spec) + "': " + why;
   return false;
 }
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> parse_fault_ms(std::string_view text) {
+  const auto v = common::parse_u64(text);
+  // Bounded so that adding it to a time point can never overflow.
+  if (!v || *v > 1000ULL * 3600 * 24 * 365) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(*v));
+}
+
+bool take_fault_window(std::string_view& rest, FaultWindow& window, std::string* why) {
+  const auto at = rest.find('@');
+  if (at == std::string_view::npos) return true;
+  const std::string_view text = rest.substr(at + 1);
+  rest = rest.substr(0, at);
+  const auto dash = text.find('-');
+  const auto from = parse_fault_ms(text.substr(0, dash));
+  if (!from) {
+    *why =
+        "window start '" + std::string(text.substr(0, dash)) + "' is not a number of milliseconds";
+    return false;
+  }
+  window.from = *from;
+  if (dash != std::string_view::npos) {
+    const auto to = parse_fault_ms(text.substr(dash + 1));
+    if (!to) {
+      *why =
+          "window end '" + std::string(text.substr(dash + 1)) + "' is not a number of milliseconds";
+      return false;
+    }
+    if (*to <= *from) {
+      *why = "window end must be after its start";
+      return false;
+    }
+    window.to = *to;
+  }
+  return true;
+}
 
 std::string_view fault_kind_name(Fault::Kind kind) {
   switch (kind) {
@@ -70,32 +99,10 @@ std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
   }
 
   Fault fault;
-  if (const auto at = rest.find('@'); at != std::string_view::npos) {
-    const std::string_view window = rest.substr(at + 1);
-    rest = rest.substr(0, at);
-    const auto dash = window.find('-');
-    const auto from = parse_ms(window.substr(0, dash));
-    if (!from) {
-      fail(error, spec,
-           "window start '" + std::string(window.substr(0, dash)) +
-               "' is not a number of milliseconds");
-      return std::nullopt;
-    }
-    fault.from = *from;
-    if (dash != std::string_view::npos) {
-      const auto to = parse_ms(window.substr(dash + 1));
-      if (!to) {
-        fail(error, spec,
-             "window end '" + std::string(window.substr(dash + 1)) +
-                 "' is not a number of milliseconds");
-        return std::nullopt;
-      }
-      if (*to <= *from) {
-        fail(error, spec, "window end must be after its start");
-        return std::nullopt;
-      }
-      fault.to = *to;
-    }
+  std::string why;
+  if (!take_fault_window(rest, fault, &why)) {
+    fail(error, spec, why);
+    return std::nullopt;
   }
 
   const auto arg_at = rest.find(':');
@@ -110,7 +117,7 @@ std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
   fault.kind = *kind;
   if (fault.kind == Fault::Kind::slow) {
     const auto delay =
-        arg_at == std::string_view::npos ? std::nullopt : parse_ms(rest.substr(arg_at + 1));
+        arg_at == std::string_view::npos ? std::nullopt : parse_fault_ms(rest.substr(arg_at + 1));
     if (!delay || delay->count() == 0) {
       fail(error, spec, "slow needs a delay in milliseconds > 0, e.g. slow:150");
       return std::nullopt;

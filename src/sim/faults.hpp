@@ -11,7 +11,27 @@
 
 namespace cpupower::sim {
 
-struct Fault {
+// When a fault applies, measured from the simulator's start: [from, to), or from `from` until
+// the simulator stops when `to` is nullopt.
+struct FaultWindow {
+  std::chrono::milliseconds from{0};
+  std::optional<std::chrono::milliseconds> to;
+
+  bool active_at(std::chrono::milliseconds elapsed) const {
+    return elapsed >= from && (!to || elapsed < *to);
+  }
+};
+
+// A fault's milliseconds: a whole number up to a year (so that adding it to a time point can
+// never overflow); nullopt otherwise.
+std::optional<std::chrono::milliseconds> parse_fault_ms(std::string_view text);
+
+// Takes the window "@FROM_MS[-TO_MS]" off the end of a fault spec's `rest` into `window`
+// (left as it is when `rest` has no '@'). false with `why` when the window is malformed:
+// a bound that is not a number of milliseconds (up to a year), or an end not after its start.
+bool take_fault_window(std::string_view& rest, FaultWindow& window, std::string* why);
+
+struct Fault : FaultWindow {
   enum class Kind {
     invalid,     // 4294967295000: firmware's 0xFFFFFFFF mW "unknown", printed by older kernels
     empty,       // empty file
@@ -22,12 +42,6 @@ struct Fault {
   };
   Kind kind = Kind::invalid;
   std::chrono::milliseconds delay{0};  // slow only
-  std::chrono::milliseconds from{0};
-  std::optional<std::chrono::milliseconds> to;  // nullopt: until the node stops
-
-  bool active_at(std::chrono::milliseconds elapsed) const {
-    return elapsed >= from && (!to || elapsed < *to);
-  }
 };
 
 std::string_view fault_kind_name(Fault::Kind kind);

@@ -17,13 +17,6 @@ std::optional<GpuFault::Kind> parse_kind(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<std::chrono::milliseconds> parse_ms(std::string_view text) {
-  const auto v = common::parse_u64(text);
-  // Bounded so that adding it to a time point can never overflow.
-  if (!v || *v > 1000ULL * 3600 * 24 * 365) return std::nullopt;
-  return std::chrono::milliseconds(static_cast<std::int64_t>(*v));
-}
-
 std::nullopt_t fail(std::string* error, std::string_view spec, const std::string& why) {
   if (error) *error = "fault '" + std::string(spec) + "': " + why;
   return std::nullopt;
@@ -52,28 +45,7 @@ std::string_view gpu_fault_kind_name(GpuFault::Kind kind) {
 std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* error) {
   std::string_view rest = spec;
   GpuFault fault;
-  if (const auto at = rest.find('@'); at != std::string_view::npos) {
-    const std::string_view window = rest.substr(at + 1);
-    rest = rest.substr(0, at);
-    const auto dash = window.find('-');
-    const auto from = parse_ms(window.substr(0, dash));
-    if (!from) {
-      return fail(error, spec,
-                  "window start '" + std::string(window.substr(0, dash)) +
-                      "' is not a number of milliseconds");
-    }
-    fault.from = *from;
-    if (dash != std::string_view::npos) {
-      const auto to = parse_ms(window.substr(dash + 1));
-      if (!to) {
-        return fail(error, spec,
-                    "window end '" + std::string(window.substr(dash + 1)) +
-                        "' is not a number of milliseconds");
-      }
-      if (*to <= *from) return fail(error, spec, "window end must be after its start");
-      fault.to = *to;
-    }
-  }
+  if (std::string why; !take_fault_window(rest, fault, &why)) return fail(error, spec, why);
 
   const auto arg_at = rest.find(':');
   const std::string_view kind_text = rest.substr(0, arg_at);
@@ -89,7 +61,7 @@ std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* erro
                                        : std::optional<std::string_view>(rest.substr(arg_at + 1));
   switch (fault.kind) {
     case GpuFault::Kind::slow: {
-      const auto delay = arg ? parse_ms(*arg) : std::nullopt;
+      const auto delay = arg ? parse_fault_ms(*arg) : std::nullopt;
       if (!delay || delay->count() == 0) {
         return fail(error, spec, "slow needs a delay in milliseconds > 0, e.g. slow:250");
       }

@@ -12,9 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "sim/faults.hpp"
+
 namespace cpupower::sim {
 
-struct GpuFault {
+struct GpuFault : FaultWindow {
   enum class Kind {
     slow,         // every response waits `delay` before it is sent
     hang,         // the request is read, never answered while the window lasts
@@ -26,12 +28,6 @@ struct GpuFault {
   Kind kind = Kind::slow;
   std::chrono::milliseconds delay{0};  // slow only
   std::uint32_t gpu = 0;               // vanish and uuid_change only
-  std::chrono::milliseconds from{0};
-  std::optional<std::chrono::milliseconds> to;  // nullopt: until the simulator stops
-
-  bool active_at(std::chrono::milliseconds elapsed) const {
-    return elapsed >= from && (!to || elapsed < *to);
-  }
 };
 
 std::string_view gpu_fault_kind_name(GpuFault::Kind kind);
