@@ -111,6 +111,9 @@ DOC=/usr/share/doc/cpu-power-telemetry
   echo "-rw-r--r-- root/root /etc/default/cpu-power-exporter"
   for f in README.md copyright changelog.Debian.gz; do echo "-rw-r--r-- root/root $DOC/$f"; done
   for f in "$SOURCE_DIR"/docs/*.md; do echo "-rw-r--r-- root/root $DOC/docs/${f##*/}"; done
+  for f in "$SOURCE_DIR"/deploy/web-config/*.yml "$SOURCE_DIR"/deploy/prometheus/{alerts,recording,prometheus}.yml; do
+    echo "-rw-r--r-- root/root $DOC/examples/${f#"$SOURCE_DIR"/deploy/}"
+  done
 } | sort -k3 >"$WORK/want"
 diff -u "$WORK/want" "$WORK/files" || fail "package contents differ from the expected files and modes"
 ok "contents: $(wc -l <"$WORK/files") files with their modes, all root/root"

@@ -101,13 +101,19 @@ for doc in "$SOURCE_DIR"/docs/*.md; do
   cmp -s "$PREFIX/$INSTALL_DOCDIR/docs/${doc##*/}" "$doc" || fail "$INSTALL_DOCDIR/docs/${doc##*/} not installed"
   ndocs=$((ndocs + 1))
 done
-# Nothing else: no test binary, stand-in library or benchmark is installed.
+examples=()
+for f in "$SOURCE_DIR"/deploy/web-config/*.yml "$SOURCE_DIR"/deploy/prometheus/{alerts,recording,prometheus}.yml; do
+  rel=examples/${f#"$SOURCE_DIR"/deploy/}
+  cmp -s "$PREFIX/$INSTALL_DOCDIR/$rel" "$f" || fail "$INSTALL_DOCDIR/$rel not installed"
+  examples+=(-e "$INSTALL_DOCDIR/$rel")
+done
+# Nothing else: no test binary, stand-in library, benchmark or rule test is installed.
 unexpected=$(find "$PREFIX" -type f -printf '%P\n' | grep -vxF \
   -e "$INSTALL_BINDIR/cpu-power" -e "$INSTALL_BINDIR/cpu-power-exporter" \
-  -e "$INSTALL_SHAREDIR/cpu_power_exporter_fallback.py" -e "$INSTALL_DOCDIR/README.md" |
-  grep -v "^$INSTALL_DOCDIR/docs/[^/]*\.md$" || true)
+  -e "$INSTALL_SHAREDIR/cpu_power_exporter_fallback.py" -e "$INSTALL_DOCDIR/README.md" \
+  "${examples[@]}" | grep -v "^$INSTALL_DOCDIR/docs/[^/]*\.md$" || true)
 [ -z "$unexpected" ] || fail "unexpected installed files: $unexpected"
-ok "installs 2 binaries, the executable fallback exporter, README.md and $ndocs docs, nothing else"
+ok "installs 2 binaries, the executable fallback exporter, README.md, $ndocs docs and $((${#examples[@]} / 2)) deploy examples, nothing else"
 
 # Which exporter the installed cpu-power would start (`run --dry-run` prints it), outside any
 # Slurm allocation, with nothing on PATH and no CPU_POWER_EXPORTER_BIN.
