@@ -14,7 +14,8 @@ AuthQueue::Submit AuthQueue::submit(const std::string& peer, Job job) {
     std::lock_guard lock(mu_);
     if (stopping_) return Submit::stopped;
     auto& held = held_[peer];
-    if (queue_.size() + running_ >= capacity_ || held >= per_peer_) {
+    const std::size_t limit = failing_.count(peer) ? capacity_ / 2 : capacity_;
+    if (queue_.size() + running_ >= limit || held >= per_peer_) {
       if (held == 0) held_.erase(peer);
       ++counts_.refused;
       return Submit::full;
@@ -24,6 +25,16 @@ AuthQueue::Submit AuthQueue::submit(const std::string& peer, Job job) {
   }
   cv_.notify_one();
   return Submit::queued;
+}
+
+void AuthQueue::note_result(const std::string& peer, bool accepted) {
+  std::lock_guard lock(mu_);
+  if (accepted) {
+    failing_.erase(peer);
+    return;
+  }
+  if (failing_.size() >= kMaxFailingPeers && !failing_.count(peer)) failing_.clear();
+  failing_.insert(peer);
 }
 
 void AuthQueue::loop() {

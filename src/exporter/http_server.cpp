@@ -327,13 +327,15 @@ struct HttpServerAccess {
     if (authorization) pending->authorization = authorization;
     *request_state = pending;
     MHD_suspend_connection(connection);
+    const std::string peer = peer_of(connection);
     const auto queued =
-        self->auth_queue_->submit(peer_of(connection), [self, connection, pending](bool stop) {
+        self->auth_queue_->submit(peer, [self, connection, pending, peer](bool stop) {
           if (stop) {
             pending->outcome.store(PendingAuth::cancelled, std::memory_order_release);
           } else {
             pending->result = self->security_.authorize(
                 pending->has_authorization ? pending->authorization.c_str() : nullptr);
+            self->auth_queue_->note_result(peer, pending->result == AuthResult::ok);
             pending->outcome.store(PendingAuth::checked, std::memory_order_release);
           }
           MHD_resume_connection(connection);

@@ -598,6 +598,56 @@ TEST(AuthQueue, RunsJobsInOrderBoundsPeersAndCancelsTheRestOnStop) {
   EXPECT_EQ(q.submit("d", job("d1")), Stopped);  // not counted as refused
 }
 
+// An address whose last check failed queues only below half the capacity, so addresses
+// without a failure always find the other half; an accepted check clears the mark, and the
+// marks are forgotten at once when more than kMaxFailingPeers addresses carry one.
+TEST(AuthQueue, FailingAddressesQueueOnlyInTheLowerHalf) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  AuthQueue q(4, 4);
+  auto held = [&](bool cancelled) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return go || cancelled; });
+  };
+  q.note_result("bad", false);
+  EXPECT_EQ(q.submit("bad", held), Queued);
+  EXPECT_EQ(q.submit("bad", held), Queued);
+  EXPECT_EQ(q.submit("bad", held), Full);  // two of four: the half a failing address may use
+  EXPECT_EQ(q.submit("new", held), Queued);
+  q.note_result("bad", true);  // its password was right after all
+  EXPECT_EQ(q.submit("bad", held), Queued);
+  EXPECT_EQ(q.submit("new", held), Full);  // four in all
+  EXPECT_EQ(q.counts().refused, 2u);
+  {
+    std::lock_guard lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  q.stop();
+
+  {
+    std::lock_guard lock(mu);
+    go = false;
+  }
+  AuthQueue r(2, 2);
+  for (std::size_t i = 0; i < AuthQueue::kMaxFailingPeers; ++i) {
+    r.note_result("10.0." + std::to_string(i), false);
+  }
+  EXPECT_EQ(r.submit("10.0.0", [](bool) {}), Queued);
+  while (r.pending() > 0) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(r.submit("10.0.0", held), Queued);
+  EXPECT_EQ(r.submit("10.0.1", held), Full);  // still marked: under half of 2 is none left
+  r.note_result("one.more", false);           // one over the bound: every mark forgotten
+  EXPECT_EQ(r.submit("10.0.1", held), Queued);
+  {
+    std::lock_guard lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  r.stop();
+}
+
 TEST(AuthQueue, StopLetsTheRunningJobFinishAndCancelsTheQueued) {
   std::mutex mu;
   std::condition_variable cv;
