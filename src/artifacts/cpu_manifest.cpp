@@ -65,6 +65,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
       {"rows_dropped", manifest.rows_dropped},
       {"write_errors", std::move(write_errors)},
       {"samples_file_changes", std::move(changes)},
+      {"samples_schema_version", manifest.samples_schema_version},
   };
   // Replace invalid UTF-8 (a hostname or error text from the wire) rather than throw.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -57,6 +57,7 @@ struct CpuManifest {
   std::uint64_t rows_dropped = 0;                   // collected but never written
   std::vector<CpuManifestWriteError> write_errors;  // in the order first seen
   std::vector<CpuManifestFileChange> samples_file_changes;
+  int samples_schema_version = 3;  // of samples.csv's rows: 2 or 3 (--cpu-samples-schema)
 };
 
 // The JSON text: 2-space indent, keys in reference order, trailing newline.

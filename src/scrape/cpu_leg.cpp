@@ -108,6 +108,7 @@ Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> start
   for (const auto& c : stats.samples_file_changes) {
     manifest.samples_file_changes.push_back({c.at_unix, c.change, c.rows_in_old_file});
   }
+  manifest.samples_schema_version = options_.samples_schema;
   return artifacts::write_cpu_manifest(manifest_path, manifest);
 }
 

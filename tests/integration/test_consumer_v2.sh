@@ -89,7 +89,9 @@ assert len(rows) >= 20, len(rows)
 bad = [r for r in rows if len(r) != 11 or r[0] != "2"]
 assert not bad, bad[:3]
 EOF
-ok "--cpu-samples-schema 2: the exact v2 header, 11 cells and schema_version 2 on every row"
+grep -q '^  "samples_schema_version": 2$' "$LOG/power/cpu/cpu_manifest.json" ||
+  fail "the manifest does not say v2: $(cat "$LOG/power/cpu/cpu_manifest.json")"
+ok "--cpu-samples-schema 2: the exact v2 header, 11 cells and schema_version 2 on every row; the manifest says 2"
 
 gpu_package "$LOG" >/dev/null || fail "building the GPU package"
 rc=0

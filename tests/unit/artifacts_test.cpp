@@ -578,7 +578,8 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
   "rows_written": 0,
   "rows_dropped": 0,
   "write_errors": [],
-  "samples_file_changes": []
+  "samples_file_changes": [],
+  "samples_schema_version": 3
 }
 )");
 }
@@ -596,7 +597,8 @@ TEST(CpuManifest, RendersSamplesCsvFailuresAfterTheNodes) {
   EXPECT_EQ(keys,
             (std::vector<std::string>{"schema_version", "producer", "producer_git_commit",
                                       "started_at_unix", "stopped_at_unix", "nodes", "rows_written",
-                                      "rows_dropped", "write_errors", "samples_file_changes"}));
+                                      "rows_dropped", "write_errors", "samples_file_changes",
+                                      "samples_schema_version"}));
   EXPECT_EQ(doc["rows_dropped"], 2391);
   EXPECT_EQ(doc["write_errors"][0]["error"], "write /x/samples.csv: No space left on device");
   EXPECT_EQ(doc["write_errors"][0]["count"], 37);
