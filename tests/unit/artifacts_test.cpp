@@ -594,11 +594,10 @@ TEST(CpuManifest, RendersSamplesCsvFailuresAfterTheNodes) {
   const auto doc = nlohmann::ordered_json::parse(render_cpu_manifest(m));
   std::vector<std::string> keys;
   for (const auto& [k, v] : doc.items()) keys.push_back(k);
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{"schema_version", "producer", "producer_git_commit",
-                                      "started_at_unix", "stopped_at_unix", "nodes", "rows_written",
-                                      "rows_dropped", "write_errors", "samples_file_changes",
-                                      "samples_schema_version"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"schema_version", "producer", "producer_git_commit",
+                                            "started_at_unix", "stopped_at_unix", "nodes",
+                                            "rows_written", "rows_dropped", "write_errors",
+                                            "samples_file_changes", "samples_schema_version"}));
   EXPECT_EQ(doc["rows_dropped"], 2391);
   EXPECT_EQ(doc["write_errors"][0]["error"], "write /x/samples.csv: No space left on device");
   EXPECT_EQ(doc["write_errors"][0]["count"], 37);
