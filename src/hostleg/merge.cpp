@@ -242,16 +242,14 @@ class NodeFileReader {
     }
     // A reading above its physical bound is an error, never a value (artifacts/limits.hpp):
     // the row goes, as the report would skip it.
-    const std::pair<std::string_view, const std::optional<double>*> per_socket[] = {
-        {"power_w", nullptr},
-        {"cpu_rail_w", &row.cpu_rail_w},
-        {"soc_w", &row.soc_w},
-        {"dram_w", &row.dram_w},
-        {"module_w", &row.module_w}};
-    for (const auto& [column, reading] : per_socket) {
-      const double v = reading ? reading->value_or(0) : row.power_w;
-      if (v > artifacts::kMaxSocketWatts)
-        return above_bound(line, column, v, artifacts::kMaxSocketWatts);
+    using Reading = std::pair<std::string_view, std::optional<double>>;
+    for (const auto& [column, reading] :
+         {Reading{"power_w", row.power_w}, Reading{"cpu_rail_w", row.cpu_rail_w},
+          Reading{"soc_w", row.soc_w}, Reading{"dram_w", row.dram_w},
+          Reading{"module_w", row.module_w}}) {
+      if (reading.value_or(0) > artifacts::kMaxSocketWatts) {
+        return above_bound(line, column, *reading, artifacts::kMaxSocketWatts);
+      }
     }
     if (row.total_power_w.value_or(0) > artifacts::kMaxNodeWatts) {
       return above_bound(line, "total_power_w", *row.total_power_w, artifacts::kMaxNodeWatts);
