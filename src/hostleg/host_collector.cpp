@@ -85,6 +85,18 @@ bool write_metadata(const std::string& path, const nlohmann::json& j) {
   return false;
 }
 
+// Counts the rows whose socket NVML withheld, by reason (their module_w is empty).
+void count_withheld(const std::vector<sources::ModuleSocketState>& modules,
+                    const std::vector<artifacts::HostSampleRow>& rows, RunOutcome& outcome) {
+  for (const auto& row : rows) {
+    for (const auto& m : modules) {
+      if (m.socket != row.socket_id) continue;
+      outcome.module_withheld_stale_rows += m.stale;
+      outcome.module_withheld_disagree_rows += m.disagree;
+    }
+  }
+}
+
 }  // namespace
 
 std::string node_name() {
@@ -194,6 +206,7 @@ int run_host_collect(const HostCollectOptions& o) {
           failing_writes = failing_rows = 0;
         }
         outcome.sample_row_count += sample.rows.size();
+        if (module) count_withheld(module->modules, sample.rows, outcome);
         // Ready once rows are on disk: the head node starts the benchmark on it, and an
         // energy window needs a sample at or before its start.
         if (!ready && !write_ready_marker(o.ready_dir, host, resolved.mode, unix_now(), &error)) {

@@ -129,6 +129,10 @@ nlohmann::json node_metadata(const RunInfo& info, const sources::ResolvedSource&
     j["sample_row_count"] = outcome->sample_row_count;
     j["read_failure_count"] = outcome->read_failure_count;
     j["status"] = outcome->sample_row_count > 0 ? "complete" : "failed";
+    if (info.module_power) {
+      j["module_power"]["withheld_rows"] = {{"stale", outcome->module_withheld_stale_rows},
+                                            {"disagree", outcome->module_withheld_disagree_rows}};
+    }
   }
   return j;
 }

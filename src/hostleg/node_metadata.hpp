@@ -26,6 +26,10 @@ struct RunOutcome {
   double ended_at_unix = 0;
   std::uint64_t sample_row_count = 0;
   std::uint64_t read_failure_count = 0;  // samples with no fresh socket reading
+  // Rows written without module_w because NVML withheld the socket's module power, by reason
+  // (sources::ModuleSocketState): its latest reading was stale, or its GPUs disagreed.
+  std::uint64_t module_withheld_stale_rows = 0;
+  std::uint64_t module_withheld_disagree_rows = 0;
 };
 
 // The description of the resolved source (ACPI channels, or DCGM fields and entities).

@@ -193,6 +193,35 @@ grep -qF 'WARN cpu_power_exporter::dcgm: DCGM refused the CPU utilization fields
 sed -n 2p "$WORK/dcgm_nu/nodes/node-d.csv" | tr -d '\r' | grep -qE ',96\.5,,,,,$' || fail "utilization not blank: $(sed -n 2p "$WORK/dcgm_nu/nodes/node-d.csv")"
 ok "utilization refused: WARN, power still collected, utilization cells blank"
 
+# Socket 1's GPUs 12 % apart: NVML withholds its module power, and the final metadata counts
+# the rows that lack module_w for that reason.
+sed -i 's/^gpu.3.mw=.*/gpu.3.mw=900000/' "$FAKE_NVML_CONTROL"
+collect nvml_dis node-d --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" \
+  --pci-root "$PCI" --interval-seconds 0.05
+wait_ready "$WORK/nvml_dis" node-d
+end=$((SECONDS + 10 * ${CPUPOWER_TEST_TIME_SCALE:-1}))
+until [ "$(grep -c ',905,' "$WORK/nvml_dis/nodes/node-d.csv")" -ge 3 ]; do
+  ((SECONDS < end)) || fail "no module_w on socket 0"
+  sleep 0.05
+done
+kill -TERM "$COLLECTOR_PID"
+exit_of "$COLLECTOR_PID"
+  [ "$RC" = 0 ] || fail "exit status with disagreeing GPUs"
+$PY - "$WORK/nvml_dis" <<'PYEOF2' || fail "withheld module rows"
+import csv, json, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/nodes/node-d.csv", newline="")))
+meta = json.load(open(d + "/nodes/node-d.metadata.json"))
+withheld = meta["module_power"]["withheld_rows"]
+s1 = [r for r in rows if r["socket_id"] == "1"]
+assert s1 and not any(r["module_w"] for r in s1), "socket 1 has module_w"
+assert withheld["disagree"] >= 3, withheld
+assert withheld["disagree"] + withheld["stale"] <= len(s1), (withheld, len(s1))
+PYEOF2
+grep -qF 'GPU module power readings of a socket disagree by more than 5% of their mean; withholding the socket socket=1' "$WORK/nvml_dis.log" ||
+  fail "no disagreement WARN"
+ok "GPUs of socket 1 disagreeing: no module_w there, counted in the metadata (module_power.withheld_rows)"
+
 # --- no source: error marker, exit 2, no ready marker -------------------------------------
 rc=0
 "$BIN/cpu-power" host-collect --output-dir "$WORK/none/nodes" --ready-dir "$WORK/none/ready" \
