@@ -416,9 +416,17 @@ TEST(AcpiReaderOnSimulatedNodes, FollowsChannelsToTheirNewHwmonNumbers) {
   EXPECT_EQ(change.written, 6u);
   EXPECT_TRUE(change.failures.empty());
   EXPECT_TRUE(change.settled);
+  // All renumbered. The simulator records a channel's new number just after its node appears
+  // under the root, which is what set_average_interval waits for: wait for the record too.
+  EXPECT_TRUE(eventually([&] {
+    const auto channels = node.channels();
+    return std::all_of(channels.begin(), channels.end(), [](const sim::ChannelInfo& c) {
+      return std::stoi(c.hwmon.substr(5)) >= 14;
+    });
+  }));
   for (const auto& c : node.channels()) {
     EXPECT_EQ(node.average_interval(c.key), 1000ms) << c.key;
-    EXPECT_GE(std::stoi(c.hwmon.substr(5)), 14) << c.key;  // all renumbered
+    EXPECT_GE(std::stoi(c.hwmon.substr(5)), 14) << c.key;
   }
   // Every row reads again, from the new path, with the new interval; names stay.
   ASSERT_TRUE(eventually([&] {
