@@ -379,8 +379,8 @@ std::string get_path(std::uint16_t port, const std::string& path, bool half_clos
 TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayTheDeadline) {
   HttpServer server;
   HttpLimits limits;
-  limits.connection_limit = 32;  // 16 a polling thread, 12 of them for waiting connections
-  limits.request_timeout = 400ms;
+  limits.connection_limit = 32;     // 16 a polling thread, 12 of them for waiting connections
+  limits.request_timeout = 2000ms;  // margins below for a busy or emulated machine
   std::string error;
   ASSERT_TRUE(server.start(
       "127.0.0.1", 0,
@@ -397,7 +397,7 @@ TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayT
   ASSERT_GE(trickle, 0);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_NE(get_path(server.port(), "/health").find("\r\n\r\nok\n"), std::string::npos);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms) << "a complete request waited";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1000ms) << "a complete request waited";
   EXPECT_GT(server.evicted_connections(), 0u);
   // One byte every 100 ms: each resets the idle timeout, none extends the deadline.
   const std::string drip = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaa";
@@ -413,7 +413,7 @@ TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayT
     }
   }
   EXPECT_GE(lived_ms, 0) << "a trickling request outlived " << drip.size() * 100 << " ms";
-  EXPECT_LT(lived_ms, 1500);
+  EXPECT_LT(lived_ms, 3500);  // the 2 s deadline, not the drip's length
   for (int fd : idle) ::close(fd);
   ::close(trickle);
   server.stop();
