@@ -1,7 +1,5 @@
 #include "sim/gpu_faults.hpp"
 
-#include <algorithm>
-
 #include "common/text.hpp"
 
 namespace cpupower::sim {
