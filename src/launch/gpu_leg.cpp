@@ -75,6 +75,7 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
     SpawnOptions o;
     o.argv = argv;
     o.output_path = log_path;
+    o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
     std::string error;
     const auto child = spawn_process(o, &error);
     if (!child) {

@@ -86,6 +86,7 @@ void HostLeg::spawn(const std::string& name, const std::vector<std::string>& arg
   SpawnOptions o;
   o.argv = argv;
   o.output_path = log_path;
+  o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
   std::string error;
   const auto child = spawn_process(o, &error);
   if (!child) {

@@ -63,6 +63,7 @@ std::optional<pid_t> Launcher::spawn(const std::string& name, const std::vector<
   SpawnOptions o;
   o.argv = argv;
   o.output_path = log_path;
+  o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
   std::string error;
   const auto child = spawn_process(o, &error);
   if (!child) {

@@ -4,10 +4,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -33,6 +36,125 @@ struct SpawnSetup {
   }
 };
 
+// The signals every child gets at their default disposition, whatever this process does
+// with them.
+constexpr int kDefaultSignals[] = {SIGINT,  SIGTERM, SIGCHLD, SIGHUP,
+                                   SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
+
+// Where posix_spawnp finds `name`: the name itself when it holds a '/', else the first
+// executable file of that name in PATH (glibc's /bin:/usr/bin when PATH is unset; an empty
+// entry is the current directory). ENOENT, or EACCES when only unexecutable files matched.
+std::optional<std::string> find_program(const std::string& name, int* err) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* env = std::getenv("PATH");
+  const std::string path = env ? env : "/bin:/usr/bin";
+  *err = ENOENT;
+  std::size_t from = 0;
+  while (from <= path.size()) {
+    const auto to = std::min(path.find(':', from), path.size());
+    const std::string dir = to == from ? "." : path.substr(from, to - from);
+    from = to + 1;
+    const std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    *err = EACCES;
+  }
+  return std::nullopt;
+}
+
+// What failed in the child before or at exec, sent to the parent over a close-on-exec pipe.
+struct ChildFailure {
+  enum Step : int { exec, output, null_stdin, setup } step;
+  int err;
+};
+
+// posix_spawn cannot give a child a parent-death signal: fork, ask for it in the child, and
+// then take posix_spawn's own steps (process group, signal mask and defaults, the same file
+// actions in the same order), with only async-signal-safe calls between fork and exec.
+std::optional<Child> fork_exec(const SpawnOptions& o, std::string* error, int* error_number) {
+  auto fail = [&](const std::string& what, int err) -> std::optional<Child> {
+    if (error) *error = what + ": " + std::strerror(err);
+    if (error_number) *error_number = err;
+    return std::nullopt;
+  };
+  int err = 0;
+  const auto program = find_program(o.argv[0], &err);
+  if (!program) return fail(o.argv[0], err);
+  std::vector<char*> argv;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const char* output = o.output_path ? o.output_path->c_str() : nullptr;
+  int report[2] = {-1, -1};
+  if (::pipe2(report, O_CLOEXEC) != 0) return fail("pipe", errno);
+  int pipe_fds[2] = {-1, -1};
+  if (o.capture_stdout && ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    const int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return fail("pipe", e);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto die = [&](ChildFailure::Step step) {
+      const ChildFailure f{step, errno};
+      (void)!::write(report[1], &f, sizeof f);
+      ::_exit(127);
+    };
+    if (o.own_process_group && ::setpgid(0, 0) != 0) die(ChildFailure::setup);
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) die(ChildFailure::setup);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before the request
+    for (int sig : kDefaultSignals) ::sigaction(sig, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (o.null_stdin) {
+      const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::dup2(fd, 0) < 0) die(ChildFailure::null_stdin);
+    }
+    if (output) {
+      const int fd = ::open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0 || ::dup2(fd, o.capture_stdout ? 2 : 1) < 0) die(ChildFailure::output);
+      if (!o.capture_stdout && ::dup2(1, 2) < 0) die(ChildFailure::output);
+    }
+    if (o.capture_stdout && ::dup2(pipe_fds[1], 1) < 0) die(ChildFailure::setup);
+    ::execve(program->c_str(), argv.data(), environ);
+    die(ChildFailure::exec);
+  }
+  const int fork_errno = errno;
+  ::close(report[1]);
+  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
+    return fail("fork", fork_errno);
+  }
+  ChildFailure f{};
+  ssize_t got = 0;
+  do {
+    got = ::read(report[0], &f, sizeof f);
+  } while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (got != static_cast<ssize_t>(sizeof f)) return Child{pid, pipe_fds[0]};  // exec'd
+  wait_for_exit(pid);
+  if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
+  switch (f.step) {
+    case ChildFailure::exec:
+      return fail(o.argv[0], f.err);
+    case ChildFailure::output:
+      return fail(*o.output_path, f.err);
+    case ChildFailure::null_stdin:
+      return fail("/dev/null", f.err);
+    case ChildFailure::setup:
+      break;
+  }
+  return fail(o.argv[0] + " (before exec)", f.err);
+}
+
 }  // namespace
 
 std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, int* error_number) {
@@ -42,6 +164,7 @@ std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, in
     return std::nullopt;
   };
   if (o.argv.empty()) return fail("spawn", EINVAL);
+  if (o.die_with_parent) return fork_exec(o, error, error_number);
   SpawnSetup s;
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
   if (o.own_process_group) {
@@ -54,9 +177,7 @@ std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, in
   posix_spawnattr_setsigmask(&s.attr, &none);
   sigset_t defaults;
   sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) {
-    sigaddset(&defaults, sig);
-  }
+  for (int sig : kDefaultSignals) sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&s.attr, &defaults);
 
   if (o.null_stdin) posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0);

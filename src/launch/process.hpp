@@ -20,6 +20,11 @@ struct SpawnOptions {
   // that stopping it reaches whatever it started.
   bool own_process_group = true;
   bool null_stdin = true;
+  // SIGTERM to the child when this process dies, however it dies (SIGKILL included), so a
+  // helper never outlives the session that started it (Linux PR_SET_PDEATHSIG). The kernel
+  // sends it when the spawning *thread* ends: only for spawns from a thread that lives as
+  // long as the process. Not for the benchmark command, which is never ours to stop.
+  bool die_with_parent = false;
 };
 
 struct Child {

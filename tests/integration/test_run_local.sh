@@ -96,6 +96,29 @@ grep -q 'forwarding SIGTERM to the command' "$WORK/term.log" || fail "no forward
 [ "$(json_get "$WORK/term/session.json" '["exit_code"]')" = 9 ] || fail "session.json after SIGTERM"
 ok "SIGTERM is forwarded to the command and the artifacts are finalized"
 
+# --- SIGKILL to the session: its helpers stop with it, the command is left alone ----------
+# The exporters and the simulated dcgm-exporters it started get SIGTERM from the kernel
+# (parent-death signal); nothing of the session may poll on after it.
+{ cat "$WORK/fast.yaml"; echo '  dcgm_exporter: {container_image: dcgm-exporter-stand-in, port: 9400}'; } >"$WORK/gpu.yaml"
+"$BIN/cpu-power" run --simulate gb200 --nodes k1,k2 --sim-gpus 2 --config "$WORK/gpu.yaml" \
+  --log-dir "$WORK/kill" -- sh -c "echo \$\$ >$WORK/kill.cmd; exec sleep 60" >"$WORK/kill.log" 2>&1 &
+RUN_PID=$!
+PIDS+=("$RUN_PID")
+wait_until 30 "the command of the session to be SIGKILLed" test -s "$WORK/kill.cmd"
+CMD_PID=$(cat "$WORK/kill.cmd")
+PIDS+=("$CMD_PID")
+helpers=()
+for pid in $(pgrep -P "$RUN_PID"); do [ "$pid" = "$CMD_PID" ] || helpers+=("$pid"); done
+# Two exporters and two simulated dcgm-exporters.
+((${#helpers[@]} == 4)) || fail "session helpers: $(for p in "${helpers[@]}"; do tr '\0' ' ' </proc/$p/cmdline; echo; done)"
+grep -c 'sim-gpu' <(for p in "${helpers[@]}"; do tr '\0' ' ' </proc/$p/cmdline; echo; done) | grep -qx 2 ||
+  fail "no simulated dcgm-exporters among the helpers"
+kill -KILL "$RUN_PID"
+all_gone() { for pid in "${helpers[@]}"; do gone "$pid" || return 1; done; }
+wait_until 10 "every helper of the SIGKILLed session to exit" all_gone
+! gone "$CMD_PID" || fail "the command died with the session"
+ok "SIGKILL to the session: its exporters and simulated dcgm-exporters stop with it, the command runs on"
+
 # --- exporter resolution: CPU_POWER_EXPORTER_BIN first, then the python fallback -----------
 cat >"$WORK/exporter-wrapper" <<EOF
 #!/bin/sh

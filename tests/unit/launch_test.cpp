@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "launch/session_record.hpp"
 #include "launch/srun_argv.hpp"
 #include "scrape/endpoint.hpp"
+#include "test_tree.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -578,6 +580,79 @@ TEST(Process, CaptureStopsAtTheDeadline) {
   EXPECT_FALSE(result.status);
   EXPECT_EQ(result.output, "early\n");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// Helpers spawned with die_with_parent take the fork path: the same behaviour as the
+// posix_spawn one, and a SIGTERM when the spawning thread ends (the kernel's unit for a
+// parent's death; a SIGKILLed `cpu-power run` is integration.test_run_local's case).
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+SpawnOptions with_parent_death(Argv argv) {
+  auto o = argv_only(std::move(argv));
+  o.die_with_parent = true;
+  return o;
+}
+
+TEST(ProcessDyingWithParent, BehavesAsThePosixSpawnPath) {
+  cpupower::testing::TestTree t;
+  std::string error;
+  int err = 0;
+  auto o = with_parent_death({"sh", "-c", "echo out; echo err >&2; read x || exit 9"});
+  o.output_path = t.path("child.log");
+  auto child = spawn_process(o, &error, &err);
+  ASSERT_TRUE(child) << error;
+  EXPECT_EQ(::getpgid(child->pid), child->pid);  // its own process group
+  auto status = wait_for_exit(child->pid, std::chrono::seconds(10));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(describe_status(*status), "exit 9");  // stdin is /dev/null
+  EXPECT_EQ(slurp(t.path("child.log")), "out\nerr\n");
+
+  o = with_parent_death({"sh", "-c", "echo captured; echo logged >&2; kill -TERM $$"});
+  o.capture_stdout = true;
+  o.output_path = t.path("stderr.log");
+  child = spawn_process(o, &error, &err);
+  ASSERT_TRUE(child) << error;
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = ::read(child->stdout_fd, buf, sizeof buf)) > 0;) out.append(buf, n);
+  ::close(child->stdout_fd);
+  status = wait_for_exit(child->pid, std::chrono::seconds(10));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(out, "captured\n");
+  EXPECT_EQ(slurp(t.path("stderr.log")), "logged\n");
+  EXPECT_EQ(describe_status(*status), "killed by SIGTERM");  // default disposition
+
+  EXPECT_FALSE(spawn_process(with_parent_death({"/no/such/program"}), &error, &err));
+  EXPECT_EQ(err, ENOENT);
+  EXPECT_THAT(error, HasSubstr("/no/such/program"));
+  EXPECT_FALSE(spawn_process(with_parent_death({"no-such-program-on-path"}), &error, &err));
+  EXPECT_EQ(err, ENOENT);
+  o = with_parent_death({"true"});
+  o.output_path = t.path("no/such/dir/child.log");
+  EXPECT_FALSE(spawn_process(o, &error, &err));
+  EXPECT_EQ(err, ENOENT);
+  EXPECT_THAT(error, HasSubstr("no/such/dir/child.log"));
+}
+
+TEST(ProcessDyingWithParent, GetsSigtermWhenTheSpawningThreadEnds) {
+  std::string error;
+  std::optional<Child> kept, dying;
+  std::thread spawner([&] {
+    kept = spawn_process(argv_only({"sleep", "30"}), &error);
+    dying = spawn_process(with_parent_death({"sleep", "30"}), &error);
+  });
+  spawner.join();
+  ASSERT_TRUE(kept && dying) << error;
+  const auto status = wait_for_exit(dying->pid, std::chrono::seconds(10));
+  ASSERT_TRUE(status) << "the helper outlived its parent";
+  EXPECT_EQ(describe_status(*status), "killed by SIGTERM");
+  // Without the request, the child lives on.
+  EXPECT_FALSE(wait_for_exit(kept->pid, std::chrono::milliseconds(100)));
+  EXPECT_EQ(describe_status(terminate_process(kept->pid, std::chrono::seconds(1), true)),
+            "killed by SIGTERM");
 }
 
 TEST(Process, ShellQuotingForDisplay) {
