@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -63,36 +64,48 @@ std::optional<std::string> find_program(const std::string& name, int* err) {
   return std::nullopt;
 }
 
-// What failed in the child before or at exec, sent to the parent over a close-on-exec pipe.
+// The child's standard descriptors, opened here (close-on-exec) so that a failure names the
+// file: posix_spawn reports an error in its own file actions as the program's. The child
+// dup2s them into place, in this order: stdin, the output file, stdout into the pipe.
+struct ChildFds {
+  int in = -1;             // /dev/null, for stdin
+  int out = -1;            // the output file: stdout and stderr, or stderr alone with a pipe
+  int pipe[2] = {-1, -1};  // captured stdout: [0] for the caller, [1] for the child
+  ~ChildFds() {
+    for (int fd : {in, out, pipe[0], pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  int take_read_end() { return std::exchange(pipe[0], -1); }
+};
+
+// `fd` moved above the standard descriptors: with one of those closed in this process, a
+// new descriptor can be 0, 1 or 2, and the child's dup2 onto itself would keep it
+// close-on-exec. -1 (errno set) when it could not be moved.
+int above_stdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  const int err = errno;
+  ::close(fd);
+  errno = err;
+  return moved;
+}
+
+// The child's side of a fork path failure, sent over a close-on-exec pipe.
 struct ChildFailure {
-  enum Step : int { exec, output, null_stdin, setup } step;
+  bool at_exec;  // else in the set-up before it
   int err;
 };
 
 // posix_spawn cannot give a child a parent-death signal: fork, ask for it in the child, and
-// then take posix_spawn's own steps (process group, signal mask and defaults, the same file
-// actions in the same order), with only async-signal-safe calls between fork and exec.
-std::optional<Child> fork_exec(const SpawnOptions& o, std::string* error, int* error_number) {
-  auto fail = [&](const std::string& what, int err) -> std::optional<Child> {
-    if (error) *error = what + ": " + std::strerror(err);
-    if (error_number) *error_number = err;
-    return std::nullopt;
-  };
-  int err = 0;
-  const auto program = find_program(o.argv[0], &err);
-  if (!program) return fail(o.argv[0], err);
-  std::vector<char*> argv;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const char* output = o.output_path ? o.output_path->c_str() : nullptr;
+// then take posix_spawn's own steps (process group, signal mask and defaults, descriptors),
+// with only async-signal-safe calls between fork and exec.
+std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
+                               const std::string& program, char* const argv[], int* err) {
   int report[2] = {-1, -1};
-  if (::pipe2(report, O_CLOEXEC) != 0) return fail("pipe", errno);
-  int pipe_fds[2] = {-1, -1};
-  if (o.capture_stdout && ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    const int e = errno;
-    ::close(report[0]);
-    ::close(report[1]);
-    return fail("pipe", e);
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    *err = errno;
+    return std::nullopt;
   }
   sigset_t none;
   sigemptyset(&none);
@@ -102,36 +115,28 @@ std::optional<Child> fork_exec(const SpawnOptions& o, std::string* error, int* e
 
   const pid_t pid = ::fork();
   if (pid == 0) {
-    auto die = [&](ChildFailure::Step step) {
-      const ChildFailure f{step, errno};
+    auto die = [&](bool at_exec) {
+      const ChildFailure f{at_exec, errno};
       (void)!::write(report[1], &f, sizeof f);
       ::_exit(127);
     };
-    if (o.own_process_group && ::setpgid(0, 0) != 0) die(ChildFailure::setup);
-    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) die(ChildFailure::setup);
+    if (o.own_process_group && ::setpgid(0, 0) != 0) die(false);
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) die(false);
     if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before the request
     for (int sig : kDefaultSignals) ::sigaction(sig, &dfl, nullptr);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (o.null_stdin) {
-      const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || ::dup2(fd, 0) < 0) die(ChildFailure::null_stdin);
-    }
-    if (output) {
-      const int fd = ::open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0 || ::dup2(fd, o.capture_stdout ? 2 : 1) < 0) die(ChildFailure::output);
-      if (!o.capture_stdout && ::dup2(1, 2) < 0) die(ChildFailure::output);
-    }
-    if (o.capture_stdout && ::dup2(pipe_fds[1], 1) < 0) die(ChildFailure::setup);
-    ::execve(program->c_str(), argv.data(), environ);
-    die(ChildFailure::exec);
+    if (fds.in >= 0 && ::dup2(fds.in, 0) < 0) die(false);
+    if (fds.out >= 0 && ::dup2(fds.out, o.capture_stdout ? 2 : 1) < 0) die(false);
+    if (fds.out >= 0 && !o.capture_stdout && ::dup2(1, 2) < 0) die(false);
+    if (fds.pipe[1] >= 0 && ::dup2(fds.pipe[1], 1) < 0) die(false);
+    ::execve(program.c_str(), argv, environ);
+    die(true);
   }
-  const int fork_errno = errno;
+  *err = errno;
   ::close(report[1]);
-  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
   if (pid < 0) {
     ::close(report[0]);
-    if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
-    return fail("fork", fork_errno);
+    return std::nullopt;
   }
   ChildFailure f{};
   ssize_t got = 0;
@@ -139,20 +144,10 @@ std::optional<Child> fork_exec(const SpawnOptions& o, std::string* error, int* e
     got = ::read(report[0], &f, sizeof f);
   } while (got < 0 && errno == EINTR);
   ::close(report[0]);
-  if (got != static_cast<ssize_t>(sizeof f)) return Child{pid, pipe_fds[0]};  // exec'd
+  if (got != static_cast<ssize_t>(sizeof f)) return pid;  // exec'd: the pipe closed with it
   wait_for_exit(pid);
-  if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
-  switch (f.step) {
-    case ChildFailure::exec:
-      return fail(o.argv[0], f.err);
-    case ChildFailure::output:
-      return fail(*o.output_path, f.err);
-    case ChildFailure::null_stdin:
-      return fail("/dev/null", f.err);
-    case ChildFailure::setup:
-      break;
-  }
-  return fail(o.argv[0] + " (before exec)", f.err);
+  *err = f.err;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -164,7 +159,35 @@ std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, in
     return std::nullopt;
   };
   if (o.argv.empty()) return fail("spawn", EINVAL);
-  if (o.die_with_parent) return fork_exec(o, error, error_number);
+  ChildFds fds;
+  if (o.null_stdin) {
+    fds.in = above_stdio(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (fds.in < 0) return fail("/dev/null", errno);
+  }
+  if (o.output_path) {
+    fds.out =
+        above_stdio(::open(o.output_path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fds.out < 0) return fail(*o.output_path, errno);
+  }
+  if (o.capture_stdout) {
+    if (::pipe2(fds.pipe, O_CLOEXEC) != 0) return fail("pipe", errno);
+    fds.pipe[0] = above_stdio(fds.pipe[0]);
+    fds.pipe[1] = above_stdio(fds.pipe[1]);
+    if (fds.pipe[0] < 0 || fds.pipe[1] < 0) return fail("pipe", errno);
+  }
+  std::vector<char*> argv;
+  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  if (o.die_with_parent) {
+    int err = 0;
+    const auto program = find_program(o.argv[0], &err);
+    if (!program) return fail(o.argv[0], err);
+    const auto pid = fork_exec(o, fds, *program, argv.data(), &err);
+    if (!pid) return fail(o.argv[0], err);
+    return Child{*pid, fds.take_read_end()};
+  }
+
   SpawnSetup s;
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
   if (o.own_process_group) {
@@ -179,31 +202,16 @@ std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, in
   sigemptyset(&defaults);
   for (int sig : kDefaultSignals) sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&s.attr, &defaults);
-
-  if (o.null_stdin) posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0);
-  if (o.output_path) {
-    const int out_fd = o.capture_stdout ? 2 : 1;
-    posix_spawn_file_actions_addopen(&s.actions, out_fd, o.output_path->c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fds.in >= 0) posix_spawn_file_actions_adddup2(&s.actions, fds.in, 0);
+  if (fds.out >= 0) {
+    posix_spawn_file_actions_adddup2(&s.actions, fds.out, o.capture_stdout ? 2 : 1);
     if (!o.capture_stdout) posix_spawn_file_actions_adddup2(&s.actions, 1, 2);
   }
-  int pipe_fds[2] = {-1, -1};
-  if (o.capture_stdout) {
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return fail("pipe", errno);
-    posix_spawn_file_actions_adddup2(&s.actions, pipe_fds[1], 1);
-  }
-
-  std::vector<char*> argv;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  if (fds.pipe[1] >= 0) posix_spawn_file_actions_adddup2(&s.actions, fds.pipe[1], 1);
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, argv[0], &s.actions, &s.attr, argv.data(), environ);
-  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
-  if (rc != 0) {
-    if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
-    return fail(o.argv[0], rc);
-  }
-  return Child{pid, pipe_fds[0]};
+  if (rc != 0) return fail(o.argv[0], rc);
+  return Child{pid, fds.take_read_end()};
 }
 
 std::optional<int> wait_for_exit(pid_t pid, std::optional<milliseconds> timeout) {
