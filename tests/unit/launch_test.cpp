@@ -615,7 +615,13 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
     o.output_path = t.path("child.log");
     auto child = spawn_process(o, &error, &err);
     ASSERT_TRUE(child) << error;
-    EXPECT_EQ(::getpgid(child->pid), child->pid);  // its own process group
+    // Its own process group. Under qemu-user, posix_spawn's child can still be on its way
+    // there when the call returns (its vfork-style clone runs as a plain fork): wait for it.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (::getpgid(child->pid) != child->pid && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(::getpgid(child->pid), child->pid);
     auto status = wait_for_exit(child->pid, std::chrono::seconds(10));
     ASSERT_TRUE(status);
     EXPECT_EQ(describe_status(*status), "exit 9");  // stdin is /dev/null
