@@ -91,15 +91,10 @@ int above_stdio(int fd) {
   return moved;
 }
 
-// The child's side of a fork path failure, sent over a close-on-exec pipe.
-struct ChildFailure {
-  bool at_exec;  // else in the set-up before it
-  int err;
-};
-
 // posix_spawn cannot give a child a parent-death signal: fork, ask for it in the child, and
 // then take posix_spawn's own steps (process group, signal mask and defaults, descriptors),
-// with only async-signal-safe calls between fork and exec.
+// with only async-signal-safe calls between fork and exec. A failure in the child reaches
+// the parent as its errno over a close-on-exec pipe, which an exec closes empty.
 std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
                                const std::string& program, char* const argv[], int* err) {
   int report[2] = {-1, -1};
@@ -115,22 +110,22 @@ std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
 
   const pid_t pid = ::fork();
   if (pid == 0) {
-    auto die = [&](bool at_exec) {
-      const ChildFailure f{at_exec, errno};
-      (void)!::write(report[1], &f, sizeof f);
+    auto die = [&] {
+      const int e = errno;
+      (void)!::write(report[1], &e, sizeof e);
       ::_exit(127);
     };
-    if (o.own_process_group && ::setpgid(0, 0) != 0) die(false);
-    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) die(false);
+    if (o.own_process_group && ::setpgid(0, 0) != 0) die();
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) die();
     if (::getppid() != parent) ::_exit(128 + SIGTERM);  // the parent died before the request
     for (int sig : kDefaultSignals) ::sigaction(sig, &dfl, nullptr);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (fds.in >= 0 && ::dup2(fds.in, 0) < 0) die(false);
-    if (fds.out >= 0 && ::dup2(fds.out, o.capture_stdout ? 2 : 1) < 0) die(false);
-    if (fds.out >= 0 && !o.capture_stdout && ::dup2(1, 2) < 0) die(false);
-    if (fds.pipe[1] >= 0 && ::dup2(fds.pipe[1], 1) < 0) die(false);
+    if (fds.in >= 0 && ::dup2(fds.in, 0) < 0) die();
+    if (fds.out >= 0 && ::dup2(fds.out, o.capture_stdout ? 2 : 1) < 0) die();
+    if (fds.out >= 0 && !o.capture_stdout && ::dup2(1, 2) < 0) die();
+    if (fds.pipe[1] >= 0 && ::dup2(fds.pipe[1], 1) < 0) die();
     ::execve(program.c_str(), argv, environ);
-    die(true);
+    die();
   }
   *err = errno;
   ::close(report[1]);
@@ -138,15 +133,15 @@ std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
     ::close(report[0]);
     return std::nullopt;
   }
-  ChildFailure f{};
+  int child_errno = 0;
   ssize_t got = 0;
   do {
-    got = ::read(report[0], &f, sizeof f);
+    got = ::read(report[0], &child_errno, sizeof child_errno);
   } while (got < 0 && errno == EINTR);
   ::close(report[0]);
-  if (got != static_cast<ssize_t>(sizeof f)) return pid;  // exec'd: the pipe closed with it
+  if (got != static_cast<ssize_t>(sizeof child_errno)) return pid;  // exec'd
   wait_for_exit(pid);
-  *err = f.err;
+  *err = child_errno;
   return std::nullopt;
 }
 
