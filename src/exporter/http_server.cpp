@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "common/text.hpp"
@@ -35,15 +36,22 @@ constexpr std::uint64_t kWakeKey = 0;
 
 // What the server keeps per connection (libmicrohttpd's socket context): the guard's entry
 // and, on a TLS port, what the TLS layer saw, to tell why a connection that never brought a
-// request was closed.
+// request was closed. libmicrohttpd 0.9.75 deinitialises the TLS session before it reports
+// the connection closed, so all of it is noted while the session is alive (by the pull
+// function, the handshake hook and the certificate check) and the close reads only this.
 struct ConnState {
   ConnectionGuard::Entry* entry = nullptr;
   int fd = -1;
-  gnutls_session_t session = nullptr;  // TLS only
+  gnutls_session_t session = nullptr;  // TLS only; valid only inside GnuTLS callbacks
   std::size_t received = 0;            // bytes read from the socket (TLS only)
   unsigned char first_byte = 0;        // the first of them: 0x16 starts a TLS handshake
   bool answered = false;               // a request reached the handler (or was refused)
   bool empty_client_cert = false;      // the client's Certificate message held none
+  bool finished_in = false;            // the client's Finished message was received
+  bool finished_out = false;           // the server's Finished message was sent
+  // The client certificate's verification status (gnutls_certificate_status_t), once
+  // checked: 0 verified; unset: not checked.
+  std::optional<unsigned> verify_status;
 };
 
 // A request's state (libmicrohttpd's request context): kAnnounced once its headers are in,
@@ -111,16 +119,29 @@ int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms) {
   return rc;
 }
 
-// Before GnuTLS processes the client's Certificate message: an empty one (a client without a
-// certificate answers a request with one) is noted, since a required certificate's absence
-// then fails the handshake before anything else records it.
+ConnState* state_of(gnutls_session_t session) {
+  gnutls_transport_ptr_t recv_ptr = nullptr, send_ptr = nullptr;
+  gnutls_transport_get_ptr2(session, &recv_ptr, &send_ptr);
+  return static_cast<ConnState*>(recv_ptr);
+}
+
+// Called for every handshake message, before and after GnuTLS processes it. The handshake
+// is complete once the client's Finished has been received and the server's sent (in either
+// order: TLS 1.3 and resumption send the server's first). Before GnuTLS processes the
+// client's Certificate message: an empty one (a client without a certificate answers a
+// request with one) is noted, since a required certificate's absence then fails the
+// handshake before anything else records it.
 int tls_handshake_hook(gnutls_session_t session, unsigned int htype, unsigned when,
                        unsigned int incoming, const gnutls_datum_t* msg) {
+  ConnState* state = state_of(session);
+  if (!state) return 0;
+  if (htype == GNUTLS_HANDSHAKE_FINISHED && when == GNUTLS_HOOK_POST) {
+    (incoming ? state->finished_in : state->finished_out) = true;
+    return 0;
+  }
   if (htype != GNUTLS_HANDSHAKE_CERTIFICATE_PKT || when != GNUTLS_HOOK_PRE || !incoming || !msg) {
     return 0;
   }
-  gnutls_transport_ptr_t recv_ptr = nullptr, send_ptr = nullptr;
-  gnutls_transport_get_ptr2(session, &recv_ptr, &send_ptr);
   // TLS 1.3: a context length byte and a 3-byte list length; TLS 1.2: the list length alone.
   const bool tls13 = gnutls_protocol_get_version(session) == GNUTLS_TLS1_3;
   const unsigned header = tls13 && msg->size > 0 ? 1u + msg->data[0] : 0u;
@@ -129,8 +150,17 @@ int tls_handshake_hook(gnutls_session_t session, unsigned int htype, unsigned wh
     const unsigned char* p = msg->data + header;
     empty = (static_cast<unsigned>(p[0]) << 16 | static_cast<unsigned>(p[1]) << 8 | p[2]) == 0;
   }
-  if (recv_ptr) static_cast<ConnState*>(recv_ptr)->empty_client_cert = empty;
+  state->empty_client_cert = empty;
   return 0;
+}
+
+// The client certificate check during the handshake, as gnutls_session_set_verify_cert
+// makes it (against the client CA, no host name), with its outcome noted for the close.
+int tls_verify_client(gnutls_session_t session) {
+  unsigned status = 0;
+  if (gnutls_certificate_verify_peers2(session, &status) < 0) return GNUTLS_E_CERTIFICATE_ERROR;
+  if (ConnState* state = state_of(session)) state->verify_status = status;
+  return status != 0 ? GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR : 0;
 }
 
 bool requires_cert(ClientAuth a) {
@@ -159,16 +189,15 @@ void prepare_tls_session(gnutls_session_t session, ConnState* state, ClientAuth 
     request = GNUTLS_CERT_REQUIRE;
   }
   gnutls_certificate_server_set_request(session, request);
-  if (request != GNUTLS_CERT_IGNORE) {
-    gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_CERTIFICATE_PKT, GNUTLS_HOOK_PRE,
-                                       tls_handshake_hook);
-  }
-  if (verifies_cert(policy)) gnutls_session_set_verify_cert(session, nullptr, 0);
+  gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_ANY, GNUTLS_HOOK_BOTH,
+                                     tls_handshake_hook);
+  if (verifies_cert(policy)) gnutls_session_set_verify_function(session, tls_verify_client);
 }
 
 // Why a TLS connection that never brought a request ended, if it was refused: plain HTTP,
 // a client certificate that is missing or not verified, or another handshake failure. Empty
 // kind: nothing to report (the client sent nothing, or closed after a good handshake).
+// Reads only what was noted while the session was alive: it is gone by now.
 SecurityEvent classify_tls_close(const ConnState& state, ClientAuth policy) {
   SecurityEvent ev;
   if (state.answered || state.received == 0 || !state.session) return ev;
@@ -179,12 +208,9 @@ SecurityEvent classify_tls_close(const ConnState& state, ClientAuth policy) {
                      : "bytes that are not TLS on the TLS port";
     return ev;
   }
-  if (char* desc = gnutls_session_get_desc(state.session)) {  // the handshake completed
-    gnutls_free(desc);
-    return ev;
-  }
-  const unsigned status = gnutls_session_get_verify_cert_status(state.session);
-  if (status != static_cast<unsigned>(-1) && status != 0) {
+  if (state.finished_in && state.finished_out) return ev;  // the handshake completed
+  if (state.verify_status && *state.verify_status != 0) {
+    const unsigned status = *state.verify_status;
     ev.kind = kSecurityClientCertUnverified;
     gnutls_datum_t out{};
     if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) == 0) {
@@ -273,7 +299,8 @@ struct HttpServerAccess {
       const MHD_ConnectionInfo* info =
           MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
       if (info) ::epoll_ctl(self->watch_fd_, EPOLL_CTL_DEL, info->connect_fd, nullptr);
-      // libmicrohttpd deinitialises the TLS session only after this notification.
+      // libmicrohttpd 0.9.75 has deinitialised the TLS session by now: state->session must
+      // not be used.
       if (self->security_.tls && self->security_.on_event) {
         SecurityEvent ev = classify_tls_close(*state, self->security_.tls->client_auth);
         if (!ev.kind.empty()) {

@@ -1,4 +1,6 @@
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <ctime>
 #include <future>
 #include <mutex>
 #include <set>
@@ -784,6 +787,158 @@ TEST(HttpServerAuthentication, StoppingWithChecksQueuedAnswersThemAndReturns) {
   }
   std::lock_guard lock(held.mu);
   EXPECT_LE(held.entered, 2);
+}
+
+// --- TLS -------------------------------------------------------------------------------------
+
+// The server's key pair: a self-signed ECDSA certificate made with GnuTLS at test time.
+HttpTls test_tls() {
+  gnutls_x509_privkey_t key = nullptr;
+  gnutls_x509_privkey_init(&key);
+  gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
+                               GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
+  gnutls_x509_crt_t crt = nullptr;
+  gnutls_x509_crt_init(&crt);
+  gnutls_x509_crt_set_version(crt, 3);
+  const unsigned char serial[] = {7, 1};
+  gnutls_x509_crt_set_serial(crt, serial, sizeof serial);
+  const std::time_t now = std::time(nullptr);
+  gnutls_x509_crt_set_activation_time(crt, now - 3600);
+  gnutls_x509_crt_set_expiration_time(crt, now + 86400);
+  gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "localhost", 9);
+  gnutls_x509_crt_set_key(crt, key);
+  gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0);
+  gnutls_datum_t c{}, k{};
+  gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &c);
+  gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &k);
+  HttpTls tls;
+  tls.cert_pem.assign(reinterpret_cast<const char*>(c.data), c.size);
+  tls.key_pem.assign(reinterpret_cast<const char*>(k.data), k.size);
+  gnutls_free(c.data);
+  gnutls_free(k.data);
+  gnutls_x509_crt_deinit(crt);
+  gnutls_x509_privkey_deinit(key);
+  tls.priorities = gnutls_priorities(TlsVersion::tls12, TlsVersion::tls13);
+  return tls;
+}
+
+constexpr const char* kTls12 = "NORMAL:-VERS-ALL:+VERS-TLS1.2";
+constexpr const char* kTls13 = "NORMAL:-VERS-ALL:+VERS-TLS1.3";
+
+// A GnuTLS client on a blocking loopback socket (10 s receive timeout). It does not check the
+// server's certificate: the test made it.
+class TlsClient {
+ public:
+  TlsClient(std::uint16_t port, const char* priorities) : fd_(connect_loopback(port)) {
+    const timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    gnutls_certificate_allocate_credentials(&cred_);
+    gnutls_init(&session_, GNUTLS_CLIENT);
+    gnutls_priority_set_direct(session_, priorities, nullptr);
+    gnutls_credentials_set(session_, GNUTLS_CRD_CERTIFICATE, cred_);
+    gnutls_transport_set_int(session_, fd_);
+  }
+  ~TlsClient() {
+    gnutls_deinit(session_);
+    gnutls_certificate_free_credentials(cred_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  TlsClient(const TlsClient&) = delete;
+  TlsClient& operator=(const TlsClient&) = delete;
+
+  int fd() const { return fd_; }
+  // 0 once the handshake is done, else the GnuTLS error.
+  int handshake() {
+    if (fd_ < 0) return GNUTLS_E_PUSH_ERROR;
+    int rc;
+    do {
+      rc = gnutls_handshake(session_);
+    } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);
+    return rc;
+  }
+  gnutls_protocol_t version() { return gnutls_protocol_get_version(session_); }
+  void close_notify() { gnutls_bye(session_, GNUTLS_SHUT_WR); }
+  // Closes the socket without a word (after the handshake, that is no close_notify).
+  void drop() {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  // GET `path` (Connection: close) and everything the server sends until it closes.
+  std::string get(const std::string& path) {
+    if (handshake() != 0) return "handshake failed";
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (gnutls_record_send(session_, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+      return "send failed";
+    }
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = gnutls_record_recv(session_, buf, sizeof buf);
+      if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) continue;
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  gnutls_certificate_credentials_t cred_ = nullptr;
+  gnutls_session_t session_ = nullptr;
+};
+
+// A server on TLS that answers "hello" and records each refusal's kind.
+struct TlsServer {
+  HttpServer server;
+  std::mutex mu;
+  std::vector<std::string> events;
+
+  bool start(HttpLimits limits, std::string* error) {
+    HttpSecurity s;
+    s.tls = test_tls();
+    s.on_event = [this](const SecurityEvent& ev) {
+      std::lock_guard lock(mu);
+      events.emplace_back(ev.kind);
+    };
+    return server.start("127.0.0.1", 0, hello, limits, error, std::move(s));
+  }
+};
+
+TEST(HttpServerTls, HandshakesWithoutARequestLeaveTheServerServing) {
+  // libmicrohttpd 0.9.75 releases a connection's TLS session before it reports the connection
+  // closed: whatever tells why a connection without a request ended must be known by then.
+  TlsServer tls;
+  std::string error;
+  ASSERT_TRUE(tls.start(HttpLimits{}, &error)) << error;
+  const std::uint16_t port = tls.server.port();
+  for (const char* priorities : {kTls12, kTls13}) {
+    for (const bool close_notify : {true, false}) {
+      for (int i = 0; i < 8; ++i) {
+        TlsClient client(port, priorities);
+        ASSERT_EQ(client.handshake(), 0) << priorities;
+        EXPECT_EQ(client.version(), priorities == kTls12 ? GNUTLS_TLS1_2 : GNUTLS_TLS1_3);
+        if (close_notify) {
+          client.close_notify();
+          // The server answers the client's close_notify by closing the connection.
+          EXPECT_GE(ms_until_closed(client.fd(), 10000ms), 0);
+        }
+      }
+      TlsClient after(port, priorities);
+      EXPECT_PRED2(status_is, after.get("/"), "200") << priorities << " " << close_notify;
+    }
+  }
+  // Refusals are still told apart: plain HTTP, and a handshake record that is not one.
+  get_path(port, "/");
+  const int junk = connect_loopback(port);
+  ASSERT_GE(junk, 0);
+  exchange(junk, std::string("\x16\x03\x01\x00\x04junk", 9), true, 2000);
+  TlsClient last(port, kTls13);
+  EXPECT_PRED2(status_is, last.get("/"), "200");
+  tls.server.stop();  // every connection has been reported closed when it returns
+  std::lock_guard lock(tls.mu);
+  std::sort(tls.events.begin(), tls.events.end());
+  EXPECT_EQ(tls.events, (std::vector<std::string>{std::string(kSecurityPlainHttp),
+                                                  std::string(kSecurityHandshake)}));
 }
 
 }  // namespace
