@@ -47,6 +47,7 @@ struct ConnState {
   unsigned char first_byte = 0;        // the first of them: 0x16 starts a TLS handshake
   bool answered = false;               // a request reached the handler (or was refused)
   bool empty_client_cert = false;      // the client's Certificate message held none
+  bool idle_timeout_set = false;       // TLS: libmicrohttpd's idle timeout applies from now
   bool finished_in = false;            // the client's Finished message was received
   bool finished_out = false;           // the server's Finished message was sent
   // The client certificate's verification status (gnutls_certificate_status_t), once
@@ -418,6 +419,14 @@ struct HttpServerAccess {
     // the request is incomplete, so a trickled body is held to the request deadline too.
     if (*request_state == nullptr) {
       *request_state = &kAnnounced;
+      auto* self = static_cast<HttpServer*>(cls);
+      ConnState* state = state_of(connection);
+      if (self->security_.tls && state && !state->idle_timeout_set) {
+        // Past its handshake (see start): libmicrohttpd's own idle timeout is safe from here.
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
+                                  self->connection_timeout_s_);
+        state->idle_timeout_set = true;
+      }
       return MHD_YES;
     }
     if (*upload_size != 0) {
@@ -584,19 +593,29 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
         {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(t.priorities.c_str())});
   }
   tls_options.push_back({MHD_OPTION_END, 0, nullptr});
+  // libmicrohttpd 0.9.75 mishandles TLS connections whose handshake is not done: with epoll
+  // it never waits for their socket (it retries the handshake in a busy loop from accept
+  // on), and its idle timeout closes them without ever releasing them (the polling thread
+  // then spins with a zero timeout, and the descriptor stays open). So on a TLS port the
+  // polling threads poll(2), and libmicrohttpd's idle timeout is off until a connection
+  // brings its first request: until then the request deadline bounds it, and its shutdown
+  // makes the handshake fail on the end of the stream, which libmicrohttpd releases.
+  connection_timeout_s_ = limits.connection_timeout_s;
+  const unsigned mhd_timeout_s = security_.tls ? 0 : limits.connection_timeout_s;
+  const unsigned poll_mode = security_.tls ? MHD_USE_POLL : MHD_USE_EPOLL;
   if (security_.authorize && security_.authorize_cached) {
     auth_queue_ = std::make_unique<AuthQueue>(std::max<std::size_t>(limits.auth_queue, 1),
                                               std::max<std::size_t>(limits.auth_queue_per_peer, 1));
   }
   daemon_ = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
+      MHD_USE_INTERNAL_POLLING_THREAD | poll_mode | MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
           (security_.tls ? MHD_USE_TLS : 0) | (auth_queue_ ? MHD_ALLOW_SUSPEND_RESUME : 0),
       0, nullptr, nullptr, &HttpServerAccess::answer, this, MHD_OPTION_ARRAY, tls_options.data(),
       MHD_OPTION_LISTEN_SOCKET, listen_fd_, MHD_OPTION_THREAD_POOL_SIZE, threads,
       MHD_OPTION_CONNECTION_LIMIT, limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-      limits.connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
-      MHD_OPTION_NOTIFY_CONNECTION, &HttpServerAccess::notify_connection, this,
-      MHD_OPTION_NOTIFY_COMPLETED, &HttpServerAccess::request_completed, this, MHD_OPTION_END);
+      mhd_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit, MHD_OPTION_NOTIFY_CONNECTION,
+      &HttpServerAccess::notify_connection, this, MHD_OPTION_NOTIFY_COMPLETED,
+      &HttpServerAccess::request_completed, this, MHD_OPTION_END);
   if (!daemon_) {
     *error = "start HTTP server on " + address_ + ": libmicrohttpd refused the configuration";
     stop();

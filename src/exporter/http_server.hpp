@@ -145,6 +145,7 @@ class HttpServer {
   int wake_fd_ = -1;   // eventfd that stops the sweeper
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
+  unsigned connection_timeout_s_ = 0;  // HttpLimits::connection_timeout_s
   std::string address_;
   std::uint16_t port_ = 0;
 

@@ -6,6 +6,7 @@ its scrapes meanwhile. python3 standard library only.
       MODE drip: every connection sends one more byte of a request that never ends, one byte
       every INTERVAL_S (phases spread over the interval), like slowloris.
       MODE idle: every connection sends nothing.
+      MODE hello: like drip, with the bytes of a TLS ClientHello (for a TLS port).
       A connection the server closes is opened again about INTERVAL_S later (0.5 to 1.5
       times, so that reopening never turns into a flood of new connections).
       Prints "attack ready open=N failed=M" once every connection has been tried, then after
@@ -20,6 +21,9 @@ its scrapes meanwhile. python3 standard library only.
       COUNT times, one after the other: sends part of a request header, shuts its write side
       (SHUT_WR) and waits for the server to close the connection. Prints
       "halfclose n=COUNT closed_after_ms=..." with the slowest, or timeout(TIMEOUT_S).
+
+  --tls anywhere on the command line: the probe scrapes over TLS (https, the server's
+  certificate not checked).
 """
 
 import errno
@@ -27,11 +31,31 @@ import random
 import resource
 import selectors
 import socket
+import ssl
 import sys
 import time
 
 HOST = "127.0.0.1"
 DRIP = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Drip: "
+TLS = None  # an ssl.SSLContext with --tls
+
+
+def client_context():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def client_hello():
+    """The first flight of a real TLS client (its ClientHello), made without a socket."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = client_context().wrap_bio(incoming, outgoing)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
 
 
 def raise_fd_limit():
@@ -44,6 +68,7 @@ def raise_fd_limit():
 class Attacker:
     def __init__(self, port, mode, conns, interval):
         self.port, self.mode, self.interval = port, mode, interval
+        self.drip = client_hello() if mode == "hello" else DRIP
         self.sel = selectors.DefaultSelector()
         self.slots = [None] * conns  # per slot: dict(sock, opened, sent, next) or None
         self.reopen_at = [0.0] * conns
@@ -108,10 +133,10 @@ class Attacker:
                 if now >= self.reopen_at[i]:
                     self.open(i, now)
                 continue
-            if self.mode != "drip" or not slot["connected"] or now < slot["next"]:
+            if self.mode == "idle" or not slot["connected"] or now < slot["next"]:
                 continue
             n = slot["sent"]
-            byte = DRIP[n:n + 1] or b"a"
+            byte = self.drip[n:n + 1] or b"a"
             try:
                 slot["sock"].send(byte)
                 slot["sent"] += 1
@@ -151,8 +176,12 @@ def scrape(port, timeout):
     """One GET /metrics on a fresh connection; returns (seconds, error or None)."""
     t0 = time.monotonic()
     try:
-        with socket.create_connection((HOST, port), timeout=timeout) as s:
-            s.settimeout(max(0.001, timeout - (time.monotonic() - t0)))
+        with socket.create_connection((HOST, port), timeout=timeout) as raw:
+            raw.settimeout(max(0.001, timeout - (time.monotonic() - t0)))
+            # As Prometheus (Go) does: over TLS the request follows the client's last
+            # handshake message, which Nagle would hold for the server's delayed ACK.
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s = TLS.wrap_socket(raw) if TLS else raw
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             chunks = []
             while True:
@@ -229,9 +258,13 @@ def halfclose(port, timeout, count):
 
 
 def main(argv):
+    global TLS
     raise_fd_limit()
+    if "--tls" in argv:
+        argv = [a for a in argv if a != "--tls"]
+        TLS = client_context()
     cmd = argv[1] if len(argv) > 1 else ""
-    if cmd == "attack" and len(argv) == 7 and argv[3] in ("drip", "idle"):
+    if cmd == "attack" and len(argv) == 7 and argv[3] in ("drip", "idle", "hello"):
         Attacker(int(argv[2]), argv[3], int(argv[4]), float(argv[5])).run(float(argv[6]))
     elif cmd == "probe" and len(argv) == 6:
         probe(int(argv[2]), float(argv[3]), float(argv[4]), float(argv[5]))

@@ -5,7 +5,10 @@
 # client scrapes /metrics on a fresh connection every 10 ms and must never fail. Also: a
 # trickle cannot keep its connection past the 5 s request deadline, and a partial request
 # whose client shuts its write side is let go at once. All attackers share 127.0.0.1 with the
-# good client, so no per-address limit could tell them apart: the server must.
+# good client, so no per-address limit could tell them apart: the server must. The same on a
+# TLS port (web config): idle connections and ClientHellos trickled a byte at a time are
+# closed at the same deadline, the good client scrapes over TLS meanwhile, and connections
+# held in their handshake cost the exporter no CPU time.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 SLOW="$(dirname "$0")/slow_clients.py"
@@ -25,7 +28,7 @@ P99_MS=$(scaled "${SLOW_CLIENTS_P99_MS:-100}")
 # a p99 over the bound.
 probe() {
   local name=$1 secs=$2 bound=${3:-} line
-  "$PY" "$SLOW" probe "$PORT" "$secs" 10 2 >"$WORK/$name.out" 2>&1 || { cat "$WORK/$name.out"; fail "$name: probe crashed"; }
+  "$PY" "$SLOW" probe "$PORT" "$secs" 10 2 ${TLS_FLAG:-} >"$WORK/$name.out" 2>&1 || { cat "$WORK/$name.out"; fail "$name: probe crashed"; }
   line=$(grep '^probe n=' "$WORK/$name.out")
   echo "# $name: $line"
   local n failures p99
@@ -118,6 +121,67 @@ ATTACK_PID=$DRIP_PID
 attack_done drip_low
 ok "500 trickling + 500 idle connections with room for 128: no scrape failed, p99 under ${P99_MS} ms"
 stop "$EXPORTER_PID"
+
+# --- the same on a TLS port ------------------------------------------------------------------
+T="$WORK/tls"
+mkdir -p "$T"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -keyout "$T/server.key" \
+  -out "$T/server.crt" -subj /CN=localhost >"$T/openssl.log" 2>&1 || fail "openssl: $(cat "$T/openssl.log")"
+printf 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n' >"$T/web.yml"
+start_exporter exp_tls --hwmon-root "$WORK/node" --web.config.file "$T/web.yml"
+TLS_FLAG=--tls
+probe baseline_tls 1 any
+ok "baseline over TLS without attack: no scrape failed"
+# cpu_s PID: the process's CPU time (user + system), in seconds.
+TCK=$(getconf CLK_TCK)
+cpu_s() { awk -v t="$TCK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
+# cpu_over PID SECONDS: CPU time PID spends over the next SECONDS. A polling thread that spins
+# spends about a second a second; waiting ones next to none.
+cpu_over() { local a b; a=$(cpu_s "$1"); sleep "$2"; b=$(cpu_s "$1"); awk "BEGIN { printf \"%.2f\", $b - $a }"; }
+fds_before=$(ls "/proc/$EXPORTER_PID/fd" | wc -l)
+
+# Ten connections that send nothing, then ten that stall in a ClientHello: held, and after
+# the deadline has closed them.
+for mode in idle hello; do
+  attack "${mode}10_tls" "$mode" 10 "$(awk "BEGIN { print 6 + 1.5 * $TIME_SCALE }")"
+  held_cpu=$(cpu_over "$EXPORTER_PID" 3)
+  echo "# exporter CPU time over 3 s with 10 $mode TLS connections held: ${held_cpu} s"
+  "$PY" -c "import sys; sys.exit(0 if $held_cpu < 0.3 else 1)" ||
+    fail "the exporter spent ${held_cpu} s of CPU time in 3 s holding 10 $mode TLS connections"
+  attack_done "${mode}10_tls"
+  [ "$closed" -ge 10 ] || fail "only $closed of 10 $mode TLS connections were closed by the deadline"
+  "$PY" -c "import sys; sys.exit(0 if $held < 5.0 + $(scaled 1) else 1)" ||
+    fail "a $mode TLS connection was held ${held} s, past the 5 s request deadline$(scale_note)"
+  after_cpu=$(cpu_over "$EXPORTER_PID" 3)
+  echo "# exporter CPU time over 3 s after they were closed: ${after_cpu} s"
+  "$PY" -c "import sys; sys.exit(0 if $after_cpu < 0.3 else 1)" ||
+    fail "the exporter spent ${after_cpu} s of CPU time in 3 s after 10 $mode TLS connections were closed"
+  ok "10 $mode TLS connections: closed at the deadline (longest held ${held} s), CPU time ${held_cpu} s held, ${after_cpu} s after"
+done
+
+DRIP_S=$(awk "BEGIN { print 5 + 1.5 * $TIME_SCALE }")
+attack hello_tls hello 500 "$DRIP_S"
+probe probe_hello_tls 5
+attack_done hello_tls
+[ "$closed" -ge 500 ] || fail "only $closed trickled ClientHellos were closed in $DRIP_S s"
+"$PY" -c "import sys; sys.exit(0 if $held < 5.0 + $(scaled 1) else 1)" ||
+  fail "a trickled ClientHello was held ${held} s, past the 5 s request deadline$(scale_note)"
+ok "500 trickled ClientHellos: no TLS scrape failed, p99 under ${P99_MS} ms, closed at the 5 s deadline (longest held ${held} s)"
+
+attack idle_tls idle 500 3
+probe probe_idle_tls 2.5
+attack_done idle_tls
+ok "500 idle TLS connections: no TLS scrape failed, p99 under ${P99_MS} ms"
+# Every connection the attackers left is let go: the descriptors come back.
+for _ in $(seq 100); do
+  fds=$(ls "/proc/$EXPORTER_PID/fd" | wc -l)
+  [ "$fds" -le "$fds_before" ] && break
+  sleep 0.1
+done
+[ "$fds" -le "$fds_before" ] || fail "the TLS exporter holds $fds descriptors after the attacks, $fds_before before"
+ok "the TLS exporter holds $fds descriptors after the attacks, as before them"
+stop "$EXPORTER_PID"
+TLS_FLAG=
 
 # --- the python fallback exporter ---------------------------------------------------------------
 # Weaker by design (docs/reliability.md): one thread per connection, at most 512, so a flood
