@@ -87,13 +87,15 @@ void ConnectionGuard::request_complete(Entry* entry) {
   entry->state = Entry::State::kAnswering;
 }
 
-void ConnectionGuard::response_done(Entry* entry, Clock::time_point now) {
+bool ConnectionGuard::response_done(Entry* entry, Clock::time_point now) {
   std::lock_guard lock(mu_);
-  if (entry->state != Entry::State::kAnswering) return;
+  if (entry->state != Entry::State::kAnswering) return false;
   wait_from(entry, now);
   // Its client shut its write side while it was answered: only requests it had already
   // sent can follow.
-  if (entry->peer_closed) check_at(entry, now + kHalfCloseGrace);
+  if (!entry->peer_closed) return false;
+  check_at(entry, now + kHalfCloseGrace);
+  return true;
 }
 
 void ConnectionGuard::closed(Entry* entry) {

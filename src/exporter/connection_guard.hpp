@@ -58,8 +58,10 @@ class ConnectionGuard {
   Entry* opened(int fd, std::uintptr_t worker, Clock::time_point now);
   // Its request is complete: no deadline applies while it is answered.
   void request_complete(Entry* entry);
-  // Its response is done and the connection stays open: waiting again, from `now`.
-  void response_done(Entry* entry, Clock::time_point now);
+  // Its response is done and the connection stays open: waiting again, from `now`. True when
+  // that makes a half-closed connection due for a look at `now + kHalfCloseGrace`: the
+  // caller must then have `sweep` run again (it may be waiting for a later time).
+  bool response_done(Entry* entry, Clock::time_point now);
   // libmicrohttpd has let go of the connection (its fd is closed after this returns).
   void closed(Entry* entry);
 

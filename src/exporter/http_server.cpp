@@ -12,11 +12,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <strings.h>
 #include <algorithm>
 #include <atomic>
+
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "common/text.hpp"
@@ -162,6 +165,49 @@ int tls_verify_client(gnutls_session_t session) {
   if (gnutls_certificate_verify_peers2(session, &status) < 0) return GNUTLS_E_CERTIFICATE_ERROR;
   if (ConnState* state = state_of(session)) state->verify_status = status;
   return status != 0 ? GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR : 0;
+}
+
+// Decodes a request path (and query arguments) as libmicrohttpd would, except that a string
+// holding "%00" is left as it came: the NUL it decodes to would end the path libmicrohttpd
+// hands on, and "/metrics%00.txt" would reach the handler as "/metrics".
+size_t unescape_path(void*, MHD_Connection*, char* s) {
+  for (const char* p = std::strchr(s, '%'); p; p = std::strchr(p + 1, '%')) {
+    if (p[1] == '0' && p[2] == '0') return std::strlen(s);
+  }
+  return MHD_http_unescape(s);
+}
+
+// How a request says its body is framed (RFC 9112, 6): its Content-Length values and whether
+// it has a Transfer-Encoding.
+struct Framing {
+  std::optional<std::string> length;  // the first Content-Length value
+  bool lengths_differ = false;
+  bool transfer_encoding = false;
+};
+
+MHD_Result note_framing(void* cls, MHD_ValueKind, const char* key, const char* value) {
+  auto* f = static_cast<Framing*>(cls);
+  if (!key) return MHD_YES;
+  if (::strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+    f->transfer_encoding = true;
+  } else if (::strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+    // A field may also list values ("5, 5"): each must be the same.
+    std::string_view rest = value ? value : "";
+    for (;;) {
+      const auto comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+      if (!f->length) {
+        f->length = std::string(item);
+      } else if (*f->length != item) {
+        f->lengths_differ = true;
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  return MHD_YES;
 }
 
 bool requires_cert(ClientAuth a) {
@@ -321,12 +367,29 @@ struct HttpServerAccess {
                                 MHD_RequestTerminationCode) {
     auto* self = static_cast<HttpServer*>(cls);
     if (auto* entry = entry_of(connection)) {
-      self->guard_->response_done(entry, ConnectionGuard::Clock::now());
+      // A client that half-closed while it was answered (HEAD or GET, then shutdown) is
+      // looked at again in kHalfCloseGrace, sooner than the sweeper may be waiting for.
+      if (self->guard_->response_done(entry, ConnectionGuard::Clock::now())) self->wake_sweeper();
     }
     if (request_state && *request_state && *request_state != &kAnnounced) {
       delete static_cast<PendingAuth*>(*request_state);
       *request_state = nullptr;
     }
+  }
+
+  static MHD_Result bad_framing(MHD_Connection* connection, bool lengths_differ) {
+    static const char kTwoWays[] =
+        "Bad Request: both Content-Length and Transfer-Encoding frame the body\n";
+    static const char kLengths[] = "Bad Request: Content-Length values differ\n";
+    const char* body = lengths_differ ? kLengths : kTwoWays;
+    MHD_Response* resp = MHD_create_response_from_buffer(std::strlen(body), const_cast<char*>(body),
+                                                         MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    const MHD_Result ret = MHD_queue_response(connection, MHD_HTTP_BAD_REQUEST, resp);
+    MHD_destroy_response(resp);
+    return ret;
   }
 
   static MHD_Result plain_response(MHD_Connection* connection, unsigned status,
@@ -421,6 +484,19 @@ struct HttpServerAccess {
       *request_state = &kAnnounced;
       auto* self = static_cast<HttpServer*>(cls);
       ConnState* state = state_of(connection);
+      // A body framed two ways (Content-Length and Transfer-Encoding, or differing lengths)
+      // may be read differently by a proxy in front: what one takes for the end of this
+      // request, another may take for the start of the next. Refused, and the connection
+      // closed, so nothing after it is read as a request (RFC 9112, 6.1 and 6.3).
+      Framing framing;
+      MHD_get_connection_values(connection, MHD_HEADER_KIND, note_framing, &framing);
+      if (framing.lengths_differ || (framing.transfer_encoding && framing.length)) {
+        if (state) {
+          state->answered = true;
+          self->guard_->request_complete(state->entry);
+        }
+        return bad_framing(connection, framing.lengths_differ);
+      }
       if (self->security_.tls && state && !state->idle_timeout_set) {
         // Past its handshake (see start): libmicrohttpd's own idle timeout is safe from here.
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
@@ -615,7 +691,8 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
       MHD_OPTION_CONNECTION_LIMIT, limits.connection_limit, MHD_OPTION_CONNECTION_TIMEOUT,
       mhd_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit, MHD_OPTION_NOTIFY_CONNECTION,
       &HttpServerAccess::notify_connection, this, MHD_OPTION_NOTIFY_COMPLETED,
-      &HttpServerAccess::request_completed, this, MHD_OPTION_END);
+      &HttpServerAccess::request_completed, this, MHD_OPTION_UNESCAPE_CALLBACK, &unescape_path,
+      nullptr, MHD_OPTION_END);
   if (!daemon_) {
     *error = "start HTTP server on " + address_ + ": libmicrohttpd refused the configuration";
     stop();
@@ -636,7 +713,12 @@ void HttpServer::sweep_loop() {
     const auto wait_ms = std::clamp<long>(ceil<milliseconds>(next - now).count(), 1, 60000);
     const int n = ::epoll_wait(watch_fd_, events, 64, static_cast<int>(wait_ms));
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kWakeKey) return;
+      if (events[i].data.u64 == kWakeKey) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const auto r = ::read(wake_fd_, &count, sizeof count);
+        if (stopping_.load(std::memory_order_acquire)) return;
+        continue;  // swept again at the top of the loop
+      }
       guard_->peer_closed(events[i].data.u64, ConnectionGuard::Clock::now());
     }
   }
@@ -658,12 +740,18 @@ std::size_t HttpServer::auth_checks_pending() const {
   return auth_queue_ ? auth_queue_->pending() : 0;
 }
 
+void HttpServer::wake_sweeper() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
+}
+
 void HttpServer::stop() {
   if (sweeper_.joinable()) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const auto n = ::write(wake_fd_, &one, sizeof one);
+    stopping_.store(true, std::memory_order_release);
+    wake_sweeper();
     sweeper_.join();
   }
+  stopping_.store(false, std::memory_order_relaxed);
   // Before the daemon: every suspended connection must be resumed before it stops. The
   // check in progress finishes; the queued ones are resumed as cancelled (503).
   if (auth_queue_) auth_queue_->stop();

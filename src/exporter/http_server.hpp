@@ -12,6 +12,7 @@
 // requests. What it refuses is reported through `on_event`, one call per refused connection
 // or request.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -135,6 +136,7 @@ class HttpServer {
 
  private:
   void sweep_loop();
+  void wake_sweeper();
 
   HttpHandler handler_;
   HttpSecurity security_;
@@ -142,7 +144,8 @@ class HttpServer {
   std::unique_ptr<AuthQueue> auth_queue_;  // with security_.authorize_cached
   std::thread sweeper_;
   int watch_fd_ = -1;  // epoll: connections whose client shut its write side, and wake_fd_
-  int wake_fd_ = -1;   // eventfd that stops the sweeper
+  int wake_fd_ = -1;   // eventfd that wakes the sweeper: to stop, or to sweep again
+  std::atomic<bool> stopping_{false};
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
   unsigned connection_timeout_s_ = 0;  // HttpLimits::connection_timeout_s

@@ -241,8 +241,8 @@ TEST(ConnectionGuard, DeadlineCountsFromAcceptOrPreviousResponseNotFromTheLastBy
   auto* busy = p.guard.opened(12, 1, t0 + 1s);
   EXPECT_EQ(p.guard.sweep(t0 + 2s), t0 + 5s);  // next due: the trickle's deadline
   p.guard.request_complete(keepalive);
-  p.guard.response_done(keepalive, t0 + 3s);  // waits for its next request from 3 s
-  p.guard.request_complete(busy);             // being answered: no deadline
+  EXPECT_FALSE(p.guard.response_done(keepalive, t0 + 3s));  // waits for its next request from 3 s
+  p.guard.request_complete(busy);                           // being answered: no deadline
   EXPECT_EQ(p.guard.sweep(t0 + 5s), t0 + 8s);
   EXPECT_EQ(p.closed_fds, std::vector<int>{10});
   EXPECT_EQ(p.guard.sweep(t0 + 8s), t0 + 13s);  // nothing waits: one timeout ahead
@@ -270,7 +270,8 @@ TEST(ConnectionGuard, HalfClosedConnectionsCloseOnceTheServerHasReadAllTheirByte
   EXPECT_EQ(p.guard.sweep(t0 + grace), t0 + 2 * grace);
   EXPECT_EQ(p.closed_fds, std::vector<int>{10});  // the unread one waits for the server
   p.unread_fds.clear();
-  p.guard.response_done(answered, t0 + grace);  // answered first; then no more requests
+  EXPECT_TRUE(
+      p.guard.response_done(answered, t0 + grace));  // answered first; then no more requests
   p.guard.sweep(t0 + 2 * grace);
   EXPECT_EQ(p.closed_fds, (std::vector<int>{10, 11, 12}));
   EXPECT_EQ(p.guard.counts().half_closed, 3u);
@@ -998,5 +999,154 @@ TEST(HttpServerTls, IdleAndStalledHandshakesCloseAtTheDeadlineWithoutSpinning) {
   tls.server.stop();
 }
 
+// --- Request framing (RFC 9112) ------------------------------------------------------------
+
+// A server whose handler records every path it is asked for: 200 for /metrics, else 404.
+struct RecordingServer {
+  HttpServer server;
+  std::mutex mu;
+  std::vector<std::string> paths;
+
+  bool start(std::string* error) {
+    return server.start(
+        "127.0.0.1", 0,
+        [this](std::string_view, std::string_view path) {
+          std::lock_guard lock(mu);
+          paths.emplace_back(path);
+          return path == "/metrics" ? HttpResponse{200, "text/plain", "m\n", {}}
+                                    : HttpResponse{404, "text/plain", "not found\n", {}};
+        },
+        HttpLimits{}, error);
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mu);
+    return paths;
+  }
+};
+
+// Sends `request` on a fresh connection (then shuts the write side when `half_close`), and
+// returns what the server sent and how long after the request it closed the connection
+// (-1: still open after `limit`).
+struct Exchange {
+  std::string reply;
+  long closed_ms = -1;
+};
+Exchange send_until_closed(std::uint16_t port, const std::string& request, bool half_close,
+                           std::chrono::milliseconds limit) {
+  Exchange out;
+  const int fd = connect_loopback(port);
+  if (fd < 0) return out;
+  const timeval tv{static_cast<time_t>(limit.count() / 1000),
+                   static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(request.size())) {
+    if (half_close) ::shutdown(fd, SHUT_WR);
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        out.reply.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0 || errno == ECONNRESET) {
+        out.closed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+      }
+      break;  // closed, or the receive timed out
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(HttpServerFraming, ContentLengthWithTransferEncodingIsAnsweredOnceAndClosed) {
+  RecordingServer s;
+  std::string error;
+  ASSERT_TRUE(s.start(&error)) << error;
+  // A front that frames by Content-Length sends all of it as one request; one that frames by
+  // Transfer-Encoding sees a second request in the body.
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string body = "0\r\n\r\n" + smuggled;
+  const auto e = send_until_closed(
+      s.server.port(),
+      "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+          "\r\nTransfer-Encoding: chunked\r\n\r\n" + body,
+      false, 3000ms);
+  EXPECT_PRED2(status_is, e.reply, "400");
+  EXPECT_EQ(count_of(e.reply, "HTTP/1.1 "), 1u) << e.reply;
+  EXPECT_GE(e.closed_ms, 0) << "the connection stayed open after the response";
+  s.server.stop();
+  for (const auto& p : s.seen()) EXPECT_NE(p, "/smuggled");
+}
+
+TEST(HttpServerFraming, DifferingContentLengthsAreRefusedAndClosed) {
+  RecordingServer s;
+  std::string error;
+  ASSERT_TRUE(s.start(&error)) << error;
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const auto& lengths : {std::make_pair(std::size_t{0}, smuggled.size()),
+                              std::make_pair(smuggled.size(), std::size_t{0})}) {
+    const auto e = send_until_closed(
+        s.server.port(),
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(lengths.first) +
+            "\r\nContent-Length: " + std::to_string(lengths.second) + "\r\n\r\n" + smuggled,
+        false, 3000ms);
+    EXPECT_PRED2(status_is, e.reply, "400");
+    EXPECT_EQ(count_of(e.reply, "HTTP/1.1 "), 1u) << e.reply;
+    EXPECT_GE(e.closed_ms, 0) << "the connection stayed open after the response";
+  }
+  // The same length twice is one length (RFC 9110, 8.6).
+  const auto same = send_until_closed(
+      s.server.port(),
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n"
+      "Connection: close\r\n\r\n",
+      false, 3000ms);
+  EXPECT_PRED2(status_is, same.reply, "200");
+  s.server.stop();
+  for (const auto& p : s.seen()) EXPECT_NE(p, "/smuggled");
+}
+
+TEST(HttpServerFraming, HalfClosedHeadIsClosedAfterItsResponseAsAGetIs) {
+  RecordingServer s;
+  std::string error;
+  ASSERT_TRUE(s.start(&error)) << error;  // the 5 s idle timeout and request deadline
+  for (const char* method : {"GET", "HEAD"}) {
+    for (int i = 0; i < 20; ++i) {
+      const auto e = send_until_closed(
+          s.server.port(), std::string(method) + " /metrics HTTP/1.1\r\nHost: x\r\n\r\n", true,
+          4000ms);
+      EXPECT_PRED2(status_is, e.reply, "200");
+      EXPECT_GE(e.closed_ms, 0) << method << ": the half-closed connection was held";
+      EXPECT_LT(e.closed_ms, 2000) << method;  // the half-close, not a 5 s timeout
+    }
+  }
+  s.server.stop();
+}
+
+TEST(HttpServerFraming, EncodedBytesNeverTurnAPathIntoARoute) {
+  RecordingServer s;
+  std::string error;
+  ASSERT_TRUE(s.start(&error)) << error;
+  for (const char* path : {"/metrics%00.txt", "/metrics%00", "/metrics%2500", "/metrics%2f",
+                           "/metrics%00/../metrics"}) {
+    const auto e = send_until_closed(
+        s.server.port(),
+        std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false,
+        3000ms);
+    EXPECT_PRED2(status_is, e.reply, "404") << path;
+  }
+  EXPECT_PRED2(status_is, get_path(s.server.port(), "/metrics"), "200");
+  s.server.stop();
+  for (const auto& p : s.seen()) EXPECT_TRUE(p == "/metrics" || p.size() > 8) << p;
+}
 }  // namespace
 }  // namespace cpupower::exporter
