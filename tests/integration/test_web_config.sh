@@ -143,6 +143,38 @@ grep -qx 'WWW-Authenticate: Basic realm="cpu-power-exporter"' <<<"$headers" ||
   fail "no WWW-Authenticate: Basic on 401: $headers"
 ok "wrong password, no password (any path, /health included): 401 with WWW-Authenticate: Basic"
 
+# Handshakes closed without a request: openssl s_client on no input (it sends close_notify)
+# and a client that closes its socket right after the handshake (no close_notify), TLS 1.2
+# and 1.3. Each is a good handshake: the exporter lives, serves, and logs no refusal.
+refusals_before=$(grep -c 'refused peer=' "$LOG" || true)
+for v in 1_2 1_3; do
+  for _ in 1 2 3 4 5; do
+    openssl s_client -connect "127.0.0.1:$PORT" -tls$v -CAfile "$T/ca.crt" -cert "$T/client.crt" \
+      -key "$T/client.key" </dev/null >"$WORK/s_client.out" 2>&1 ||
+      { cat "$WORK/s_client.out"; fail "openssl s_client -tls$v: no handshake"; }
+    grep -qE "(Protocol *: *|New, )TLSv${v/_/.}" "$WORK/s_client.out" || { cat "$WORK/s_client.out"; fail "s_client: not TLS ${v/_/.}"; }
+    "$PY" - "$PORT" "$T" "$v" <<'PYEOF' || fail "a TLS ${v/_/.} handshake without close_notify failed"
+import socket, ssl, sys
+port, t, v = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations(t + "/ca.crt")
+ctx.load_cert_chain(t + "/client.crt", t + "/client.key")
+version = ssl.TLSVersion.TLSv1_2 if v == "1_2" else ssl.TLSVersion.TLSv1_3
+ctx.minimum_version = ctx.maximum_version = version
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
+if v == "1_3":
+    s.setblocking(False)  # the server's session tickets may follow; they are not waited for
+s.close()  # no unwrap(): the socket closes without a close_notify
+PYEOF
+  done
+done
+kill -0 "$EXPORTER_PID" 2>/dev/null || fail "the exporter died after handshakes without a request: $(tail -3 "$LOG")"
+[ "$(code "${CLIENT[@]}" -u "prometheus:$PASSWORD" "$URL")" = 200 ] || fail "after handshakes without a request: not 200"
+refusals_after=$(grep -c 'refused peer=' "$LOG" || true)
+[ "$refusals_after" = "$refusals_before" ] ||
+  fail "good handshakes without a request were logged as refusals: $(grep 'refused peer=' "$LOG" | tail -2)"
+ok "20 TLS 1.2/1.3 handshakes closed without a request, with and without close_notify: the exporter serves on, no refusal logged"
+
 # Refusals at the TLS layer: curl gets no HTTP status at all.
 refused() { # WHAT CURL-ARGS...
   local what=$1 rc=0
