@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -12,10 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <strings.h>
 #include <algorithm>
 #include <atomic>
-
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -484,6 +483,12 @@ struct HttpServerAccess {
       *request_state = &kAnnounced;
       auto* self = static_cast<HttpServer*>(cls);
       ConnState* state = state_of(connection);
+      if (self->security_.tls && state && !state->idle_timeout_set) {
+        // Past its handshake (see start): libmicrohttpd's own idle timeout is safe from here.
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
+                                  self->connection_timeout_s_);
+        state->idle_timeout_set = true;
+      }
       // A body framed two ways (Content-Length and Transfer-Encoding, or differing lengths)
       // may be read differently by a proxy in front: what one takes for the end of this
       // request, another may take for the start of the next. Refused, and the connection
@@ -496,12 +501,6 @@ struct HttpServerAccess {
           self->guard_->request_complete(state->entry);
         }
         return bad_framing(connection, framing.lengths_differ);
-      }
-      if (self->security_.tls && state && !state->idle_timeout_set) {
-        // Past its handshake (see start): libmicrohttpd's own idle timeout is safe from here.
-        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
-                                  self->connection_timeout_s_);
-        state->idle_timeout_set = true;
       }
       return MHD_YES;
     }

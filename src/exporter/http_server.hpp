@@ -1,8 +1,9 @@
 #pragma once
-// A small HTTP/1.1 server on libmicrohttpd: a small pool of epoll threads, bounded connections,
-// per-connection timeout and a request-header size limit answered with a 4xx. Slow clients
-// cannot hold it (ConnectionGuard): a request must be complete within a deadline however it
-// trickles, and connections still waiting for their request make room for new ones.
+// A small HTTP/1.1 server on libmicrohttpd: a small pool of polling threads (epoll; poll(2) on
+// a TLS port), bounded connections, per-connection timeout and a request-header size limit
+// answered with a 4xx. Slow clients cannot hold it (ConnectionGuard): a request must be
+// complete within a deadline however it trickles, and connections still waiting for their
+// request make room for new ones.
 // Handlers must be fast and non-blocking: they run on the polling threads.
 //
 // Optionally (HttpSecurity, from the web config): TLS through libmicrohttpd's GnuTLS, with
@@ -39,7 +40,7 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(std::string_view method, std::string_view path)>;
 
 struct HttpLimits {
-  unsigned threads = 2;               // epoll threads sharing the listening socket
+  unsigned threads = 2;               // polling threads sharing the listening socket
   unsigned connection_limit = 1024;   // open connections, all threads together
   unsigned connection_timeout_s = 5;  // idle: no byte received or sent for this long
   // A connection must deliver a complete request within this long of its accept or of its
