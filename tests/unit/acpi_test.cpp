@@ -148,6 +148,53 @@ TEST(PowerValues, MicrowattsToWattsAndEveryNonValueIsMissing) {
             std::string::npos);
 }
 
+TEST(PowerValues, ReadingsAboveThePhysicalBoundAreErrorsNotPower) {
+  // The bound is the one the collectors and the report hold a socket to.
+  EXPECT_EQ(interpret_microwatts("10000000000\n").watts, 10000.0);
+  for (const auto* text : {"10000000001\n", "18446744073709551615\n", "1e300"}) {
+    const auto r = interpret_microwatts(text);
+    EXPECT_FALSE(r.watts) << text;
+    EXPECT_NE(r.problem.find("physical bound"), std::string::npos) << text << ": " << r.problem;
+  }
+  // A value file longer than the read buffer: its first bytes alone would parse as 1e255 uW.
+  TestTree t;
+  t.write("long", std::string(4096, '9') + "\n");
+  const auto r = read_power_file(t.path("long"));
+  EXPECT_FALSE(r.watts);
+  EXPECT_NE(r.problem.find("longer than"), std::string::npos) << r.problem;
+  // Exactly the buffer's worth of text is still read (and here refused by the bound).
+  t.write("full", std::string(255, '9') + "\n");
+  EXPECT_NE(read_power_file(t.path("full")).problem.find("physical bound"), std::string::npos);
+}
+
+TEST(AcpiReader, OverflowingValuesCountAsReadErrorsAndStayStale) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "18446744073709551615");
+  t.meter("hwmon3", "Grace Power Socket 1", "80000000");
+  t.write("hwmon10/name", "power_meter\n");
+  t.write("hwmon10/power1_oem_info", "Grace Power Socket 2\n");
+  t.write("hwmon10/power1_average", std::string(4096, '7') + "\n");
+  auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), 3u);
+  AcpiReader reader(d.channels, 20ms, 300ms);
+  reader.start();
+  // Both bad channels: several reads, every one an error, no value, and stale once the
+  // maximum age has passed without one; the good socket is served meanwhile.
+  EXPECT_TRUE(eventually([&] {
+    const auto r = reader.snapshot().readings;
+    return r[0].reads_total >= 3 && r[2].reads_total >= 3 && r[0].stale && r[2].stale &&
+           r[1].watts == 80.0;
+  }));
+  const auto r = reader.snapshot().readings;
+  for (const std::size_t i : {std::size_t{0}, std::size_t{2}}) {
+    EXPECT_FALSE(r[i].watts) << i;
+    EXPECT_EQ(r[i].read_errors_total, r[i].reads_total) << i;
+    EXPECT_TRUE(r[i].stale) << i;
+  }
+  EXPECT_EQ(r[1].read_errors_total, 0u);
+  reader.stop();
+}
+
 // True while some thread is blocked opening `fifo` for reading.
 bool reader_waiting(const std::string& fifo) {
   const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
