@@ -138,6 +138,20 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   out += "cpu_power_exporter_scrapes_total ";
   expo::append_uint(out, stats.scrapes_total);
   out += '\n';
+  if (!stats.sockets.empty()) {
+    constexpr std::string_view kSocketUp = "cpu_power_exporter_socket_up";
+    expo::append_family_header(
+        out, kSocketUp,
+        "1 while the socket's primary power reading (ACPI socket total, DCGM field 1130) is "
+        "served, 0 while it is withheld or missing; one sample per socket found at discovery.",
+        "gauge");
+    for (const auto& s : stats.sockets) {
+      out += kSocketUp;
+      out += "{socket=\"";
+      expo::append_uint(out, s.socket);
+      out += s.up ? "\"} 1\n" : "\"} 0\n";
+    }
+  }
 }
 
 }  // namespace cpupower::exporter

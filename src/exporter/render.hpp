@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sources/socket_watch.hpp"
 #include "sources/source.hpp"
 
 namespace cpupower::exporter {
@@ -52,12 +53,16 @@ struct SelfStats {
   std::string_view source;  // resolved mode
   std::uint64_t scrapes_total = 0;
   std::vector<sources::ModuleSocketState> modules;  // NVML module sockets, when NVML is on
+  // The base source's sockets found at discovery (cpu_power_exporter_socket_up).
+  std::vector<sources::SocketUp> sockets = {};
 };
 
 // cpu_power_exporter_* families: info, per-sensor sample age (counted from the centre of the
 // interval the reading averages: read time minus half the window), averaging interval, read
 // duration, read counters, stale flags, module sockets withheld (by reason; only with NVML
-// module sockets), scrapes served.
+// module sockets), scrapes served, then whether each socket's primary reading is served
+// (cpu_power_exporter_socket_up, one sample per socket found at discovery; after every
+// older family, so a body's earlier lines are those of exporters without it).
 void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats);
 

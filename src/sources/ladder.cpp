@@ -64,8 +64,25 @@ AcpiRung try_acpi(const LadderOptions& options) {
                   std::to_string(discovered) + " sensors discovered)";
     return rung;
   }
-  log->info("ACPI socket totals report non-zero power; using ACPI live={} total={}", live,
-            totals.size());
+  if (live < totals.size()) {
+    // Usable, but not whole: a socket without its total would halve the node's power.
+    std::string missing;
+    const auto readings = reader->table().snapshot();
+    std::set<std::string> seen;
+    for (const auto i : totals) {
+      if (readings[i].watts) continue;
+      const auto& c = reader->channels()[i];
+      if (seen.insert(c.cls.socket).second) missing += (missing.empty() ? "" : ",") + c.cls.socket;
+    }
+    log->warn(
+        "ACPI socket totals report non-zero power on some sockets only; using ACPI, and the "
+        "node's power is incomplete while the others give none live={} total={} "
+        "sockets_without_power={}",
+        live, totals.size(), missing);
+  } else {
+    log->info("ACPI socket totals report non-zero power; using ACPI live={} total={}", live,
+              totals.size());
+  }
   rung.reader = std::move(reader);
   return rung;
 }
