@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.hpp"
 #include "scrape/readings.hpp"
@@ -42,6 +43,8 @@ struct BodyOutcome {
   std::string refused_why;    // the first one's reason
   double timestamp_unix = 0;  // the row time
   Mode mode = Mode::unknown;  // the CPU leg's resolved mode; unknown for the GPU leg
+  // The CPU leg: sockets the node should have and this body lacks (degraded), ascending.
+  std::vector<std::uint32_t> sockets_missing;
 };
 
 class Leg {

@@ -15,7 +15,11 @@
 //     socket without it has no row; the first reading per kind wins; sockets ascending.
 //   * NVML module (type="module") fills module_w only on a row the CPU family produced and
 //     only where ACPI gave no module reading for that socket. An NVML-only body: no rows.
-//   * total_power_w = sum of power_w over this scrape's rows, repeated on each row.
+//   * total_power_w = sum of power_w over this scrape's rows, repeated on each row. It is the
+//     node's total only when no socket is missing: the CPU leg writes it empty otherwise.
+//   * cpu_power_exporter_socket_up{socket} (exporters that serve it): the sockets the exporter
+//     found at discovery and whether each one's primary reading is served; the first sample
+//     per socket wins. A socket it lists at 0, or lists at 1 with no row here, is missing.
 
 #include <cstdint>
 #include <optional>
@@ -59,6 +63,17 @@ struct Readings {
   // A hash of mode and every row value (not the ages). Equal fingerprints on consecutive
   // scrapes of one node mean the exporter served the same readings again.
   std::uint64_t fingerprint = 0;
+
+  // cpu_power_exporter_socket_up, sockets ascending; empty when the body has none.
+  struct SocketUp {
+    std::uint32_t socket = 0;
+    bool up = false;
+    bool operator==(const SocketUp&) const = default;
+  };
+  std::vector<SocketUp> socket_up;
+  // The sockets socket_up lists that have no row in this body (at 0, or at 1 and still no
+  // primary reading here), ascending. Sockets a node served earlier are the CPU leg's to add.
+  std::vector<std::uint32_t> sockets_missing;
 
   // Set when the body could not be parsed (the scrape then has mode unknown and no rows).
   std::optional<std::string> error;
