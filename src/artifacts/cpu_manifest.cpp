@@ -46,6 +46,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"sockets_expected", node.sockets_expected},
         {"sockets_missing", std::move(missing)},
         {"status", node.status},
+        {"duplicate_series", node.duplicate_series},
     };
   }
   Json write_errors = Json::array();

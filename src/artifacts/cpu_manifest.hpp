@@ -37,7 +37,8 @@ struct CpuManifestNode {
     std::optional<double> last_unix;
   };
   std::map<std::uint32_t, SocketGap> sockets_missing;  // by socket
-  std::string status = "ok";  // "degraded" when a scrape lacked one of sockets_expected
+  std::string status = "ok";           // "degraded" when a scrape lacked one of sockets_expected
+  std::uint64_t duplicate_series = 0;  // series repeated within a body, over the run
 };
 
 // One kind of samples.csv failure: every failed write, open or truncation with this text.

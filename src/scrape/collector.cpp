@@ -303,6 +303,7 @@ class Loop {
   void handle_event(const epoll_event& ev);
   void drive(Shard& shard, curl_socket_t fd, int mask);
   void complete(std::size_t i, CURLcode code, Clock::time_point finished);
+  void note_duplicates(std::size_t i, const BodyOutcome& body);
   void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
                       const std::string& detail);
   void flush(Clock::time_point now);
@@ -669,6 +670,26 @@ void Loop::record_failure(std::size_t i, ScrapeEvent& event, std::string_view re
   }
 }
 
+// A body that repeats a series: counted, and a WARN when a node starts doing it or repeats
+// another series than the one last named (not on every scrape of a node that keeps at it).
+void Loop::note_duplicates(std::size_t i, const BodyOutcome& body) {
+  bool say = false;
+  {
+    std::lock_guard lock(s_->stats_mutex);
+    auto& node = s_->nodes[i];
+    node.duplicate_series += body.duplicate_series;
+    say = node.last_duplicate != body.first_duplicate;
+    node.last_duplicate = body.first_duplicate;
+  }
+  if (say) {
+    s_->log->warn(
+        "body repeats a series; the first sample of each is used host={} url={} "
+        "duplicate_series={} first={}",
+        common::quoted(s_->endpoints[i].hostname), transfers_[i].url, body.duplicate_series,
+        common::quoted(body.first_duplicate));
+  }
+}
+
 void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   auto& t = transfers_[i];
   ScrapeEvent event;
@@ -722,6 +743,7 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
       }
     }
   }
+  if (body.duplicate_series > 0) note_duplicates(i, body);
   if (!body.reason.empty() && body.rows == 0) {
     {
       std::lock_guard lock(s_->stats_mutex);

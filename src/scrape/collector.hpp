@@ -111,6 +111,10 @@ struct NodeStats {
   // exporter's cpu_power_exporter_socket_up at 0, or a socket the node served before).
   std::vector<std::uint32_t> sockets_missing;  // of that body, ascending; empty: whole
   std::uint64_t degraded_scrapes = 0;          // completed requests with a socket missing
+  // Series repeated within a body (the same family and label set twice; the first sample of
+  // each is used), over the run, and the latest body's first repeat.
+  std::uint64_t duplicate_series = 0;
+  std::string last_duplicate;
 };
 
 // One kind of samples.csv failure (the same text each time), counted.

@@ -38,8 +38,10 @@ bool CpuLeg::same_reading(const Written& w, const Readings& readings, double rea
 
 BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   BodyOutcome out;
-  const Readings readings = readings_from_body(input.body, parsed_);
+  Readings readings = readings_from_body(input.body, parsed_);
   out.mode = readings.mode;
+  out.duplicate_series = readings.duplicate_series;
+  out.first_duplicate = std::move(readings.first_duplicate);
   if (readings.error) {
     out.reason = kReasonMalformed;
     out.detail = *readings.error;
@@ -128,6 +130,7 @@ Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> start
         m.sockets_missing[socket] = {gap.rows, gap.first_unix, gap.last_unix};
       }
       m.status = sockets.missing.empty() && !node.degraded_scrapes ? "ok" : "degraded";
+      m.duplicate_series = node.duplicate_series;
     }
     manifest.nodes[node.hostname] = std::move(m);
   }

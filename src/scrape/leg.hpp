@@ -45,6 +45,9 @@ struct BodyOutcome {
   Mode mode = Mode::unknown;  // the CPU leg's resolved mode; unknown for the GPU leg
   // The CPU leg: sockets the node should have and this body lacks (degraded), ascending.
   std::vector<std::uint32_t> sockets_missing;
+  // The CPU leg: series the body repeated (the first sample of each was used), the first.
+  std::size_t duplicate_series = 0;
+  std::string first_duplicate;
 };
 
 class Leg {

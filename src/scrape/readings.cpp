@@ -315,7 +315,10 @@ Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
     out.fingerprint = fingerprint_of(out.mode, out.rows);
     return out;
   }
-  return readings_from_samples(scratch.samples);
+  auto out = readings_from_samples(scratch.samples);
+  out.duplicate_series = scratch.duplicate_series;
+  out.first_duplicate = scratch.first_duplicate;
+  return out;
 }
 
 Readings readings_from_body(std::string_view body) {

@@ -11,6 +11,9 @@
 //     non-negative integer); when either is unusable, both come from `oem_info`.
 //   * DCGM: a missing or empty field_id is 1130 (older exporters); only 1130 (power_w and
 //     cpu_rail_w) and 1132 (soc_w) are kept; the first value per (socket, field) wins.
+//   * A series repeated in the body (the same family and label set twice): the first sample
+//     is used, as before, and the repeats are counted and named (Readings::duplicate_series)
+//     for the collector to warn about; the body is not refused.
 //   * Pivot: one row per socket holding its primary reading (ACPI total, DCGM 1130); a
 //     socket without it has no row; the first reading per kind wins; sockets ascending.
 //   * NVML module (type="module") fills module_w only on a row the CPU family produced and
@@ -74,6 +77,11 @@ struct Readings {
   // The sockets socket_up lists that have no row in this body (at 0, or at 1 and still no
   // primary reading here), ascending. Sockets a node served earlier are the CPU leg's to add.
   std::vector<std::uint32_t> sockets_missing;
+
+  // Series the body repeats (expo::ParseResult::duplicate_series among the families read
+  // here) and the first repeat's text; the first sample of each was used.
+  std::size_t duplicate_series = 0;
+  std::string first_duplicate;
 
   // Set when the body could not be parsed (the scrape then has mode unknown and no rows).
   std::optional<std::string> error;

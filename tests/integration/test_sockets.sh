@@ -19,7 +19,7 @@ def fail(msg):
 rows = [r for r in csv.DictReader(open(out + "/samples.csv", newline="")) if r["hostname"] == host]
 node = json.load(open(out + "/cpu_manifest.json"))["nodes"][host]
 keys = list(node.keys())
-if keys[-3:] != ["sockets_expected", "sockets_missing", "status"]:
+if keys[8:] != ["sockets_expected", "sockets_missing", "status", "duplicate_series"]:
     fail("node keys %r" % keys)
 if keys[:8] != ["resolved_mode", "scrape_count", "error_count", "endpoint_url", "last_error",
                 "missed_slots", "first_sample_unix", "last_sample_unix"]:

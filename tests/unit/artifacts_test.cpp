@@ -542,6 +542,7 @@ CpuManifest sample_manifest() {
   b.sockets_missing[10] = {3, 1788310100.0, 1788310102.5};
   b.sockets_missing[1] = {1, std::nullopt, std::nullopt};
   b.status = "degraded";
+  b.duplicate_series = 2;
   m.nodes["node-b"] = b;
   CpuManifestNode a;
   a.endpoint_url = "http://10.0.0.1:9405/metrics";
@@ -569,7 +570,8 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
       "last_sample_unix": null,
       "sockets_expected": [],
       "sockets_missing": {},
-      "status": "ok"
+      "status": "ok",
+      "duplicate_series": 0
     },
     "node-b": {
       "resolved_mode": "dcgm",
@@ -597,7 +599,8 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
           "last_unix": 1788310102.5
         }
       },
-      "status": "degraded"
+      "status": "degraded",
+      "duplicate_series": 2
     }
   },
   "rows_written": 0,

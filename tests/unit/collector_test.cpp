@@ -1262,6 +1262,33 @@ TEST(Collector, AWholeNodeIsOkWithEveryKeyInPlace) {
   for (const auto& r : testing::read_v3(c.samples_path()).rows) EXPECT_TRUE(r.total_power_w);
 }
 
+TEST(Collector, ARepeatedSeriesIsCountedAndNamedAndTheFirstSampleUsed) {
+  // Socket 0's total twice in one body, with different values: the first is written, and
+  // every repeat is counted per node, in the stats and the manifest.
+  StandIn server([](const Request& r) {
+    const double v = 90.0 + static_cast<double>(r.number) * 0.01;
+    return ok_reply(acpi_body(v, 100.0) +
+                    "cpu_power_acpi_watts{sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\","
+                    "oem_info=\"Grace Power Socket 0\",source=\"acpi\"} 5000\n");
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 3; });
+  const auto stats = c.stats().nodes[0];
+  EXPECT_EQ(stats.duplicate_series, stats.scrape_count);
+  EXPECT_EQ(stats.last_duplicate,
+            "cpu_power_acpi_watts{sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\","
+            "oem_info=\"Grace Power Socket 0\",source=\"acpi\"}");
+  for (const auto& r : testing::read_v3(c.samples_path()).rows) {
+    if (r.socket_id == 0) {
+      EXPECT_LT(r.power_w, 100.0);
+    }
+  }
+  const auto node = read_json(dir.path() + "/cpu_manifest.json")["nodes"]["node-a"];
+  EXPECT_EQ(node["duplicate_series"], stats.duplicate_series);
+  EXPECT_EQ(node["status"], "ok");
+}
+
 TEST(Collector, RefusesDuplicateHostnames) {
   TempDir dir;
   Collector c({local("a", 1), local("a", 2)}, options_for(dir, milliseconds(100)));
