@@ -135,5 +135,41 @@ for s in 0 2 3; do
   grep -qxF "cpu_power_exporter_socket_up{socket=\"$s\"} 0" <<<"$body" || fail "socket_up $s"
 done
 ok "2^64-1, 10 kW + 1 uW and 4,096 digits: not served, read errors counted, stale, socket_up 0"
+stop "$EXPORTER_PID"
+
+# --- thousands of power meters ------------------------------------------------------------
+# 3,000 channels (1,000 sockets x total, CPU and SysIO rails): a bounded pool of reader
+# threads, and a body the collector accepts: the channels beyond the body budget are left out
+# with a WARN, socket totals first.
+cat >"$WORK/tree.py" <<'EOF'
+import os, sys
+root = sys.argv[1]
+for i in range(1000):
+    for k, (label, uw) in enumerate((("Grace Power Socket", 95000000), ("CPU Power Socket", 50000000),
+                                     ("SysIO Power Socket", 6000000))):
+        d = os.path.join(root, "hwmon%d" % (2 + 3 * i + k))
+        os.makedirs(d)
+        for name, text in (("name", "power_meter"), ("power1_oem_info", "%s %d" % (label, i)),
+                           ("power1_average", str(uw)), ("power1_average_interval", "50")):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text + "\n")
+EOF
+$PY "$WORK/tree.py" "$WORK/many"
+start_exporter exp_many --hwmon-root "$WORK/many" --no-nvml
+grep -qE 'WARN cpu_power_exporter: too many ACPI power_meter channels for one exposition body; reading and serving the first [0-9]+ \(socket totals first\) discovered=3000 left_out=[0-9]+ ' "$WORK/exp_many.log" ||
+  fail "no WARN for the channel budget: $(head -c 2000 "$WORK/exp_many.log")"
+threads=$(awk '/^Threads/ {print $2}' "/proc/$EXPORTER_PID/status")
+[ "$threads" -le 40 ] || fail "$threads threads for 3,000 channels"
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/many.body" || fail "no body"
+bytes=$(wc -c <"$WORK/many.body")
+[ "$bytes" -lt 1048576 ] || fail "body of $bytes bytes is over the collector's cap"
+[ "$(grep -c '^cpu_power_acpi_watts{.*type="total"' "$WORK/many.body")" = 1000 ] || fail "not every socket total served"
+[ "$(grep -c '^cpu_power_exporter_socket_up{socket="[0-9]*"} 1$' "$WORK/many.body")" = 1000 ] || fail "socket_up of 1,000 sockets"
+"$BIN/cpu-power" scrape --endpoint "node-m=127.0.0.1:$PORT" --out "$WORK/many_out" --interval-ms 500 \
+  --duration-s "$(scaled 2)" >"$WORK/scrape_many.log" 2>&1 || fail "scrape exited $?"
+grep -q 'body_too_large' "$WORK/scrape_many.log" && fail "collector refused the body: $(cat "$WORK/scrape_many.log")"
+rows=$(grep -c ',node-m,' "$WORK/many_out/samples.csv" || true)
+[ "$rows" -ge 1000 ] || fail "only $rows rows of node-m: $(cat "$WORK/scrape_many.log")"
+ok "3,000 channels: $threads threads, a $bytes-byte body with every socket total, the collector takes it"
 
 finish
