@@ -137,6 +137,25 @@ done
 ok "2^64-1, 10 kW + 1 uW and 4,096 digits: not served, read errors counted, stale, socket_up 0"
 stop "$EXPORTER_PID"
 
+# --- the same through DCGM (stand-in library) ---------------------------------------------
+if [ -n "${STANDINS:-}" ] && [ -f "$STANDINS/libdcgm.so.4" ]; then
+  export FAKE_DCGM_CONTROL="$WORK/dcgm.ctl"
+  printf 'entities=0,1\nvalue.0.1130=50.149\nvalue.0.1132=6.125\nvalue.1.1130=1000000\nvalue.1.1132=6.5\n' >"$FAKE_DCGM_CONTROL"
+  start_exporter exp_dcgm --source dcgm --dcgm-lib "$STANDINS/libdcgm.so.4" --no-nvml --max-age-s 0.5
+  wait_for_line "$WORK/exp_dcgm.log" "WARN cpu_power_exporter: socket's primary power reading is withheld.* socket=1 sensors=dcgm/cpu1/1130 " 10
+  dcgm_errors() {
+    curl -sf "http://127.0.0.1:$PORT/metrics" |
+      grep -qE '^cpu_power_exporter_read_errors_total\{sensor="dcgm/cpu1/1130",socket="1",field_id="1130",source="dcgm"\} [1-9]'
+  }
+  wait_until 10 "read errors on DCGM socket 1's 1,000,000 W" dcgm_errors
+  body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
+  grep -q '^cpu_power_dcgm_watts{socket="1",field_id="1130"' <<<"$body" && fail "1 MW served: $body"
+  grep -qxF 'cpu_power_exporter_socket_up{socket="0"} 1' <<<"$body" || fail "DCGM socket_up 0: $body"
+  grep -qxF 'cpu_power_exporter_socket_up{socket="1"} 0' <<<"$body" || fail "DCGM socket_up 1: $body"
+  ok "DCGM: a 1 MW field 1130 is a read error, socket_up 0 and a WARN for its socket"
+  stop "$EXPORTER_PID"
+fi
+
 # --- thousands of power meters ------------------------------------------------------------
 # 3,000 channels (1,000 sockets x total, CPU and SysIO rails): a bounded pool of reader
 # threads, and a body the collector accepts: the channels beyond the body budget are left out
