@@ -155,6 +155,24 @@ if [ -n "${STANDINS:-}" ] && [ -f "$STANDINS/libdcgm.so.4" ]; then
   ok "DCGM: a 1 MW field 1130 is a read error, socket_up 0 and a WARN for its socket"
   stop "$EXPORTER_PID"
 fi
+if [ -n "${STANDINS:-}" ] && [ -f "$STANDINS/libnvidia-ml.so.1" ]; then
+  # NVML module power: socket 1's GPU reports 20,000 W (20,000,000 mW), over the bound.
+  export FAKE_NVML_CONTROL="$WORK/nvml.ctl"
+  for b in 0008:01:00.0:0 0018:01:00.0:1; do
+    mkdir -p "$WORK/pci/${b%:*}"; echo "${b##*:}" >"$WORK/pci/${b%:*}/numa_node"
+  done
+  printf 'gpus=2\ngpu.0.bus=0008:01:00.0\ngpu.1.bus=0018:01:00.0\ngpu.0.mw=498720\ngpu.1.mw=20000000\n' >"$FAKE_NVML_CONTROL"
+  start_sim nv "$WORK/nv" --profile gb200 --model constant --no-noise
+  start_exporter exp_nv --hwmon-root "$WORK/nv" --pci-root "$WORK/pci" --nvml-lib "$STANDINS/libnvidia-ml.so.1"
+  module0() { curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^cpu_power_nvml_watts{type="module",socket="0"'; }
+  wait_until 10 "NVML module power of socket 0" module0
+  sleep 1  # a few more NVML cycles (500 ms each): socket 1 must still have no sample
+  body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
+  [ "$(grep -c '^cpu_power_nvml_watts{' <<<"$body")" = 1 ] || fail "NVML over the bound served: $(grep nvml <<<"$body")"
+  ok "NVML: module power over the bound is not served"
+  stop "$EXPORTER_PID"
+  stop "$SIM_PID"
+fi
 
 # --- thousands of power meters ------------------------------------------------------------
 # 3,000 channels (1,000 sockets x total, CPU and SysIO rails): a bounded pool of reader
