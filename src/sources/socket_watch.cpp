@@ -1,6 +1,7 @@
 #include "sources/socket_watch.hpp"
 
 #include <map>
+#include <utility>
 
 #include "common/log.hpp"
 
@@ -35,7 +36,11 @@ std::size_t count_up(const std::vector<SocketUp>& states) {
 
 SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period) {
   auto last = std::make_shared<std::map<std::uint32_t, bool>>();
-  thread_.spawn(period, [&source, last] {
+  auto first_pass = std::make_shared<bool>(true);
+  thread_.spawn(period, [&source, last, first_pass] {
+    // The first look is one period in: a source started just now (DCGM's poller) may not
+    // have recorded its first read yet.
+    if (std::exchange(*first_pass, false)) return true;
     const auto states = socket_states(source.snapshot());
     auto log = common::logger("cpu_power_exporter");
     const auto live = count_up(states);

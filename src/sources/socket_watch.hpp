@@ -29,7 +29,8 @@ std::vector<SocketUp> socket_states(const Snapshot& snapshot);
 // Watches a running source's sockets on a thread of its own (every `period`, whether or not
 // anyone scrapes): WARN when a socket stops producing its primary reading, INFO when it comes
 // back. Every socket counts as up when the watch starts, so one that never produced a
-// reading is named at the first pass. The source must outlive the watch.
+// reading is named at the first pass, one period after the start (a source started just
+// before may not have recorded its first read yet). The source must outlive the watch.
 class SocketWatch {
  public:
   SocketWatch(const Source& source, std::chrono::milliseconds period);

@@ -152,6 +152,7 @@ if [ -n "${STANDINS:-}" ] && [ -f "$STANDINS/libdcgm.so.4" ]; then
   grep -q '^cpu_power_dcgm_watts{socket="1",field_id="1130"' <<<"$body" && fail "1 MW served: $body"
   grep -qxF 'cpu_power_exporter_socket_up{socket="0"} 1' <<<"$body" || fail "DCGM socket_up 0: $body"
   grep -qxF 'cpu_power_exporter_socket_up{socket="1"} 0' <<<"$body" || fail "DCGM socket_up 1: $body"
+  grep -q "withheld.* socket=0 " "$WORK/exp_dcgm.log" && fail "socket 0 said withheld: $(cat "$WORK/exp_dcgm.log")"
   ok "DCGM: a 1 MW field 1130 is a read error, socket_up 0 and a WARN for its socket"
   stop "$EXPORTER_PID"
 fi
