@@ -16,9 +16,11 @@
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "common/version.hpp"
+#include "expo/writer.hpp"
 #include "exporter/basic_auth.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/peer_log.hpp"
+#include "exporter/render.hpp"
 #include "exporter/service.hpp"
 #include "exporter/web_config.hpp"
 #include "sources/acpi_discovery.hpp"
@@ -162,6 +164,12 @@ int main(int argc, char** argv) {
   ladder.max_age = std::chrono::milliseconds(static_cast<long>(o.max_age_s * 1000.0));
   ladder.dcgm.library = o.dcgm_lib;
   ladder.dcgm.max_age = ladder.max_age;
+  // Every body must stay within the collector's cap, however many power meters there are.
+  ladder.max_channel_bytes = exporter::kMaxChannelBytes;
+  ladder.channel_bytes = [](const sources::AcpiChannel& c) {
+    return exporter::acpi_channel_bytes_bound(
+        c.label_text, "sensor=\"" + expo::escape_label_value(c.sensor) + "\"");
+  };
   auto resolved = sources::resolve_source(ladder);
   if (!resolved.error.empty()) return fail(resolved.error);
 

@@ -138,14 +138,17 @@ std::string status_text(const scrape::CollectorStats& stats) {
   for (const auto& n : stats.nodes) missed += n.missed_slots;
   const auto failing = stats.nodes_failing();
   const auto ok = stats.nodes_ok();
+  // A node answering with a socket missing is not ok: said only when there is one.
+  const auto degraded = stats.nodes_degraded();
   // The nodes can all be fine while samples.csv is not (disk full, file deleted): say so.
   const auto samples = scrape::samples_health_text(stats);
-  return fmt::format("rows written {}, nodes ok {} / failing {}{}, missed slots {}{}",
-                     stats.rows_written, ok, failing,
-                     ok + failing < stats.nodes.size()
-                         ? fmt::format(" / waiting {}", stats.nodes.size() - ok - failing)
-                         : std::string(),
-                     missed, samples.empty() ? std::string() : ", " + samples);
+  return fmt::format(
+      "rows written {}, nodes ok {}{} / failing {}{}, missed slots {}{}", stats.rows_written, ok,
+      degraded > 0 ? fmt::format(" / degraded {}", degraded) : std::string(), failing,
+      ok + degraded + failing < stats.nodes.size()
+          ? fmt::format(" / waiting {}", stats.nodes.size() - ok - degraded - failing)
+          : std::string(),
+      missed, samples.empty() ? std::string() : ", " + samples);
 }
 
 int run_scrape(const ScrapePlan& plan) {

@@ -26,6 +26,14 @@ Json string_or_null(const std::optional<std::string>& value) {
 std::string render_cpu_manifest(const CpuManifest& manifest) {
   Json nodes = Json::object();
   for (const auto& [host, node] : manifest.nodes) {
+    Json missing = Json::object();
+    for (const auto& [socket, gap] : node.sockets_missing) {
+      missing[std::to_string(socket)] = Json{
+          {"rows", gap.rows},
+          {"first_unix", number_or_null(gap.first_unix)},
+          {"last_unix", number_or_null(gap.last_unix)},
+      };
+    }
     nodes[host] = Json{
         {"resolved_mode", node.resolved_mode},
         {"scrape_count", node.scrape_count},
@@ -35,6 +43,10 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"missed_slots", node.missed_slots},
         {"first_sample_unix", number_or_null(node.first_sample_unix)},
         {"last_sample_unix", number_or_null(node.last_sample_unix)},
+        {"sockets_expected", node.sockets_expected},
+        {"sockets_missing", std::move(missing)},
+        {"status", node.status},
+        {"duplicate_series", node.duplicate_series},
     };
   }
   Json write_errors = Json::array();

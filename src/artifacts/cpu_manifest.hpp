@@ -29,6 +29,16 @@ struct CpuManifestNode {
   std::uint64_t missed_slots = 0;  // schedule slots with no completed scrape
   std::optional<double> first_sample_unix;
   std::optional<double> last_sample_unix;
+  // The node's sockets, after the keys above (docs/formats.md, CPU manifest):
+  std::vector<std::uint32_t> sockets_expected;  // ascending
+  struct SocketGap {
+    std::uint64_t rows = 0;            // the node's rows written without this socket
+    std::optional<double> first_unix;  // row times of the first and last of them
+    std::optional<double> last_unix;
+  };
+  std::map<std::uint32_t, SocketGap> sockets_missing;  // by socket
+  std::string status = "ok";           // "degraded" when a scrape lacked one of sockets_expected
+  std::uint64_t duplicate_series = 0;  // series repeated within a body, over the run
 };
 
 // One kind of samples.csv failure: every failed write, open or truncation with this text.

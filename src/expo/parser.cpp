@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace cpupower::expo {
@@ -329,6 +331,83 @@ LineKind classify_line(std::string_view line) {
   return rest == "EOF" ? LineKind::eof : LineKind::comment;
 }
 
+// FNV-1a of a byte range, then a separator.
+std::uint64_t hash_bytes(std::uint64_t h, std::string_view bytes) {
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  h ^= 0xff;
+  return h * 0x100000001b3ULL;
+}
+
+// A series' hash, whatever the order of its labels: the labels' own hashes are summed.
+std::uint64_t series_hash(const Sample& s) {
+  constexpr std::uint64_t kBasis = 0xcbf29ce484222325ULL;
+  std::uint64_t labels = 0;
+  for (const auto& l : s.labels) labels += hash_bytes(hash_bytes(kBasis, l.name), l.value);
+  return hash_bytes(kBasis, s.name) ^ (labels * 0x9e3779b97f4a7c15ULL);
+}
+
+bool same_series(const Sample& a, const Sample& b) {
+  if (a.name != b.name || a.labels.size() != b.labels.size()) return false;
+  for (const auto& l : a.labels) {
+    if (b.label(l.name) != std::optional(l.value)) return false;
+  }
+  return true;
+}
+
+std::string series_text(const Sample& s) {
+  std::string out(s.name);
+  if (s.labels.empty()) return out;
+  out += '{';
+  for (std::size_t i = 0; i < s.labels.size(); ++i) {
+    if (i > 0) out += ',';
+    out += s.labels[i].name;
+    out += "=\"";
+    for (const char c : s.labels[i].value) {
+      if (c == '\\' || c == '"') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+      } else {
+        out += c;
+      }
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+// Counts the kept samples that repeat an earlier one's series and names the first repeat.
+void find_duplicates(ParseResult& result) {
+  auto& keys = result.series_keys;
+  keys.clear();
+  keys.reserve(result.samples.size());
+  for (std::size_t i = 0; i < result.samples.size(); ++i) {
+    keys.emplace_back(series_hash(result.samples[i]), i);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::optional<std::size_t> first;
+  for (std::size_t i = 0; i < keys.size();) {
+    std::size_t end = i + 1;
+    while (end < keys.size() && keys[end].first == keys[i].first) ++end;
+    // Equal hashes: the same series unless the hash collided, so compare each with those
+    // before it in the group (groups hold one series, two at most, in practice).
+    for (std::size_t j = i + 1; j < end; ++j) {
+      for (std::size_t k = i; k < j; ++k) {
+        if (same_series(result.samples[keys[j].second], result.samples[keys[k].second])) {
+          ++result.duplicate_series;
+          if (!first || keys[j].second < *first) first = keys[j].second;
+          break;
+        }
+      }
+    }
+    i = end;
+  }
+  if (first) result.first_duplicate = series_text(result.samples[*first]);
+}
+
 }  // namespace
 
 std::optional<std::string_view> Sample::label(std::string_view label_name) const {
@@ -357,6 +436,8 @@ void parse_into(std::string_view body, ParseResult& result, const ParseOptions& 
   result.skipped_labels.clear();
   result.seen_label_sets.clear();
   result.seen_labels.clear();
+  result.duplicate_series = 0;
+  result.first_duplicate.clear();
   if (body.size() > options.max_body_bytes) {
     result.error = ParseError{0, 0,
                               "body is " + std::to_string(body.size()) + " bytes, over the " +
@@ -400,6 +481,7 @@ void parse_into(std::string_view body, ParseResult& result, const ParseOptions& 
     }
   }
   parser.finish();
+  find_duplicates(result);
 }
 
 ParseResult parse(std::string_view body, std::size_t max_body_bytes) {

@@ -55,6 +55,14 @@ struct ParseResult {
   std::vector<Sample> samples;      // empty when error is set
   std::optional<ParseError> error;  // set when the body was refused
 
+  // Duplicate series: a kept sample whose name and label set (the same labels with the same
+  // values, in any order) repeat an earlier kept sample's. Exposition allows a series once
+  // per body; readers that take the first sample would otherwise resolve it silently. The
+  // samples stay in `samples` (a reader may have a rule of its own for them); these say how
+  // many repeats there were and name the first one, `name{label="value",...}`.
+  std::size_t duplicate_series = 0;
+  std::string first_duplicate;
+
   bool ok() const { return !error.has_value(); }
 
   ParseResult() = default;
@@ -75,6 +83,7 @@ struct ParseResult {
   };
   std::vector<SeenLabelSet> seen_label_sets;  // label sets read so far, to read them once
   std::vector<ParsedLabel> seen_labels;
+  std::vector<std::pair<std::uint64_t, std::size_t>> series_keys;  // (hash, sample index)
 };
 
 // Parses a whole body. Unknown escapes in label values (\t, \x, ...) are kept literally, as

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "expo/parser.hpp"
 #include "expo/writer.hpp"
 
 namespace cpupower::exporter {
@@ -28,6 +29,32 @@ void render_family(std::string& out, const Family& family, const sources::Snapsh
     expo::append_fixed6(out, *watts);
     out += '\n';
   }
+}
+
+namespace {
+
+// The self-metric families with one sample per sensor (render_self_metrics).
+constexpr std::string_view kPerSensorFamilies[] = {
+    "cpu_power_exporter_sample_age_seconds",    "cpu_power_exporter_average_interval_seconds",
+    "cpu_power_exporter_read_duration_seconds", "cpu_power_exporter_stale",
+    "cpu_power_exporter_reads_total",           "cpu_power_exporter_read_errors_total",
+};
+static_assert(kMaxChannelBytes + 256 * 1024 <= expo::kMaxBodyBytes,
+              "the collector's cap must hold the channels and the rest of a body");
+// The widest value text: a uint64 counter (20 digits), or a %.6f number of a few days' age.
+constexpr std::size_t kWidestValue = 24;
+
+}  // namespace
+
+std::size_t acpi_channel_bytes_bound(std::string_view label_text,
+                                     std::string_view self_label_text) {
+  // name{labels} value\n
+  std::size_t n = kAcpiFamily.size() + 1 + label_text.size() + 2 + kWidestValue + 1;
+  for (const auto family : kPerSensorFamilies) {
+    n += family.size() + 1 + self_label_text.size() + 2 + kWidestValue + 1;
+  }
+  // cpu_power_exporter_socket_up{socket="4294967295"} 1\n, should the channel be a total.
+  return n + 56;
 }
 
 namespace {
@@ -138,6 +165,20 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   out += "cpu_power_exporter_scrapes_total ";
   expo::append_uint(out, stats.scrapes_total);
   out += '\n';
+  if (!stats.sockets.empty()) {
+    constexpr std::string_view kSocketUp = "cpu_power_exporter_socket_up";
+    expo::append_family_header(
+        out, kSocketUp,
+        "1 while the socket's primary power reading (ACPI socket total, DCGM field 1130) is "
+        "served, 0 while it is withheld or missing; one sample per socket found at discovery.",
+        "gauge");
+    for (const auto& s : stats.sockets) {
+      out += kSocketUp;
+      out += "{socket=\"";
+      expo::append_uint(out, s.socket);
+      out += s.up ? "\"} 1\n" : "\"} 0\n";
+    }
+  }
 }
 
 }  // namespace cpupower::exporter

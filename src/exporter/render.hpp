@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sources/socket_watch.hpp"
 #include "sources/source.hpp"
 
 namespace cpupower::exporter {
@@ -34,6 +35,16 @@ struct Family {
 // nvml -> cpu_power_nvml_watts{type,socket,gpus,source}.
 Family family_of(std::string_view mode);
 
+// The most bytes one ACPI channel adds to a body: its cpu_power_acpi_watts sample, its
+// per-sensor self metrics and a socket_up sample, with every value at its widest.
+// `label_text` and `self_label_text` as in sources::Sensor.
+std::size_t acpi_channel_bytes_bound(std::string_view label_text, std::string_view self_label_text);
+
+// What the exporter's channels may add to a body: the collector refuses bodies over
+// expo::kMaxBodyBytes (1 MiB), and the rest of a body (HELP and TYPE lines, info, NVML
+// module power of a few sockets) stays far below the quarter left.
+inline constexpr std::size_t kMaxChannelBytes = 768 * 1024;
+
 // One family: HELP and TYPE always, then one sample per power sensor holding a fresh value,
 // in the source's order, labelled with the sensor's label text.
 void render_family(std::string& out, const Family& family, const sources::Snapshot& snapshot);
@@ -52,12 +63,16 @@ struct SelfStats {
   std::string_view source;  // resolved mode
   std::uint64_t scrapes_total = 0;
   std::vector<sources::ModuleSocketState> modules;  // NVML module sockets, when NVML is on
+  // The base source's sockets found at discovery (cpu_power_exporter_socket_up).
+  std::vector<sources::SocketUp> sockets = {};
 };
 
 // cpu_power_exporter_* families: info, per-sensor sample age (counted from the centre of the
 // interval the reading averages: read time minus half the window), averaging interval, read
 // duration, read counters, stale flags, module sockets withheld (by reason; only with NVML
-// module sockets), scrapes served.
+// module sockets), scrapes served, then whether each socket's primary reading is served
+// (cpu_power_exporter_socket_up, one sample per socket found at discovery; after every
+// older family, so a body's earlier lines are those of exporters without it).
 void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats);
 

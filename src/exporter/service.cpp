@@ -8,7 +8,12 @@
 namespace cpupower::exporter {
 
 Service::Service(std::vector<std::unique_ptr<sources::Source>> sources, std::string version)
-    : sources_(std::move(sources)), version_(std::move(version)) {}
+    : sources_(std::move(sources)), version_(std::move(version)) {
+  if (!sources_.empty()) {
+    socket_watch_ =
+        std::make_unique<sources::SocketWatch>(*sources_.front(), std::chrono::milliseconds(250));
+  }
+}
 
 std::string Service::render_metrics() {
   const auto scrapes = ++scrapes_total_;
@@ -41,6 +46,9 @@ std::string Service::render_metrics() {
   stats.version = version_;
   stats.source = sources_.empty() ? "" : sources_.front()->mode();
   stats.scrapes_total = scrapes;
+  if (!snapshots.empty() && snapshots.front().available) {
+    stats.sockets = sources::socket_states(snapshots.front());
+  }
   render_self_metrics(out, rows, stats);
   return out;
 }
@@ -56,6 +64,7 @@ HttpResponse Service::handle(std::string_view method, std::string_view path) {
 }
 
 void Service::stop(std::chrono::milliseconds grace) {
+  if (socket_watch_) socket_watch_->stop();
   for (auto it = sources_.rbegin(); it != sources_.rend(); ++it) (*it)->stop(grace);
 }
 

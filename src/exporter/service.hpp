@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exporter/http_server.hpp"
+#include "sources/socket_watch.hpp"
 #include "sources/source.hpp"
 
 namespace cpupower::exporter {
@@ -19,6 +20,8 @@ class Service {
  public:
   // `sources` are running; the first is the base source (acpi or dcgm), whose mode the
   // info metric reports. A source whose snapshot says unavailable is omitted, family and all.
+  // The base source's sockets are watched from here on: a socket whose primary reading stops
+  // is a WARN, and cpu_power_exporter_socket_up says so on every scrape.
   Service(std::vector<std::unique_ptr<sources::Source>> sources, std::string version);
 
   // GET/HEAD /metrics (query ignored) and /health; 404 for other paths; 405 with
@@ -32,6 +35,7 @@ class Service {
   std::vector<std::unique_ptr<sources::Source>> sources_;
   std::string version_;
   std::atomic<std::uint64_t> scrapes_total_{0};
+  std::unique_ptr<sources::SocketWatch> socket_watch_;  // declared last: stopped first
 };
 
 }  // namespace cpupower::exporter

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <queue>
 #include <set>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -118,8 +119,15 @@ std::string_view reason_of(CURLcode code) {
 }  // namespace
 
 std::size_t CollectorStats::nodes_ok() const {
-  return static_cast<std::size_t>(
-      std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.last_ok == true; }));
+  return static_cast<std::size_t>(std::count_if(nodes.begin(), nodes.end(), [](const auto& n) {
+    return n.last_ok == true && n.sockets_missing.empty();
+  }));
+}
+
+std::size_t CollectorStats::nodes_degraded() const {
+  return static_cast<std::size_t>(std::count_if(nodes.begin(), nodes.end(), [](const auto& n) {
+    return n.last_ok == true && !n.sockets_missing.empty();
+  }));
 }
 
 std::size_t CollectorStats::nodes_failing() const {
@@ -295,6 +303,7 @@ class Loop {
   void handle_event(const epoll_event& ev);
   void drive(Shard& shard, curl_socket_t fd, int mask);
   void complete(std::size_t i, CURLcode code, Clock::time_point finished);
+  void note_duplicates(std::size_t i, const BodyOutcome& body);
   void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
                       const std::string& detail);
   void flush(Clock::time_point now);
@@ -661,6 +670,26 @@ void Loop::record_failure(std::size_t i, ScrapeEvent& event, std::string_view re
   }
 }
 
+// A body that repeats a series: counted, and a WARN when a node starts doing it or repeats
+// another series than the one last named (not on every scrape of a node that keeps at it).
+void Loop::note_duplicates(std::size_t i, const BodyOutcome& body) {
+  bool say = false;
+  {
+    std::lock_guard lock(s_->stats_mutex);
+    auto& node = s_->nodes[i];
+    node.duplicate_series += body.duplicate_series;
+    say = node.last_duplicate != body.first_duplicate;
+    node.last_duplicate = body.first_duplicate;
+  }
+  if (say) {
+    s_->log->warn(
+        "body repeats a series; the first sample of each is used host={} url={} "
+        "duplicate_series={} first={}",
+        common::quoted(s_->endpoints[i].hostname), transfers_[i].url, body.duplicate_series,
+        common::quoted(body.first_duplicate));
+  }
+}
+
 void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   auto& t = transfers_[i];
   ScrapeEvent event;
@@ -714,6 +743,7 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
       }
     }
   }
+  if (body.duplicate_series > 0) note_duplicates(i, body);
   if (!body.reason.empty() && body.rows == 0) {
     {
       std::lock_guard lock(s_->stats_mutex);
@@ -733,18 +763,38 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
     }
   }
   event.rows = body.rows;
+  std::vector<std::uint32_t> was_missing;
   {
     std::lock_guard lock(s_->stats_mutex);
     auto& node = s_->nodes[i];
     ++node.scrape_count;
     node.resolved_mode = body.mode;
     node.last_ok = true;
+    was_missing = std::exchange(node.sockets_missing, body.sockets_missing);
+    if (!body.sockets_missing.empty()) ++node.degraded_scrapes;
     if (body.unchanged) {
       ++node.unchanged_count;
     } else {
       node.rows_appended += event.rows;
       if (!node.first_sample_unix) node.first_sample_unix = body.timestamp_unix;
       node.last_sample_unix = body.timestamp_unix;
+    }
+  }
+  // Degraded and whole again: once each way (and again when the missing sockets change).
+  if (body.sockets_missing != was_missing) {
+    auto list = [](const std::vector<std::uint32_t>& v) {
+      std::string out;
+      for (const auto socket : v) out += (out.empty() ? "" : ",") + std::to_string(socket);
+      return out;
+    };
+    if (!body.sockets_missing.empty()) {
+      s_->log->warn(
+          "node degraded: a socket gives no power; its rows carry no total_power_w host={} "
+          "url={} sockets_missing={}",
+          common::quoted(hostname), t.url, list(body.sockets_missing));
+    } else {
+      s_->log->info("node whole again: every socket gives power host={} url={} was_missing={}",
+                    common::quoted(hostname), t.url, list(was_missing));
     }
   }
   std::uint64_t streak = 0;

@@ -107,6 +107,14 @@ struct NodeStats {
   std::optional<double> first_sample_unix;
   std::optional<double> last_sample_unix;
   std::optional<bool> last_ok;  // outcome of the latest completed request; unset before one
+  // Degraded: the latest body with socket power lacked some of the node's sockets (the
+  // exporter's cpu_power_exporter_socket_up at 0, or a socket the node served before).
+  std::vector<std::uint32_t> sockets_missing;  // of that body, ascending; empty: whole
+  std::uint64_t degraded_scrapes = 0;          // completed requests with a socket missing
+  // Series repeated within a body (the same family and label set twice; the first sample of
+  // each is used), over the run, and the latest body's first repeat.
+  std::uint64_t duplicate_series = 0;
+  std::string last_duplicate;
 };
 
 // One kind of samples.csv failure (the same text each time), counted.
@@ -135,8 +143,9 @@ struct CollectorStats {
   std::vector<SamplesWriteError> write_error_log;  // by text, in the order first seen
   std::vector<SamplesFileEvent> samples_file_changes;
 
-  std::size_t nodes_ok() const;       // latest request succeeded
-  std::size_t nodes_failing() const;  // latest request failed
+  std::size_t nodes_ok() const;        // latest request succeeded, with every socket
+  std::size_t nodes_degraded() const;  // latest request succeeded, with a socket missing
+  std::size_t nodes_failing() const;   // latest request failed
   // Rows written to a samples.csv that was then deleted, replaced or truncated: gone.
   std::uint64_t rows_lost() const;
 };

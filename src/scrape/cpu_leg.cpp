@@ -1,5 +1,6 @@
 #include "scrape/cpu_leg.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -9,7 +10,7 @@
 namespace cpupower::scrape {
 
 CpuLeg::CpuLeg(std::size_t endpoints, CpuLegOptions options)
-    : options_(std::move(options)), written_(endpoints) {}
+    : options_(std::move(options)), written_(endpoints), sockets_(endpoints) {}
 
 std::string_view CpuLeg::samples_filename() const {
   return artifacts::kCpuSamplesFilename;
@@ -37,8 +38,10 @@ bool CpuLeg::same_reading(const Written& w, const Readings& readings, double rea
 
 BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   BodyOutcome out;
-  const Readings readings = readings_from_body(input.body, parsed_);
+  Readings readings = readings_from_body(input.body, parsed_);
   out.mode = readings.mode;
+  out.duplicate_series = readings.duplicate_series;
+  out.first_duplicate = std::move(readings.first_duplicate);
   if (readings.error) {
     out.reason = kReasonMalformed;
     out.detail = *readings.error;
@@ -51,6 +54,17 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   }
   const double read_unix = input.midpoint_unix - readings.total_age_s.value_or(0.0);
   out.timestamp_unix = read_unix;
+  // Missing: what the exporter says it lacks, and any socket of the node without a row here.
+  auto& node = sockets_[input.endpoint_index];
+  for (const auto& s : readings.socket_up) node.expected.insert(s.socket);
+  std::set<std::uint32_t> missing(readings.sockets_missing.begin(), readings.sockets_missing.end());
+  for (const auto socket : node.expected) {
+    if (std::none_of(readings.rows.begin(), readings.rows.end(),
+                     [&](const SocketRow& r) { return r.socket_id == socket; })) {
+      missing.insert(socket);
+    }
+  }
+  out.sockets_missing.assign(missing.begin(), missing.end());
   auto& w = written_[input.endpoint_index];
   if (same_reading(w, readings, read_unix, input.round_trip_s)) {
     out.unchanged = true;
@@ -68,13 +82,23 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
     row.soc_w = r.soc_w;
     row.dram_w = r.dram_w;
     row.module_w = r.module_w;
-    row.total_power_w = r.total_power_w;
+    // A sum over some of the node's sockets must never pass for the node's total.
+    row.total_power_w = missing.empty() ? std::optional(r.total_power_w) : std::nullopt;
     if (auto problem = artifacts::cpu_row_problem(row)) {
       if (out.refused++ == 0) out.refused_why = std::move(*problem);
       continue;
     }
     lines += artifacts::format_cpu_row(row, options_.samples_schema);
     ++out.rows;
+    node.expected.insert(r.socket_id);
+  }
+  if (out.rows > 0) {
+    for (const auto socket : missing) {
+      auto& gap = node.missing[socket];
+      gap.rows += out.rows;
+      if (!gap.first_unix) gap.first_unix = read_unix;
+      gap.last_unix = read_unix;
+    }
   }
   w.fingerprint = readings.fingerprint;
   w.read_unix = readings.total_age_s ? std::optional(read_unix) : std::nullopt;
@@ -88,7 +112,8 @@ Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> start
   manifest.producer_git_commit = options_.producer_git_commit;
   manifest.started_at_unix = started_at_unix;
   manifest.stopped_at_unix = stopped_at_unix;
-  for (const auto& node : stats.nodes) {
+  for (std::size_t i = 0; i < stats.nodes.size(); ++i) {
+    const auto& node = stats.nodes[i];
     artifacts::CpuManifestNode m;
     m.resolved_mode = std::string(mode_name(node.resolved_mode));
     m.scrape_count = node.scrape_count;
@@ -98,6 +123,15 @@ Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> start
     m.missed_slots = node.missed_slots;
     m.first_sample_unix = node.first_sample_unix;
     m.last_sample_unix = node.last_sample_unix;
+    if (i < sockets_.size()) {
+      const auto& sockets = sockets_[i];
+      m.sockets_expected.assign(sockets.expected.begin(), sockets.expected.end());
+      for (const auto& [socket, gap] : sockets.missing) {
+        m.sockets_missing[socket] = {gap.rows, gap.first_unix, gap.last_unix};
+      }
+      m.status = sockets.missing.empty() && !node.degraded_scrapes ? "ok" : "degraded";
+      m.duplicate_series = node.duplicate_series;
+    }
     manifest.nodes[node.hostname] = std::move(m);
   }
   manifest.rows_written = stats.rows_written;

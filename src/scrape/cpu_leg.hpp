@@ -7,11 +7,19 @@
 // the request midpoint minus the mean age the exporter reports for the socket totals
 // (Readings::total_age_s) when it reports one. A scrape carrying the readings already
 // written for that node is not written again.
+//
+// Sockets: a node's expected sockets are those its exporter lists in
+// cpu_power_exporter_socket_up, with every socket a row was written for. A body that lacks
+// one of them (listed at 0, or gone) makes the node degraded: its rows are written with
+// total_power_w empty, since the sum over the sockets left is not the node's power, and the
+// manifest counts them per missing socket.
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,9 +56,21 @@ class CpuLeg final : public Leg {
   bool same_reading(const Written& w, const Readings& readings, double read_unix,
                     double round_trip_s) const;
 
+  // Which sockets a node has, and the rows written while one of them was missing.
+  struct SocketGap {
+    std::uint64_t rows = 0;
+    std::optional<double> first_unix;
+    std::optional<double> last_unix;
+  };
+  struct NodeSockets {
+    std::set<std::uint32_t> expected;  // every socket socket_up listed or a row was written for
+    std::map<std::uint32_t, SocketGap> missing;
+  };
+
   CpuLegOptions options_;
-  std::vector<Written> written_;  // by endpoint
-  expo::ParseResult parsed_;      // reused by every body: no allocation per scrape
+  std::vector<Written> written_;      // by endpoint
+  std::vector<NodeSockets> sockets_;  // by endpoint
+  expo::ParseResult parsed_;          // reused by every body: no allocation per scrape
 };
 
 }  // namespace cpupower::scrape

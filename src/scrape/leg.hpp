@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.hpp"
 #include "scrape/readings.hpp"
@@ -42,6 +43,11 @@ struct BodyOutcome {
   std::string refused_why;    // the first one's reason
   double timestamp_unix = 0;  // the row time
   Mode mode = Mode::unknown;  // the CPU leg's resolved mode; unknown for the GPU leg
+  // The CPU leg: sockets the node should have and this body lacks (degraded), ascending.
+  std::vector<std::uint32_t> sockets_missing;
+  // The CPU leg: series the body repeated (the first sample of each was used), the first.
+  std::size_t duplicate_series = 0;
+  std::string first_duplicate;
 };
 
 class Leg {

@@ -16,6 +16,7 @@ constexpr std::string_view kAcpiFamily = "cpu_power_acpi_watts";
 constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
 constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
 constexpr std::string_view kAgeFamily = "cpu_power_exporter_sample_age_seconds";
+constexpr std::string_view kSocketUpFamily = "cpu_power_exporter_socket_up";
 
 // Zero is missing: a sensor that reads 0 W is not reporting, a Grace socket never idles at 0.
 // Above the physical bound a reading is an error, and so is no reading either (two sockets at
@@ -188,8 +189,29 @@ class Fingerprint {
   std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
 
-std::uint64_t fingerprint_of(Mode mode, const std::vector<SocketRow>& rows) {
+// The exporter's socket_up samples, sockets ascending, the first per socket winning. A value
+// other than exactly 0 or 1 says nothing and is left out.
+std::vector<Readings::SocketUp> socket_up_of(const std::vector<expo::Sample>& samples) {
+  std::vector<Readings::SocketUp> out;
+  for (const auto& sample : samples) {
+    if (sample.name != kSocketUpFamily) continue;
+    const auto socket = socket_label(sample);
+    if (!socket || (sample.value != 0 && sample.value != 1)) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.socket == *socket; })) {
+      continue;
+    }
+    out.push_back({*socket, sample.value == 1});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.socket < b.socket; });
+  return out;
+}
+
+std::uint64_t fingerprint_of(Mode mode, const std::vector<SocketRow>& rows,
+                             const std::vector<Readings::SocketUp>& socket_up = {}) {
   Fingerprint f;
+  f.add(socket_up.size());
+  for (const auto& s : socket_up) f.add(std::uint64_t{s.socket} * 2 + (s.up ? 1 : 0));
   f.add(static_cast<std::uint64_t>(mode));
   f.add(rows.size());
   for (const auto& row : rows) {
@@ -233,8 +255,10 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
 
   Readings out;
   out.mode = any_acpi ? Mode::acpi : any_dcgm ? Mode::dcgm : Mode::unknown;
+  out.socket_up = socket_up_of(samples);
   if (out.mode == Mode::unknown) {
-    out.fingerprint = fingerprint_of(out.mode, out.rows);
+    for (const auto& s : out.socket_up) out.sockets_missing.push_back(s.socket);
+    out.fingerprint = fingerprint_of(out.mode, out.rows, out.socket_up);
     return out;
   }
 
@@ -266,16 +290,22 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
   for (const auto& row : out.rows) total_w += row.power_w;
   for (auto& row : out.rows) row.total_power_w = total_w;
 
+  for (const auto& s : out.socket_up) {
+    const bool has_row = std::any_of(out.rows.begin(), out.rows.end(),
+                                     [&](const SocketRow& r) { return r.socket_id == s.socket; });
+    if (!s.up || !has_row) out.sockets_missing.push_back(s.socket);
+  }
+
   out.total_age_s = out.mode == Mode::acpi ? acpi_age_s(samples, primary_sensor_labels)
                                            : dcgm_age_s(samples, out.rows);
-  out.fingerprint = fingerprint_of(out.mode, out.rows);
+  out.fingerprint = fingerprint_of(out.mode, out.rows, out.socket_up);
   return out;
 }
 
 Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
   // The families read above; every other line is still checked (expo::ParseOptions).
-  static constexpr std::array<std::string_view, 4> kFamilies = {kAcpiFamily, kDcgmFamily,
-                                                                kNvmlFamily, kAgeFamily};
+  static constexpr std::array<std::string_view, 5> kFamilies = {
+      kAcpiFamily, kDcgmFamily, kNvmlFamily, kAgeFamily, kSocketUpFamily};
   expo::ParseOptions options;
   options.only_names = kFamilies;
   expo::parse_into(body, scratch, options);
@@ -285,7 +315,10 @@ Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
     out.fingerprint = fingerprint_of(out.mode, out.rows);
     return out;
   }
-  return readings_from_samples(scratch.samples);
+  auto out = readings_from_samples(scratch.samples);
+  out.duplicate_series = scratch.duplicate_series;
+  out.first_duplicate = scratch.first_duplicate;
+  return out;
 }
 
 Readings readings_from_body(std::string_view body) {

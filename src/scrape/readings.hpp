@@ -11,11 +11,18 @@
 //     non-negative integer); when either is unusable, both come from `oem_info`.
 //   * DCGM: a missing or empty field_id is 1130 (older exporters); only 1130 (power_w and
 //     cpu_rail_w) and 1132 (soc_w) are kept; the first value per (socket, field) wins.
+//   * A series repeated in the body (the same family and label set twice): the first sample
+//     is used, as before, and the repeats are counted and named (Readings::duplicate_series)
+//     for the collector to warn about; the body is not refused.
 //   * Pivot: one row per socket holding its primary reading (ACPI total, DCGM 1130); a
 //     socket without it has no row; the first reading per kind wins; sockets ascending.
 //   * NVML module (type="module") fills module_w only on a row the CPU family produced and
 //     only where ACPI gave no module reading for that socket. An NVML-only body: no rows.
-//   * total_power_w = sum of power_w over this scrape's rows, repeated on each row.
+//   * total_power_w = sum of power_w over this scrape's rows, repeated on each row. It is the
+//     node's total only when no socket is missing: the CPU leg writes it empty otherwise.
+//   * cpu_power_exporter_socket_up{socket} (exporters that serve it): the sockets the exporter
+//     found at discovery and whether each one's primary reading is served; the first sample
+//     per socket wins. A socket it lists at 0, or lists at 1 with no row here, is missing.
 
 #include <cstdint>
 #include <optional>
@@ -59,6 +66,22 @@ struct Readings {
   // A hash of mode and every row value (not the ages). Equal fingerprints on consecutive
   // scrapes of one node mean the exporter served the same readings again.
   std::uint64_t fingerprint = 0;
+
+  // cpu_power_exporter_socket_up, sockets ascending; empty when the body has none.
+  struct SocketUp {
+    std::uint32_t socket = 0;
+    bool up = false;
+    bool operator==(const SocketUp&) const = default;
+  };
+  std::vector<SocketUp> socket_up;
+  // The sockets socket_up lists that have no row in this body (at 0, or at 1 and still no
+  // primary reading here), ascending. Sockets a node served earlier are the CPU leg's to add.
+  std::vector<std::uint32_t> sockets_missing;
+
+  // Series the body repeats (expo::ParseResult::duplicate_series among the families read
+  // here) and the first repeat's text; the first sample of each was used.
+  std::size_t duplicate_series = 0;
+  std::string first_duplicate;
 
   // Set when the body could not be parsed (the scrape then has mode unknown and no rows).
   std::optional<std::string> error;

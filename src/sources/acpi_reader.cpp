@@ -1,5 +1,6 @@
 #include "sources/acpi_reader.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -156,7 +157,9 @@ AcpiReader::AcpiReader(std::vector<AcpiChannel> channels, std::chrono::milliseco
       sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(channels))),
       table_(std::make_shared<SampleTable>(names_of(channels), max_age, "cpu_power_exporter::acpi",
                                            "ACPI reading")),
-      interval_(read_interval) {
+      interval_(read_interval),
+      threads_(kMaxReaderThreads, std::max<std::chrono::milliseconds>(
+                                      2 * read_interval, std::chrono::milliseconds(500))) {
   live_->root = std::move(hwmon_root);
   live_->keys = stable_keys(channels);
   live_->current = channels;
@@ -181,8 +184,8 @@ void AcpiReader::start() {
   for (auto& [node, indices] : by_node) {
     auto last_problem = std::make_shared<std::vector<std::string>>(indices.size());
     auto next_recheck = std::make_shared<Clock::time_point>(Clock::now() + kIntervalRecheck);
-    threads_.spawn(interval_, [live = live_, table = table_, indices = indices, last_problem,
-                               next_recheck] {
+    threads_.add(interval_, [live = live_, table = table_, indices = indices, last_problem,
+                             next_recheck] {
       if (Clock::now() >= *next_recheck) {
         recheck_intervals(*live, indices);
         *next_recheck = Clock::now() + kIntervalRecheck;
@@ -206,9 +209,9 @@ void AcpiReader::start() {
         }
         (*last_problem)[k] = r.problem;
       }
-      return true;
     });
   }
+  threads_.start();
 }
 
 void AcpiReader::stop(std::chrono::milliseconds grace) {

@@ -3,9 +3,12 @@
 // look at the table: a read is a synchronous firmware round trip (~150 ms on Grace) that can
 // also hang for good, so it must never happen on an HTTP thread or the sample loop.
 //
-// One reader thread per hwmon node: a hung device stops only its own channels. Each thread
-// reads on a fixed cadence measured from the start of its cycle; a slow read stretches its
-// own cycle and the next one starts at once, with no extra sleep.
+// One job per hwmon node on a pool of at most kMaxReaderThreads threads (ReaderPool), so that
+// a machine with thousands of power meters costs a bounded number of threads: a node reads its
+// channels one after the other, on a fixed cadence measured from the start of its cycle; a
+// slow read stretches its own cycle and the next one starts at once, with no extra sleep. A
+// hung device stops only its own channels: its worker is replaced once it has been in one
+// cycle for max(2 x read interval, 500 ms), and the other nodes keep their cadence.
 //
 // Channels move: on kernels >= 6.15 a change of the averaging interval (ours, DCGM's, an
 // administrator's) unregisters and re-registers the hwmon device under a new hwmonN. A read
@@ -26,6 +29,9 @@
 
 namespace cpupower::sources {
 
+// Up to this many hwmon nodes, each has a thread of its own (real Grace nodes have a dozen).
+inline constexpr std::size_t kMaxReaderThreads = 16;
+
 class AcpiReader final : public Source {
  public:
   // hwmon_root: where to look for channels whose device disappeared; empty: nowhere.
@@ -44,6 +50,8 @@ class AcpiReader final : public Source {
   // same order; sensor names and labels as first discovered.
   std::vector<AcpiChannel> current_channels() const;
   const SampleTable& table() const { return *table_; }
+  // Reader threads running now (for tests and diagnostics).
+  std::size_t reader_threads() const { return threads_.threads(); }
 
   struct Live;
 
@@ -53,7 +61,7 @@ class AcpiReader final : public Source {
   std::shared_ptr<const std::vector<Sensor>> sensors_;
   std::shared_ptr<SampleTable> table_;
   std::chrono::milliseconds interval_;
-  ReaderThreads threads_;
+  ReaderPool threads_;
 };
 
 }  // namespace cpupower::sources

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "artifacts/limits.hpp"
 #include "common/dynamic_library.hpp"
 #include "common/log.hpp"
 #include "rails/rails.hpp"
@@ -56,6 +57,12 @@ DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl
   }
   if (!std::isfinite(w)) return {std::nullopt, "non-finite value"};
   if (w < 0 || (w == 0 && !allow_zero)) return {std::nullopt, "not positive"};
+  // Power above the bound the collectors and the report use is an error, never a reading
+  // (a value under DCGM's blank threshold can still be far beyond any socket).
+  if (!allow_zero && w > artifacts::kMaxSocketWatts) {
+    return {std::nullopt, "above the physical bound of " +
+                              std::to_string(static_cast<long>(artifacts::kMaxSocketWatts)) + " W"};
+  }
   return {w, {}};
 }
 

@@ -78,7 +78,8 @@ struct DcgmRung {
 DcgmRung try_dcgm(const DcgmOptions& options);
 
 // Value rules, exposed for tests: non-OK status, DCGM blanks (>= 2^47 for doubles),
-// non-finite and non-positive values are missing. Utilization (`allow_zero`) may be 0.
+// non-finite and non-positive values are missing, and so is power above
+// artifacts::kMaxSocketWatts. Utilization (`allow_zero`) may be 0.
 DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl, std::int64_t i64,
                                bool allow_zero = false);
 

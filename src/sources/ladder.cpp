@@ -28,6 +28,40 @@ AcpiRung try_acpi(const LadderOptions& options) {
     rung.reason = "no ACPI power_meter hwmon sensors found under " + options.hwmon_root;
     return rung;
   }
+  if (options.channel_bytes && options.max_channel_bytes > 0) {
+    // Socket totals first, then the rest, each in discovery order; kept in discovery order.
+    auto& all = discovery.channels;
+    std::vector<bool> keep(all.size(), false);
+    std::size_t bytes = 0, kept = 0;
+    for (const bool totals_pass : {true, false}) {
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if ((all[i].cls.kind == rails::Kind::total) != totals_pass) continue;
+        const auto b = options.channel_bytes(all[i]);
+        if (bytes + b > options.max_channel_bytes) continue;
+        bytes += b;
+        keep[i] = true;
+        ++kept;
+      }
+    }
+    if (kept < all.size()) {
+      std::vector<AcpiChannel> served;
+      std::string first_left;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (keep[i]) {
+          served.push_back(std::move(all[i]));
+        } else if (first_left.empty()) {
+          first_left = all[i].sensor;
+        }
+      }
+      rung.warnings.push_back(
+          "too many ACPI power_meter channels for one exposition body; reading and serving the "
+          "first " +
+          std::to_string(kept) + " (socket totals first) discovered=" + std::to_string(all.size()) +
+          " left_out=" + std::to_string(all.size() - kept) + " first_left_out=" + first_left +
+          " body_bytes_bound=" + std::to_string(bytes));
+      all = std::move(served);
+    }
+  }
   std::vector<std::size_t> totals;
   std::set<std::string> labels;
   for (std::size_t i = 0; i < discovery.channels.size(); ++i) {
@@ -64,8 +98,25 @@ AcpiRung try_acpi(const LadderOptions& options) {
                   std::to_string(discovered) + " sensors discovered)";
     return rung;
   }
-  log->info("ACPI socket totals report non-zero power; using ACPI live={} total={}", live,
-            totals.size());
+  if (live < totals.size()) {
+    // Usable, but not whole: a socket without its total would halve the node's power.
+    std::string missing;
+    const auto readings = reader->table().snapshot();
+    std::set<std::string> seen;
+    for (const auto i : totals) {
+      if (readings[i].watts) continue;
+      const auto& c = reader->channels()[i];
+      if (seen.insert(c.cls.socket).second) missing += (missing.empty() ? "" : ",") + c.cls.socket;
+    }
+    log->warn(
+        "ACPI socket totals report non-zero power on some sockets only; using ACPI, and the "
+        "node's power is incomplete while the others give none live={} total={} "
+        "sockets_without_power={}",
+        live, totals.size(), missing);
+  } else {
+    log->info("ACPI socket totals report non-zero power; using ACPI live={} total={}", live,
+              totals.size());
+  }
   rung.reader = std::move(reader);
   return rung;
 }

@@ -7,6 +7,7 @@
 // every rung. --source acpi and --source dcgm run only their own rungs.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,6 +31,12 @@ struct LadderOptions {
   std::chrono::milliseconds max_age{3000};
   std::chrono::milliseconds probe_retry_delay{1000};
   DcgmOptions dcgm;
+  // A bound on what the ACPI channels may add to a sink's output (the exporter's body): when
+  // set, channels are kept while the sum of channel_bytes() over them stays within
+  // max_channel_bytes, socket totals first, then the others in discovery order; the rest are
+  // neither read nor published, with a WARN. Unset: every channel.
+  std::function<std::size_t(const AcpiChannel&)> channel_bytes;
+  std::size_t max_channel_bytes = 0;
 };
 
 // The outcome of the ACPI rung alone: a running reader, or the reason it is unusable.

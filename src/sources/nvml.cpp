@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "artifacts/limits.hpp"
 #include "common/dynamic_library.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
@@ -99,6 +100,8 @@ std::optional<double> module_watts(const nvmlFieldValue_t& v) {
       return std::nullopt;
   }
   if (!std::isfinite(mw) || mw <= 0) return std::nullopt;
+  // Above the bound on one module's power (the collectors' and the report's): an error.
+  if (mw / 1000.0 > artifacts::kMaxSocketWatts) return std::nullopt;
   return mw / 1000.0;
 }
 

@@ -1,8 +1,14 @@
 #include "sources/reader_threads.hpp"
 
 #include <condition_variable>
+#include <functional>
+#include <list>
 #include <mutex>
+#include <optional>
+#include <queue>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace cpupower::sources {
 
@@ -44,6 +50,137 @@ bool ReaderThreads::stop(std::chrono::milliseconds grace) {
   state_->stopping = true;
   state_->wake.notify_all();
   return state_->wake.wait_for(lock, grace, [&] { return state_->running == 0; });
+}
+
+using PoolClock = std::chrono::steady_clock;
+
+struct ReaderPool::State {
+  struct Job {
+    std::chrono::milliseconds period;
+    std::function<void()> cycle;
+  };
+  using Due = std::pair<PoolClock::time_point, std::size_t>;  // (when, job)
+
+  std::size_t target = 1;  // workers that must be free for the jobs (not blocked)
+  std::chrono::milliseconds stuck_after{1000};
+  std::vector<Job> jobs;  // fixed once started: read without the lock
+
+  mutable std::mutex mutex;
+  std::condition_variable wake;       // workers: a job may be due, or stopping
+  std::condition_variable supervise;  // the supervisor: stopping
+  std::condition_variable exited;     // stop(): a thread left
+  bool started = false;
+  bool stopping = false;
+  std::size_t running = 0;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> queue;  // jobs not in a cycle
+  // One entry per worker: when its current cycle started; nullopt between cycles.
+  std::list<std::optional<PoolClock::time_point>> workers;
+
+  // Workers not blocked: between cycles, or in one for less than stuck_after. Locked.
+  std::size_t free_workers(PoolClock::time_point now) const {
+    std::size_t n = 0;
+    for (const auto& since : workers) {
+      if (!since || now - *since < stuck_after) ++n;
+    }
+    return n;
+  }
+};
+
+namespace {
+
+void pool_worker(std::shared_ptr<ReaderPool::State> st,
+                 std::list<std::optional<PoolClock::time_point>>::iterator slot) {
+  std::unique_lock lock(st->mutex);
+  while (!st->stopping) {
+    if (st->queue.empty()) {
+      st->wake.wait(lock);
+      continue;
+    }
+    const auto [due, job] = st->queue.top();
+    if (PoolClock::now() < due) {
+      st->wake.wait_until(lock, due);
+      continue;
+    }
+    st->queue.pop();
+    const auto start = PoolClock::now();
+    *slot = start;
+    lock.unlock();
+    st->jobs[job].cycle();
+    lock.lock();
+    *slot = std::nullopt;
+    const auto now = PoolClock::now();
+    st->queue.push({std::max(start + st->jobs[job].period, now), job});
+    st->wake.notify_one();
+    // Back from a long cycle into a pool that replaced it: one worker too many.
+    if (st->free_workers(now) > st->target) break;
+  }
+  st->workers.erase(slot);
+  st->running--;
+  st->exited.notify_all();
+}
+
+// Locked: a worker more, counted as free.
+void spawn_worker(const std::shared_ptr<ReaderPool::State>& st) {
+  const auto slot = st->workers.emplace(st->workers.end());
+  st->running++;
+  std::thread(pool_worker, st, slot).detach();
+}
+
+void pool_supervisor(std::shared_ptr<ReaderPool::State> st) {
+  std::unique_lock lock(st->mutex);
+  const auto period = std::max(st->stuck_after / 2, std::chrono::milliseconds(10));
+  while (!st->supervise.wait_for(lock, period, [&] { return st->stopping; })) {
+    for (auto free = st->free_workers(PoolClock::now()); free < st->target; ++free) {
+      spawn_worker(st);
+    }
+  }
+  st->running--;
+  st->exited.notify_all();
+}
+
+}  // namespace
+
+ReaderPool::ReaderPool(std::size_t workers, std::chrono::milliseconds stuck_after)
+    : state_(std::make_shared<State>()) {
+  state_->target = std::max<std::size_t>(workers, 1);
+  state_->stuck_after = stuck_after;
+}
+
+ReaderPool::~ReaderPool() {
+  stop(std::chrono::milliseconds(0));
+}
+
+void ReaderPool::add(std::chrono::milliseconds period, std::function<void()> cycle) {
+  std::lock_guard lock(state_->mutex);
+  if (state_->started) return;
+  state_->jobs.push_back({period, std::move(cycle)});
+}
+
+void ReaderPool::start() {
+  std::lock_guard lock(state_->mutex);
+  if (state_->started || state_->stopping) return;
+  state_->started = true;
+  const auto now = PoolClock::now();
+  for (std::size_t i = 0; i < state_->jobs.size(); ++i) state_->queue.push({now, i});
+  const auto n = std::min(state_->target, std::max<std::size_t>(state_->jobs.size(), 1));
+  state_->target = n;
+  for (std::size_t i = 0; i < n; ++i) spawn_worker(state_);
+  state_->running++;
+  std::thread(pool_supervisor, state_).detach();
+}
+
+bool ReaderPool::stop(std::chrono::milliseconds grace) {
+  std::unique_lock lock(state_->mutex);
+  if (state_->stopping) return state_->running == 0;
+  state_->stopping = true;
+  state_->wake.notify_all();
+  state_->supervise.notify_all();
+  return state_->exited.wait_for(lock, grace, [&] { return state_->running == 0; });
+}
+
+std::size_t ReaderPool::threads() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->running;
 }
 
 }  // namespace cpupower::sources

@@ -31,4 +31,36 @@ class ReaderThreads {
   std::shared_ptr<State> state_;
 };
 
+// Many jobs of one kind on a bounded number of threads (the ACPI reader: one job per hwmon
+// device, thousands on some machines). Each job runs one cycle at a time, at a fixed rate
+// measured from the start of its cycle; a late job runs as soon as a worker is free, with no
+// extra sleep. A cycle that blocks (a hung firmware read) holds its worker and only its own
+// job: once a worker has been in one cycle for longer than `stuck_after`, a supervisor starts
+// another, so that `workers` threads are always there for the other jobs. A blocked worker
+// that comes back leaves if the pool has enough without it. Threads: `workers`, one
+// supervisor, and one per cycle blocked for longer than `stuck_after`.
+class ReaderPool {
+ public:
+  ReaderPool(std::size_t workers, std::chrono::milliseconds stuck_after);
+  ~ReaderPool();  // stop(0): never waits
+  ReaderPool(const ReaderPool&) = delete;
+  ReaderPool& operator=(const ReaderPool&) = delete;
+
+  // Adds a job, due at once and then every `period`. Only before start().
+  void add(std::chrono::milliseconds period, std::function<void()> cycle);
+  void start();
+
+  // Sets the stop flag, wakes every thread and waits up to `grace` for them to exit (a cycle
+  // in progress finishes first). Returns true when all did. Only the first call waits.
+  bool stop(std::chrono::milliseconds grace);
+
+  // Threads running now (workers, blocked ones included, and the supervisor).
+  std::size_t threads() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 }  // namespace cpupower::sources

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "artifacts/limits.hpp"
 #include "common/text.hpp"
 
 namespace cpupower::sources {
@@ -21,6 +22,13 @@ PowerRead interpret_microwatts(std::string_view text) {
   if (!std::isfinite(w)) return {std::nullopt, "non-finite value"};
   if (w == 0.0) return {std::nullopt, "zero (no reading yet)"};
   if (w < 0.0) return {std::nullopt, "negative value"};
+  // The bound the collectors and the report hold a socket's readings to: above it the
+  // reading is an error (a wrapped counter, a firmware fault), never power.
+  if (w > artifacts::kMaxSocketWatts) {
+    return {std::nullopt, "above the physical bound of " +
+                              std::to_string(static_cast<long>(artifacts::kMaxSocketWatts)) +
+                              " W: " + std::string(t.substr(0, 32)) + " uW"};
+  }
   return {w, {}};
 }
 
@@ -43,7 +51,20 @@ PowerRead read_power_file(const std::string& path) {
     if (n == 0) break;
     text.append(buf, static_cast<std::size_t>(n));
   }
+  // A value file holds a few digits. One that fills the buffer and goes on is not a reading:
+  // its first bytes alone would parse as a number that the whole text is not.
+  bool longer = false;
+  while (text.size() == sizeof buf) {
+    char extra = 0;
+    const ssize_t n = ::read(fd, &extra, 1);
+    if (n < 0 && errno == EINTR) continue;
+    longer = n > 0;
+    break;
+  }
   ::close(fd);
+  if (longer) {
+    return {std::nullopt, "value longer than " + std::to_string(sizeof buf) + " bytes"};
+  }
   return interpret_microwatts(text);
 }
 

@@ -11,7 +11,7 @@ namespace cpupower::sources {
 inline constexpr std::string_view kFirmwareInvalidUw = "4294967295000";
 
 struct PowerRead {
-  std::optional<double> watts;  // present only for a finite reading > 0
+  std::optional<double> watts;  // present only for a finite reading > 0, within the bound
   std::string problem;          // why there is no value: "read failed: ...", "empty", ...
   int error_number = 0;         // errno of a failed open or read, else 0
 };
@@ -19,12 +19,14 @@ struct PowerRead {
 // Interprets the text of a power*_average / power*_input file (microwatts). Zero, negative,
 // non-finite, the firmware's invalid value, empty and unparsable text are all "no value":
 // a live Grace socket draws tens of watts, so none of them may ever integrate as idle power.
+// So is a reading above artifacts::kMaxSocketWatts (a wrapped 2^64-1, a runaway value): the
+// bound the collectors and the report apply, so the exporter never serves what they refuse.
 PowerRead interpret_microwatts(std::string_view text);
 
 // Opens, reads and closes the file (a fresh open per read, as sysfs attributes and FIFOs
-// both require), then interprets it. Blocks as long as the firmware (or file) does.
-// ENOENT or ENODEV in error_number: the hwmon device went away (it re-registers when its
-// averaging interval changes on kernels >= 6.15).
+// both require), then interprets it. A file longer than 256 bytes is no value. Blocks as long as
+// the firmware (or file) does. ENOENT or ENODEV in error_number: the hwmon device went away (it
+// re-registers when its averaging interval changes on kernels >= 6.15).
 PowerRead read_power_file(const std::string& path);
 
 // True for the errors that mean the channel's device is gone rather than failing.

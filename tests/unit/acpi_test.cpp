@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "sources/acpi_discovery.hpp"
 #include "sources/acpi_reader.hpp"
 #include "sources/ladder.hpp"
+#include "sources/reader_threads.hpp"
 #include "sources/sysfs_read.hpp"
 #include "test_tree.hpp"
 
@@ -148,6 +150,53 @@ TEST(PowerValues, MicrowattsToWattsAndEveryNonValueIsMissing) {
             std::string::npos);
 }
 
+TEST(PowerValues, ReadingsAboveThePhysicalBoundAreErrorsNotPower) {
+  // The bound is the one the collectors and the report hold a socket to.
+  EXPECT_EQ(interpret_microwatts("10000000000\n").watts, 10000.0);
+  for (const auto* text : {"10000000001\n", "18446744073709551615\n", "1e300"}) {
+    const auto r = interpret_microwatts(text);
+    EXPECT_FALSE(r.watts) << text;
+    EXPECT_NE(r.problem.find("physical bound"), std::string::npos) << text << ": " << r.problem;
+  }
+  // A value file longer than the read buffer: its first bytes alone would parse as 1e255 uW.
+  TestTree t;
+  t.write("long", std::string(4096, '9') + "\n");
+  const auto r = read_power_file(t.path("long"));
+  EXPECT_FALSE(r.watts);
+  EXPECT_NE(r.problem.find("longer than"), std::string::npos) << r.problem;
+  // Exactly the buffer's worth of text is still read (and here refused by the bound).
+  t.write("full", std::string(255, '9') + "\n");
+  EXPECT_NE(read_power_file(t.path("full")).problem.find("physical bound"), std::string::npos);
+}
+
+TEST(AcpiReader, OverflowingValuesCountAsReadErrorsAndStayStale) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "18446744073709551615");
+  t.meter("hwmon3", "Grace Power Socket 1", "80000000");
+  t.write("hwmon10/name", "power_meter\n");
+  t.write("hwmon10/power1_oem_info", "Grace Power Socket 2\n");
+  t.write("hwmon10/power1_average", std::string(4096, '7') + "\n");
+  auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), 3u);
+  AcpiReader reader(d.channels, 20ms, 300ms);
+  reader.start();
+  // Both bad channels: several reads, every one an error, no value, and stale once the
+  // maximum age has passed without one; the good socket is served meanwhile.
+  EXPECT_TRUE(eventually([&] {
+    const auto r = reader.snapshot().readings;
+    return r[0].reads_total >= 3 && r[2].reads_total >= 3 && r[0].stale && r[2].stale &&
+           r[1].watts == 80.0;
+  }));
+  const auto r = reader.snapshot().readings;
+  for (const std::size_t i : {std::size_t{0}, std::size_t{2}}) {
+    EXPECT_FALSE(r[i].watts) << i;
+    EXPECT_EQ(r[i].read_errors_total, r[i].reads_total) << i;
+    EXPECT_TRUE(r[i].stale) << i;
+  }
+  EXPECT_EQ(r[1].read_errors_total, 0u);
+  reader.stop();
+}
+
 // True while some thread is blocked opening `fifo` for reading.
 bool reader_waiting(const std::string& fifo) {
   const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
@@ -204,6 +253,80 @@ TEST(AcpiReader, PublishesFreshValuesAndWithholdsStaleOnes) {
   answer(t.path("hwmon3/power1_average"), "85000000\n");
   std::filesystem::rename(t.path("hwmon3/power1_average.new"), t.path("hwmon3/power1_average"));
   EXPECT_TRUE(eventually([&] { return fresh(1, 85.0); }));
+}
+
+TEST(AcpiReader, ManyNodesShareABoundedPoolAndHungOnesCostOnlyThemselves) {
+  // 60 power meters, 20 of them hung in a read: more hung devices than the pool has workers.
+  // The 40 others keep being read, and the threads are the pool, its supervisor and one per
+  // hung read, not one per node.
+  constexpr std::size_t kNodes = 60;
+  TestTree t;
+  std::vector<std::string> hung;
+  for (std::size_t n = 0; n < kNodes; ++n) {
+    const auto node = "hwmon" + std::to_string(n + 2);
+    t.meter(node, "Grace Power Socket " + std::to_string(n), std::to_string(50000000 + n));
+    if (n % 3 == 1) {
+      t.fifo(node + "/power1_average");
+      hung.push_back(t.path(node + "/power1_average"));
+    }
+  }
+  auto d = discover_acpi(t.root());
+  ASSERT_EQ(d.channels.size(), kNodes);
+  AcpiReader reader(d.channels, 20ms, 300ms);
+  reader.start();
+  // Every hung device ends up blocked in its read, holding a worker the supervisor replaced:
+  // the pool's own count says when (blocked workers never come back on their own).
+  EXPECT_TRUE(
+      eventually([&] { return reader.reader_threads() >= kMaxReaderThreads + 1 + hung.size(); }));
+  const auto settled = reader.snapshot().readings;
+  EXPECT_TRUE(eventually([&] {
+    const auto r = reader.snapshot().readings;
+    for (std::size_t i = 0; i < kNodes; ++i) {
+      if (i % 3 == 1) continue;
+      if (r[i].reads_total < settled[i].reads_total + 3 || !r[i].watts) return false;
+    }
+    return true;
+  }));
+  const auto r = reader.snapshot().readings;
+  for (std::size_t i = 1; i < kNodes; i += 3) {
+    EXPECT_EQ(r[i].reads_total, 0u) << i;
+    EXPECT_FALSE(r[i].watts) << i;
+  }
+  EXPECT_LE(reader.reader_threads(), kMaxReaderThreads + 1 + hung.size());
+  EXPECT_LT(reader.reader_threads(), kNodes);
+  reader.stop(200ms);
+  for (const auto& f : hung) answer(f, "1\n");  // let the blocked reads return
+  // Back from their reads, the extra workers leave.
+  EXPECT_TRUE(eventually([&] { return reader.reader_threads() == 0; }));
+}
+
+TEST(ReaderPool, RunsEveryJobOneCycleAtATimeOnAtMostItsWorkers) {
+  ReaderPool pool(3, 1000ms);
+  constexpr int kJobs = 50;
+  std::vector<std::atomic<int>> cycles(kJobs), inside(kJobs);
+  std::atomic<int> concurrent{0}, most{0};
+  std::atomic<bool> overlap{false};
+  for (int j = 0; j < kJobs; ++j) {
+    pool.add(5ms, [&, j] {
+      if (inside[j]++ != 0) overlap = true;
+      const int now = ++concurrent;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(1ms);
+      --concurrent;
+      --inside[j];
+      ++cycles[j];
+    });
+  }
+  pool.start();
+  EXPECT_TRUE(eventually([&] {
+    return std::all_of(cycles.begin(), cycles.end(), [](const auto& c) { return c >= 5; });
+  }));
+  EXPECT_TRUE(pool.stop(5000ms));
+  EXPECT_FALSE(overlap);
+  EXPECT_LE(most.load(), 3);
+  EXPECT_EQ(pool.threads(), 0u);
 }
 
 TEST(AcpiReader, StopReturnsPromptlyWhileAReadHangs) {

@@ -538,6 +538,11 @@ CpuManifest sample_manifest() {
   b.missed_slots = 2;
   b.first_sample_unix = 1788310001.0;
   b.last_sample_unix = 1788310143.25;
+  b.sockets_expected = {0, 1, 10};
+  b.sockets_missing[10] = {3, 1788310100.0, 1788310102.5};
+  b.sockets_missing[1] = {1, std::nullopt, std::nullopt};
+  b.status = "degraded";
+  b.duplicate_series = 2;
   m.nodes["node-b"] = b;
   CpuManifestNode a;
   a.endpoint_url = "http://10.0.0.1:9405/metrics";
@@ -562,7 +567,11 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
       "last_error": null,
       "missed_slots": 0,
       "first_sample_unix": null,
-      "last_sample_unix": null
+      "last_sample_unix": null,
+      "sockets_expected": [],
+      "sockets_missing": {},
+      "status": "ok",
+      "duplicate_series": 0
     },
     "node-b": {
       "resolved_mode": "dcgm",
@@ -572,7 +581,26 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
       "last_error": "connect: Connection refused",
       "missed_slots": 2,
       "first_sample_unix": 1788310001.0,
-      "last_sample_unix": 1788310143.25
+      "last_sample_unix": 1788310143.25,
+      "sockets_expected": [
+        0,
+        1,
+        10
+      ],
+      "sockets_missing": {
+        "1": {
+          "rows": 1,
+          "first_unix": null,
+          "last_unix": null
+        },
+        "10": {
+          "rows": 3,
+          "first_unix": 1788310100.0,
+          "last_unix": 1788310102.5
+        }
+      },
+      "status": "degraded",
+      "duplicate_series": 2
     }
   },
   "rows_written": 0,

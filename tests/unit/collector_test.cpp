@@ -1128,6 +1128,167 @@ TEST(Collector, StopRunsOneFinalCycle) {
   EXPECT_EQ(testing::read_v3(c.samples_path()).rows.size(), 4u);
 }
 
+// The rows of each instant (one scrape) of a host, in file order.
+std::vector<std::vector<artifacts::CpuSampleRow>> row_sets(
+    const std::vector<artifacts::CpuSampleRow>& rows) {
+  std::vector<std::vector<artifacts::CpuSampleRow>> out;
+  for (const auto& r : rows) {
+    if (out.empty() || out.back().front().timestamp_unix != r.timestamp_unix) out.emplace_back();
+    out.back().push_back(r);
+  }
+  return out;
+}
+
+std::string socket_up_body(bool up0, bool up1) {
+  return std::string("cpu_power_exporter_socket_up{socket=\"0\"} ") + (up0 ? "1" : "0") +
+         "\ncpu_power_exporter_socket_up{socket=\"1\"} " + (up1 ? "1" : "0") + "\n";
+}
+
+// Socket 1's total alone, as an exporter serves it when socket 0's is withheld.
+std::string socket1_only(double total1_w) {
+  return "cpu_power_acpi_watts{sensor=\"hwmon11/power1\",type=\"total\",socket=\"1\","
+         "oem_info=\"Grace Power Socket 1\",source=\"acpi\"} " +
+         std::to_string(total1_w) + "\n";
+}
+
+// What the manifest, the rows and the stats say of node-a after `server` served both sockets,
+// then socket 1 alone: rows sets without socket 0 carry no total, and are counted.
+void expect_degraded_without_socket0(const TempDir& dir, const Collector& c) {
+  const auto rows = testing::read_v3(dir.path() + "/samples.csv").rows;
+  const auto sets = row_sets(rows);
+  std::uint64_t without = 0;
+  std::optional<double> first, last;
+  bool whole_seen = false;
+  for (const auto& set : sets) {
+    const bool has0 =
+        std::any_of(set.begin(), set.end(), [](const auto& r) { return r.socket_id == 0; });
+    double sum = 0;
+    for (const auto& r : set) sum += r.power_w;
+    for (const auto& r : set) {
+      if (has0) {
+        EXPECT_EQ(r.total_power_w, std::optional(sum));
+      } else {
+        EXPECT_EQ(r.total_power_w, std::nullopt) << "a one-socket sum passed for the node total";
+        EXPECT_EQ(r.socket_id, 1u);
+      }
+    }
+    if (has0) {
+      whole_seen = true;
+      EXPECT_EQ(without, 0u) << "whole row sets come first here";
+    } else {
+      without += set.size();
+      if (!first) first = set.front().timestamp_unix;
+      last = set.front().timestamp_unix;
+    }
+  }
+  EXPECT_TRUE(whole_seen);
+  ASSERT_GT(without, 0u);
+  const auto m = read_json(dir.path() + "/cpu_manifest.json");
+  const auto& node = m["nodes"]["node-a"];
+  EXPECT_EQ(node["sockets_expected"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(node["status"], "degraded");
+  ASSERT_EQ(node["sockets_missing"].size(), 1u) << node.dump();
+  const auto& gap = node["sockets_missing"]["0"];
+  EXPECT_EQ(gap["rows"], without);
+  EXPECT_EQ(gap["first_unix"].get<double>(), *first);
+  EXPECT_EQ(gap["last_unix"].get<double>(), *last);
+  const auto stats = c.stats();
+  EXPECT_EQ(stats.nodes[0].sockets_missing, std::vector<std::uint32_t>{0});
+  EXPECT_EQ(stats.nodes_degraded(), 1u);
+  EXPECT_EQ(stats.nodes_ok(), 0u);
+  EXPECT_GE(stats.nodes[0].degraded_scrapes, 1u);
+}
+
+TEST(Collector, ANodeWhoseExporterSaysASocketIsDownIsDegraded) {
+  // Both sockets for three requests, then socket_up says socket 0 is down and its total goes.
+  StandIn server([](const Request& r) {
+    const double v = 90.0 + static_cast<double>(r.number) * 0.01;
+    if (r.number < 3) return ok_reply(acpi_body(v, 100.0 + v) + socket_up_body(true, true));
+    return ok_reply(socket1_only(100.0 + v) + socket_up_body(false, true));
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].degraded_scrapes >= 4; });
+  expect_degraded_without_socket0(dir, c);
+}
+
+TEST(Collector, ASocketDeadFromTheStartIsMissingWhenTheExporterSaysSo) {
+  // The node never served socket 0: only socket_up knows it has one.
+  StandIn server([](const Request& r) {
+    return ok_reply(socket1_only(100.0 + static_cast<double>(r.number) * 0.01) +
+                    socket_up_body(false, true));
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].degraded_scrapes >= 3; });
+  const auto rows = testing::read_v3(dir.path() + "/samples.csv").rows;
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) EXPECT_EQ(r.total_power_w, std::nullopt);
+  const auto node = read_json(dir.path() + "/cpu_manifest.json")["nodes"]["node-a"];
+  EXPECT_EQ(node["sockets_expected"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(node["sockets_missing"]["0"]["rows"], rows.size());
+  EXPECT_EQ(node["status"], "degraded");
+}
+
+TEST(Collector, ASocketServingNaNInfNegativeOrAbsurdValuesIsMissing) {
+  // An exporter without socket_up: the node's sockets are those it served. After two whole
+  // scrapes, socket 0's total turns into every kind of non-reading in turn.
+  StandIn server([](const Request& r) {
+    const double v = 90.0 + static_cast<double>(r.number) * 0.01;
+    static const double bad[] = {std::nan(""), HUGE_VAL, -HUGE_VAL, -5.0, 1e9, 10000.5};
+    const double total0 = r.number < 2 ? v : bad[r.number % 6];
+    return ok_reply(acpi_body(total0, 100.0 + v));
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].degraded_scrapes >= 8; });
+  expect_degraded_without_socket0(dir, c);
+}
+
+TEST(Collector, AWholeNodeIsOkWithEveryKeyInPlace) {
+  StandIn server([](const Request& r) {
+    const double v = 90.0 + static_cast<double>(r.number) * 0.01;
+    return ok_reply(acpi_body(v, 100.0 + v) + socket_up_body(true, true));
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 3; });
+  const auto node = read_json(dir.path() + "/cpu_manifest.json")["nodes"]["node-a"];
+  EXPECT_EQ(node["sockets_expected"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(node["sockets_missing"], nlohmann::json::object());
+  EXPECT_EQ(node["status"], "ok");
+  EXPECT_EQ(c.stats().nodes_ok(), 1u);
+  EXPECT_EQ(c.stats().nodes_degraded(), 0u);
+  for (const auto& r : testing::read_v3(c.samples_path()).rows) EXPECT_TRUE(r.total_power_w);
+}
+
+TEST(Collector, ARepeatedSeriesIsCountedAndNamedAndTheFirstSampleUsed) {
+  // Socket 0's total twice in one body, with different values: the first is written, and
+  // every repeat is counted per node, in the stats and the manifest.
+  StandIn server([](const Request& r) {
+    const double v = 90.0 + static_cast<double>(r.number) * 0.01;
+    return ok_reply(acpi_body(v, 100.0) +
+                    "cpu_power_acpi_watts{sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\","
+                    "oem_info=\"Grace Power Socket 0\",source=\"acpi\"} 5000\n");
+  });
+  TempDir dir;
+  Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(30)));
+  run_until(c, [](const CollectorStats& s) { return s.nodes[0].scrape_count >= 3; });
+  const auto stats = c.stats().nodes[0];
+  EXPECT_EQ(stats.duplicate_series, stats.scrape_count);
+  EXPECT_EQ(stats.last_duplicate,
+            "cpu_power_acpi_watts{sensor=\"hwmon2/power1\",type=\"total\",socket=\"0\","
+            "oem_info=\"Grace Power Socket 0\",source=\"acpi\"}");
+  for (const auto& r : testing::read_v3(c.samples_path()).rows) {
+    if (r.socket_id == 0) {
+      EXPECT_LT(r.power_w, 100.0);
+    }
+  }
+  const auto node = read_json(dir.path() + "/cpu_manifest.json")["nodes"]["node-a"];
+  EXPECT_EQ(node["duplicate_series"], stats.duplicate_series);
+  EXPECT_EQ(node["status"], "ok");
+}
+
 TEST(Collector, RefusesDuplicateHostnames) {
   TempDir dir;
   Collector c({local("a", 1), local("a", 2)}, options_for(dir, milliseconds(100)));

@@ -290,6 +290,39 @@ TEST(ExpoParser, RepeatedLabelSetsReadAsTheirFirstOccurrence) {
   EXPECT_NE(unterminated.error->message.find("expected ',' or '}'"), std::string::npos);
 }
 
+TEST(ExpoParser, DuplicateSeriesAreCountedAndTheFirstRepeatNamed) {
+  // The same name and label set twice (labels in another order count as the same set);
+  // a different name, or one label fewer, is another series.
+  const std::string body =
+      "a{x=\"1\",y=\"q\\\"\"} 1\n"
+      "a{x=\"1\"} 2\n"
+      "b{x=\"1\",y=\"q\\\"\"} 3\n"
+      "a{y=\"q\\\"\",x=\"1\"} 4\n"
+      "c 5\n"
+      "a{x=\"1\",y=\"q\\\"\"} 6\n"
+      "c 7\n";
+  auto r = parse(body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.samples.size(), 7u);  // kept: a reader may have a rule of its own for repeats
+  EXPECT_EQ(r.duplicate_series, 3u);
+  EXPECT_EQ(r.first_duplicate, "a{y=\"q\\\"\",x=\"1\"}");
+  EXPECT_EQ(r.samples[0].value, 1.0);
+
+  // Only the kept names are compared; a reused result forgets the last body's repeats.
+  const std::array<std::string_view, 1> only_b = {"b"};
+  ParseOptions options;
+  options.only_names = only_b;
+  parse_into(body, r, options);
+  EXPECT_EQ(r.duplicate_series, 0u);
+  EXPECT_EQ(r.first_duplicate, "");
+  parse_into("c 1\nc 2\n", r);
+  EXPECT_EQ(r.duplicate_series, 1u);
+  EXPECT_EQ(r.first_duplicate, "c");
+  parse_into("c 1\nd 2\n", r);
+  EXPECT_EQ(r.duplicate_series, 0u);
+  EXPECT_TRUE(r.first_duplicate.empty());
+}
+
 TEST(ExpoParser, AReusedResultHoldsOnlyTheLatestBody) {
   ParseResult r;
   parse_into(kRepeatingBody, r);

@@ -31,6 +31,17 @@ TEST(DcgmValues, BlanksStatusesAndNonPositiveAreMissing) {
   EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_DOUBLE, std::nan(""), 0, true).watts);
 }
 
+TEST(DcgmValues, PowerAboveThePhysicalBoundIsAnError) {
+  // Under DCGM's blank threshold (2^47) and still no socket's power: the collectors' bound.
+  EXPECT_EQ(interpret_dcgm_value(0, DCGM_FT_DOUBLE, 10000.0, 0).watts, 10000.0);
+  for (const double w : {10000.5, 1e6, 1.4e14}) {
+    const auto v = interpret_dcgm_value(0, DCGM_FT_DOUBLE, w, 0);
+    EXPECT_FALSE(v.watts) << w;
+    EXPECT_NE(v.problem.find("physical bound"), std::string::npos) << v.problem;
+  }
+  EXPECT_FALSE(interpret_dcgm_value(0, DCGM_FT_INT64, 0, 18000000).watts);
+}
+
 TEST(NvidiaAbi, VersionWordsAndSizes) {
   EXPECT_EQ(dcgmFieldValue_version2, 0x02001020u);
   EXPECT_EQ(dcgmConnectV2Params_version2, 0x02000010u);

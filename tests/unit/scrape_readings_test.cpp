@@ -460,6 +460,46 @@ TEST(ScrapeReadings, TotalIsThePartialSumOfTheSocketsPresentAndNeverAddsRails) {
   EXPECT_EQ(r.rows[0].module_w, std::optional(600.0));
 }
 
+TEST(ScrapeReadings, SocketUpNamesTheSocketsTheBodyLacks) {
+  const std::string totals =
+      "cpu_power_acpi_watts{sensor=\"hwmon11/power1\",type=\"total\",socket=\"1\"} 90\n";
+  // Listed at 0 (withheld), or at 1 with no row (a racing or broken exporter): missing.
+  auto r = readings_from_body(totals +
+                              "cpu_power_exporter_socket_up{socket=\"0\"} 0\n"
+                              "cpu_power_exporter_socket_up{socket=\"1\"} 1\n"
+                              "cpu_power_exporter_socket_up{socket=\"2\"} 1\n");
+  ASSERT_EQ(r.socket_up.size(), 3u);
+  EXPECT_EQ(r.socket_up[0], (Readings::SocketUp{0, false}));
+  EXPECT_EQ(r.socket_up[1], (Readings::SocketUp{1, true}));
+  EXPECT_EQ(r.sockets_missing, (std::vector<std::uint32_t>{0, 2}));
+  EXPECT_EQ(sockets_of(r), std::vector<std::uint32_t>{1});
+  // Whole: nothing missing. The first sample per socket wins; values other than 0 and 1, and
+  // unusable socket labels, say nothing.
+  r = readings_from_body(totals +
+                         "cpu_power_exporter_socket_up{socket=\"1\"} 1\n"
+                         "cpu_power_exporter_socket_up{socket=\"1\"} 0\n"
+                         "cpu_power_exporter_socket_up{socket=\"3\"} NaN\n"
+                         "cpu_power_exporter_socket_up{socket=\"x\"} 0\n");
+  EXPECT_EQ(r.socket_up, (std::vector<Readings::SocketUp>{{1, true}}));
+  EXPECT_TRUE(r.sockets_missing.empty());
+  // Older exporters serve no socket_up: nothing is known missing from the body alone.
+  r = readings_from_body(totals);
+  EXPECT_TRUE(r.socket_up.empty());
+  EXPECT_TRUE(r.sockets_missing.empty());
+  // A body with no socket power at all: every listed socket is missing.
+  r = readings_from_body("cpu_power_exporter_socket_up{socket=\"0\"} 0\n");
+  EXPECT_EQ(r.mode, Mode::unknown);
+  EXPECT_EQ(r.sockets_missing, std::vector<std::uint32_t>{0});
+}
+
+TEST(ScrapeReadings, FingerprintFollowsSocketUp) {
+  const std::string totals = "cpu_power_acpi_watts{type=\"total\",socket=\"1\"} 90\n";
+  EXPECT_NE(
+      readings_from_body(totals + "cpu_power_exporter_socket_up{socket=\"0\"} 0\n").fingerprint,
+      readings_from_body(totals + "cpu_power_exporter_socket_up{socket=\"0\"} 1\n").fingerprint);
+  EXPECT_EQ(readings_from_body(totals).fingerprint, readings_from_body(totals).fingerprint);
+}
+
 TEST(ScrapeReadings, EscapedOemLabelsStillClassify) {
   const auto r = readings_from_body(
       "cpu_power_acpi_watts{type=\"other\",socket=\"\",oem_info=\"\\\"Grace Power Socket 0\\\"\"} "
