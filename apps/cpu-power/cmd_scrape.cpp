@@ -152,6 +152,7 @@ int run_scrape(const ScrapePlan& plan) {
   // Before any thread exists, so that the signals wait for us instead of killing the
   // process between two rows.
   common::block_shutdown_signals();
+  common::ignore_sigpipe();  // a closed stdout loses the log, never the rows or the manifest
   auto log = common::logger("cpu_power::scrape");
   if (!plan.interval_warning.empty()) log->warn("{}", plan.interval_warning);
   scrape::Collector collector(plan.endpoints, plan.options);
@@ -178,6 +179,7 @@ int run_scrape(const ScrapePlan& plan) {
       reason = common::signal_name(sig);
       break;
     }
+    common::retire_closed_stdout();
     const auto text = status_text(collector.stats());
     if (tty) {
       std::fputs(("\r\033[K" + text).c_str(), stdout);

@@ -23,6 +23,7 @@ void SignalForwarder::start() {
       siginfo_t info{};
       const timespec tick{0, 100 * 1000 * 1000};  // to notice stop()
       const int sig = sigtimedwait(&waited, &info, &tick);
+      common::retire_closed_stdout();  // a reader that went away costs the log, not the run
       if (sig <= 0) continue;
       last_signal_.store(sig);
       const pid_t target = target_.load();

@@ -78,6 +78,30 @@ for d in . power power/cpu; do
 done
 ok "artifacts are created 0644, directories 0755 (umask 022)"
 
+# --- stdout read by a reader that goes away: the log is lost, nothing else -----------------
+# `head -c 100` leaves before the command starts, `grep -m1` once the command runs: either way
+# cpu-power must not die of SIGPIPE, and the run ends as if stdout were fine: the command's
+# exit status, session.json, the manifest and the energy report.
+for reader in early mid; do
+  rc_file="$WORK/pipe-$reader.rc"
+  echo 0 >"$rc_file"
+  if [ "$reader" = early ]; then
+    { "$BIN/cpu-power" run --simulate gb200 --config "$WORK/fast.yaml" --log-dir "$WORK/pipe-$reader" \
+      -- sh -c 'sleep 2; exit 3' 2>"$WORK/pipe-$reader.err" || echo $? >"$rc_file"; } | head -c 100 >/dev/null
+  else
+    { "$BIN/cpu-power" run --simulate gb200 --config "$WORK/fast.yaml" --log-dir "$WORK/pipe-$reader" \
+      -- sh -c 'sleep 2; exit 3' 2>"$WORK/pipe-$reader.err" || echo $? >"$rc_file"; } | grep -m1 -q 'first rows'
+  fi
+  rc=$(cat "$rc_file")
+  [ "$rc" = 3 ] || { cat "$WORK/pipe-$reader.err"; fail "run with its stdout reader gone ($reader) exited $rc, want the command's 3"; }
+  [ "$(json_get "$WORK/pipe-$reader/session.json" '["exit_code"]')" = 3 ] || fail "session.json ($reader reader)"
+  [ "$(json_get "$WORK/pipe-$reader/power/cpu/cpu_manifest.json" '["stopped_at_unix"] is not None')" = True ] ||
+    fail "manifest not finalized ($reader reader)"
+  [ -s "$WORK/pipe-$reader/power_energy_report.json" ] || fail "no energy report ($reader reader)"
+  grep -q 'stdout was closed by its reader' "$WORK/pipe-$reader.err" || fail "the lost log is not said ($reader reader)"
+done
+ok "a stdout reader that leaves (before or during the command): exit status, session.json, manifest and report kept"
+
 # --- SIGTERM to the session reaches the command; artifacts are still finalized -------------
 "$BIN/cpu-power" run --simulate gh200 --config "$WORK/fast.yaml" --log-dir "$WORK/term" \
   -- sh -c "trap 'echo got-term >$WORK/term.mark; exit 9' TERM; sleep 30 & wait" >"$WORK/term.log" 2>&1 &

@@ -672,6 +672,31 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
   }
 }
 
+// `cpu-power run` and `scrape` ignore SIGPIPE (a closed stdout must not kill them); the
+// processes they start, the benchmark command included, get it back at its default.
+TEST(Process, ChildrenGetDefaultSigpipeWhileThisProcessIgnoresIt) {
+  struct sigaction old {};
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ign, &old), 0);
+  for (const bool fork_path : {false, true}) {
+    SCOPED_TRACE(fork_path ? "fork path" : "posix_spawn path");
+    std::string error;
+    auto o = argv_only({"cat", "/proc/self/status"});
+    o.die_with_parent = fork_path;
+    o.capture_stdout = true;
+    auto child = spawn_process(o, &error);
+    ASSERT_TRUE(child) << error;
+    const std::string status = read_all(child->stdout_fd);
+    wait_for_exit(child->pid);
+    const auto at = status.find("SigIgn:");
+    ASSERT_NE(at, std::string::npos) << status;
+    const unsigned long long ignored = std::stoull(status.substr(at + 7), nullptr, 16);
+    EXPECT_EQ(ignored & (1ULL << (SIGPIPE - 1)), 0u) << "SIGPIPE ignored in the child";
+  }
+  ::sigaction(SIGPIPE, &old, nullptr);
+}
+
 TEST(ProcessDyingWithParent, GetsSigtermWhenTheSpawningThreadEnds) {
   std::string error;
   std::optional<Child> kept, dying;
