@@ -193,8 +193,11 @@ int run_scrape(const ScrapePlan& plan) {
     std::fflush(stdout);
   }
   log->info("stopping reason={}", reason);
-  if (!collector.stop_and_finalize(&error))
-    log->warn("finalize incomplete error={}", common::quoted(error));
+  // A signal's stop must not wait out a request in flight (up to its timeout): the batch
+  // system that sent it sends SIGKILL after its own wait, and the manifest would be lost.
+  const bool finalized = reason == "duration" ? collector.stop_and_finalize(&error)
+                                              : collector.stop_and_finalize_interrupted(&error);
+  if (!finalized) log->warn("finalize incomplete error={}", common::quoted(error));
   log->info("finished {} samples={} manifest={}", status_text(collector.stats()),
             collector.samples_path(), collector.manifest_path());
   return 0;  // best-effort: a collection problem never fails the caller

@@ -345,19 +345,23 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   }
 
   // Finalize while the exporters still answer, so that the last scrape has something to read.
-  if (collector && result.command_started) {
+  // Not after a signal: the batch system that sent it kills the session after its own wait,
+  // and a request in flight could hold the session up to its timeout.
+  if (collector && result.command_started && !signals.interrupted()) {
     const double end_unix = record.end_unix;
     const bool last_rows = wait_for_rows(
         *collector, Clock::now() + row_wait(plan),
         [&](std::size_t, const scrape::NodeStats& n) {
           return !n.last_sample_unix || *n.last_sample_unix >= end_unix;
         },
-        [] { return false; });  // bounded, and the artifacts are worth the wait
+        [&signals] { return signals.interrupted(); });  // bounded; the artifacts are worth it
     if (!last_rows) log->warn("CPU power rows after the command's end missing for some nodes");
   }
   if (collector) {
     std::string error;
-    if (!collector->stop_and_finalize(&error)) {
+    const bool finalized = signals.interrupted() ? collector->stop_and_finalize_interrupted(&error)
+                                                 : collector->stop_and_finalize(&error);
+    if (!finalized) {
       log->warn("CPU power collector finalize incomplete error={}", common::quoted(error));
     }
     result.stats = collector->stats();

@@ -200,6 +200,9 @@ struct detail::CollectorState {
   std::atomic<bool> stop_requested{false};
   int wake_fd = -1;  // eventfd in the loop's epoll set: stop() writes to it
 
+  // A signal's stop: set before stop_requested, and the final cycle drains briefly.
+  std::atomic<bool> interrupted{false};
+
   CollectorState() = default;
   CollectorState(const CollectorState&) = delete;
   CollectorState& operator=(const CollectorState&) = delete;
@@ -490,7 +493,12 @@ void Loop::run() {
     transfers_[i].seq = transfers_[i].next_seq;
     start_transfer(i, final_slot);
   }
-  const auto deadline = final_slot + s_->options.request_timeout + milliseconds(500);
+  const auto drain =
+      s_->interrupted.load()
+          ? std::min<Clock::duration>(Collector::kInterruptedDrain,
+                                      s_->options.request_timeout + milliseconds(500))
+          : Clock::duration(s_->options.request_timeout + milliseconds(500));
+  const auto deadline = final_slot + drain;
   while (Clock::now() < deadline) {
     run_curl_timers();  // on loopback a transfer can finish right here
     if (running() == 0) break;
@@ -984,6 +992,11 @@ CollectorStats Collector::stats() const {
   out.write_error_log = s.write_error_log;
   out.samples_file_changes = s.file_changes;
   return out;
+}
+
+bool Collector::stop_and_finalize_interrupted(std::string* error) {
+  state_->interrupted.store(true);
+  return stop_and_finalize(error);
 }
 
 bool Collector::stop_and_finalize(std::string* error) {

@@ -172,6 +172,14 @@ class Collector {
   // Safe to call once; later calls return true and do nothing.
   bool stop_and_finalize(std::string* error = nullptr);
 
+  // stop_and_finalize for a stop that a signal asked for (SIGTERM from a batch system, which
+  // sends SIGKILL after its own wait): the final cycle and every request still in flight get
+  // kInterruptedDrain at most instead of the request timeout, so that the rows are flushed and
+  // the manifest written well within that wait however long the timeout. A request cut off
+  // this way gives no row and is not counted as a scrape.
+  bool stop_and_finalize_interrupted(std::string* error = nullptr);
+  static constexpr std::chrono::milliseconds kInterruptedDrain{500};
+
   std::string samples_path() const;
   std::string manifest_path() const;
 
