@@ -198,8 +198,20 @@ int run_scrape(const ScrapePlan& plan) {
   const bool finalized = reason == "duration" ? collector.stop_and_finalize(&error)
                                               : collector.stop_and_finalize_interrupted(&error);
   if (!finalized) log->warn("finalize incomplete error={}", common::quoted(error));
-  log->info("finished {} samples={} manifest={}", status_text(collector.stats()),
-            collector.samples_path(), collector.manifest_path());
+  // The last line names only files that are there: a path that could not be written is said
+  // to be missing, with why.
+  const auto stats = collector.stats();
+  std::error_code ec;
+  const bool samples_there = std::filesystem::is_regular_file(collector.samples_path(), ec);
+  const std::string samples =
+      samples_there ? collector.samples_path()
+                    : "none (" + collector.samples_path() + " not written" +
+                          (stats.samples_failing ? ": " + *stats.samples_failing : "") + ")";
+  const std::string manifest = collector.manifest_written()
+                                   ? collector.manifest_path()
+                                   : "none (" + collector.manifest_path() + " not written" +
+                                         (error.empty() ? std::string() : ": " + error) + ")";
+  log->info("finished {} samples={} manifest={}", status_text(stats), samples, manifest);
   return 0;  // best-effort: a collection problem never fails the caller
 }
 

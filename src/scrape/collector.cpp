@@ -202,6 +202,7 @@ struct detail::CollectorState {
 
   // A signal's stop: set before stop_requested, and the final cycle drains briefly.
   std::atomic<bool> interrupted{false};
+  bool manifest_written = false;  // by stop_and_finalize
 
   CollectorState() = default;
   CollectorState(const CollectorState&) = delete;
@@ -925,6 +926,10 @@ std::string Collector::manifest_path() const {
   return state_->manifest_path;
 }
 
+bool Collector::manifest_written() const {
+  return state_->manifest_written;
+}
+
 bool Collector::start(std::string* error) {
   auto fail = [&](std::string message) {
     if (error) *error = std::move(message);
@@ -1049,6 +1054,8 @@ bool Collector::stop_and_finalize(std::string* error) {
       s.log->error("failed to write {} error={}", s.leg->manifest_filename(),
                    common::quoted(done.error()));
       problem("writing " + std::string(s.leg->manifest_filename()) + ": " + done.error());
+    } else {
+      s.manifest_written = !s.manifest_path.empty();
     }
   }
   std::uint64_t scrapes = 0, errors = 0, missed = 0, unchanged = 0;

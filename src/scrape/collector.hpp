@@ -182,6 +182,8 @@ class Collector {
 
   std::string samples_path() const;
   std::string manifest_path() const;
+  // Whether stop_and_finalize wrote the manifest at manifest_path().
+  bool manifest_written() const;
 
  private:
   std::shared_ptr<detail::CollectorState> state_;

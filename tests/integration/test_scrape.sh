@@ -387,6 +387,23 @@ EOF
 $PY "$WORK/check.py" "$WORK/hang" some:node-a:2 || fail "rows after SIGTERM with a request in flight"
 ok "SIGTERM with a request hanging (30 s timeout): stopped in ${elapsed_ms} ms, rows and manifest written"
 
+# --- the last line names only what was written --------------------------------------------
+# cpu_manifest.json and samples.csv cannot be created (directories of those names stand in
+# the way, which holds for root too): the final line must not name them as written.
+mkdir -p "$WORK/blocked/cpu_manifest.json" "$WORK/blocked/samples.csv"
+rc=0
+"$BIN/cpu-power" scrape --endpoint "node-a=127.0.0.1:$PORT_a" --out "$WORK/blocked" \
+  --interval-ms 100 --duration-s 1 >"$WORK/blocked.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "unwritable outputs: exit $rc, want 0 (best effort)"
+last=$(tail -n 1 "$WORK/blocked.log")
+grep -qF "manifest=none ($WORK/blocked/cpu_manifest.json not written" <<<"$last" ||
+  fail "the last line claims a manifest: $last"
+grep -qF "samples=none ($WORK/blocked/samples.csv not written" <<<"$last" ||
+  fail "the last line claims samples: $last"
+grep -qF "samples=$WORK/term/samples.csv manifest=$WORK/term/cpu_manifest.json" "$WORK/scrape_term.log" ||
+  fail "a run that wrote both does not name them: $(tail -n 1 "$WORK/scrape_term.log")"
+ok "the last line names a manifest and samples only when written"
+
 # --- a terminal gets a live status line ---------------------------------------------------
 script -qec "'$BIN/cpu-power' scrape --endpoint node-a=127.0.0.1:$PORT_a --out '$WORK/tty' \
   --interval-ms 100 --duration-s 1" /dev/null >"$WORK/tty.out" 2>&1 || fail "scrape on a pty"

@@ -1154,6 +1154,7 @@ TEST(Collector, InterruptedStopDoesNotWaitOutARequestInFlight) {
   const auto stats = c.stats();
   EXPECT_EQ(stats.nodes[0].scrape_count, 0u) << "the cut-off request is not a scrape";
   EXPECT_EQ(stats.nodes[1].scrape_count, 2u) << "the first slot, then the final scrape";
+  EXPECT_TRUE(c.manifest_written());
   EXPECT_TRUE(std::filesystem::exists(c.manifest_path()));
 }
 
