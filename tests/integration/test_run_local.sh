@@ -42,6 +42,22 @@ grep -qF "typo.yaml:3:3: unknown key \"colect_interval_ms\" in telemetry (did yo
   fail "check-config error: $(cat "$WORK/cc.err")"
 ok "check-config names the unknown key with file:line:column and exits 1"
 
+# A storage_subdir part longer than NAME_MAX: refused with the field named, and run runs
+# nothing (it used to drop every row and exit 0 without a report).
+printf 'telemetry:\n  enabled: true\n  storage_subdir: power/%s\n  cpu_power_exporter: {}\n' \
+  "$(printf 'p%.0s' $(seq 256))" >"$WORK/longpart.yaml"
+rc=0
+"$BIN/cpu-power" check-config "$WORK/longpart.yaml" >"$WORK/cc.out" 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] || fail "check-config on a 256-byte part exited $rc, want 1"
+grep -qF "longpart.yaml:3:19: telemetry.storage_subdir: part 2 (\"pppppppppppppppp...\") is 256 bytes, longer than the 255-byte limit on a file name (NAME_MAX)" \
+  "$WORK/cc.err" || fail "check-config error: $(cat "$WORK/cc.err")"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --config "$WORK/longpart.yaml" --log-dir "$WORK/longpart" \
+  -- touch "$WORK/longpart.ran" >"$WORK/longpart.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "run with a 256-byte part exited $rc, want 2"
+[ ! -e "$WORK/longpart.ran" ] || fail "the command ran despite a storage_subdir no file can be opened below"
+ok "a storage_subdir part over NAME_MAX: check-config names the field, run runs nothing (exit 2)"
+
 # --- a simulated run ---------------------------------------------------------------------
 rc=0
 (umask 022 && exec "$BIN/cpu-power" run --simulate gb200 --nodes a,b --config "$WORK/fast.yaml" \

@@ -1,6 +1,7 @@
 // The recipe: loading (syntax, types, unknown keys, places in errors) and every telemetry
 // validation rule with its exact message.
 
+#include <fmt/core.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -336,6 +337,48 @@ TEST(ConfigRules, ScraperBlockIsNotValidatedWithTelemetryOff) {
 }
 
 // --- rule 2: host leg ---------------------------------------------------------------------
+
+// A path the kernel refuses (a part over NAME_MAX, the whole over PATH_MAX) is refused at
+// validation, field named: run would otherwise fail every open below it and keep no row.
+TEST(ConfigRules, PathsTheKernelCannotOpenAreRefused) {
+  const std::string part(256, 'p');
+  EXPECT_THAT(
+      errors_of(cpu_only("  storage_subdir: power/" + part + "\n")),
+      ElementsAre("r.yaml:4:19: telemetry.storage_subdir: part 2 (\"pppppppppppppppp...\") "
+                  "is 256 bytes, longer than the 255-byte limit on a file name (NAME_MAX)"));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + std::string(255, 'p') + "\n")),
+              IsEmpty());
+  std::string deep;
+  while (deep.size() < 200000) deep += (deep.empty() ? "" : "/") + std::string(200, 'd');
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + deep + "\n")),
+              ElementsAre(fmt::format("telemetry.storage_subdir is {} bytes; with the 273 bytes "
+                                      "kept for what is written below it, longer than the "
+                                      "4095-byte limit on a path (PATH_MAX)",
+                                      deep.size())));
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n"
+                          "    storage_subdir: x/" +
+                          part + "\n"),
+              ElementsAre(HasSubstr("telemetry.cpu_power.storage_subdir: part 2 (")));
+  // The other fields that name a file, and the interface name.
+  const std::string gpu =
+      "telemetry:\n  enabled: true\n  dcgm_exporter:\n    container_image: img\n    port: 9400\n";
+  EXPECT_THAT(messages_of(gpu + "    binary: /opt/" + part + "/dcgm-exporter\n"),
+              ElementsAre(HasSubstr("telemetry.dcgm_exporter.binary: part 3 (")));
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power_exporter:\n    tls_config:\n"
+                          "      ca_file: /" +
+                          std::string(5000, 'c') + "\n"),
+              ElementsAre(HasSubstr("telemetry.cpu_power_exporter.tls_config.ca_file: part 2")));
+  EXPECT_THAT(messages_of(cpu_only("") + "runtime:\n  network_interface: a-very-long-ifname0\n"),
+              ElementsAre("runtime.network_interface is 19 bytes, longer than the 15-byte limit "
+                          "on an interface name (IFNAMSIZ)"));
+  EXPECT_EQ(path_length_problem("f", std::string(4095, 'a') + "", 0),
+            "f: part 1 (\"aaaaaaaaaaaaaaaa...\") is 4095 bytes, longer than the 255-byte limit on "
+            "a file name (NAME_MAX)");
+  std::string exact;
+  while (exact.size() < 4095) exact += exact.empty() ? "a" : "/a";
+  EXPECT_EQ(path_length_problem("f", exact.substr(0, 4095)), "");
+  EXPECT_THAT(path_length_problem("f", exact.substr(0, 4095) + "/"), HasSubstr("4096 bytes"));
+}
 
 TEST(ConfigRules, HostLegIntervals) {
   const std::string base = "telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n";

@@ -355,6 +355,16 @@ TEST(SessionPlan, UsageErrors) {
   r = request();
   r.local_hostname = "..";
   EXPECT_THAT(make_plan(r).error, HasSubstr("node name '..'"));
+  // A storage directory that fits alone but not below this log directory: every open under
+  // it would fail, so the run is refused before anything starts.
+  r = request();
+  r.log_dir = "/" + std::string(250, 'l');
+  for (int i = 0; i < 15; ++i) r.log_dir += "/" + std::string(250, 'l');
+  r.recipe.telemetry.storage_subdir = "power";
+  EXPECT_THAT(make_plan(r).error,
+              HasSubstr("--log-dir + telemetry.storage_subdir is 4022 bytes; with the 273 bytes "
+                        "kept for what is written below it, longer than the 4095-byte limit on a "
+                        "path (PATH_MAX)"));
 }
 
 TEST(SessionPlan, CarriesTheCpuSamplesSchema) {
