@@ -5,9 +5,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "artifacts/gpu_windows.hpp"
@@ -158,7 +160,27 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   std::string error;
   int error_number = 0;
   record.command = plan.command;
+  // Wall clock against monotonic while the command runs: a step of the wall clock (NTP, an
+  // operator) moves the window and every row time, and is recorded so that no energy figure
+  // is integrated across it unsaid.
+  ClockStepWatch watch;
+  std::mutex watch_mutex;
+  std::condition_variable watch_cv;
+  bool watch_done = false;
+  std::thread watcher([&] {
+    std::unique_lock lock(watch_mutex);
+    while (!watch_cv.wait_for(lock, milliseconds(100), [&] { return watch_done; })) {
+      if (watch.observe()) {
+        const auto& s = watch.steps().back();
+        log->warn(
+            "the wall clock stepped by {:+.3f} s against the monotonic clock at {:.3f} while "
+            "the command ran; energy over it is not vouched for",
+            s.step_s, s.at_unix);
+      }
+    }
+  });
   record.start_unix = now_unix();
+  record.start_monotonic = monotonic_now_s();
   const auto t0 = Clock::now();
   const auto child = spawn_process(o, &error, &error_number);
   result.command_started = true;
@@ -175,7 +197,23 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
               std::chrono::duration<double>(Clock::now() - t0).count());
   }
   record.end_unix = now_unix();
+  record.end_monotonic = monotonic_now_s();
   record.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard lock(watch_mutex);
+    watch_done = true;
+  }
+  watch_cv.notify_all();
+  watcher.join();
+  const auto seen = watch.steps().size();
+  watch.settle(record.start_unix, record.start_monotonic, record.end_unix, record.end_monotonic);
+  if (watch.steps().size() > seen) {
+    log->warn(
+        "the wall clock moved {:+.3f} s against the monotonic clock during the command; energy "
+        "over it is not vouched for",
+        watch.steps().back().step_s);
+  }
+  record.clock_steps = watch.steps();
   result.command_seconds = record.end_unix - record.start_unix;
   result.exit_code = record.exit_code;
 }
