@@ -41,6 +41,17 @@ constexpr std::size_t kSpreadAbove = 64;
 // thousand kept-alive connections costs a thousand steps per scrape; shards bound that.
 constexpr std::size_t kShardSize = 64;
 
+// A change of wall minus monotonic larger than this between two cycles is a step of the wall
+// clock, not reading jitter or slewing.
+constexpr double kClockStepS = 0.25;
+
+double wall_minus_monotonic() {
+  const double mono = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+             .count() -
+         mono;
+}
+
 double to_unix_s(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -200,6 +211,8 @@ struct detail::CollectorState {
   std::atomic<bool> stop_requested{false};
   int wake_fd = -1;  // eventfd in the loop's epoll set: stop() writes to it
 
+  std::vector<WallClockStep> clock_steps;  // under stats_mutex
+
   // A signal's stop: set before stop_requested, and the final cycle drains briefly.
   std::atomic<bool> interrupted{false};
   bool manifest_written = false;  // by stop_and_finalize
@@ -302,6 +315,7 @@ class Loop {
   void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
                       const std::string& detail);
   void flush(Clock::time_point now);
+  void note_clock_step(double& last_offset);
   void check_samples_file(Clock::time_point now);
   void retire_writer();
   void on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
@@ -472,7 +486,9 @@ void Loop::run() {
   next_flush_ = start + interval();
   next_open_attempt_ = start;
 
+  double clock_offset = wall_minus_monotonic();
   while (!s_->stop_requested.load()) {
+    note_clock_step(clock_offset);
     fire_due_slots(Clock::now());
     run_curl_timers();  // starts the transfers just added
     const auto now = Clock::now();
@@ -514,6 +530,23 @@ void Loop::run() {
         outage_->failures, seconds(Clock::now() - outage_->since),
         s_->rows_dropped_locked() - outage_->dropped_before, s_->rows_dropped_locked());
   }
+}
+
+// Wall minus monotonic moved by more than kClockStepS since the last cycle: the wall clock was
+// stepped. The schedule runs on the monotonic clock and is unaffected; the row times are not,
+// so the step is logged and goes into the manifest.
+void Loop::note_clock_step(double& last_offset) {
+  const double offset = wall_minus_monotonic();
+  const double step = offset - last_offset;
+  last_offset = offset;
+  if (std::abs(step) <= kClockStepS) return;
+  const double at = to_unix_s(std::chrono::system_clock::now());
+  s_->log->warn(
+      "the wall clock stepped by {:+.3f} s against the monotonic clock at {:.3f}; row "
+      "times on either side of it are on different clocks",
+      step, at);
+  std::lock_guard lock(s_->stats_mutex);
+  s_->clock_steps.push_back({at, step});
 }
 
 void Loop::run_curl_timers() {
@@ -987,6 +1020,7 @@ CollectorStats Collector::stats() const {
   {
     std::lock_guard lock(state_->stats_mutex);
     out.nodes = state_->nodes;
+    out.clock_steps = state_->clock_steps;
   }
   const auto& s = *state_;
   std::lock_guard lock(s.writer_mutex);

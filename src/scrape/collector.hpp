@@ -125,6 +125,13 @@ struct SamplesFileEvent {
   std::uint64_t rows_in_old_file = 0;  // rows this collector had written to that file
 };
 
+// The wall clock stepped against the monotonic one between two cycles of the loop (NTP, an
+// operator): row times on either side of it are on different clocks.
+struct WallClockStep {
+  double at_unix = 0;  // the wall clock just after the step
+  double step_s = 0;   // negative: back
+};
+
 struct CollectorStats {
   std::vector<NodeStats> nodes;    // in endpoint order
   std::uint64_t rows_written = 0;  // handed to the OS, over the run (a deleted file's included)
@@ -134,6 +141,7 @@ struct CollectorStats {
   std::optional<std::string> samples_failing;
   std::vector<SamplesWriteError> write_error_log;  // by text, in the order first seen
   std::vector<SamplesFileEvent> samples_file_changes;
+  std::vector<WallClockStep> clock_steps;  // in order
 
   std::size_t nodes_ok() const;       // latest request succeeded
   std::size_t nodes_failing() const;  // latest request failed
