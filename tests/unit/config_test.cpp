@@ -380,6 +380,41 @@ TEST(ConfigRules, PathsTheKernelCannotOpenAreRefused) {
   EXPECT_THAT(path_length_problem("f", exact.substr(0, 4095) + "/"), HasSubstr("4096 bytes"));
 }
 
+// YAML 1.1 as PyYAML's safe_load reads it: the values it gives, and its strings stay strings.
+TEST(ConfigLoad, ScalarsAndMergeKeysAsPyYamlReadsThem) {
+  Recipe r = loaded(
+      "d: &d {enabled: yes, collect_interval_ms: 1_000, request_timeout_seconds: !!float 1}\n"
+      "telemetry:\n  <<: *d\n  collect_interval_ms: 16:40\n"
+      "  cpu_power_exporter: {port: !!int \"0x1F4\"}\n");
+  EXPECT_TRUE(r.telemetry.enabled);
+  EXPECT_EQ(r.telemetry.collect_interval_ms, 1000);  // base 60; the map's own entry wins
+  EXPECT_EQ(r.telemetry.request_timeout_seconds, 1.0);
+  EXPECT_EQ(r.telemetry.cpu_power_exporter->port, 500);
+  r = loaded(
+      "a: &a {collect_interval_ms: 0b111110100}\nb: &b {collect_interval_ms: 999, required: On}\n"
+      "telemetry: {<<: [*a, *b], enabled: TRUE, startup_timeout_seconds: 1:30.5,"
+      " cpu_power_exporter: {port: 01750}}\n");
+  EXPECT_EQ(r.telemetry.collect_interval_ms, 500);  // the first mapping listed wins
+  EXPECT_TRUE(r.telemetry.required);
+  EXPECT_EQ(r.telemetry.startup_timeout_seconds, 90.5);
+  EXPECT_EQ(r.telemetry.cpu_power_exporter->port, 1000);  // octal
+  // Strings to PyYAML, so not numbers or booleans here either.
+  EXPECT_THAT(messages_of(cpu_only("  request_timeout_seconds: 1e3\n")),
+              ElementsAre("telemetry.request_timeout_seconds: expected a number, got \"1e3\""));
+  EXPECT_THAT(messages_of(cpu_only("  required: tRuE\n")),
+              ElementsAre("telemetry.required: expected true or false, got \"tRuE\""));
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: !!int \"12abc\"\n")),
+              ElementsAre("telemetry.collect_interval_ms: expected an integer, got \"12abc\""));
+  EXPECT_EQ(loaded(cpu_only("  storage_subdir: !!str 123\n")).telemetry.storage_subdir, "123");
+  // Only a map's own keys can be duplicates; a merged one is overridden.
+  EXPECT_THAT(messages_of("d: &d {enabled: true}\ntelemetry:\n  <<: *d\n  enabled: true\n"
+                          "  enabled: false\n  cpu_power_exporter: {}\n"),
+              ElementsAre("telemetry.enabled: duplicate key"));
+  EXPECT_THAT(messages_of("telemetry:\n  <<: 5\n"),
+              ElementsAre("telemetry: a merge key (<<) takes a mapping or a list of mappings, "
+                          "got \"5\""));
+}
+
 TEST(ConfigRules, HostLegIntervals) {
   const std::string base = "telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n";
   EXPECT_THAT(messages_of(base + "    sample_interval_seconds: 0\n"),
