@@ -152,12 +152,29 @@ std::optional<double> py_float_value(std::string v) {
   return sign * *d;
 }
 
+// Longer plain scalars skip the resolvers' patterns (see py_scalar).
+constexpr std::size_t kMaxResolvedBytes = 256;
+
 PyScalar py_scalar(const YAML::Node& n) {
   PyScalar out;
   const std::string& text = n.Scalar();
   std::string tag = n.Tag();
   static const std::string kCore = "tag:yaml.org,2002:";
   if (tag.rfind(kCore, 0) == 0) tag = "!!" + tag.substr(kCore.size());
+  if (tag == "?" && text.size() > kMaxResolvedBytes) {
+    // Longer than any bool, null, date or number this file can hold (and std::regex recurses
+    // per character): a string, unless it is made of number characters only, which PyYAML
+    // would read as a number too long to hold here.
+    const bool numeric =
+        std::string_view("-+0123456789.").find(text.front()) != std::string_view::npos &&
+        text.find_first_not_of("0123456789abcdefABCDEFxXoO_+-.:") == std::string::npos;
+    if (numeric) {
+      out.kind = PyScalar::Kind::other;
+      out.other = "a number too long to hold";
+      return out;
+    }
+    return out;  // a string
+  }
   if (tag == "?") {  // plain: PyYAML's implicit resolvers
     if (std::regex_match(text, py_re(kReBool))) {
       tag = "!!bool";

@@ -410,6 +410,14 @@ TEST(ConfigLoad, ScalarsAndMergeKeysAsPyYamlReadsThem) {
   EXPECT_THAT(messages_of("d: &d {enabled: true}\ntelemetry:\n  <<: *d\n  enabled: true\n"
                           "  enabled: false\n  cpu_power_exporter: {}\n"),
               ElementsAre("telemetry.enabled: duplicate key"));
+  // Long plain scalars are classified without the resolvers' patterns (which recurse per
+  // character): 300,000 digits are a number too long to hold, not a crash.
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: " + std::string(300000, '1') + "\n")),
+              ElementsAre(HasSubstr("telemetry.collect_interval_ms: expected an integer, got")));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + std::string(300000, '1') + "\n")),
+              ElementsAre(HasSubstr("telemetry.storage_subdir: expected a string, got 111")));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + std::string(300000, 'x') + "\n")),
+              ElementsAre(HasSubstr("telemetry.storage_subdir: part 1 (")));
   EXPECT_THAT(messages_of("telemetry:\n  <<: 5\n"),
               ElementsAre("telemetry: a merge key (<<) takes a mapping or a list of mappings, "
                           "got \"5\""));
