@@ -354,6 +354,12 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     host_blocks = !ready && plan.recipe.telemetry.cpu_power.required;
   }
 
+  // A signal from here on (Slurm's SIGTERM at the time limit, say) hurries the collectors'
+  // stops, also one already draining: the batch system sends SIGKILL after its own wait.
+  signals.set_on_signal([c = collector.get(), g = gpu_leg.get()] {
+    if (c) c->interrupt();
+    if (g) g->interrupt();
+  });
   SessionRecord record;
   if (signals.interrupted()) {
     log->warn("interrupted before the command started; it is not run");
@@ -419,6 +425,9 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
                  fmt::join(result.gpu_leg->failed_rules, ","));
       result.exit_code = 1;
     }
+    signals.set_on_signal([c = collector.get()] {
+      if (c) c->interrupt();
+    });
     gpu_leg.reset();
   }
   if (host_leg) {
@@ -439,6 +448,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   // stopped exporters as down.
   if (sd_written) publish_prometheus_sd(plan, {});
   launcher.stop();
+  signals.set_on_signal({});  // before the collector goes
   return result;
 }
 

@@ -515,8 +515,12 @@ void Loop::run() {
           ? std::min<Clock::duration>(Collector::kInterruptedDrain,
                                       s_->options.request_timeout + milliseconds(500))
           : Clock::duration(s_->options.request_timeout + milliseconds(500));
-  const auto deadline = final_slot + drain;
+  auto deadline = final_slot + drain;
   while (Clock::now() < deadline) {
+    // A signal during a normal drain shortens it (Collector::interrupt).
+    if (s_->interrupted.load()) {
+      deadline = std::min(deadline, Clock::now() + Collector::kInterruptedDrain);
+    }
     run_curl_timers();  // on loopback a transfer can finish right here
     if (running() == 0) break;
     wait_for_events(deadline);
@@ -1031,6 +1035,14 @@ CollectorStats Collector::stats() const {
   out.write_error_log = s.write_error_log;
   out.samples_file_changes = s.file_changes;
   return out;
+}
+
+void Collector::interrupt() {
+  state_->interrupted.store(true);
+  if (state_->wake_fd >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto w = ::write(state_->wake_fd, &one, sizeof one);
+  }
 }
 
 bool Collector::stop_and_finalize_interrupted(std::string* error) {

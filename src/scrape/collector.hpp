@@ -188,6 +188,10 @@ class Collector {
   bool stop_and_finalize_interrupted(std::string* error = nullptr);
   static constexpr std::chrono::milliseconds kInterruptedDrain{500};
 
+  // Makes the stop interrupted, also one already draining: its drain ends within
+  // kInterruptedDrain. Safe from any thread once start() has returned (a signal waiter's).
+  void interrupt();
+
   std::string samples_path() const;
   std::string manifest_path() const;
   // Whether stop_and_finalize wrote the manifest at manifest_path().

@@ -1158,6 +1158,31 @@ TEST(Collector, InterruptedStopDoesNotWaitOutARequestInFlight) {
   EXPECT_TRUE(std::filesystem::exists(c.manifest_path()));
 }
 
+// A signal that comes while an ordinary stop waits on a hung request (the command ended, then
+// the batch system's SIGTERM) shortens that wait too: interrupt() from another thread, before
+// or during the drain, ends the stop well before the request timeout.
+TEST(Collector, InterruptShortensAStopAlreadyDraining) {
+  StandIn silent([](const Request&) {
+    Reply r;
+    r.never = true;
+    return r;
+  });
+  TempDir dir;
+  const milliseconds timeout(30000);
+  Collector c({local("silent", silent.port())}, options_for(dir, milliseconds(10000), timeout));
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  ASSERT_TRUE(wait_until([&] { return silent.requests() >= 1; }));
+  const auto stopping = Clock::now();
+  bool finalized = false;
+  std::thread stopper([&] { finalized = c.stop_and_finalize(&error); });
+  c.interrupt();
+  stopper.join();
+  EXPECT_TRUE(finalized) << error;
+  EXPECT_LT(Clock::now() - stopping, timeout / 3) << "the stop waited out the request timeout";
+  EXPECT_TRUE(c.manifest_written());
+}
+
 TEST(Collector, RefusesDuplicateHostnames) {
   TempDir dir;
   Collector c({local("a", 1), local("a", 2)}, options_for(dir, milliseconds(100)));
