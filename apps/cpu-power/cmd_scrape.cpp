@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "apps/cpu-power/commands.hpp"
 #include "common/log.hpp"
@@ -195,8 +197,21 @@ int run_scrape(const ScrapePlan& plan) {
   log->info("stopping reason={}", reason);
   // A signal's stop must not wait out a request in flight (up to its timeout): the batch
   // system that sent it sends SIGKILL after its own wait, and the manifest would be lost.
-  const bool finalized = reason == "duration" ? collector.stop_and_finalize(&error)
-                                              : collector.stop_and_finalize_interrupted(&error);
+  bool finalized = false;
+  if (reason == "duration") {
+    // A signal during this stop's drain still hurries it.
+    std::atomic<bool> finalizing{true};
+    std::thread hurry([&] {
+      while (finalizing.load()) {
+        if (common::wait_shutdown_signal(milliseconds(100))) collector.interrupt();
+      }
+    });
+    finalized = collector.stop_and_finalize(&error);
+    finalizing.store(false);
+    hurry.join();
+  } else {
+    finalized = collector.stop_and_finalize_interrupted(&error);
+  }
   if (!finalized) log->warn("finalize incomplete error={}", common::quoted(error));
   // The last line names only files that are there: a path that could not be written is said
   // to be missing, with why.

@@ -387,6 +387,22 @@ EOF
 $PY "$WORK/check.py" "$WORK/hang" some:node-a:2 || fail "rows after SIGTERM with a request in flight"
 ok "SIGTERM with a request hanging (30 s timeout): stopped in ${elapsed_ms} ms, rows and manifest written"
 
+# The same request hanging when --duration-s ends: the ordinary stop waits for it, and a
+# SIGTERM during that wait still ends it promptly.
+spawn scrape_hang2 "$BIN/cpu-power" scrape --endpoint "node-a=127.0.0.1:$PORT_a" \
+  --endpoint "node-s=127.0.0.1:$PORT_silent" --out "$WORK/hang2" --interval-ms 200 \
+  --request-timeout-s 30 --duration-s 1
+HANG_PID=$LAST_PID
+wait_for_line "$WORK/scrape_hang2.log" 'stopping reason=duration' 10
+t0=$(date +%s%N)
+kill -TERM "$HANG_PID"
+wait "$HANG_PID" || fail "exit $? after SIGTERM during the final drain"
+elapsed2_ms=$((($(date +%s%N) - t0) / 1000000))
+((elapsed2_ms < $(scaled 10000))) ||
+  fail "SIGTERM during the final drain took ${elapsed2_ms} ms, the request timeout is 30 s$(scale_note)"
+grep -qF "manifest=$WORK/hang2/cpu_manifest.json" "$WORK/scrape_hang2.log" || fail "no manifest after SIGTERM during the drain"
+ok "SIGTERM during the final drain of --duration-s: stopped in ${elapsed2_ms} ms, manifest written"
+
 # --- the last line names only what was written --------------------------------------------
 # cpu_manifest.json and samples.csv cannot be created (directories of those names stand in
 # the way, which holds for root too): the final line must not name them as written.
