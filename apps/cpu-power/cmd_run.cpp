@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "apps/cpu-power/commands.hpp"
+#include "common/signals.hpp"
 #include "config/load.hpp"
 #include "launch/node_address.hpp"
 #include "launch/process.hpp"
@@ -77,6 +78,7 @@ std::optional<config::Recipe> recipe_for(const RunArgs& args) {
 // The energy report runs in a forked child: whatever goes wrong in it (a crash included)
 // stays there, and the session still exits with the command's status.
 void write_report(const std::string& log_dir, const report::ReportOptions& options) {
+  common::retire_closed_stdout();
   std::cout << std::flush;
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -111,6 +113,9 @@ void write_report(const std::string& log_dir, const report::ReportOptions& optio
 
 int run(const RunArgs& args) {
   const auto started = Clock::now();
+  // stdout may be a pipe whose reader goes away (`cpu-power run ... | head`): that loses the
+  // log, never the run, its artifacts or the command's exit status.
+  common::ignore_sigpipe();
   const auto recipe = recipe_for(args);
   if (!recipe) return 2;  // nothing ran; the errors are printed
 
@@ -178,6 +183,7 @@ int run(const RunArgs& args) {
   signals.start();
   const auto result = launch::run_session(plan, signals, started);
   signals.stop();
+  common::retire_closed_stdout();
   std::cout << launch::summary_text(result) << std::flush;
   if ((plan.telemetry || plan.host_leg || plan.gpu_leg) && result.command_started) {
     // With both legs the exporter leg's samples are the report's; the host leg's report is

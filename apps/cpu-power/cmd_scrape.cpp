@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "apps/cpu-power/commands.hpp"
 #include "common/log.hpp"
@@ -155,6 +157,7 @@ int run_scrape(const ScrapePlan& plan) {
   // Before any thread exists, so that the signals wait for us instead of killing the
   // process between two rows.
   common::block_shutdown_signals();
+  common::ignore_sigpipe();  // a closed stdout loses the log, never the rows or the manifest
   auto log = common::logger("cpu_power::scrape");
   if (!plan.interval_warning.empty()) log->warn("{}", plan.interval_warning);
   scrape::Collector collector(plan.endpoints, plan.options);
@@ -181,6 +184,7 @@ int run_scrape(const ScrapePlan& plan) {
       reason = common::signal_name(sig);
       break;
     }
+    common::retire_closed_stdout();
     const auto text = status_text(collector.stats());
     if (tty) {
       std::fputs(("\r\033[K" + text).c_str(), stdout);
@@ -194,10 +198,38 @@ int run_scrape(const ScrapePlan& plan) {
     std::fflush(stdout);
   }
   log->info("stopping reason={}", reason);
-  if (!collector.stop_and_finalize(&error))
-    log->warn("finalize incomplete error={}", common::quoted(error));
-  log->info("finished {} samples={} manifest={}", status_text(collector.stats()),
-            collector.samples_path(), collector.manifest_path());
+  // A signal's stop must not wait out a request in flight (up to its timeout): the batch
+  // system that sent it sends SIGKILL after its own wait, and the manifest would be lost.
+  bool finalized = false;
+  if (reason == "duration") {
+    // A signal during this stop's drain still hurries it.
+    std::atomic<bool> finalizing{true};
+    std::thread hurry([&] {
+      while (finalizing.load()) {
+        if (common::wait_shutdown_signal(milliseconds(100))) collector.interrupt();
+      }
+    });
+    finalized = collector.stop_and_finalize(&error);
+    finalizing.store(false);
+    hurry.join();
+  } else {
+    finalized = collector.stop_and_finalize_interrupted(&error);
+  }
+  if (!finalized) log->warn("finalize incomplete error={}", common::quoted(error));
+  // The last line names only files that are there: a path that could not be written is said
+  // to be missing, with why.
+  const auto stats = collector.stats();
+  std::error_code ec;
+  const bool samples_there = std::filesystem::is_regular_file(collector.samples_path(), ec);
+  const std::string samples =
+      samples_there ? collector.samples_path()
+                    : "none (" + collector.samples_path() + " not written" +
+                          (stats.samples_failing ? ": " + *stats.samples_failing : "") + ")";
+  const std::string manifest = collector.manifest_written()
+                                   ? collector.manifest_path()
+                                   : "none (" + collector.manifest_path() + " not written" +
+                                         (error.empty() ? std::string() : ": " + error) + ")";
+  log->info("finished {} samples={} manifest={}", status_text(stats), samples, manifest);
   return 0;  // best-effort: a collection problem never fails the caller
 }
 

@@ -66,7 +66,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"rows_in_old_file", c.rows_in_old_file},
     });
   }
-  const Json doc{
+  Json doc{
       {"schema_version", kCpuManifestSchemaVersion},
       {"producer", manifest.producer},
       {"producer_git_commit", string_or_null(manifest.producer_git_commit)},
@@ -79,6 +79,13 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
       {"samples_file_changes", std::move(changes)},
       {"samples_schema_version", manifest.samples_schema_version},
   };
+  if (!manifest.clock_steps.empty()) {
+    Json steps = Json::array();
+    for (const auto& c : manifest.clock_steps) {
+      steps.push_back(Json{{"at_unix", c.at_unix}, {"step_s", c.step_s}});
+    }
+    doc["clock_steps"] = std::move(steps);
+  }
   // Replace invalid UTF-8 (a hostname or error text from the wire) rather than throw.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

@@ -56,6 +56,12 @@ struct CpuManifestFileChange {
   std::uint64_t rows_in_old_file = 0;
 };
 
+// The wall clock stepped against the monotonic one between two collector cycles.
+struct CpuManifestClockStep {
+  double at_unix = 0;  // the wall clock just after the step
+  double step_s = 0;   // negative: back
+};
+
 struct CpuManifest {
   std::string producer = "srt-slurm.cpu-power";  // the reference's value, for consumers
   std::optional<std::string> producer_git_commit;
@@ -68,6 +74,9 @@ struct CpuManifest {
   std::vector<CpuManifestWriteError> write_errors;  // in the order first seen
   std::vector<CpuManifestFileChange> samples_file_changes;
   int samples_schema_version = 3;  // of samples.csv's rows: 2 or 3 (--cpu-samples-schema)
+  // Last, and only when there was one: row times on either side of a step are on different
+  // clocks.
+  std::vector<CpuManifestClockStep> clock_steps;
 };
 
 // The JSON text: 2-space indent, keys in reference order, trailing newline.

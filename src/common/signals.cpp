@@ -1,9 +1,16 @@
 #include "common/signals.hpp"
 
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
+#include <iostream>
+
+#include "common/log.hpp"
 
 namespace cpupower::common {
 
@@ -51,6 +58,35 @@ const char* signal_name(int sig) {
     default:
       return "signal";
   }
+}
+
+void ignore_sigpipe() {
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool stdout_reader_gone() {
+  pollfd p{};
+  p.fd = STDOUT_FILENO;
+  p.events = POLLOUT;
+  int rc;
+  do {
+    rc = ::poll(&p, 1, 0);
+  } while (rc < 0 && errno == EINTR);
+  return rc == 1 && (p.revents & POLLERR) != 0;
+}
+
+bool retire_closed_stdout() {
+  static std::atomic<bool> retired{false};
+  if (retired.load()) return true;
+  if (!stdout_reader_gone()) return false;
+  if (retired.exchange(true)) return true;
+  init_logging(spdlog::level::off);
+  std::cout.setstate(std::ios::badbit);
+  std::fputs(
+      "cpu-power: stdout was closed by its reader; the log is no longer written there (the "
+      "run goes on)\n",
+      stderr);
+  return true;
 }
 
 }  // namespace cpupower::common

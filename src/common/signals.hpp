@@ -23,4 +23,19 @@ int wait_shutdown_signal(std::optional<std::chrono::milliseconds> timeout = std:
 
 const char* signal_name(int sig);
 
+// SIGPIPE ignored, for a command whose stdout may be a pipe its reader closes (`cpu-power run
+// ... | head`): a write there then fails with EPIPE instead of killing the process. Children
+// get SIGPIPE back at its default (launch/process.cpp resets it in every spawn).
+void ignore_sigpipe();
+
+// Whether stdout is a pipe or socket whose reader has gone away (poll reports POLLERR on it);
+// false for anything else, a full pipe included. Writes no byte.
+bool stdout_reader_gone();
+
+// A closed stdout is a lost log, not a reason to stop: when stdout_reader_gone(), says so
+// once on stderr, stops every log line and std::cout output from being written there (the
+// process's own writes, not its children's: their stdout is left alone) and returns true;
+// later calls return true and do nothing. False while stdout is fine.
+bool retire_closed_stdout();
+
 }  // namespace cpupower::common

@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -53,13 +56,189 @@ std::string node_kind(const YAML::Node& n) {
   return "\"" + common::escape_untrusted(n.Scalar()) + "\"";  // printed on a terminal
 }
 
-// What PyYAML would have made of a plain (unquoted) scalar that is not a string.
+// A scalar as PyYAML's safe_load constructs it (YAML 1.1): a plain scalar's type from the
+// implicit resolvers (resolver.py, in their order), a tagged one's from its !!tag, the value
+// by the constructors' rules (constructor.py: underscores dropped, 0b/0x/0 prefixes,
+// base-60 with ':', .inf/.nan); quoted scalars are strings.
+struct PyScalar {
+  enum class Kind { null, boolean, integer, real, string, other };
+  Kind kind = Kind::string;
+  bool boolean = false;
+  std::int64_t integer = 0;
+  double real = 0;
+  std::string other;  // what PyYAML would make of it (for messages), or why it refuses it
+};
+
+const std::regex& py_re(int which) {
+  static const std::regex res[] = {
+      std::regex("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"),
+      std::regex("[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?"
+                 "|\\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+                 "|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*"
+                 "|[-+]?\\.(?:inf|Inf|INF)"
+                 "|\\.(?:nan|NaN|NAN)"),
+      std::regex("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+                 "|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"),
+      std::regex("~|null|Null|NULL|"),
+      std::regex(
+          "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+          "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?"
+          ":[0-9][0-9]:[0-9][0-9](?:\\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?"),
+      std::regex("=")};
+  return res[which];
+}
+enum { kReBool, kReFloat, kReInt, kReNull, kReTimestamp, kReValue };
+
+// construct_yaml_int: nullopt where Python's int() would raise.
+std::optional<std::int64_t> py_int(std::string v) {
+  v.erase(std::remove(v.begin(), v.end(), '_'), v.end());
+  v = std::string(common::trim(v));
+  if (v.empty()) return std::nullopt;
+  std::int64_t sign = 1;
+  if (v[0] == '-') sign = -1;
+  if (v[0] == '-' || v[0] == '+') v.erase(0, 1);
+  const auto digits = [](std::string_view d, int base) -> std::optional<std::int64_t> {
+    std::int64_t out = 0;
+    if (d.empty()) return std::nullopt;
+    const auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), out, base);
+    if (ec != std::errc() || p != d.data() + d.size()) return std::nullopt;
+    return out;
+  };
+  std::optional<std::int64_t> n;
+  if (v == "0") {
+    n = 0;
+  } else if (v.rfind("0b", 0) == 0) {
+    n = digits(std::string_view(v).substr(2), 2);
+  } else if (v.rfind("0x", 0) == 0) {
+    n = digits(std::string_view(v).substr(2), 16);
+  } else if (!v.empty() && v[0] == '0') {
+    n = digits(v, 8);
+  } else if (v.find(':') != std::string::npos) {
+    std::int64_t total = 0;
+    for (const auto& part : common::split(v, ':')) {
+      const auto d = digits(part, 10);
+      if (!d || total > (std::numeric_limits<std::int64_t>::max() - *d) / 60) return std::nullopt;
+      total = total * 60 + *d;
+    }
+    n = total;
+  } else {
+    n = digits(v, 10);
+  }
+  if (!n) return std::nullopt;
+  return sign * *n;
+}
+
+// construct_yaml_float: nullopt where Python's float() would raise.
+std::optional<double> py_float_value(std::string v) {
+  v.erase(std::remove(v.begin(), v.end(), '_'), v.end());
+  v = common::to_lower(common::trim(v));
+  if (v.empty()) return std::nullopt;
+  double sign = 1;
+  if (v[0] == '-') sign = -1;
+  if (v[0] == '-' || v[0] == '+') v.erase(0, 1);
+  if (v == ".inf") return sign * std::numeric_limits<double>::infinity();
+  if (v == ".nan") return std::numeric_limits<double>::quiet_NaN();
+  if (v.find(':') != std::string::npos) {
+    double total = 0;
+    for (const auto& part : common::split(v, ':')) {
+      const auto d = common::parse_double(part);
+      if (!d) return std::nullopt;
+      total = total * 60 + *d;
+    }
+    return sign * total;
+  }
+  const auto d = common::parse_double(v);
+  if (!d) return std::nullopt;
+  return sign * *d;
+}
+
+// Longer plain scalars skip the resolvers' patterns (see py_scalar).
+constexpr std::size_t kMaxResolvedBytes = 256;
+
+PyScalar py_scalar(const YAML::Node& n) {
+  PyScalar out;
+  const std::string& text = n.Scalar();
+  std::string tag = n.Tag();
+  static const std::string kCore = "tag:yaml.org,2002:";
+  if (tag.rfind(kCore, 0) == 0) tag = "!!" + tag.substr(kCore.size());
+  if (tag == "?" && text.size() > kMaxResolvedBytes) {
+    // Longer than any bool, null, date or number this file can hold (and std::regex recurses
+    // per character): a string, unless it is made of number characters only, which PyYAML
+    // would read as a number too long to hold here.
+    const bool numeric =
+        std::string_view("-+0123456789.").find(text.front()) != std::string_view::npos &&
+        text.find_first_not_of("0123456789abcdefABCDEFxXoO_+-.:") == std::string::npos;
+    if (numeric) {
+      out.kind = PyScalar::Kind::other;
+      out.other = "a number too long to hold";
+      return out;
+    }
+    return out;  // a string
+  }
+  if (tag == "?") {  // plain: PyYAML's implicit resolvers
+    if (std::regex_match(text, py_re(kReBool))) {
+      tag = "!!bool";
+    } else if (std::regex_match(text, py_re(kReFloat))) {
+      tag = "!!float";
+    } else if (std::regex_match(text, py_re(kReInt))) {
+      tag = "!!int";
+    } else if (std::regex_match(text, py_re(kReNull))) {
+      tag = "!!null";
+    } else if (std::regex_match(text, py_re(kReTimestamp))) {
+      out.kind = PyScalar::Kind::other;
+      out.other = "a timestamp";
+      return out;
+    } else if (std::regex_match(text, py_re(kReValue))) {
+      out.kind = PyScalar::Kind::other;
+      out.other = "a value key";
+      return out;
+    } else {
+      tag = "!!str";
+    }
+  } else if (tag == "!") {  // quoted
+    tag = "!!str";
+  }
+  if (tag == "!!str") {
+    out.kind = PyScalar::Kind::string;
+  } else if (tag == "!!null") {
+    out.kind = PyScalar::Kind::null;
+  } else if (tag == "!!bool") {
+    const std::string lower = common::to_lower(text);
+    if (lower == "yes" || lower == "true" || lower == "on") {
+      out.kind = PyScalar::Kind::boolean;
+      out.boolean = true;
+    } else if (lower == "no" || lower == "false" || lower == "off") {
+      out.kind = PyScalar::Kind::boolean;
+    } else {
+      out.kind = PyScalar::Kind::other;
+      out.other = "not a boolean";
+    }
+  } else if (tag == "!!int") {
+    if (const auto v = py_int(text)) {
+      out.kind = PyScalar::Kind::integer;
+      out.integer = *v;
+    } else {
+      out.kind = PyScalar::Kind::other;
+      out.other = "not an integer (or one out of range)";
+    }
+  } else if (tag == "!!float") {
+    if (const auto v = py_float_value(text)) {
+      out.kind = PyScalar::Kind::real;
+      out.real = *v;
+    } else {
+      out.kind = PyScalar::Kind::other;
+      out.other = "not a number";
+    }
+  } else {
+    out.kind = PyScalar::Kind::other;
+    out.other = "tagged " + common::escape_untrusted(n.Tag()) + ", which a safe loader refuses";
+  }
+  return out;
+}
+
+// What PyYAML would have made of a scalar that is not a string.
 bool plain_non_string(const YAML::Node& n) {
-  if (n.Tag() != "?") return false;  // quoted, or explicitly tagged
-  const std::string lower = common::to_lower(n.Scalar());
-  static const std::set<std::string> words = {"true", "false", "yes",   "no",    "on",
-                                              "off",  ".inf",  "-.inf", "+.inf", ".nan"};
-  return words.count(lower) || common::parse_i64(n.Scalar()) || common::parse_double(n.Scalar());
+  return py_scalar(n).kind != PyScalar::Kind::string;
 }
 
 // The string fields that name a file, a directory or an interface: no control character at
@@ -146,14 +325,96 @@ class Loader {
     recipe_.marks[path] = mark_of(v.IsScalar() ? v : k);
   }
 
+  using Entry = std::pair<YAML::Node, YAML::Node>;
+
+  static bool is_merge_key(const YAML::Node& k) {
+    return k.IsScalar() && k.Tag() == "?" && k.Scalar() == "<<";
+  }
+
+  // The entries a merge key (`<<: *defaults`, `<<: [*a, *b]`) brings in, as PyYAML's
+  // flatten_mapping orders them: a list's mappings last to first, so that the first one
+  // listed wins, each mapping's own merges before its entries.
+  bool merged_entries(const YAML::Node& v, const std::string& path, std::vector<Entry>& out,
+                      int depth = 0) {
+    if (depth > 64) {
+      fail(v, (path.empty() ? std::string("recipe") : path) + ": merges nested too deep");
+      return false;
+    }
+    if (v.IsMap()) {
+      std::vector<Entry> own;
+      for (const auto entry : v) {
+        if (is_merge_key(entry.first)) {
+          if (!merged_entries(entry.second, path, out, depth + 1)) return false;
+        } else {
+          own.emplace_back(entry.first, entry.second);
+        }
+      }
+      out.insert(out.end(), own.begin(), own.end());
+      return true;
+    }
+    if (v.IsSequence()) {
+      std::vector<std::vector<Entry>> each;
+      for (const auto item : v) {
+        if (!item.IsMap()) break;
+        each.emplace_back();
+        if (!merged_entries(item, path, each.back(), depth + 1)) return false;
+      }
+      if (each.size() == v.size()) {
+        for (auto it = each.rbegin(); it != each.rend(); ++it) {
+          out.insert(out.end(), it->begin(), it->end());
+        }
+        return true;
+      }
+    }
+    fail(v, (path.empty() ? std::string("recipe") : path) +
+                ": a merge key (<<) takes a mapping or a list of mappings, got " + node_kind(v));
+    return false;
+  }
+
   // Visits each entry of `map`; duplicate keys are errors everywhere, unknown keys (the
-  // visitor returns false) only where `strict`.
+  // visitor returns false) only where `strict`. Merge keys are resolved as PyYAML does: the
+  // merged entries come first, and an entry of the map itself (or a merged one later in
+  // PyYAML's order) wins over one of the same key, at the place the key first appeared.
   void entries(const YAML::Node& map, const std::string& path, bool strict, const Field& field,
                const std::vector<std::string>& known = {}) {
-    std::set<std::string> seen;
+    std::vector<Entry> merged, own;
     for (const auto entry : map) {  // by value: yaml-cpp's iterators hand out temporaries
-      const YAML::Node k = entry.first;
-      const YAML::Node v = entry.second;
+      if (is_merge_key(entry.first)) {
+        merged_entries(entry.second, path, merged);
+      } else {
+        own.emplace_back(entry.first, entry.second);
+      }
+    }
+    std::set<std::string> seen;
+    if (!merged.empty()) {
+      // Only the map's own keys can be duplicates; a merged key is overridden, as in PyYAML.
+      std::vector<Entry> all = merged;
+      all.insert(all.end(), own.begin(), own.end());
+      std::vector<Entry> resolved;
+      std::map<std::string, std::size_t> at;
+      std::set<std::string> own_keys;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const auto& k = all[i].first;
+        const bool is_own = i >= merged.size();
+        if (!k.IsScalar()) {
+          resolved.push_back(all[i]);
+          continue;
+        }
+        if (is_own && !own_keys.insert(k.Scalar()).second) {
+          resolved.push_back(all[i]);  // a true duplicate: reported below
+          continue;
+        }
+        if (const auto it = at.find(k.Scalar()); it != at.end()) {
+          resolved[it->second].second = all[i].second;
+          if (is_own) resolved[it->second].first = k;
+          continue;
+        }
+        at.emplace(k.Scalar(), resolved.size());
+        resolved.push_back(all[i]);
+      }
+      own = std::move(resolved);
+    }
+    for (const auto& [k, v] : own) {
       if (!k.IsScalar()) {
         fail(k, (path.empty() ? std::string("recipe") : path) + ": keys must be plain names");
         continue;
@@ -191,13 +452,14 @@ class Loader {
     return false;
   }
 
+  // Types as PyYAML's safe_load gives them (py_scalar): a bool field takes a YAML 1.1 boolean,
+  // an int field an integer (1_000, 0x1F4, !!int "500"), a float field an integer or a float
+  // (!!float 1, 1.5e+3).
   void read(const std::string& path, const YAML::Node& v, bool& out) {
     if (!scalar(path, v, "true or false")) return;
-    const std::string s = common::to_lower(v.Scalar());
-    if (s == "true" || s == "yes" || s == "on") {
-      out = true;
-    } else if (s == "false" || s == "no" || s == "off") {
-      out = false;
+    const auto py = py_scalar(v);
+    if (py.kind == PyScalar::Kind::boolean) {
+      out = py.boolean;
     } else {
       fail(v, path + ": expected true or false, got " + node_kind(v));
     }
@@ -205,8 +467,8 @@ class Loader {
 
   void read(const std::string& path, const YAML::Node& v, std::int64_t& out) {
     if (!scalar(path, v, "an integer")) return;
-    if (const auto n = common::parse_i64(v.Scalar()); n && v.Tag() == "?") {
-      out = *n;
+    if (const auto py = py_scalar(v); py.kind == PyScalar::Kind::integer) {
+      out = py.integer;
     } else {
       fail(v, path + ": expected an integer, got " + node_kind(v));
     }
@@ -214,19 +476,11 @@ class Loader {
 
   void read(const std::string& path, const YAML::Node& v, double& out) {
     if (!scalar(path, v, "a number")) return;
-    const std::string s = common::to_lower(v.Scalar());
-    std::optional<double> n;
-    if (s == ".inf" || s == "+.inf") {
-      n = std::numeric_limits<double>::infinity();
-    } else if (s == "-.inf") {
-      n = -std::numeric_limits<double>::infinity();
-    } else if (s == ".nan") {
-      n = std::numeric_limits<double>::quiet_NaN();
-    } else {
-      n = common::parse_double(v.Scalar());
-    }
-    if (n && v.Tag() == "?") {
-      out = *n;
+    const auto py = py_scalar(v);
+    if (py.kind == PyScalar::Kind::real) {
+      out = py.real;
+    } else if (py.kind == PyScalar::Kind::integer) {
+      out = static_cast<double>(py.integer);
     } else {
       fail(v, path + ": expected a number, got " + node_kind(v));
     }
@@ -438,11 +692,17 @@ class Loader {
       if (fv.IsNull()) {
         recipe_.runtime.srun_options.emplace_back(key, std::nullopt);
       } else if (scalar(path, fv, "a value or null")) {
-        const std::string s = common::to_lower(fv.Scalar());
-        if (fv.Tag() == "?" && (s == "true" || s == "yes" || s == "on")) {
+        const auto py = py_scalar(fv);
+        if (py.kind == PyScalar::Kind::boolean && py.boolean) {
           recipe_.runtime.srun_options.emplace_back(key, std::nullopt);  // a bare flag
-        } else if (fv.Tag() == "?" && (s == "false" || s == "no" || s == "off")) {
-          // A flag switched off: not passed.
+        } else if (py.kind == PyScalar::Kind::boolean || py.kind == PyScalar::Kind::null) {
+          // A flag switched off (or a tagged null): not passed.
+          if (py.kind == PyScalar::Kind::null) {
+            recipe_.runtime.srun_options.emplace_back(key, std::nullopt);
+          }
+        } else if (py.kind == PyScalar::Kind::integer) {
+          // As Python prints the number PyYAML read (--time=1000 for 1_000, 500 for 0x1F4).
+          recipe_.runtime.srun_options.emplace_back(key, std::to_string(py.integer));
         } else if (text_ok(path, fv)) {
           recipe_.runtime.srun_options.emplace_back(key, fv.Scalar());
         }

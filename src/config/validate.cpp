@@ -65,6 +65,7 @@ class Rules {
     }
     collector_budget();
     if (t_.cpu_power_exporter) scraper_leg();
+    path_lengths();
     return std::move(errors_);
   }
 
@@ -84,6 +85,39 @@ class Rules {
   void safe_subpath(const std::string& path, const std::string& value) {
     if (!is_safe_relative_subpath(value)) {
       fail(path, path + " must be a safe relative path below the run log directory");
+    }
+    fits(path, value, kBelowSubdirBytes);
+  }
+
+  // A path the kernel cannot take would fail every open below it, and the run would lose
+  // every row without a word: refused here, with the field named.
+  void fits(const std::string& path, std::string_view value, std::size_t reserve = 0) {
+    if (auto problem = path_length_problem(path, value, reserve); !problem.empty()) {
+      fail(path, std::move(problem));
+    }
+  }
+
+  // The other fields that name a file or an interface, when given.
+  void path_lengths() {
+    if (const auto& d = t_.dcgm_exporter) {
+      fits("telemetry.dcgm_exporter.container_image", d->container_image);
+      if (d->binary) fits("telemetry.dcgm_exporter.binary", *d->binary);
+    }
+    if (const auto& c = t_.cpu_power_exporter) {
+      const std::string p = "telemetry.cpu_power_exporter";
+      if (c->web_config_file) fits(p + ".web_config_file", *c->web_config_file);
+      if (const auto& t = c->tls_config) {
+        if (t->ca_file) fits(p + ".tls_config.ca_file", *t->ca_file);
+        if (t->cert_file) fits(p + ".tls_config.cert_file", *t->cert_file);
+        if (t->key_file) fits(p + ".tls_config.key_file", *t->key_file);
+      }
+      if (c->basic_auth) fits(p + ".basic_auth.password_file", c->basic_auth->password_file);
+    }
+    if (const auto& i = r_.runtime.network_interface; i && i->size() > kInterfaceNameMaxBytes) {
+      fail("runtime.network_interface",
+           fmt::format("runtime.network_interface is {} bytes, longer than the {}-byte limit on "
+                       "an interface name (IFNAMSIZ)",
+                       i->size(), kInterfaceNameMaxBytes));
     }
   }
 
@@ -338,6 +372,30 @@ bool is_safe_relative_subpath(std::string_view path) {
     if (part.empty() || part == "." || part == "..") return false;
   }
   return true;
+}
+
+std::string path_length_problem(const std::string& field, std::string_view path,
+                                std::size_t reserve) {
+  std::size_t index = 0;
+  for (const auto& part : common::split(path, '/')) {
+    ++index;
+    if (part.size() > kNameMaxBytes) {
+      return fmt::format(
+          "{}: part {} (\"{}...\") is {} bytes, longer than the {}-byte limit on a "
+          "file name (NAME_MAX)",
+          field, index, part.substr(0, 16), part.size(), kNameMaxBytes);
+    }
+  }
+  if (path.size() + reserve > kPathMaxBytes) {
+    return reserve == 0
+               ? fmt::format("{} is {} bytes, longer than the {}-byte limit on a path (PATH_MAX)",
+                             field, path.size(), kPathMaxBytes)
+               : fmt::format(
+                     "{} is {} bytes; with the {} bytes kept for what is written below "
+                     "it, longer than the {}-byte limit on a path (PATH_MAX)",
+                     field, path.size(), reserve, kPathMaxBytes);
+  }
+  return {};
 }
 
 std::vector<ConfigError> validate_recipe(const Recipe& recipe) {

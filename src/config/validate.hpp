@@ -56,4 +56,20 @@ std::string interval_gap_reason(std::int64_t interval_ms, double request_timeout
 // refused when the recipe is read, config/load.cpp.)
 bool is_safe_relative_subpath(std::string_view path);
 
+// What the kernel takes in a path (Linux): parts of at most NAME_MAX (255) bytes, and a whole of
+// less than PATH_MAX (4096) bytes, its NUL included.
+inline constexpr std::size_t kNameMaxBytes = 255;
+inline constexpr std::size_t kPathMaxBytes = 4095;
+// Room a storage_subdir leaves below it for what the legs write there: one directory (cpu/,
+// windows/, nodes/, ready/, aiperf/) and one file name of up to NAME_MAX bytes.
+inline constexpr std::size_t kBelowSubdirBytes = 1 + 16 + 1 + kNameMaxBytes;
+// The longest interface name Linux takes (IFNAMSIZ less its NUL).
+inline constexpr std::size_t kInterfaceNameMaxBytes = 15;
+
+// Why `path` (the value of `field`) cannot be opened however it is spelt: a part longer than
+// kNameMaxBytes, or the whole, with `reserve` bytes more below it, longer than kPathMaxBytes.
+// "" when it fits. The message starts with `field`.
+std::string path_length_problem(const std::string& field, std::string_view path,
+                                std::size_t reserve = 0);
+
 }  // namespace cpupower::config

@@ -309,8 +309,9 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   GpuLegOutcome out;
   out.power_dir = leg_.power_dir;
   const auto& t = plan_.recipe.telemetry;
-  if (collector_ && end_unix) {
-    // An energy window needs a sample at or after its end from every node.
+  if (collector_ && end_unix && !interrupted) {
+    // An energy window needs a sample at or after its end from every node. Not after a
+    // signal: the batch system that sent it kills the session after its own wait.
     const auto until = Clock::now() + row_wait(plan_);
     while (Clock::now() < until) {
       bool all = true;
@@ -323,7 +324,9 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   }
   if (collector_) {
     std::string error;
-    if (!collector_->stop_and_finalize(&error)) {
+    const bool finalized = interrupted ? collector_->stop_and_finalize_interrupted(&error)
+                                       : collector_->stop_and_finalize(&error);
+    if (!finalized) {
       log()->warn("GPU power collector finalize incomplete error={}", common::quoted(error));
       if (error.find("did not stop") != std::string::npos) {
         reasons_.add(reason::kCollectorJoinTimeout);

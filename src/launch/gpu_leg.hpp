@@ -77,6 +77,12 @@ class GpuLegRun {
   GpuLegOutcome finish(const std::vector<GpuWindowInput>& windows, bool interrupted,
                        std::optional<double> end_unix);
 
+  // A signal came: the collector's stop, also one under way, drains briefly
+  // (scrape::Collector::interrupt). Safe from another thread once start() has returned.
+  void interrupt() {
+    if (collector_) collector_->interrupt();
+  }
+
  private:
   struct Process {
     std::string name;

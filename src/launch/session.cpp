@@ -5,9 +5,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "artifacts/gpu_windows.hpp"
@@ -158,7 +160,27 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   std::string error;
   int error_number = 0;
   record.command = plan.command;
+  // Wall clock against monotonic while the command runs: a step of the wall clock (NTP, an
+  // operator) moves the window and every row time, and is recorded so that no energy figure
+  // is integrated across it unsaid.
+  ClockStepWatch watch;
+  std::mutex watch_mutex;
+  std::condition_variable watch_cv;
+  bool watch_done = false;
+  std::thread watcher([&] {
+    std::unique_lock lock(watch_mutex);
+    while (!watch_cv.wait_for(lock, milliseconds(100), [&] { return watch_done; })) {
+      if (watch.observe()) {
+        const auto& s = watch.steps().back();
+        log->warn(
+            "the wall clock stepped by {:+.3f} s against the monotonic clock at {:.3f} while "
+            "the command ran; energy over it is not vouched for",
+            s.step_s, s.at_unix);
+      }
+    }
+  });
   record.start_unix = now_unix();
+  record.start_monotonic = monotonic_now_s();
   const auto t0 = Clock::now();
   const auto child = spawn_process(o, &error, &error_number);
   result.command_started = true;
@@ -175,7 +197,23 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
               std::chrono::duration<double>(Clock::now() - t0).count());
   }
   record.end_unix = now_unix();
+  record.end_monotonic = monotonic_now_s();
   record.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard lock(watch_mutex);
+    watch_done = true;
+  }
+  watch_cv.notify_all();
+  watcher.join();
+  const auto seen = watch.steps().size();
+  watch.settle(record.start_unix, record.start_monotonic, record.end_unix, record.end_monotonic);
+  if (watch.steps().size() > seen) {
+    log->warn(
+        "the wall clock moved {:+.3f} s against the monotonic clock during the command; energy "
+        "over it is not vouched for",
+        watch.steps().back().step_s);
+  }
+  record.clock_steps = watch.steps();
   result.command_seconds = record.end_unix - record.start_unix;
   result.exit_code = record.exit_code;
 }
@@ -316,6 +354,12 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     host_blocks = !ready && plan.recipe.telemetry.cpu_power.required;
   }
 
+  // A signal from here on (Slurm's SIGTERM at the time limit, say) hurries the collectors'
+  // stops, also one already draining: the batch system sends SIGKILL after its own wait.
+  signals.set_on_signal([c = collector.get(), g = gpu_leg.get()] {
+    if (c) c->interrupt();
+    if (g) g->interrupt();
+  });
   SessionRecord record;
   if (signals.interrupted()) {
     log->warn("interrupted before the command started; it is not run");
@@ -345,19 +389,23 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   }
 
   // Finalize while the exporters still answer, so that the last scrape has something to read.
-  if (collector && result.command_started) {
+  // Not after a signal: the batch system that sent it kills the session after its own wait,
+  // and a request in flight could hold the session up to its timeout.
+  if (collector && result.command_started && !signals.interrupted()) {
     const double end_unix = record.end_unix;
     const bool last_rows = wait_for_rows(
         *collector, Clock::now() + row_wait(plan),
         [&](std::size_t, const scrape::NodeStats& n) {
           return !n.last_sample_unix || *n.last_sample_unix >= end_unix;
         },
-        [] { return false; });  // bounded, and the artifacts are worth the wait
+        [&signals] { return signals.interrupted(); });  // bounded; the artifacts are worth it
     if (!last_rows) log->warn("CPU power rows after the command's end missing for some nodes");
   }
   if (collector) {
     std::string error;
-    if (!collector->stop_and_finalize(&error)) {
+    const bool finalized = signals.interrupted() ? collector->stop_and_finalize_interrupted(&error)
+                                                 : collector->stop_and_finalize(&error);
+    if (!finalized) {
       log->warn("CPU power collector finalize incomplete error={}", common::quoted(error));
     }
     result.stats = collector->stats();
@@ -377,6 +425,9 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
                  fmt::join(result.gpu_leg->failed_rules, ","));
       result.exit_code = 1;
     }
+    signals.set_on_signal([c = collector.get()] {
+      if (c) c->interrupt();
+    });
     gpu_leg.reset();
   }
   if (host_leg) {
@@ -397,6 +448,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   // stopped exporters as down.
   if (sd_written) publish_prometheus_sd(plan, {});
   launcher.stop();
+  signals.set_on_signal({});  // before the collector goes
   return result;
 }
 

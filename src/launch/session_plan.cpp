@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "common/text.hpp"
+#include "config/validate.hpp"
 #include "hostleg/markers.hpp"
 #include "launch/process.hpp"
 #include "launch/srun_argv.hpp"
@@ -244,6 +245,19 @@ SessionPlan make_plan(const PlanRequest& r) {
 
   const bool host_leg = t.enabled && t.cpu_power.enabled;
   const bool gpu_leg = t.enabled && t.dcgm_exporter.has_value();
+  // The recipe's storage directories fit a path alone (config/validate.cpp); below this log
+  // directory they must too, or every open under them fails and the run keeps nothing.
+  for (const auto& [on, field, subdir] :
+       {std::tuple{plan.telemetry || gpu_leg, "telemetry.storage_subdir", t.storage_subdir},
+        std::tuple{host_leg, "telemetry.cpu_power.storage_subdir", t.cpu_power.storage_subdir}}) {
+    if (!on) continue;
+    const auto problem = config::path_length_problem(
+        std::string("--log-dir + ") + field, r.log_dir + "/" + subdir, config::kBelowSubdirBytes);
+    if (!problem.empty()) {
+      plan.error = problem;
+      return plan;
+    }
+  }
   if (!plan.telemetry && !host_leg && !gpu_leg) {
     plan.mode = r.simulate                ? LaunchMode::simulate
                 : (allocation || r.nodes) ? LaunchMode::slurm

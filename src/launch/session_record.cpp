@@ -2,9 +2,43 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "common/text.hpp"
 
 namespace cpupower::launch {
+namespace {
+
+double wall_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+double monotonic_now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+ClockStepWatch::ClockStepWatch() : last_offset_(wall_now_s() - monotonic_now_s()) {}
+
+bool ClockStepWatch::observe() {
+  const double mono = monotonic_now_s();
+  const double wall = wall_now_s();
+  const double offset = wall - mono;
+  const double step = offset - last_offset_;
+  last_offset_ = offset;
+  if (std::abs(step) <= kClockStepThresholdS) return false;
+  steps_.push_back({wall, step});
+  return true;
+}
+
+void ClockStepWatch::settle(double start_wall, double start_mono, double end_wall,
+                            double end_mono) {
+  double seen = 0;
+  for (const auto& s : steps_) seen += s.step_s;
+  const double missed = (end_wall - start_wall) - (end_mono - start_mono) - seen;
+  if (std::abs(missed) > kClockStepThresholdS) steps_.push_back({end_wall, missed});
+}
 
 std::string session_json(const SessionRecord& r) {
   nlohmann::ordered_json j;
@@ -18,6 +52,12 @@ std::string session_json(const SessionRecord& r) {
   j["benchmark_start_time_unix"] = r.start_unix;
   j["benchmark_end_time_unix"] = r.end_unix;
   j["duration"] = r.duration_s;
+  j["start_monotonic"] = r.start_monotonic;
+  j["end_monotonic"] = r.end_monotonic;
+  j["clock_steps"] = nlohmann::ordered_json::array();
+  for (const auto& s : r.clock_steps) {
+    j["clock_steps"].push_back({{"at_unix", s.at_unix}, {"step_s", s.step_s}});
+  }
   // Invalid UTF-8 in an argument is replaced rather than refused: the record must be written.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

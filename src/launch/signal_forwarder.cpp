@@ -23,8 +23,13 @@ void SignalForwarder::start() {
       siginfo_t info{};
       const timespec tick{0, 100 * 1000 * 1000};  // to notice stop()
       const int sig = sigtimedwait(&waited, &info, &tick);
+      common::retire_closed_stdout();  // a reader that went away costs the log, not the run
       if (sig <= 0) continue;
       last_signal_.store(sig);
+      {
+        std::lock_guard lock(hook_mutex_);
+        if (hook_) hook_();
+      }
       const pid_t target = target_.load();
       if (target <= 0) {
         log->warn("received {} before the command started; the session stops",

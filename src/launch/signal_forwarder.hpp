@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 namespace cpupower::launch {
@@ -25,6 +27,12 @@ class SignalForwarder {
   void stop();
 
   void set_target(pid_t pid) { target_.store(pid); }  // 0: nobody to forward to
+  // Called on the waiter thread after each SIGINT/SIGTERM (empty: nothing); for what must
+  // hurry when the session is signalled while it finalizes.
+  void set_on_signal(std::function<void()> hook) {
+    std::lock_guard lock(hook_mutex_);
+    hook_ = std::move(hook);
+  }
   bool interrupted() const { return last_signal_.load() != 0; }
   int last_signal() const { return last_signal_.load(); }
 
@@ -32,6 +40,8 @@ class SignalForwarder {
   std::atomic<pid_t> target_{0};
   std::atomic<int> last_signal_{0};
   std::atomic<bool> stop_{false};
+  std::mutex hook_mutex_;
+  std::function<void()> hook_;
   std::thread thread_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "artifacts/gpu_samples.hpp"
 #include "common/text.hpp"
+#include "report/clock_check.hpp"
 #include "report/discovery.hpp"
 #include "report/parallel.hpp"
 #include "report/render.hpp"
@@ -94,8 +95,11 @@ ReportRun build_reports(const std::string& log_dir, const ReportOptions& options
   if (!run.error.empty()) return run;
   // Windows only read the loaded data: report them on every core, each into its own slot.
   run.windows.resize(windows.size());
+  // Wall-clock steps the run recorded fail the windows they touch (report/clock_check.hpp).
+  const auto clock_steps = load_clock_steps(*found.run, &run_warnings);
   parallel_for(windows.size(), scan_threads(options.threads), [&](std::size_t i) {
     run.windows[i] = build_window_report(windows[i], run.data, options.edges);
+    check_clock_steps(clock_steps, run.windows[i]);
     run.windows[i].warnings.insert(run.windows[i].warnings.end(), run_warnings.begin(),
                                    run_warnings.end());
   });

@@ -42,6 +42,17 @@ constexpr std::size_t kSpreadAbove = 64;
 // thousand kept-alive connections costs a thousand steps per scrape; shards bound that.
 constexpr std::size_t kShardSize = 64;
 
+// A change of wall minus monotonic larger than this between two cycles is a step of the wall
+// clock, not reading jitter or slewing.
+constexpr double kClockStepS = 0.25;
+
+double wall_minus_monotonic() {
+  const double mono = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+             .count() -
+         mono;
+}
+
 double to_unix_s(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
@@ -208,6 +219,12 @@ struct detail::CollectorState {
   std::atomic<bool> stop_requested{false};
   int wake_fd = -1;  // eventfd in the loop's epoll set: stop() writes to it
 
+  std::vector<WallClockStep> clock_steps;  // under stats_mutex
+
+  // A signal's stop: set before stop_requested, and the final cycle drains briefly.
+  std::atomic<bool> interrupted{false};
+  bool manifest_written = false;  // by stop_and_finalize
+
   CollectorState() = default;
   CollectorState(const CollectorState&) = delete;
   CollectorState& operator=(const CollectorState&) = delete;
@@ -307,6 +324,7 @@ class Loop {
   void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
                       const std::string& detail);
   void flush(Clock::time_point now);
+  void note_clock_step(double& last_offset);
   void check_samples_file(Clock::time_point now);
   void retire_writer();
   void on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
@@ -477,7 +495,9 @@ void Loop::run() {
   next_flush_ = start + interval();
   next_open_attempt_ = start;
 
+  double clock_offset = wall_minus_monotonic();
   while (!s_->stop_requested.load()) {
+    note_clock_step(clock_offset);
     fire_due_slots(Clock::now());
     run_curl_timers();  // starts the transfers just added
     const auto now = Clock::now();
@@ -499,8 +519,17 @@ void Loop::run() {
     transfers_[i].seq = transfers_[i].next_seq;
     start_transfer(i, final_slot);
   }
-  const auto deadline = final_slot + s_->options.request_timeout + milliseconds(500);
+  const auto drain =
+      s_->interrupted.load()
+          ? std::min<Clock::duration>(Collector::kInterruptedDrain,
+                                      s_->options.request_timeout + milliseconds(500))
+          : Clock::duration(s_->options.request_timeout + milliseconds(500));
+  auto deadline = final_slot + drain;
   while (Clock::now() < deadline) {
+    // A signal during a normal drain shortens it (Collector::interrupt).
+    if (s_->interrupted.load()) {
+      deadline = std::min(deadline, Clock::now() + Collector::kInterruptedDrain);
+    }
     run_curl_timers();  // on loopback a transfer can finish right here
     if (running() == 0) break;
     wait_for_events(deadline);
@@ -514,6 +543,23 @@ void Loop::run() {
         outage_->failures, seconds(Clock::now() - outage_->since),
         s_->rows_dropped_locked() - outage_->dropped_before, s_->rows_dropped_locked());
   }
+}
+
+// Wall minus monotonic moved by more than kClockStepS since the last cycle: the wall clock was
+// stepped. The schedule runs on the monotonic clock and is unaffected; the row times are not,
+// so the step is logged and goes into the manifest.
+void Loop::note_clock_step(double& last_offset) {
+  const double offset = wall_minus_monotonic();
+  const double step = offset - last_offset;
+  last_offset = offset;
+  if (std::abs(step) <= kClockStepS) return;
+  const double at = to_unix_s(std::chrono::system_clock::now());
+  s_->log->warn(
+      "the wall clock stepped by {:+.3f} s against the monotonic clock at {:.3f}; row "
+      "times on either side of it are on different clocks",
+      step, at);
+  std::lock_guard lock(s_->stats_mutex);
+  s_->clock_steps.push_back({at, step});
 }
 
 void Loop::run_curl_timers() {
@@ -967,6 +1013,10 @@ std::string Collector::manifest_path() const {
   return state_->manifest_path;
 }
 
+bool Collector::manifest_written() const {
+  return state_->manifest_written;
+}
+
 bool Collector::start(std::string* error) {
   auto fail = [&](std::string message) {
     if (error) *error = std::move(message);
@@ -1024,6 +1074,7 @@ CollectorStats Collector::stats() const {
   {
     std::lock_guard lock(state_->stats_mutex);
     out.nodes = state_->nodes;
+    out.clock_steps = state_->clock_steps;
   }
   const auto& s = *state_;
   std::lock_guard lock(s.writer_mutex);
@@ -1034,6 +1085,19 @@ CollectorStats Collector::stats() const {
   out.write_error_log = s.write_error_log;
   out.samples_file_changes = s.file_changes;
   return out;
+}
+
+void Collector::interrupt() {
+  state_->interrupted.store(true);
+  if (state_->wake_fd >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto w = ::write(state_->wake_fd, &one, sizeof one);
+  }
+}
+
+bool Collector::stop_and_finalize_interrupted(std::string* error) {
+  state_->interrupted.store(true);
+  return stop_and_finalize(error);
 }
 
 bool Collector::stop_and_finalize(std::string* error) {
@@ -1086,6 +1150,8 @@ bool Collector::stop_and_finalize(std::string* error) {
       s.log->error("failed to write {} error={}", s.leg->manifest_filename(),
                    common::quoted(done.error()));
       problem("writing " + std::string(s.leg->manifest_filename()) + ": " + done.error());
+    } else {
+      s.manifest_written = !s.manifest_path.empty();
     }
   }
   std::uint64_t scrapes = 0, errors = 0, missed = 0, unchanged = 0;

@@ -133,6 +133,13 @@ struct SamplesFileEvent {
   std::uint64_t rows_in_old_file = 0;  // rows this collector had written to that file
 };
 
+// The wall clock stepped against the monotonic one between two cycles of the loop (NTP, an
+// operator): row times on either side of it are on different clocks.
+struct WallClockStep {
+  double at_unix = 0;  // the wall clock just after the step
+  double step_s = 0;   // negative: back
+};
+
 struct CollectorStats {
   std::vector<NodeStats> nodes;    // in endpoint order
   std::uint64_t rows_written = 0;  // handed to the OS, over the run (a deleted file's included)
@@ -142,6 +149,7 @@ struct CollectorStats {
   std::optional<std::string> samples_failing;
   std::vector<SamplesWriteError> write_error_log;  // by text, in the order first seen
   std::vector<SamplesFileEvent> samples_file_changes;
+  std::vector<WallClockStep> clock_steps;  // in order
 
   std::size_t nodes_ok() const;        // latest request succeeded, with every socket
   std::size_t nodes_degraded() const;  // latest request succeeded, with a socket missing
@@ -181,8 +189,22 @@ class Collector {
   // Safe to call once; later calls return true and do nothing.
   bool stop_and_finalize(std::string* error = nullptr);
 
+  // stop_and_finalize for a stop that a signal asked for (SIGTERM from a batch system, which
+  // sends SIGKILL after its own wait): the final cycle and every request still in flight get
+  // kInterruptedDrain at most instead of the request timeout, so that the rows are flushed and
+  // the manifest written well within that wait however long the timeout. A request cut off
+  // this way gives no row and is not counted as a scrape.
+  bool stop_and_finalize_interrupted(std::string* error = nullptr);
+  static constexpr std::chrono::milliseconds kInterruptedDrain{500};
+
+  // Makes the stop interrupted, also one already draining: its drain ends within
+  // kInterruptedDrain. Safe from any thread once start() has returned (a signal waiter's).
+  void interrupt();
+
   std::string samples_path() const;
   std::string manifest_path() const;
+  // Whether stop_and_finalize wrote the manifest at manifest_path().
+  bool manifest_written() const;
 
  private:
   std::shared_ptr<detail::CollectorState> state_;

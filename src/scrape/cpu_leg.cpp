@@ -143,6 +143,7 @@ Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> start
     manifest.samples_file_changes.push_back({c.at_unix, c.change, c.rows_in_old_file});
   }
   manifest.samples_schema_version = options_.samples_schema;
+  for (const auto& c : stats.clock_steps) manifest.clock_steps.push_back({c.at_unix, c.step_s});
   return artifacts::write_cpu_manifest(manifest_path, manifest);
 }
 

@@ -4,7 +4,8 @@
 # clock left alone, as NTP or an operator stepping a node's clock would. The schedule runs on
 # the monotonic clock, so a step must neither burst nor stall scraping: every slot is scraped
 # or counted missed, exactly once. Row times are wall-clock times, so the steps show in them,
-# and the energy report warns about the forward one as a gap inside the window.
+# the collector records each step in its manifest, and the energy report fails a window a
+# recorded step falls in.
 source "$(dirname "$0")/lib.sh"
 
 FAKETIME_LIB=""
@@ -87,9 +88,68 @@ t = [float(r["timestamp_unix"]) for r in csv.DictReader(open(sys.argv[1]))]
 print(min(t), max(t))' "$WORK/run/cpu/samples.csv")
 printf '{"schema_version": 1, "command": ["bench"], "start_unix": %s, "end_unix": %s, "exit_code": 0}\n' \
   "$first" "$last" >"$WORK/run/session.json"
-"$BIN/cpu-power" report "$WORK/run" >"$WORK/report.txt" 2>&1 || { cat "$WORK/report.txt"; fail "report failed"; }
-grep -qE 'samples [0-9.]+s apart inside the window' "$WORK/report.txt" ||
-  { cat "$WORK/report.txt"; fail "the report does not warn about the forward step"; }
-ok "the report warns about the forward step: $(grep -oE 'samples [0-9.]+s apart inside the window' "$WORK/report.txt" | head -1)"
+# The collector saw both steps between its cycles: WARN lines, and cpu_manifest.json records
+# them in its last key.
+/usr/bin/python3 - "$WORK/run/cpu/cpu_manifest.json" <<'EOF' || fail "the manifest does not record the two steps"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert list(m)[-1] == "clock_steps", list(m)
+steps = [s["step_s"] for s in m["clock_steps"]]
+assert len(steps) == 2 and 3000 < steps[0] < 4200 and -2400 < steps[1] < -1200, steps
+print(f"# manifest clock_steps: {[round(s) for s in steps]}")
+EOF
+(($(grep -c 'WARN cpu_power::collector: the wall clock stepped by' "$WORK/scrape.log") == 2)) ||
+  fail "the collector did not warn once per step"
+ok "the collector warns about each step and records both in cpu_manifest.json (last key)"
+# With the steps recorded, the report never integrates across them: the window fails and says
+# which step (before, it only warned about the forward step as a gap between samples).
+rc=0
+"$BIN/cpu-power" report "$WORK/run" >"$WORK/report.txt" 2>&1 || rc=$?
+[ "$rc" = 1 ] || { cat "$WORK/report.txt"; fail "report over a stepped window exited $rc, want 1 (a failed window)"; }
+grep -qE '\[session\] error: the wall clock stepped by \+3[0-9]{3}\.[0-9]+ s at [0-9.]+ \(recorded in .*cpu_manifest.json\)' \
+  "$WORK/report.txt" || { cat "$WORK/report.txt"; fail "the report does not fail the window on the recorded step"; }
+ok "the report fails the window a recorded step falls in: $(grep -oE 'the wall clock stepped by [-+0-9.]+ s' "$WORK/report.txt" | head -1)"
+
+# --- wall-clock steps during `cpu-power run`: recorded, said, and no energy across them -----
+# The command steps the session's wall clock itself (the timestamp file is read again on every
+# call), 3 s back or 20 s forward, halfway through its 8 s on the monotonic clock. session.json
+# keeps the right duration and records the step; the run warns; the report fails the session
+# window instead of integrating a 5 s or 28 s span as the command's energy.
+cat >"$WORK/fast.yaml" <<'EOF'
+telemetry:
+  enabled: true
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  cpu_power_exporter: {}
+EOF
+for step in -3 +20; do
+  echo "+0" >"$WORK/run_faketime.rc"
+  rc=0
+  env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$WORK/run_faketime.rc" \
+    FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_DONT_RESET=1 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+    "$BIN/cpu-power" run --simulate gb200 --config "$WORK/fast.yaml" --log-dir "$WORK/run$step" \
+    -- sh -c "sleep 4; echo '${step}s' >'$WORK/run_faketime.rc'; sleep 4" >"$WORK/run$step.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { cat "$WORK/run$step.log"; fail "run with a ${step} s clock step exited $rc"; }
+  grep -q 'WARN cpu_power::run: the wall clock stepped by' "$WORK/run$step.log" ||
+    fail "no warning about the ${step} s step: $(grep -c . "$WORK/run$step.log") log lines"
+  /usr/bin/python3 - "$WORK/run$step" "$step" <<'EOF' || fail "session.json or the report after a ${step} s step"
+import json, sys
+d, step = sys.argv[1], float(sys.argv[2])
+s = json.load(open(d + "/session.json"))
+assert 7.5 < s["duration"] < 8 + 10, s  # the monotonic clock is untouched
+assert abs(s["end_monotonic"] - s["start_monotonic"] - s["duration"]) < 0.05, s
+assert abs((s["end_unix"] - s["start_unix"]) - (s["duration"] + step)) < 1.0, s
+steps = s["clock_steps"]
+assert len(steps) == 1 and abs(steps[0]["step_s"] - step) < 0.5, steps
+assert s["start_unix"] - 1 <= steps[0]["at_unix"] <= s["end_unix"] + 1, (steps, s)
+report = json.load(open(d + "/power_energy_report.json"))
+session = [w for w in report if w["benchmark_type"] == "session"]
+assert len(session) == 1 and "wall clock stepped" in session[0].get("error", ""), session
+print(f"# {step:+.0f} s step: wall span {s['end_unix'] - s['start_unix']:.2f} s, duration {s['duration']:.2f} s, "
+      f"recorded step {steps[0]['step_s']:+.3f} s; session window failed")
+EOF
+done
+ok "clock steps during run (-3 s, +20 s): session.json keeps the duration and records the step, WARN, the report fails the window"
 
 finish

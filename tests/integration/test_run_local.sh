@@ -42,6 +42,121 @@ grep -qF "typo.yaml:3:3: unknown key \"colect_interval_ms\" in telemetry (did yo
   fail "check-config error: $(cat "$WORK/cc.err")"
 ok "check-config names the unknown key with file:line:column and exits 1"
 
+# A storage_subdir part longer than NAME_MAX: refused with the field named, and run runs
+# nothing (it used to drop every row and exit 0 without a report).
+printf 'telemetry:\n  enabled: true\n  storage_subdir: power/%s\n  cpu_power_exporter: {}\n' \
+  "$(printf 'p%.0s' $(seq 256))" >"$WORK/longpart.yaml"
+rc=0
+"$BIN/cpu-power" check-config "$WORK/longpart.yaml" >"$WORK/cc.out" 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] || fail "check-config on a 256-byte part exited $rc, want 1"
+grep -qF "longpart.yaml:3:19: telemetry.storage_subdir: part 2 (\"pppppppppppppppp...\") is 256 bytes, longer than the 255-byte limit on a file name (NAME_MAX)" \
+  "$WORK/cc.err" || fail "check-config error: $(cat "$WORK/cc.err")"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --config "$WORK/longpart.yaml" --log-dir "$WORK/longpart" \
+  -- touch "$WORK/longpart.ran" >"$WORK/longpart.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "run with a 256-byte part exited $rc, want 2"
+[ ! -e "$WORK/longpart.ran" ] || fail "the command ran despite a storage_subdir no file can be opened below"
+ok "a storage_subdir part over NAME_MAX: check-config names the field, run runs nothing (exit 2)"
+
+# --- YAML 1.1 as PyYAML reads it: the same values from check-config as from safe_load ------
+# Merge keys, tags, underscores, prefixes and base 60: each recipe loaded by both, every value
+# the recipe gives compared (the printed value with PyYAML's: numbers as numbers).
+mkdir -p "$WORK/pyyaml"
+cat >"$WORK/pyyaml/merge.yaml" <<'EOF'
+defaults: &defaults
+  enabled: yes
+  collect_interval_ms: 1_000
+  request_timeout_seconds: !!float 1
+  startup_timeout_seconds: 1:30.0
+telemetry:
+  <<: *defaults
+  collect_interval_ms: 500
+  cpu_power_exporter:
+    port: !!int "0x1F4"
+    source: acpi
+EOF
+cat >"$WORK/pyyaml/merge_list.yaml" <<'EOF'
+a: &a {collect_interval_ms: 0x1F4, storage_subdir: from_a, required: On}
+b: &b {collect_interval_ms: 999, storage_subdir: from_b, request_timeout_seconds: 1.5e+0}
+host: &host {enabled: TRUE, sample_interval_seconds: !!float "0.25", storage_subdir: !!str 123}
+telemetry:
+  <<: [*a, *b]
+  enabled: !!bool "true"
+  cpu_power_exporter: {port: 9_405}
+  cpu_power:
+    <<: *host
+    startup_timeout_seconds: !!int "0b1111"
+runtime:
+  srun_options:
+    <<: {time: 1_000, exclusive: true}
+    mem: 16:40
+EOF
+cat >"$WORK/pyyaml/numbers.yaml" <<'EOF'
+telemetry:
+  enabled: true
+  collect_interval_ms: 0o1 # a string in YAML 1.1: refused below, not here
+EOF
+cat >"$WORK/pyyaml/ints.yaml" <<'EOF'
+telemetry:
+  enabled: true
+  collect_interval_ms: 01750
+  request_timeout_seconds: +1_0.0_0
+  collector_join_timeout_seconds: 1_000
+  cpu_power_exporter: {port: !!int 9_406}
+EOF
+$PY - "$BIN/cpu-power" "$WORK/pyyaml" <<'EOF' || fail "check-config and PyYAML disagree"
+import math, subprocess, sys, yaml
+exe, d = sys.argv[1], sys.argv[2]
+
+def get(data, dotted):
+    for part in dotted.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return KeyError
+        data = data[part]
+    return data
+
+def same(printed, want):
+    if isinstance(want, bool):
+        return printed == ("true" if want else "false")
+    if isinstance(want, (int, float)):
+        got = float(printed)
+        return got == want or (math.isnan(got) and math.isnan(want))
+    return printed == str(want)
+
+for name in ("merge.yaml", "merge_list.yaml", "ints.yaml"):
+    path = f"{d}/{name}"
+    data = yaml.safe_load(open(path))
+    out = subprocess.run([exe, "check-config", path], capture_output=True, text=True)
+    assert out.returncode == 0, (name, out.stderr)
+    compared = 0
+    for line in out.stdout.splitlines():
+        key, sep, value = line.partition(": ")
+        if not sep or not key.startswith(("telemetry.", "runtime.")):
+            continue
+        value = value.split("  (")[0]
+        if key == "runtime.srun_options":
+            opts = get(data, key)
+            if opts is KeyError:
+                continue
+            want = " ".join(f"--{k}" if v is True or v is None else f"--{k}={v}"
+                            for k, v in opts.items() if v is not False)
+            assert value == want, (name, key, value, want)
+            compared += 1
+            continue
+        want = get(data, key)
+        if want is KeyError:
+            continue
+        assert same(value, want), (name, key, value, want)
+        compared += 1
+    assert compared >= 5, (name, compared, out.stdout)
+    print(f"# {name}: {compared} values as PyYAML reads them")
+EOF
+rc=0
+"$BIN/cpu-power" check-config "$WORK/pyyaml/numbers.yaml" >/dev/null 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] && grep -qF 'telemetry.collect_interval_ms: expected an integer, got "0o1"' "$WORK/cc.err" ||
+  fail "0o1 (a string to PyYAML) taken as a number: $(cat "$WORK/cc.err")"
+ok "recipes with merge keys, !!float/!!int tags, 1_000, 0x/0b/0 prefixes and base 60 load with PyYAML's values"
+
 # --- a simulated run ---------------------------------------------------------------------
 rc=0
 (umask 022 && exec "$BIN/cpu-power" run --simulate gb200 --nodes a,b --config "$WORK/fast.yaml" \
@@ -77,6 +192,30 @@ for d in . power power/cpu; do
   [ "$(stat -c %a "$WORK/sim/$d")" = 755 ] || fail "$d has mode $(stat -c %a "$WORK/sim/$d"), want 755"
 done
 ok "artifacts are created 0644, directories 0755 (umask 022)"
+
+# --- stdout read by a reader that goes away: the log is lost, nothing else -----------------
+# `head -c 100` leaves before the command starts, `grep -m1` once the command runs: either way
+# cpu-power must not die of SIGPIPE, and the run ends as if stdout were fine: the command's
+# exit status, session.json, the manifest and the energy report.
+for reader in early mid; do
+  rc_file="$WORK/pipe-$reader.rc"
+  echo 0 >"$rc_file"
+  if [ "$reader" = early ]; then
+    { "$BIN/cpu-power" run --simulate gb200 --config "$WORK/fast.yaml" --log-dir "$WORK/pipe-$reader" \
+      -- sh -c 'sleep 2; exit 3' 2>"$WORK/pipe-$reader.err" || echo $? >"$rc_file"; } | head -c 100 >/dev/null
+  else
+    { "$BIN/cpu-power" run --simulate gb200 --config "$WORK/fast.yaml" --log-dir "$WORK/pipe-$reader" \
+      -- sh -c 'sleep 2; exit 3' 2>"$WORK/pipe-$reader.err" || echo $? >"$rc_file"; } | grep -m1 -q 'first rows'
+  fi
+  rc=$(cat "$rc_file")
+  [ "$rc" = 3 ] || { cat "$WORK/pipe-$reader.err"; fail "run with its stdout reader gone ($reader) exited $rc, want the command's 3"; }
+  [ "$(json_get "$WORK/pipe-$reader/session.json" '["exit_code"]')" = 3 ] || fail "session.json ($reader reader)"
+  [ "$(json_get "$WORK/pipe-$reader/power/cpu/cpu_manifest.json" '["stopped_at_unix"] is not None')" = True ] ||
+    fail "manifest not finalized ($reader reader)"
+  [ -s "$WORK/pipe-$reader/power_energy_report.json" ] || fail "no energy report ($reader reader)"
+  grep -q 'stdout was closed by its reader' "$WORK/pipe-$reader.err" || fail "the lost log is not said ($reader reader)"
+done
+ok "a stdout reader that leaves (before or during the command): exit status, session.json, manifest and report kept"
 
 # --- SIGTERM to the session reaches the command; artifacts are still finalized -------------
 "$BIN/cpu-power" run --simulate gh200 --config "$WORK/fast.yaml" --log-dir "$WORK/term" \

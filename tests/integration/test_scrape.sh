@@ -346,6 +346,80 @@ grep -q 'stopping reason=SIGTERM' "$WORK/scrape_term.log" || fail "no SIGTERM st
 $PY "$WORK/check.py" "$WORK/term" some:node-a:5 some:node-6:5 || fail "endpoints-file run"
 ok "--endpoints-file with comments and an IPv6 node; SIGTERM finalizes, exit 0"
 
+# --- SIGTERM while a request hangs: the stop does not wait out the request timeout --------
+# An endpoint that accepts and never answers, scraped with a 30 s timeout: a batch system's
+# SIGTERM is followed by SIGKILL after its own wait (Slurm's KillWait), so the collector must
+# finish within a second or so, not when the request times out, and still write the manifest
+# and the healthy node's rows.
+cat >"$WORK/silent.py" <<'EOF'
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+print("listening", s.getsockname()[1], flush=True)
+held = []
+while True:
+    c, _ = s.accept()
+    held.append(c)  # never read, never answered, never closed
+    print("accepted", flush=True)
+EOF
+spawn silent "$PY" "$WORK/silent.py"
+wait_for_line "$WORK/silent.log" '^listening [0-9]+' 10
+PORT_silent=$(awk '/^listening/ {print $2; exit}' "$WORK/silent.log")
+spawn scrape_hang "$BIN/cpu-power" scrape --endpoint "node-a=127.0.0.1:$PORT_a" \
+  --endpoint "node-s=127.0.0.1:$PORT_silent" --out "$WORK/hang" --interval-ms 200 --request-timeout-s 30
+HANG_PID=$LAST_PID
+wait_for_line "$WORK/silent.log" '^accepted' 10
+wait_rows "$WORK/hang/samples.csv" node-a 4
+t0=$(date +%s%N)
+kill -TERM "$HANG_PID"
+wait "$HANG_PID" || fail "exit $? after SIGTERM with a request in flight"
+elapsed_ms=$((($(date +%s%N) - t0) / 1000000))
+# Waiting out the timeout would take about 30 s; the bound only tells the two apart.
+((elapsed_ms < $(scaled 10000))) ||
+  fail "SIGTERM with a request in flight took ${elapsed_ms} ms, the request timeout is 30 s$(scale_note)"
+$PY - "$WORK/hang/cpu_manifest.json" <<'EOF' || fail "manifest after SIGTERM with a request in flight"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["stopped_at_unix"] is not None, m
+assert m["nodes"]["node-a"]["last_sample_unix"] is not None, m["nodes"]
+EOF
+$PY "$WORK/check.py" "$WORK/hang" some:node-a:2 || fail "rows after SIGTERM with a request in flight"
+ok "SIGTERM with a request hanging (30 s timeout): stopped in ${elapsed_ms} ms, rows and manifest written"
+
+# The same request hanging when --duration-s ends: the ordinary stop waits for it, and a
+# SIGTERM during that wait still ends it promptly.
+spawn scrape_hang2 "$BIN/cpu-power" scrape --endpoint "node-a=127.0.0.1:$PORT_a" \
+  --endpoint "node-s=127.0.0.1:$PORT_silent" --out "$WORK/hang2" --interval-ms 200 \
+  --request-timeout-s 30 --duration-s 1
+HANG_PID=$LAST_PID
+wait_for_line "$WORK/scrape_hang2.log" 'stopping reason=duration' 10
+t0=$(date +%s%N)
+kill -TERM "$HANG_PID"
+wait "$HANG_PID" || fail "exit $? after SIGTERM during the final drain"
+elapsed2_ms=$((($(date +%s%N) - t0) / 1000000))
+((elapsed2_ms < $(scaled 10000))) ||
+  fail "SIGTERM during the final drain took ${elapsed2_ms} ms, the request timeout is 30 s$(scale_note)"
+grep -qF "manifest=$WORK/hang2/cpu_manifest.json" "$WORK/scrape_hang2.log" || fail "no manifest after SIGTERM during the drain"
+ok "SIGTERM during the final drain of --duration-s: stopped in ${elapsed2_ms} ms, manifest written"
+
+# --- the last line names only what was written --------------------------------------------
+# cpu_manifest.json and samples.csv cannot be created (directories of those names stand in
+# the way, which holds for root too): the final line must not name them as written.
+mkdir -p "$WORK/blocked/cpu_manifest.json" "$WORK/blocked/samples.csv"
+rc=0
+"$BIN/cpu-power" scrape --endpoint "node-a=127.0.0.1:$PORT_a" --out "$WORK/blocked" \
+  --interval-ms 100 --duration-s 1 >"$WORK/blocked.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "unwritable outputs: exit $rc, want 0 (best effort)"
+last=$(tail -n 1 "$WORK/blocked.log")
+grep -qF "manifest=none ($WORK/blocked/cpu_manifest.json not written" <<<"$last" ||
+  fail "the last line claims a manifest: $last"
+grep -qF "samples=none ($WORK/blocked/samples.csv not written" <<<"$last" ||
+  fail "the last line claims samples: $last"
+grep -qF "samples=$WORK/term/samples.csv manifest=$WORK/term/cpu_manifest.json" "$WORK/scrape_term.log" ||
+  fail "a run that wrote both does not name them: $(tail -n 1 "$WORK/scrape_term.log")"
+ok "the last line names a manifest and samples only when written"
+
 # --- a terminal gets a live status line ---------------------------------------------------
 script -qec "'$BIN/cpu-power' scrape --endpoint node-a=127.0.0.1:$PORT_a --out '$WORK/tty' \
   --interval-ms 100 --duration-s 1" /dev/null >"$WORK/tty.out" 2>&1 || fail "scrape on a pty"

@@ -1289,6 +1289,61 @@ TEST(Collector, ARepeatedSeriesIsCountedAndNamedAndTheFirstSampleUsed) {
   EXPECT_EQ(node["status"], "ok");
 }
 
+// A signal's stop (SIGTERM from a batch system, SIGKILL after its wait) does not wait out a
+// request in flight: with a 30 s timeout and an endpoint that never answers, the healthy
+// node's final scrape is still taken and the manifest written, well before the timeout.
+TEST(Collector, InterruptedStopDoesNotWaitOutARequestInFlight) {
+  StandIn healthy(changing_acpi());
+  StandIn silent([](const Request&) {
+    Reply r;
+    r.never = true;
+    return r;
+  });
+  TempDir dir;
+  const milliseconds timeout(30000);
+  Collector c({local("silent", silent.port()), local("healthy", healthy.port())},
+              options_for(dir, milliseconds(10000), timeout));
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  // The silent endpoint's first request is in flight; the healthy one has its first row.
+  ASSERT_TRUE(
+      wait_until([&] { return silent.requests() >= 1 && c.stats().nodes[1].scrape_count >= 1; }));
+  const auto stopping = Clock::now();
+  EXPECT_TRUE(c.stop_and_finalize_interrupted(&error)) << error;
+  const auto took = Clock::now() - stopping;
+  EXPECT_LT(took, timeout / 3) << "the stop waited out the request timeout";
+  const auto stats = c.stats();
+  EXPECT_EQ(stats.nodes[0].scrape_count, 0u) << "the cut-off request is not a scrape";
+  EXPECT_EQ(stats.nodes[1].scrape_count, 2u) << "the first slot, then the final scrape";
+  EXPECT_TRUE(c.manifest_written());
+  EXPECT_TRUE(std::filesystem::exists(c.manifest_path()));
+}
+
+// A signal that comes while an ordinary stop waits on a hung request (the command ended, then
+// the batch system's SIGTERM) shortens that wait too: interrupt() from another thread, before
+// or during the drain, ends the stop well before the request timeout.
+TEST(Collector, InterruptShortensAStopAlreadyDraining) {
+  StandIn silent([](const Request&) {
+    Reply r;
+    r.never = true;
+    return r;
+  });
+  TempDir dir;
+  const milliseconds timeout(30000);
+  Collector c({local("silent", silent.port())}, options_for(dir, milliseconds(10000), timeout));
+  std::string error;
+  ASSERT_TRUE(c.start(&error)) << error;
+  ASSERT_TRUE(wait_until([&] { return silent.requests() >= 1; }));
+  const auto stopping = Clock::now();
+  bool finalized = false;
+  std::thread stopper([&] { finalized = c.stop_and_finalize(&error); });
+  c.interrupt();
+  stopper.join();
+  EXPECT_TRUE(finalized) << error;
+  EXPECT_LT(Clock::now() - stopping, timeout / 3) << "the stop waited out the request timeout";
+  EXPECT_TRUE(c.manifest_written());
+}
+
 TEST(Collector, RefusesDuplicateHostnames) {
   TempDir dir;
   Collector c({local("a", 1), local("a", 2)}, options_for(dir, milliseconds(100)));

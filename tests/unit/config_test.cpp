@@ -1,6 +1,7 @@
 // The recipe: loading (syntax, types, unknown keys, places in errors) and every telemetry
 // validation rule with its exact message.
 
+#include <fmt/core.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -336,6 +337,91 @@ TEST(ConfigRules, ScraperBlockIsNotValidatedWithTelemetryOff) {
 }
 
 // --- rule 2: host leg ---------------------------------------------------------------------
+
+// A path the kernel refuses (a part over NAME_MAX, the whole over PATH_MAX) is refused at
+// validation, field named: run would otherwise fail every open below it and keep no row.
+TEST(ConfigRules, PathsTheKernelCannotOpenAreRefused) {
+  const std::string part(256, 'p');
+  EXPECT_THAT(
+      errors_of(cpu_only("  storage_subdir: power/" + part + "\n")),
+      ElementsAre("r.yaml:4:19: telemetry.storage_subdir: part 2 (\"pppppppppppppppp...\") "
+                  "is 256 bytes, longer than the 255-byte limit on a file name (NAME_MAX)"));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + std::string(255, 'p') + "\n")),
+              IsEmpty());
+  std::string deep;
+  while (deep.size() < 200000) deep += (deep.empty() ? "" : "/") + std::string(200, 'd');
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + deep + "\n")),
+              ElementsAre(fmt::format("telemetry.storage_subdir is {} bytes; with the 273 bytes "
+                                      "kept for what is written below it, longer than the "
+                                      "4095-byte limit on a path (PATH_MAX)",
+                                      deep.size())));
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n"
+                          "    storage_subdir: x/" +
+                          part + "\n"),
+              ElementsAre(HasSubstr("telemetry.cpu_power.storage_subdir: part 2 (")));
+  // The other fields that name a file, and the interface name.
+  const std::string gpu =
+      "telemetry:\n  enabled: true\n  dcgm_exporter:\n    container_image: img\n    port: 9400\n";
+  EXPECT_THAT(messages_of(gpu + "    binary: /opt/" + part + "/dcgm-exporter\n"),
+              ElementsAre(HasSubstr("telemetry.dcgm_exporter.binary: part 3 (")));
+  EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power_exporter:\n    tls_config:\n"
+                          "      ca_file: /" +
+                          std::string(5000, 'c') + "\n"),
+              ElementsAre(HasSubstr("telemetry.cpu_power_exporter.tls_config.ca_file: part 2")));
+  EXPECT_THAT(messages_of(cpu_only("") + "runtime:\n  network_interface: a-very-long-ifname0\n"),
+              ElementsAre("runtime.network_interface is 19 bytes, longer than the 15-byte limit "
+                          "on an interface name (IFNAMSIZ)"));
+  EXPECT_EQ(path_length_problem("f", std::string(4095, 'a') + "", 0),
+            "f: part 1 (\"aaaaaaaaaaaaaaaa...\") is 4095 bytes, longer than the 255-byte limit on "
+            "a file name (NAME_MAX)");
+  std::string exact;
+  while (exact.size() < 4095) exact += exact.empty() ? "a" : "/a";
+  EXPECT_EQ(path_length_problem("f", exact.substr(0, 4095)), "");
+  EXPECT_THAT(path_length_problem("f", exact.substr(0, 4095) + "/"), HasSubstr("4096 bytes"));
+}
+
+// YAML 1.1 as PyYAML's safe_load reads it: the values it gives, and its strings stay strings.
+TEST(ConfigLoad, ScalarsAndMergeKeysAsPyYamlReadsThem) {
+  Recipe r = loaded(
+      "d: &d {enabled: yes, collect_interval_ms: 1_000, request_timeout_seconds: !!float 1}\n"
+      "telemetry:\n  <<: *d\n  collect_interval_ms: 16:40\n"
+      "  cpu_power_exporter: {port: !!int \"0x1F4\"}\n");
+  EXPECT_TRUE(r.telemetry.enabled);
+  EXPECT_EQ(r.telemetry.collect_interval_ms, 1000);  // base 60; the map's own entry wins
+  EXPECT_EQ(r.telemetry.request_timeout_seconds, 1.0);
+  EXPECT_EQ(r.telemetry.cpu_power_exporter->port, 500);
+  r = loaded(
+      "a: &a {collect_interval_ms: 0b111110100}\nb: &b {collect_interval_ms: 999, required: On}\n"
+      "telemetry: {<<: [*a, *b], enabled: TRUE, startup_timeout_seconds: 1:30.5,"
+      " cpu_power_exporter: {port: 01750}}\n");
+  EXPECT_EQ(r.telemetry.collect_interval_ms, 500);  // the first mapping listed wins
+  EXPECT_TRUE(r.telemetry.required);
+  EXPECT_EQ(r.telemetry.startup_timeout_seconds, 90.5);
+  EXPECT_EQ(r.telemetry.cpu_power_exporter->port, 1000);  // octal
+  // Strings to PyYAML, so not numbers or booleans here either.
+  EXPECT_THAT(messages_of(cpu_only("  request_timeout_seconds: 1e3\n")),
+              ElementsAre("telemetry.request_timeout_seconds: expected a number, got \"1e3\""));
+  EXPECT_THAT(messages_of(cpu_only("  required: tRuE\n")),
+              ElementsAre("telemetry.required: expected true or false, got \"tRuE\""));
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: !!int \"12abc\"\n")),
+              ElementsAre("telemetry.collect_interval_ms: expected an integer, got \"12abc\""));
+  EXPECT_EQ(loaded(cpu_only("  storage_subdir: !!str 123\n")).telemetry.storage_subdir, "123");
+  // Only a map's own keys can be duplicates; a merged one is overridden.
+  EXPECT_THAT(messages_of("d: &d {enabled: true}\ntelemetry:\n  <<: *d\n  enabled: true\n"
+                          "  enabled: false\n  cpu_power_exporter: {}\n"),
+              ElementsAre("telemetry.enabled: duplicate key"));
+  // Long plain scalars are classified without the resolvers' patterns (which recurse per
+  // character): 300,000 digits are a number too long to hold, not a crash.
+  EXPECT_THAT(messages_of(cpu_only("  collect_interval_ms: " + std::string(300000, '1') + "\n")),
+              ElementsAre(HasSubstr("telemetry.collect_interval_ms: expected an integer, got")));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + std::string(300000, '1') + "\n")),
+              ElementsAre(HasSubstr("telemetry.storage_subdir: expected a string, got 111")));
+  EXPECT_THAT(messages_of(cpu_only("  storage_subdir: " + std::string(300000, 'x') + "\n")),
+              ElementsAre(HasSubstr("telemetry.storage_subdir: part 1 (")));
+  EXPECT_THAT(messages_of("telemetry:\n  <<: 5\n"),
+              ElementsAre("telemetry: a merge key (<<) takes a mapping or a list of mappings, "
+                          "got \"5\""));
+}
 
 TEST(ConfigRules, HostLegIntervals) {
   const std::string base = "telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n";

@@ -355,6 +355,16 @@ TEST(SessionPlan, UsageErrors) {
   r = request();
   r.local_hostname = "..";
   EXPECT_THAT(make_plan(r).error, HasSubstr("node name '..'"));
+  // A storage directory that fits alone but not below this log directory: every open under
+  // it would fail, so the run is refused before anything starts.
+  r = request();
+  r.log_dir = "/" + std::string(250, 'l');
+  for (int i = 0; i < 15; ++i) r.log_dir += "/" + std::string(250, 'l');
+  r.recipe.telemetry.storage_subdir = "power";
+  EXPECT_THAT(make_plan(r).error,
+              HasSubstr("--log-dir + telemetry.storage_subdir is 4022 bytes; with the 273 bytes "
+                        "kept for what is written below it, longer than the 4095-byte limit on a "
+                        "path (PATH_MAX)"));
 }
 
 TEST(SessionPlan, CarriesTheCpuSamplesSchema) {
@@ -672,6 +682,31 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
   }
 }
 
+// `cpu-power run` and `scrape` ignore SIGPIPE (a closed stdout must not kill them); the
+// processes they start, the benchmark command included, get it back at its default.
+TEST(Process, ChildrenGetDefaultSigpipeWhileThisProcessIgnoresIt) {
+  struct sigaction old {};
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ign, &old), 0);
+  for (const bool fork_path : {false, true}) {
+    SCOPED_TRACE(fork_path ? "fork path" : "posix_spawn path");
+    std::string error;
+    auto o = argv_only({"cat", "/proc/self/status"});
+    o.die_with_parent = fork_path;
+    o.capture_stdout = true;
+    auto child = spawn_process(o, &error);
+    ASSERT_TRUE(child) << error;
+    const std::string status = read_all(child->stdout_fd);
+    wait_for_exit(child->pid);
+    const auto at = status.find("SigIgn:");
+    ASSERT_NE(at, std::string::npos) << status;
+    const unsigned long long ignored = std::stoull(status.substr(at + 7), nullptr, 16);
+    EXPECT_EQ(ignored & (1ULL << (SIGPIPE - 1)), 0u) << "SIGPIPE ignored in the child";
+  }
+  ::sigaction(SIGPIPE, &old, nullptr);
+}
+
 TEST(ProcessDyingWithParent, GetsSigtermWhenTheSpawningThreadEnds) {
   std::string error;
   std::optional<Child> kept, dying;
@@ -696,12 +731,36 @@ TEST(Process, ShellQuotingForDisplay) {
 }
 
 TEST(SessionRecord, Json) {
-  SessionRecord r{{"sh", "-c", "exit 3"}, 1700000000.25, 1700000005.5, 3, 5.25};
-  EXPECT_EQ(session_json(r),
-            "{\n  \"schema_version\": 1,\n  \"command\": [\n    \"sh\",\n    \"-c\",\n    \"exit "
-            "3\"\n  ],\n  \"start_unix\": 1700000000.25,\n  \"end_unix\": 1700000005.5,\n  "
-            "\"exit_code\": 3,\n  \"benchmark_start_time_unix\": 1700000000.25,\n  "
-            "\"benchmark_end_time_unix\": 1700000005.5,\n  \"duration\": 5.25\n}\n");
+  SessionRecord r{{"sh", "-c", "exit 3"}, 1700000000.25, 1700000005.5, 3, 5.25, 100.5, 105.75, {}};
+  EXPECT_EQ(
+      session_json(r),
+      "{\n  \"schema_version\": 1,\n  \"command\": [\n    \"sh\",\n    \"-c\",\n    \"exit "
+      "3\"\n  ],\n  \"start_unix\": 1700000000.25,\n  \"end_unix\": 1700000005.5,\n  "
+      "\"exit_code\": 3,\n  \"benchmark_start_time_unix\": 1700000000.25,\n  "
+      "\"benchmark_end_time_unix\": 1700000005.5,\n  \"duration\": 5.25,\n  "
+      "\"start_monotonic\": 100.5,\n  \"end_monotonic\": 105.75,\n  \"clock_steps\": []\n}\n");
+  r.clock_steps.push_back({1700000003.5, -3.0});
+  EXPECT_NE(
+      session_json(r).find("\"clock_steps\": [\n    {\n      \"at_unix\": 1700000003.5,\n      "
+                           "\"step_s\": -3.0\n    }\n  ]"),
+      std::string::npos)
+      << session_json(r);
+}
+
+// A step of the wall clock against the monotonic one, recorded by what the session saw and,
+// for what it missed between observations, by the start and end readings.
+TEST(SessionRecord, ClockStepWatchSettlesWhatItDidNotSee) {
+  ClockStepWatch watch;
+  EXPECT_FALSE(watch.observe());             // no step on a quiet clock
+  watch.settle(1000.0, 10.0, 1005.0, 18.0);  // 8 s on the monotonic clock, 5 s on the wall
+  ASSERT_EQ(watch.steps().size(), 1u);
+  EXPECT_DOUBLE_EQ(watch.steps()[0].step_s, -3.0);
+  EXPECT_DOUBLE_EQ(watch.steps()[0].at_unix, 1005.0);
+  watch.settle(1000.0, 10.0, 1005.0, 18.0);  // already accounted for
+  EXPECT_EQ(watch.steps().size(), 1u);
+  ClockStepWatch quiet;
+  quiet.settle(1000.0, 10.0, 1008.1, 18.0);  // jitter, not a step
+  EXPECT_TRUE(quiet.steps().empty());
 }
 
 TEST(SessionSummary, SaysWhatWentWrongWithSamplesCsv) {
