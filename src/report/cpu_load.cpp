@@ -639,7 +639,7 @@ std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations
       }
     }
     const Track& total = node.total;
-    std::vector<double> values = total.v;
+    std::vector<double> values;  // a copy of the totals, made at the first one dropped
     std::vector<std::size_t> pos(tracks.size(), 0);
     std::size_t dropped = 0, readings = 0;
     std::optional<long long> first_socket;
@@ -664,6 +664,7 @@ std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations
       if (dropped++ == 0) {
         first_socket = lacking;
         first_at = at;
+        values = total.v;
       }
       values[i] = std::numeric_limits<double>::quiet_NaN();
     }

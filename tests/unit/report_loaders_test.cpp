@@ -738,3 +738,60 @@ TEST(ReportGpuLoad, UnusableHeadersAreErrors) {
 
 }  // namespace
 }  // namespace cpupower::report
+
+namespace cpupower::report {
+namespace {
+
+// A node total taken while an expected socket had no reading is part of the node: dropped and
+// said; expected sockets are the manifest's when it names them, else those the node has rows
+// of anywhere in the file.
+TEST(ReportCpuLoad, PartialNodeTotalsAreDroppedAndSaid) {
+  const std::string text =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n"
+      "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
+      "3,1,n,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n"
+      "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,100\n"  // socket 1 gone: a partial total
+      "3,3,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
+      "3,3,n,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n";
+  CpuData cpu = parse_cpu_samples_text(text).value();
+  EXPECT_EQ(expected_sockets(cpu, "n", {}), (std::vector<long long>{0, 1}));
+  const auto warnings = drop_partial_totals(cpu, {});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], testing::StartsWith("cpu/n: 1 of 3 total_power_w readings not used"));
+  EXPECT_THAT(warnings[0], testing::HasSubstr("socket 1"));
+  ASSERT_EQ(cpu.nodes.size(), 1u);
+  EXPECT_EQ(valued(cpu.nodes[0].total),
+            (std::vector<std::pair<double, double>>{{1, 200}, {3, 200}}));
+
+  // The manifest expects a socket the file never has: no total is the node's.
+  CpuData again = parse_cpu_samples_text(text).value();
+  RunExpectations expect;
+  expect.cpu_node["n"].sockets_expected = std::vector<long long>{0, 1, 2};
+  EXPECT_EQ(drop_partial_totals(again, expect).size(), 1u);
+  EXPECT_TRUE(again.nodes.empty());
+}
+
+// Rows written twice count once, and are counted.
+TEST(ReportCpuLoad, RepeatedRowsCountOnce) {
+  const std::string header =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n";
+  const std::string rows =
+      "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,100\n"
+      "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,110,,,,,110\n";
+  const CpuData once = parse_cpu_samples_text(header + rows).value();
+  const CpuData twice = parse_cpu_samples_text(header + rows + rows).value();
+  EXPECT_EQ(once.repeated_rows, 0u);
+  EXPECT_EQ(twice.repeated_rows, 2u);
+  EXPECT_EQ(values(twice.nodes[0].total), values(once.nodes[0].total));
+  EXPECT_EQ(values(twice.sockets[0].power), values(once.sockets[0].power));
+  const auto dup_column = parse_cpu_samples_text(
+      "schema_version,timestamp_unix,hostname,socket_id,power_w,total_power_w,power_w\n");
+  ASSERT_FALSE(dup_column);
+  EXPECT_EQ(dup_column.error(),
+            "line 1: column 'power_w' appears twice in the header (columns 5 and 7)");
+}
+
+}  // namespace
+}  // namespace cpupower::report
