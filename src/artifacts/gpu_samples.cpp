@@ -91,9 +91,9 @@ class GpuRowCollector {
     }
     GpuSampleRow row;
     row.timestamp_unix = t;
-    row.host = host_index(host);
+    row.host = static_cast<std::uint32_t>(host_index(host));
     row.gpu_index = *idx;
-    row.line = r.line;
+    row.line = static_cast<std::uint32_t>(std::min<std::size_t>(r.line, UINT32_MAX));
     if (!std::isnan(watts)) row.power_w = watts;
     for (std::size_t i = 0; i < kGpuUtils; ++i) {
       double u = 0;
@@ -121,6 +121,25 @@ class GpuRowCollector {
 // instant read twice (a file written twice, rows appended again): it is dropped, so that it
 // adds nothing to a device, a node or a role, and counted with its first line.
 void drop_repeated_instants(GpuSamplesFile& out) {
+  // The collector writes each device's rows in time order: then no time repeats, and one
+  // pass tells so without sorting.
+  struct KeyHash {
+    std::size_t operator()(const std::pair<std::uint32_t, long long>& k) const {
+      return std::hash<std::uint32_t>{}(k.first) * 1000003u ^ std::hash<long long>{}(k.second);
+    }
+  };
+  std::unordered_map<std::pair<std::uint32_t, long long>, double, KeyHash> last;
+  bool increasing = true;
+  for (const GpuSampleRow& r : out.rows) {
+    const auto [it, added] = last.try_emplace({r.host, r.gpu_index}, r.timestamp_unix);
+    if (added) continue;
+    if (!(r.timestamp_unix > it->second)) {
+      increasing = false;
+      break;
+    }
+    it->second = r.timestamp_unix;
+  }
+  if (increasing) return;
   std::vector<std::size_t> order(out.rows.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   const auto key = [&](std::size_t i) {

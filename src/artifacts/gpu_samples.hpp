@@ -34,11 +34,11 @@ inline constexpr std::size_t kGpuUtils = std::size(kGpuUtilColumns);
 
 struct GpuSampleRow {
   double timestamp_unix = 0;
-  std::size_t host = 0;  // index into GpuSamplesFile::hosts
+  std::uint32_t host = 0;  // index into GpuSamplesFile::hosts
+  std::uint32_t line = 0;  // where the row starts in the file (saturating)
   long long gpu_index = 0;
   std::optional<double> power_w;
   std::optional<double> util[kGpuUtils];  // kGpuUtilColumns order
-  std::size_t line = 0;                   // where the row starts in the file
 };
 
 // Why a repeated instant was dropped (RowIssues reason).

@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::set<std::tuple<std::size_t, long long, double>> instants;
   for (const auto& r : from_text->rows) {
     FUZZ_CHECK(instants.emplace(r.host, r.gpu_index, r.timestamp_unix).second,
-               "a repeated instant survived at line %zu", r.line);
+               "a repeated instant survived at line %zu", static_cast<std::size_t>(r.line));
   }
   FUZZ_CHECK(from_text->rows.size() + from_text->repeated_rows <= from_text->rows_read, "%zu rows",
              from_text->rows.size());
