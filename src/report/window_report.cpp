@@ -184,7 +184,13 @@ void reference_warnings(const RunData& run, WindowReport& r,
   }
   r.warnings.insert(r.warnings.end(), cpu_util_warnings.begin(), cpu_util_warnings.end());
   if (run.gpu && r.gpu_per_role.empty()) {
-    r.warnings.push_back("GPU role breakdown unavailable (no manifest.json / expected_devices)");
+    // The reference's text, unless the leg has no GPU samples at all (an empty file): then
+    // the manifest is not what is missing.
+    const bool any_samples = std::any_of(run.gpu->devices.begin(), run.gpu->devices.end(),
+                                         [](const GpuDevice& d) { return d.power.size() > 0; });
+    r.warnings.push_back(
+        any_samples ? "GPU role breakdown unavailable (no manifest.json / expected_devices)"
+                    : "GPU role breakdown unavailable (no GPU samples)");
   }
   r.warnings.insert(r.warnings.end(), gpu_util_warnings.begin(), gpu_util_warnings.end());
   if (run.gpu && !run.cpu) {

@@ -396,6 +396,24 @@ rc, out, err, doc = report_full(d)
 check("gpu_samples_is_a_directory", [] if rc == 1 and gpu_path(d) in err and "directory" in err
       else ["exit %d, stderr %r stdout %r" % (rc, err[:300], out[:200])])
 
+# An empty GPU file beside its manifest: said as empty, every expected device named, and no
+# claim that the manifest is missing.
+d = gpu_run("gpu_empty_file", b"")
+rc, out, err, doc = report_full(d)
+p = []
+if doc is None:
+    p.append("exit %d: %s" % (rc, err))
+else:
+    w = doc[0]
+    if not warned(w, gpu_path(d), "empty file"):
+        p.append("no 'empty file' warning: %s" % w["warnings"])
+    if warned(w, "no manifest.json"):
+        p.append("claims no manifest.json: %s" % w["warnings"])
+    for label in ("gpu/node-a/gpu0", "gpu/node-b/gpu1"):
+        if not warned(w, label, "expected"):
+            p.append("no warning naming %s" % label)
+check("gpu_empty_file_beside_manifest", p)
+
 # The same damage to the CPU file: 2 GiB of NULs is no "empty file", a duplicated column is refused.
 d = gpu_run("cpu_nul_bytes")
 cpu_path = os.path.join(d, "power", "cpu", "samples.csv")
