@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -300,6 +301,80 @@ std::optional<std::size_t> column_index(std::span<const std::string> header,
   const auto it = std::find(header.begin(), header.end(), name);
   if (it == header.end()) return std::nullopt;
   return static_cast<std::size_t>(it - header.begin());
+}
+
+std::string csv_header_problem(std::span<const std::string_view> header, std::size_t line,
+                               const std::vector<CsvDamage>& damage_before) {
+  if (!damage_before.empty()) {
+    return "line " + std::to_string(damage_before.front().line) + ": " +
+           damage_before.front().what + ", no CSV header";
+  }
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    if (header[i].find('\0') != std::string_view::npos) {
+      return "line " + std::to_string(line) + ": a NUL byte in the header (column " +
+             std::to_string(i + 1) + "), no CSV header";
+    }
+  }
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const std::string_view c = header[i];
+    if (!c.empty() && (std::isspace(static_cast<unsigned char>(c.front())) ||
+                       std::isspace(static_cast<unsigned char>(c.back())))) {
+      // Columns are found by exact name: ' power_w' is not power_w, and a reader that let
+      // it pass would read the file as if the column were absent.
+      std::string shown(c.substr(0, 40));
+      return "line " + std::to_string(line) + ": column " + std::to_string(i + 1) + " '" + shown +
+             "' has blanks around its name";
+    }
+  }
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (header[j] == header[i]) {
+        return "line " + std::to_string(line) + ": column '" + std::string(header[i]) +
+               "' appears twice in the header (columns " + std::to_string(j + 1) + " and " +
+               std::to_string(i + 1) + ")";
+      }
+    }
+  }
+  return "";
+}
+
+Result<std::optional<std::vector<std::string>>> read_csv_header(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{path + ": " + std::strerror(errno)};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{path + ": " + std::strerror(errno)};
+  if (S_ISDIR(st.st_mode)) return Error{path + ": is a directory"};
+  // A header is far shorter than a record may be: what the text reader needs to call a first
+  // line too long is all that is read, however large the file.
+  std::string head(kMaxRecordBytes + 2, '\0');
+  std::size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t n = ::pread(fd, head.data() + got, head.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{path + ": " + std::strerror(errno)};
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  const bool whole = got < head.size();
+  head.resize(got);
+  CsvTextReader reader(head, whole);
+  CsvRecord r;
+  std::vector<CsvDamage> damage;
+  const bool found = reader.next(r, damage);
+  if (!found && damage.empty()) {
+    if (whole) return std::optional<std::vector<std::string>>();  // no record at all
+    damage.push_back(
+        {reader.lines() + 1, "a record longer than " + std::to_string(kMaxRecordBytes) + " bytes"});
+  }
+  const std::string problem =
+      csv_header_problem(found ? r.cells : std::span<const std::string_view>{}, r.line, damage);
+  if (!problem.empty()) return Error{problem};
+  return std::optional<std::vector<std::string>>(
+      std::vector<std::string>(r.cells.begin(), r.cells.end()));
 }
 
 namespace {

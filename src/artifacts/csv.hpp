@@ -153,6 +153,21 @@ Result<CsvTable> read_csv(const std::string& path);
 // Index of `name` in `header`, or nullopt. Columns are always found by name.
 std::optional<std::size_t> column_index(std::span<const std::string> header, std::string_view name);
 
+// The first line of a CSV file as its header, read without reading the rest of the file:
+// nullopt when the file holds no record at all (empty, or blank lines only). An error says
+// why the first line is no header: the file cannot be read (its errno text, "is a directory"),
+// the line is damage (a quote never closed, a record over kMaxRecordBytes: 2 GiB of NUL bytes
+// is one such line), it holds a NUL byte, or it names a column twice:
+//   "line 1: a record longer than 1048576 bytes, no CSV header"
+//   "line 1: column 'power_w' appears twice in the header (columns 7 and 10)"
+// File errors start with the path; the others are left to the caller to prefix.
+Result<std::optional<std::vector<std::string>>> read_csv_header(const std::string& path);
+
+// What is wrong with a header the reader returned as the first record at `line` (after the
+// damage it stepped over before it): "" when nothing. The same texts as read_csv_header.
+std::string csv_header_problem(std::span<const std::string_view> header, std::size_t line,
+                               const std::vector<CsvDamage>& damage_before);
+
 // Python float() for one cell: surrounding blanks allowed, decimal or exponent notation, inf
 // and nan; an out-of-range exponent gives inf or 0 as Python does. nullopt when the cell is
 // blank or not a number.

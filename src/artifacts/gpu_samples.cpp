@@ -2,9 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "artifacts/row_issues.hpp"
@@ -12,11 +14,34 @@
 namespace cpupower::artifacts {
 namespace {
 
+// A header cell as a message shows it: control bytes escaped, cut after 80 bytes.
+std::string shown_header(std::span<const std::string_view> cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size() && line.size() <= 80; ++i) {
+    if (i > 0) line += ',';
+    line += cells[i];
+  }
+  std::string out;
+  for (const char c : line.substr(0, 80)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + (line.size() > 80 ? "..." : "");
+}
+
 class GpuRowCollector {
  public:
   explicit GpuRowCollector(GpuSamplesFile& out) : out_(out) {}
 
-  void header(std::span<const std::string_view> cells) {
+  // The columns by name; an error names the first required column the header lacks.
+  std::string header(std::span<const std::string_view> cells, std::size_t line) {
     header_.assign(cells.begin(), cells.end());
     timestamp_unix_ = column_index(header_, "timestamp_unix");
     hostname_ = column_index(header_, "hostname");
@@ -26,6 +51,17 @@ class GpuRowCollector {
       util_[i] = column_index(header_, kGpuUtilColumns[i]);
       out_.has_util_column[i] = util_[i].has_value();
     }
+    for (const auto& [name, index] : {std::pair{"timestamp_unix", timestamp_unix_},
+                                      {"hostname", hostname_},
+                                      {"gpu_index", gpu_index_},
+                                      {"power_w", power_w_}}) {
+      if (!index) {
+        return "line " + std::to_string(line) + ": the header has no '" + name + "' column (" +
+               std::to_string(cells.size()) + (cells.size() == 1 ? " cell: '" : " cells: '") +
+               shown_header(cells) + "')";
+      }
+    }
+    return "";
   }
 
   void record(const CsvRecord& r) {
@@ -55,8 +91,9 @@ class GpuRowCollector {
     }
     GpuSampleRow row;
     row.timestamp_unix = t;
-    row.host = host_index(host);
+    row.host = static_cast<std::uint32_t>(host_index(host));
     row.gpu_index = *idx;
+    row.line = static_cast<std::uint32_t>(std::min<std::size_t>(r.line, UINT32_MAX));
     if (!std::isnan(watts)) row.power_w = watts;
     for (std::size_t i = 0; i < kGpuUtils; ++i) {
       double u = 0;
@@ -80,55 +117,143 @@ class GpuRowCollector {
   std::unordered_map<std::string, std::size_t> index_;
 };
 
+// A row whose (hostname, gpu_index, timestamp_unix) an earlier row already has is the same
+// instant read twice (a file written twice, rows appended again): it is dropped, so that it
+// adds nothing to a device, a node or a role, and counted with its first line.
+void drop_repeated_instants(GpuSamplesFile& out) {
+  // The collector writes each device's rows in time order: then no time repeats, and one
+  // pass tells so without sorting.
+  struct KeyHash {
+    std::size_t operator()(const std::pair<std::uint32_t, long long>& k) const {
+      return std::hash<std::uint32_t>{}(k.first) * 1000003u ^ std::hash<long long>{}(k.second);
+    }
+  };
+  std::unordered_map<std::pair<std::uint32_t, long long>, double, KeyHash> last;
+  bool increasing = true;
+  for (const GpuSampleRow& r : out.rows) {
+    const auto [it, added] = last.try_emplace({r.host, r.gpu_index}, r.timestamp_unix);
+    if (added) continue;
+    if (!(r.timestamp_unix > it->second)) {
+      increasing = false;
+      break;
+    }
+    it->second = r.timestamp_unix;
+  }
+  if (increasing) return;
+  std::vector<std::size_t> order(out.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto key = [&](std::size_t i) {
+    const GpuSampleRow& r = out.rows[i];
+    return std::tuple(r.host, r.gpu_index, r.timestamp_unix);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  std::vector<std::size_t> first_of(out.rows.size(), SIZE_MAX);  // the row a repeat repeats
+  bool any = false;
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    if (key(order[k]) != key(order[k - 1])) continue;
+    const std::size_t prev = order[k - 1];
+    first_of[order[k]] = first_of[prev] == SIZE_MAX ? prev : first_of[prev];
+    any = true;
+  }
+  if (!any) return;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.rows.size(); ++i) {
+    if (first_of[i] != SIZE_MAX) {
+      ++out.repeated_rows;
+      out.issues.add(kRepeatedInstantReason, true, out.rows[i].line,
+                     [&] { return "repeats line " + std::to_string(out.rows[first_of[i]].line); });
+      continue;
+    }
+    out.rows[kept++] = out.rows[i];
+  }
+  out.rows.resize(kept);
+}
+
 template <typename Reader>
-void read_all(Reader& reader, GpuSamplesFile& out) {
+Status read_all(Reader& reader, GpuSamplesFile& out) {
   GpuRowCollector collector(out);
   CsvRecord r;
   std::vector<CsvDamage> damage;
   bool first = true;
   while (reader.next(r, damage)) {
     if (first) {
-      collector.header(r.cells);
+      std::string problem = csv_header_problem(r.cells, r.line, damage);
+      if (problem.empty()) problem = collector.header(r.cells, r.line);
+      if (!problem.empty()) return Error{problem};
       first = false;
     } else {
       collector.record(r);
     }
   }
+  if (first && !damage.empty()) return Error{csv_header_problem({}, 0, damage)};
+  out.empty = first;
   out.issues.add_damage(damage);
+  drop_repeated_instants(out);
+  return Ok{};
 }
 
 }  // namespace
 
 Result<GpuSamplesFile> read_gpu_samples(const std::string& path) {
+  // The header first, from the file's first bytes: a file whose first line is no header (2 GiB
+  // of NUL bytes) is refused without reading the rest.
+  const auto header = read_csv_header(path);
+  if (!header) {
+    return Error{header.error().starts_with(path) ? header.error() : path + ": " + header.error()};
+  }
   auto reader = CsvFileReader::open(path);
   if (!reader) return Error{reader.error()};
   GpuSamplesFile out;
-  read_all(*reader, out);
+  if (const Status read = read_all(*reader, out); !read) return Error{path + ": " + read.error()};
   if (!reader->error().empty()) return Error{reader->error()};
   return out;
 }
 
-GpuSamplesFile parse_gpu_samples(std::string_view text) {
+Result<GpuSamplesFile> parse_gpu_samples(std::string_view text) {
   GpuSamplesFile out;
   CsvTextReader reader(text, true);
-  read_all(reader, out);
+  if (const Status read = read_all(reader, out); !read) return Error{read.error()};
   return out;
 }
 
 GpuManifestRoles parse_gpu_manifest_roles(std::string_view json_text) {
   GpuManifestRoles out;
   const nlohmann::json doc = nlohmann::json::parse(json_text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  if (doc.is_discarded()) {
+    out.error = "malformed JSON";
+    return out;
+  }
+  if (!doc.is_object()) {
     out.error = "not a JSON object";
     return out;
   }
   out.ok = true;
+  if (const auto n = doc.find("sample_row_count"); n != doc.end() && n->is_number_unsigned()) {
+    out.sample_row_count = n->get<std::uint64_t>();
+  }
+  if (const auto sha = doc.find("samples_sha256"); sha != doc.end() && sha->is_string()) {
+    out.samples_sha256 = sha->get<std::string>();
+  }
+  if (const auto v = doc.find("publication_valid"); v != doc.end() && v->is_boolean()) {
+    out.publication_valid = v->get<bool>();
+  }
+  if (const auto codes = doc.find("reason_codes"); codes != doc.end() && codes->is_array()) {
+    for (const auto& c : *codes) {
+      if (c.is_string()) out.reason_codes.push_back(c.get<std::string>());
+    }
+  }
   const auto devices = doc.find("expected_devices");
   if (devices == doc.end() || !devices->is_array()) return out;
+  out.expected_devices.emplace();
   for (const auto& d : *devices) {
-    if (!d.is_object() || !d.contains("hostname") || !d["hostname"].is_string() ||
-        !d.contains("gpu_index") || !d["gpu_index"].is_number_integer() ||
-        !d.contains("assignments") || !d["assignments"].is_array()) {
+    const bool keyed = d.is_object() && d.contains("hostname") && d["hostname"].is_string() &&
+                       d.contains("gpu_index") && d["gpu_index"].is_number_integer();
+    if (keyed) {
+      out.expected_devices->emplace(d["hostname"].get<std::string>(),
+                                    d["gpu_index"].get<long long>());
+    }
+    if (!keyed || !d.contains("assignments") || !d["assignments"].is_array()) {
       ++out.skipped_devices;
       continue;
     }

@@ -130,8 +130,14 @@ Result<std::optional<long long>> nanoseconds(simdjson::ondemand::object& meta, c
 // warmup records the warmup span. An error says where the record cannot be read.
 Status take_record(simdjson::ondemand::document& doc, const Line& line, RecordSpan& span) {
   simdjson::ondemand::object record;
-  if (doc.get_object().get(record)) {
-    return Error{fmt::format("{}: record is not a JSON object", line.number)};
+  if (const auto code = doc.get_object().get(record)) {
+    // Only a whole value of another kind is "not an object"; a truncated record, a byte
+    // order mark or any other damage is malformed JSON, said as simdjson says it.
+    simdjson::ondemand::json_type type;
+    if (code == simdjson::INCORRECT_TYPE && !doc.type().get(type)) {
+      return Error{fmt::format("{}: record is not a JSON object", line.number)};
+    }
+    return line.malformed(code);
   }
   simdjson::ondemand::value error;
   const auto code = record.find_field_unordered("error").get(error);
@@ -188,6 +194,10 @@ Result<RecordSpan> scan_records(const std::string& jsonl) {
     const std::size_t begin = pos;
     pos = nl + 1;
     if (line.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (line.text.starts_with("\xEF\xBB\xBF")) {
+      return Error{fmt::format("{}:{}: malformed JSON (a UTF-8 byte order mark before the record)",
+                               jsonl, line_no)};
+    }
     simdjson::ondemand::document doc;
     // The rest of the padded file lies behind the line, so simdjson may read past it.
     const std::size_t capacity = text.size() + simdjson::SIMDJSON_PADDING - begin;
@@ -261,8 +271,12 @@ std::string read_tokens(const Json& agg, const std::string& path, Window& w) {
   }
   w.output_tokens_json = agg["total_osl"]["avg"];
   w.input_tokens_json = agg["total_isl"]["avg"];
-  w.output_tokens = json_number(w.output_tokens_json);
-  w.input_tokens = json_number(w.input_tokens_json);
+  const auto output = json_token_count(w.output_tokens_json, path, "total_osl.avg");
+  if (!output) return output.error();
+  const auto input = json_token_count(w.input_tokens_json, path, "total_isl.avg");
+  if (!input) return input.error();
+  w.output_tokens = *output;
+  w.input_tokens = *input;
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include "artifacts/host_samples.hpp"
 #include "artifacts/row_issues.hpp"
 #include "common/result.hpp"
+#include "report/expected.hpp"
 #include "report/track.hpp"
 
 namespace cpupower::report {
@@ -50,10 +51,21 @@ struct CpuData {
   std::vector<std::string> hosts;  // every host seen, sorted
   bool empty = false;              // no header at all (a collector died before writing it)
   std::size_t rows = 0;            // data records, the skipped ones included
+  std::size_t repeated_rows = 0;   // rows at an instant their host and socket already had
   artifacts::RowIssues issues;
 
   const CpuSocket* find_socket(std::string_view host, long long socket) const;
 };
+
+// A node's sockets: those the manifest expects when it says, else every socket the node has
+// rows of anywhere in the file (a socket that goes silent mid-run is still expected).
+std::vector<long long> expected_sockets(const CpuData& cpu, const std::string& host,
+                                        const RunExpectations& expect);
+
+// total_power_w is the node's only when every expected socket has a reading at that instant;
+// a total taken while one had none is a part of the node, not the node. Such totals are
+// dropped (a missing sample, never a smaller one), and said once per host.
+std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations& expect);
 
 // Reads a CPU samples.csv of either leg. `threads` > 1 reads a large file in parallel parts.
 Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads);

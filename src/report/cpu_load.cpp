@@ -108,6 +108,7 @@ struct Host {
   Column total;
   std::vector<Socket> sockets;
   std::size_t next = SIZE_MAX;  // the host whose row last followed one of this host's
+  std::size_t repeats = 0;      // socket rows at an instant this socket already had
 
   Socket& socket(long long id) {
     for (auto& s : sockets) {
@@ -173,7 +174,7 @@ struct Part {
     } else {
       found = hosts.size();
       index.emplace(name, found);
-      hosts.push_back(Host{std::string(name), {}, {}, {}, SIZE_MAX});
+      hosts.push_back(Host{std::string(name), {}, {}, {}, SIZE_MAX, 0});
     }
     if (last_host < hosts.size()) hosts[last_host].next = found;
     return hosts[last_host = found];
@@ -257,6 +258,7 @@ class RowReader {
     const std::size_t entry = h.t.size() - 1;
     Socket& s = h.socket(*socket);
     if (c_.wide) {
+      if (s.power.size() > entry) ++h.repeats;  // this socket already has a row at this time
       put(s.power, entry, power);
       if (s.power.size() <= entry) pad(s.power, entry + 1);  // a row, even without a value
       for (std::size_t k = 0; k < artifacts::kRails; ++k) put(s.rails[k], entry, rails[k]);
@@ -266,7 +268,7 @@ class RowReader {
         s.first_sensor = sensor.empty() ? "power_w" : std::string(sensor);
       }
     } else if (!std::isnan(power)) {
-      add_long(s, cell(c_.sensor), t, power);
+      h.repeats += add_long(s, cell(c_.sensor), t, power) ? 1 : 0;
     }
     s.note_source(cell(c_.source));
     for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
@@ -280,13 +282,15 @@ class RowReader {
   }
 
  private:
-  static void add_long(Socket& s, std::string_view name, double t, double power) {
+  // True when the sensor already had a reading at `t` (the row repeats one read before).
+  static bool add_long(Socket& s, std::string_view name, double t, double power) {
     auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
                            [&](const auto& e) { return e.first == name; });
     if (it == s.sensors.end()) {
       s.sensors.emplace_back(std::string(name), Pairs{});
       it = s.sensors.end() - 1;
     }
+    const bool repeat = !it->second.t.empty() && it->second.t.back() == t;
     it->second.push(t, power);
     const SensorKind kind = classify_sensor(name);
     if (const int slot = rail_slot(kind); slot >= 0) {
@@ -294,6 +298,7 @@ class RowReader {
     } else if (kind == SensorKind::module) {
       s.long_module.push(t, power);
     }
+    return repeat;
   }
 
   // The text of the last number parsed from one column and its value. The rows of one scrape
@@ -378,13 +383,17 @@ void join(Part& into, Part& from) {
       for (const auto& src : fs.sources) s.note_source(src);
     }
     h.t.insert(h.t.end(), f.t.begin() + (shared ? 1 : 0), f.t.end());
+    h.repeats += f.repeats;
     f = {};
   }
 }
 
 // Sorts a host's entries by time (stable) and collapses equal times, each column keeping its
-// last value (a missing one does not overwrite): the reference's per-column dicts.
-void sort_and_collapse(std::vector<double>& t, const std::vector<Column*>& cols) {
+// last value (a missing one does not overwrite): the reference's per-column dicts. Entries of
+// one time apart in the file are that instant read again: each value of a `rows` column (a
+// socket's power_w) met twice is one repeated row, added to *repeats.
+void sort_and_collapse(std::vector<double>& t, const std::vector<Column*>& cols,
+                       const std::vector<Column*>& rows, std::size_t* repeats) {
   if (!std::is_sorted(t.begin(), t.end())) {
     std::vector<std::size_t> order(t.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -402,6 +411,9 @@ void sort_and_collapse(std::vector<double>& t, const std::vector<Column*>& cols)
   std::size_t out = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (out > 0 && t[out - 1] == t[i]) {
+      for (const Column* c : rows) {
+        if (!std::isnan((*c)[i]) && !std::isnan((*c)[out - 1])) ++*repeats;
+      }
       for (Column* c : cols) {
         if (!std::isnan((*c)[i])) (*c)[out - 1] = (*c)[i];
       }
@@ -466,8 +478,8 @@ CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, 
 
 // One host's tracks: its columns made as long as its times, sorted and collapsed together
 // when the file is out of order, on one shared time column.
-void host_tracks(Host& h, bool wide, std::vector<CpuSocket>& sockets,
-                 std::optional<CpuNode>& node) {
+void host_tracks(Host& h, bool wide, std::vector<CpuSocket>& sockets, std::optional<CpuNode>& node,
+                 std::size_t* repeats) {
   std::sort(h.sockets.begin(), h.sockets.end(),
             [](const Socket& a, const Socket& b) { return a.id < b.id; });
   const std::size_t n = h.t.size();
@@ -478,15 +490,33 @@ void host_tracks(Host& h, bool wide, std::vector<CpuSocket>& sockets,
     cols.push_back(&c);
   };
   add(h.total);
+  std::vector<Column*> rows;
   if (wide) {
     for (Socket& s : h.sockets) {
       if (s.power.empty()) s.power.assign(n, kNaN);
       add(s.power);
+      rows.push_back(&s.power);
       for (auto& rail : s.rails) add(rail);
       add(s.module);
     }
   }
-  sort_and_collapse(h.t, cols);
+  *repeats = h.repeats;
+  sort_and_collapse(h.t, cols, rows, repeats);
+  if (!wide) {
+    // One-row-per-rail layouts: a sensor's reading at a time it already had, out of order.
+    for (Socket& s : h.sockets) {
+      for (auto& [name, pairs] : s.sensors) {
+        if (std::is_sorted(pairs.t.begin(), pairs.t.end())) continue;  // all counted as read
+        std::vector<double> times = pairs.t;
+        std::sort(times.begin(), times.end());
+        std::size_t adjacent = 0;
+        for (std::size_t i = 1; i < pairs.t.size(); ++i) adjacent += pairs.t[i] == pairs.t[i - 1];
+        std::size_t equal = 0;
+        for (std::size_t i = 1; i < times.size(); ++i) equal += times[i] == times[i - 1];
+        *repeats += equal - adjacent;  // the adjacent ones were counted as they were read
+      }
+    }
+  }
   const Times times = std::make_shared<const std::vector<double>>(std::move(h.t));
   for (Socket& s : h.sockets) sockets.push_back(socket_tracks(h.name, s, times, wide));
   if (!h.total.empty()) node = CpuNode{h.name, Track(times, std::move(h.total))};
@@ -504,12 +534,14 @@ CpuData finish(Part& all, const artifacts::CpuCsvColumns& c, const std::vector<s
   struct Out {
     std::vector<CpuSocket> sockets;
     std::optional<CpuNode> node;
+    std::size_t repeats = 0;
   };
   std::vector<Out> out(all.hosts.size());
   parallel_for(all.hosts.size(), threads, [&](std::size_t i) {
-    host_tracks(all.hosts[i], c.wide, out[i].sockets, out[i].node);
+    host_tracks(all.hosts[i], c.wide, out[i].sockets, out[i].node, &out[i].repeats);
   });
   for (std::size_t i = 0; i < out.size(); ++i) {
+    data.repeated_rows += out[i].repeats;
     data.hosts.push_back(all.hosts[i].name);
     for (auto& s : out[i].sockets) data.sockets.push_back(std::move(s));
     if (out[i].node) data.nodes.push_back(std::move(*out[i].node));
@@ -574,11 +606,93 @@ SensorKind classify_sensor(std::string_view sensor) {
   }
 }
 
-const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) const {
-  for (const auto& s : sockets) {
-    if (s.host == host && s.socket == socket) return &s;
+std::vector<long long> expected_sockets(const CpuData& cpu, const std::string& host,
+                                        const RunExpectations& expect) {
+  if (const auto it = expect.cpu_node.find(host);
+      it != expect.cpu_node.end() && it->second.sockets_expected) {
+    return *it->second.sockets_expected;
   }
-  return nullptr;
+  std::vector<long long> out;
+  const auto first =
+      std::lower_bound(cpu.sockets.begin(), cpu.sockets.end(), host,
+                       [](const CpuSocket& s, const std::string& h) { return s.host < h; });
+  for (auto it = first; it != cpu.sockets.end() && it->host == host; ++it) {
+    if (it->power.any_value()) out.push_back(it->socket);
+  }
+  return out;
+}
+
+std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations& expect) {
+  std::vector<std::string> warnings;
+  for (CpuNode& node : cpu.nodes) {
+    const std::vector<long long> wanted = expected_sockets(cpu, node.host, expect);
+    std::vector<const Track*> tracks;
+    std::vector<long long> ids;              // of `tracks`
+    std::optional<long long> absent_socket;  // an expected socket without any row
+    for (const long long id : wanted) {
+      const CpuSocket* s = cpu.find_socket(node.host, id);
+      if (s && s->power.any_value()) {
+        tracks.push_back(&s->power);
+        ids.push_back(id);
+      } else if (!absent_socket) {
+        absent_socket = id;
+      }
+    }
+    const Track& total = node.total;
+    std::vector<double> values;  // a copy of the totals, made at the first one dropped
+    std::vector<std::size_t> pos(tracks.size(), 0);
+    std::size_t dropped = 0, readings = 0;
+    std::optional<long long> first_socket;
+    double first_at = 0;
+    for (std::size_t i = 0; i < total.size(); ++i) {
+      if (!total.has(i)) continue;
+      ++readings;
+      const double at = total.time(i);
+      std::optional<long long> lacking = absent_socket;
+      for (std::size_t k = 0; k < tracks.size() && !lacking; ++k) {
+        const Track& st = *tracks[k];
+        bool has = false;
+        if (st.t == total.t) {
+          has = st.has(i);  // the wide layouts: one time column per host
+        } else {
+          while (pos[k] < st.size() && st.time(pos[k]) < at) ++pos[k];
+          has = pos[k] < st.size() && st.time(pos[k]) == at && st.has(pos[k]);
+        }
+        if (!has) lacking = ids[k];
+      }
+      if (!lacking) continue;
+      if (dropped++ == 0) {
+        first_socket = lacking;
+        first_at = at;
+        values = total.v;
+      }
+      values[i] = std::numeric_limits<double>::quiet_NaN();
+    }
+    if (dropped == 0) continue;
+    node.total = Track(total.t, std::move(values));
+    warnings.push_back("cpu/" + node.host + ": " + std::to_string(dropped) + " of " +
+                       std::to_string(readings) +
+                       " total_power_w readings not used: taken while an expected socket had no "
+                       "reading (first at " +
+                       std::to_string(first_at) + ", socket " + std::to_string(*first_socket) +
+                       "), so not the whole node");
+  }
+  // A host left without any total is said by the report's own warning.
+  cpu.nodes.erase(std::remove_if(cpu.nodes.begin(), cpu.nodes.end(),
+                                 [](const CpuNode& n) { return !n.total.any_value(); }),
+                  cpu.nodes.end());
+  return warnings;
+}
+
+const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) const {
+  // Sockets are sorted by (host, socket).
+  const auto it =
+      std::lower_bound(sockets.begin(), sockets.end(), std::pair(host, socket),
+                       [](const CpuSocket& s, const std::pair<std::string_view, long long>& k) {
+                         return std::pair<std::string_view, long long>(s.host, s.socket) < k;
+                       });
+  if (it == sockets.end() || it->host != host || it->socket != socket) return nullptr;
+  return &*it;
 }
 
 Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads) {
@@ -590,18 +704,19 @@ Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads) {
   static std::once_flag fixed;
   std::call_once(fixed, [] { mallopt(M_MMAP_THRESHOLD, 128 * 1024); });
 #endif
-  std::vector<std::string> header;
+  // The header from the file's first bytes: a first line that is no header (2 GiB of NUL
+  // bytes, a column named twice) is an error naming the line, without reading the rest.
+  const auto first = artifacts::read_csv_header(path);
+  if (!first) {
+    return Error{first.error().starts_with(path) ? first.error() : path + ": " + first.error()};
+  }
   std::size_t size = 0;
   {
     auto reader = artifacts::CsvFileReader::open(path);
     if (!reader) return Error{reader.error()};
-    artifacts::CsvRecord r;
-    std::vector<artifacts::CsvDamage> damage;
-    if (reader->next(r, damage)) header.assign(r.cells.begin(), r.cells.end());
-    if (!reader->error().empty()) return Error{reader->error()};
     size = reader->size();
   }
-  if (header.empty()) {
+  if (!*first) {
     // A collector that died before writing its header left a leg without samples; the
     // other leg still reports.
     CpuData empty;
@@ -610,6 +725,7 @@ Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads) {
     empty.empty = true;
     return empty;
   }
+  const std::vector<std::string>& header = **first;
   const auto c = columns_of(header, path + ": ");
   if (!c) return Error{c.error()};
   threads = std::max(1u, threads);
@@ -644,7 +760,15 @@ Result<CpuData> parse_cpu_samples_text(std::string_view text) {
   artifacts::CsvTextReader reader(text, true);
   artifacts::CsvRecord r;
   std::vector<artifacts::CsvDamage> damage;
-  if (!reader.next(r, damage)) return Error{"empty file (no header)"};
+  if (!reader.next(r, damage)) {
+    if (!damage.empty()) return Error{artifacts::csv_header_problem({}, 0, damage)};
+    return Error{"empty file (no header)"};
+  }
+  if (std::string problem = artifacts::csv_header_problem(r.cells, r.line, damage);
+      !problem.empty()) {
+    return Error{problem};
+  }
+  damage.clear();
   const std::vector<std::string> header(r.cells.begin(), r.cells.end());
   const auto c = columns_of(header, "");
   if (!c) return Error{c.error()};

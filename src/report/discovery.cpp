@@ -1,6 +1,10 @@
 #include "report/discovery.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +17,17 @@ namespace {
 namespace fs = std::filesystem;
 
 using Parts = std::vector<std::string>;
+
+// Why `path` is not a regular file to read: "not found" when nothing is there (the
+// reference's text), else what is (a symlink loop, a directory, a permission).
+std::string not_a_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return errno == ENOENT || errno == ENOTDIR ? "not found" : std::strerror(errno);
+  }
+  if (S_ISDIR(st.st_mode)) return "is a directory";
+  return "not a regular file";
+}
 
 std::string join(const std::string& root, const Parts& rel) {
   std::string out = root == "." ? "" : root;
@@ -49,7 +64,9 @@ Tree walk(const std::string& root) {
     const std::string& name = parts.back();
     const std::string parent = parts.size() >= 2 ? parts[parts.size() - 2] : "";
     const bool is_dir = it->is_directory(ec);
-    if (!is_dir && name == "samples.csv") tree.samples.push_back(parts);
+    // A samples.csv that is not a file (a directory, a link that leads nowhere) is still the
+    // leg's samples: reading it says what it is, where skipping it would report a leg as absent.
+    if (name == "samples.csv") tree.samples.push_back(parts);
     if (!is_dir && parent.rfind("sa-bench_", 0) == 0 &&
         name.rfind("results_concurrency_", 0) == 0 && name.size() >= 25 &&
         name.ends_with(".json")) {
@@ -135,7 +152,7 @@ std::string choose_samples(const Tree& tree, const std::string& root,
     (parent == "cpu" || parent == "cpu_power" ? cpu : gpu).push_back(join(root, parts));
   }
   if (cpu_override) {
-    if (!is_file(*cpu_override)) return *cpu_override + ": not found";
+    if (!is_file(*cpu_override)) return *cpu_override + ": " + not_a_file(*cpu_override);
     run.cpu_samples = *cpu_override;
   } else if (cpu.size() > 1) {
     std::string list;
@@ -193,7 +210,9 @@ Discovery discover_run(const std::string& log_dir,
   const std::string session = join(run.log_dir, {"session.json"});
   const bool has_session = is_file(session);
   const bool has_out = is_file(run.benchmark_out);
-  if (!has_out && !has_session) return {std::nullopt, run.benchmark_out + ": not found"};
+  if (!has_out && !has_session) {
+    return {std::nullopt, run.benchmark_out + ": " + not_a_file(run.benchmark_out)};
+  }
   const Tree tree = walk(run.log_dir);
   if (std::string e = choose_samples(tree, run.log_dir, cpu_samples_override, run); !e.empty()) {
     return {std::nullopt, e};

@@ -16,7 +16,7 @@ namespace cpupower::report {
 struct GpuDevice {
   std::string host;
   long long index = 0;
-  Track power;  // every row, stable-sorted; duplicates stay
+  Track power;  // every row, stable-sorted (the reader drops repeated instants)
   std::array<std::optional<Track>, artifacts::kGpuUtils> util;  // kGpuUtilColumns order
   std::set<std::string> roles;
 

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -108,6 +109,16 @@ Result<Json> read_json_file(const std::string& path) {
   const auto text = read_text_file(path);
   if (!text) return Error{path + ": cannot be read"};
   return parse_json(*text, path);
+}
+
+Result<std::optional<double>> json_token_count(const Json& value, const std::string& path,
+                                               const std::string& field) {
+  if (value.is_null()) return std::optional<double>();
+  const auto n = json_number(value);
+  if (n && std::isfinite(*n) && *n >= 0) return n;
+  std::string shown = value.dump();
+  if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+  return Error{path + ": " + field + " is " + shown + ", not a token count (a number >= 0)"};
 }
 
 }  // namespace cpupower::report

@@ -19,6 +19,13 @@ using Json = nlohmann::ordered_json;
 std::optional<double> json_number(const Json& value);
 std::optional<double> json_member_number(const Json& object, const char* key);
 
+// A token count from a benchmark artifact: a finite number >= 0, or null (not reported: n/a).
+// A negative count, a string, a boolean or anything else is an error naming the file and the
+// field ("<path>: total_output_tokens is -640, not a token count (a number >= 0)"): a
+// J/token or tok/s figure made from it would be wrong, not missing.
+Result<std::optional<double>> json_token_count(const Json& value, const std::string& path,
+                                               const std::string& field);
+
 // Parses one JSON text. Never throws: an error names `name`, the line and the column, and
 // says why - malformed JSON as nlohmann words it, or a number beyond a double's range (which
 // nlohmann refuses, and which would otherwise abort the whole report):

@@ -3,11 +3,15 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <filesystem>
 
+#include "artifacts/csv.hpp"
 #include "artifacts/gpu_samples.hpp"
+#include "artifacts/gpu_samples_check.hpp"
 #include "common/text.hpp"
 #include "report/clock_check.hpp"
 #include "report/discovery.hpp"
+#include "report/json_value.hpp"
 #include "report/parallel.hpp"
 #include "report/render.hpp"
 
@@ -33,6 +37,114 @@ unsigned scan_threads(unsigned requested) {
   return default_threads();
 }
 
+namespace fs = std::filesystem;
+
+// The CPU leg's manifest beside its samples: cpu_manifest.json (exporter leg: `nodes`, and
+// per node `sockets_expected` and `sockets_missing`) or manifest.json (host leg:
+// `expected_nodes`). Older manifests lack the socket keys; a manifest that cannot be read is
+// a warning, and the nodes are then not checked.
+void load_cpu_expectations(const std::string& samples, RunExpectations& e,
+                           std::vector<std::string>* warnings) {
+  const fs::path dir = fs::path(samples).parent_path();
+  std::string path = (dir / "cpu_manifest.json").string();
+  if (!is_file(path)) path = (dir / "manifest.json").string();
+  if (!is_file(path)) return;
+  const auto doc = read_json_file(path);
+  if (!doc || !doc->is_object()) {
+    warnings->push_back((doc ? path + ": not a JSON object" : doc.error()) +
+                        "; the CPU leg's nodes are not checked against it");
+    return;
+  }
+  e.cpu_manifest = path;
+  const auto ignored = [&](const std::string& key, const char* want) {
+    warnings->push_back(path + ": " + key + " is not " + want + "; ignored");
+  };
+  if (const auto nodes = doc->find("nodes"); nodes != doc->end() && nodes->is_object()) {
+    e.cpu_nodes.emplace();
+    for (const auto& item : nodes->items()) {
+      const std::string host = item.key();
+      const Json& node = item.value();
+      e.cpu_nodes->insert(host);
+      if (!node.is_object()) continue;
+      CpuNodeExpect& x = e.cpu_node[host];
+      if (const auto se = node.find("sockets_expected"); se != node.end()) {
+        std::vector<long long> ids;
+        bool ok = se->is_array();
+        for (const auto& id : ok ? *se : Json::array()) {
+          ok = ok && id.is_number_integer() && id.get<long long>() >= 0;
+          if (ok) ids.push_back(id.get<long long>());
+        }
+        if (ok) {
+          x.sockets_expected = std::move(ids);
+        } else {
+          ignored("nodes." + host + ".sockets_expected", "a list of socket ids");
+        }
+      }
+      if (const auto sm = node.find("sockets_missing"); sm != node.end()) {
+        if (!sm->is_object()) {
+          ignored("nodes." + host + ".sockets_missing", "an object");
+          continue;
+        }
+        for (const auto& entry : sm->items()) {
+          const std::string socket = entry.key();
+          const Json& gap = entry.value();
+          const auto id = artifacts::parse_int(socket);
+          if (!id || *id < 0 || !gap.is_object()) {
+            ignored("nodes." + host + ".sockets_missing." + socket,
+                    "a socket id with {rows, first_unix, last_unix}");
+            continue;
+          }
+          SocketGap g;
+          g.socket = *id;
+          if (const auto n = gap.find("rows"); n != gap.end() && n->is_number_unsigned()) {
+            g.rows = n->get<std::uint64_t>();
+          }
+          g.first_unix = json_member_number(gap, "first_unix");
+          g.last_unix = json_member_number(gap, "last_unix");
+          x.sockets_missing.push_back(g);
+        }
+      }
+    }
+  } else if (const auto expected = doc->find("expected_nodes");
+             expected != doc->end() && expected->is_array()) {
+    e.cpu_nodes.emplace();
+    for (const auto& host : *expected) {
+      if (host.is_string()) e.cpu_nodes->insert(host.get<std::string>());
+    }
+  }
+}
+
+// The GPU samples against the manifest's own account of them: the rows the strict reader
+// kept and the finalized file's SHA-256. A difference means the file is not the one the run
+// published (rows lost, added or repeated), whatever the rows themselves look like.
+void check_gpu_manifest(const artifacts::GpuManifestRoles& m, const artifacts::GpuSamplesFile& file,
+                        const std::string& samples, const std::string& manifest,
+                        std::vector<std::string>* warnings) {
+  if (m.sample_row_count && *m.sample_row_count != file.rows.size() + file.repeated_rows) {
+    warnings->push_back(samples + ": " + std::to_string(file.rows.size() + file.repeated_rows) +
+                        " rows read where " + manifest + " says sample_row_count " +
+                        std::to_string(*m.sample_row_count));
+  }
+  if (m.samples_sha256) {
+    const auto sha = artifacts::sha256_file_hex(samples);
+    if (!sha) {
+      warnings->push_back(samples + ": SHA-256 not computed (" + sha.error() + "); " + manifest +
+                          " samples_sha256 not checked");
+    } else if (*sha != *m.samples_sha256) {
+      warnings->push_back(samples + ": SHA-256 " + *sha + " differs from " + manifest +
+                          " samples_sha256 " + *m.samples_sha256 +
+                          ": the file is not the one the run finalized");
+    }
+  }
+  if (m.publication_valid && !*m.publication_valid) {
+    std::string codes;
+    for (const auto& c : m.reason_codes) codes += (codes.empty() ? "" : ",") + c;
+    warnings->push_back(manifest + ": publication_valid is false (reason_codes: " +
+                        (codes.empty() ? "none" : codes) +
+                        "): the GPU package is not publishable; its figures are not vouched for");
+  }
+}
+
 // Loads both legs; an error text when a leg cannot be read at all.
 std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData& data,
                       std::vector<std::string>* run_warnings) {
@@ -49,6 +161,13 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     for (auto& w : cpu->issues.warnings(*in.cpu_samples, cpu->rows)) {
       run_warnings->push_back(std::move(w));
     }
+    if (cpu->repeated_rows > 0) {
+      run_warnings->push_back(*in.cpu_samples + ": " + std::to_string(cpu->repeated_rows) +
+                              " rows repeat an instant already read for their host and socket "
+                              "(hostname, socket_id, timestamp_unix); each instant counts once");
+    }
+    load_cpu_expectations(*in.cpu_samples, data.expected, run_warnings);
+    for (auto& w : drop_partial_totals(*cpu, data.expected)) run_warnings->push_back(std::move(w));
     data.cpu = std::move(cpu.value());
   }
   if (in.gpu_samples) {
@@ -57,12 +176,20 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     artifacts::GpuRoles roles;
     if (in.gpu_manifest) {
       artifacts::GpuManifestRoles m = artifacts::read_gpu_manifest_roles(*in.gpu_manifest);
-      if (!m.ok) run_warnings->push_back(m.error + "; GPU roles not available");
+      if (!m.ok) {
+        run_warnings->push_back(m.error + "; GPU roles and expected devices not available");
+      } else {
+        data.expected.gpu_manifest = *in.gpu_manifest;
+        data.expected.gpu_devices = std::move(m.expected_devices);
+        check_gpu_manifest(m, *file, *in.gpu_samples, *in.gpu_manifest, run_warnings);
+      }
       roles = std::move(m.roles);
     }
     data.gpu = build_gpu_data(*file, roles);
     data.gpu->path = *in.gpu_samples;
-    if (file->rows_read == 0) {
+    if (file->empty) {
+      run_warnings->push_back(*in.gpu_samples + ": empty file, no GPU samples");
+    } else if (file->rows_read == 0) {
       run_warnings->push_back(*in.gpu_samples + ": a header without rows, no GPU samples");
     }
     for (auto& w : file->issues.warnings(*in.gpu_samples, file->rows_read)) {

@@ -61,8 +61,12 @@ Window load_sa_bench_window(const std::string& path, long long concurrency) {
   w.end_unix = *end;
   w.output_tokens_json = (*result)["total_output_tokens"];
   w.input_tokens_json = (*result)["total_input_tokens"];
-  w.output_tokens = json_number(w.output_tokens_json);
-  w.input_tokens = json_number(w.input_tokens_json);
+  const auto output = json_token_count(w.output_tokens_json, path, "total_output_tokens");
+  if (!output) return w.error = output.error(), w;
+  const auto input = json_token_count(w.input_tokens_json, path, "total_input_tokens");
+  if (!input) return w.error = input.error(), w;
+  w.output_tokens = *output;
+  w.input_tokens = *input;
   w.reported.source = "sa-bench-json";
   w.reported.start_unix = *start;
   w.reported.end_unix = *end;

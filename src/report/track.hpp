@@ -45,7 +45,8 @@ struct Series {
 
 // Sorts (t, w) pairs by time, keeping file order among equal times (the reference's stable
 // sort). With `keep_last`, equal times collapse to the value of the last row, the
-// reference's dict semantics for CPU series; otherwise duplicates stay (GPU device lists).
+// reference's dict semantics for CPU series; otherwise equal times stay (GPU device lists, whose
+// reader has already dropped rows repeating an instant).
 void stable_sort_by_time(std::vector<double>& t, std::vector<double>& w, bool keep_last);
 
 // A Track owning its times.

@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "report/numeric.hpp"
 
@@ -31,11 +33,44 @@ double sum_joules(const std::vector<Breakdown>& rows) {
   return total;
 }
 
+// Whether the track has a value at some time in [lo, hi].
+bool any_value_in(const Track& track, double lo, double hi) {
+  const auto& t = *track.t;
+  for (auto i = static_cast<std::size_t>(std::lower_bound(t.begin(), t.end(), lo) - t.begin());
+       i < t.size() && t[i] <= hi; ++i) {
+    if (track.has(i)) return true;
+  }
+  return false;
+}
+
 Status cpu_rows(const CpuData& cpu, WindowReport& r) {
   Status first = Ok{};
-  for (const auto& s : cpu.sockets) {
-    if (s.power.any_value()) keep_first(add_row(s.power, s.label(), r, &r.cpu_per_socket), &first);
-    r.cpu_sensors.push_back({s.label(), s.sensor, s.other_sensors});
+  const double lo = std::min(r.window.start_unix, r.window.end_unix);
+  const double hi = std::max(r.window.start_unix, r.window.end_unix);
+  // Sockets come by host: a socket without a sample in the window while another socket of its
+  // node has some is missing from the window (a dead socket), said in a warning, not a
+  // coverage failure of the whole window.
+  for (std::size_t b = 0; b < cpu.sockets.size();) {
+    std::size_t e = b;
+    while (e < cpu.sockets.size() && cpu.sockets[e].host == cpu.sockets[b].host) ++e;
+    std::vector<char> present(e - b);
+    bool any_present = false;
+    for (std::size_t i = b; i < e; ++i) {
+      present[i - b] = any_value_in(cpu.sockets[i].power, lo, hi);
+      any_present = any_present || present[i - b];
+    }
+    for (std::size_t i = b; i < e; ++i) {
+      const CpuSocket& s = cpu.sockets[i];
+      if (s.power.any_value()) {
+        if (any_present && !present[i - b]) {
+          r.missing_sockets.emplace_back(s.host, s.socket);
+        } else {
+          keep_first(add_row(s.power, s.label(), r, &r.cpu_per_socket), &first);
+        }
+      }
+      r.cpu_sensors.push_back({s.label(), s.sensor, s.other_sensors});
+    }
+    b = e;
   }
   for (const auto& n : cpu.nodes) {
     keep_first(add_row(n.total, "cpu/" + n.host, r, &r.cpu_per_node), &first);
@@ -95,18 +130,27 @@ void node_power(const RunData& run, WindowReport& r) {
     np.host = host;
     std::set<std::string> roles;
     if (run.gpu) {
-      for (const auto& d : run.gpu->devices) {
-        if (d.host != host || d.power.size() == 0) continue;
+      // Devices are sorted by (host, index): the host's are one range.
+      const auto& devices = run.gpu->devices;
+      for (auto d = std::lower_bound(
+               devices.begin(), devices.end(), host,
+               [](const GpuDevice&dev, const std::string&h) { return dev.host < h; });
+           d != devices.end() && d->host == host; ++d) {
+        if (d->power.size() == 0) continue;
         ++np.gpu_count;
-        roles.insert(d.roles.begin(), d.roles.end());
+        roles.insert(d->roles.begin(), d->roles.end());
       }
     }
     np.roles.assign(roles.begin(), roles.end());
     if (!run.cpu) continue;
     std::array<double, artifacts::kRails> sums{};
     std::array<bool, artifacts::kRails> any{};
-    for (const auto& s : run.cpu->sockets) {
-      if (s.host != host) continue;
+    const auto& sockets = run.cpu->sockets;  // sorted by (host, socket)
+    for (auto it = std::lower_bound(
+             sockets.begin(), sockets.end(), host,
+             [](const CpuSocket&sock, const std::string&h) { return sock.host < h; });
+         it != sockets.end() && it->host == host; ++it) {
+      const CpuSocket& s = *it;
       ++np.socket_count;
       for (std::size_t i = 0; i < artifacts::kRails; ++i) {
         if (!s.rails[i]) continue;
@@ -140,7 +184,13 @@ void reference_warnings(const RunData& run, WindowReport& r,
   }
   r.warnings.insert(r.warnings.end(), cpu_util_warnings.begin(), cpu_util_warnings.end());
   if (run.gpu && r.gpu_per_role.empty()) {
-    r.warnings.push_back("GPU role breakdown unavailable (no manifest.json / expected_devices)");
+    // The reference's text, unless the leg has no GPU samples at all (an empty file): then
+    // the manifest is not what is missing.
+    const bool any_samples = std::any_of(run.gpu->devices.begin(), run.gpu->devices.end(),
+                                         [](const GpuDevice& d) { return d.power.size() > 0; });
+    r.warnings.push_back(
+        any_samples ? "GPU role breakdown unavailable (no manifest.json / expected_devices)"
+                    : "GPU role breakdown unavailable (no GPU samples)");
   }
   r.warnings.insert(r.warnings.end(), gpu_util_warnings.begin(), gpu_util_warnings.end());
   if (run.gpu && !run.cpu) {
@@ -170,9 +220,11 @@ void our_warnings(const RunData& run, WindowReport& r) {
           " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
           "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
     }
+    // Both sorted by host: one walk.
+    auto node = run.cpu->nodes.begin();
     for (const auto& host : run.cpu->hosts) {
-      const bool has_total = std::any_of(run.cpu->nodes.begin(), run.cpu->nodes.end(),
-                                         [&](const CpuNode& n) { return n.host == host; });
+      while (node != run.cpu->nodes.end() && node->host < host) ++node;
+      const bool has_total = node != run.cpu->nodes.end() && node->host == host;
       if (!has_total) {
         r.warnings.push_back("cpu/" + host +
                              ": no total_power_w samples; this node is not in cpu_total_joules");
@@ -187,6 +239,76 @@ void our_warnings(const RunData& run, WindowReport& r) {
           "{}: samples {:.3f}s apart inside the window (from {:.3f}); the trapezoid bridges the "
           "gap linearly",
           row.label, row.stats.largest_gap_s, row.stats.largest_gap_at_unix));
+    }
+  }
+}
+
+// What the manifests expected and the files lack, in this window: CPU nodes, sockets and GPU
+// devices. Each is named; the figures leave it out, and the warning says so.
+void expectation_warnings(const RunData& run, WindowReport& r) {
+  const RunExpectations& x = run.expected;
+  const double lo = std::min(r.window.start_unix, r.window.end_unix);
+  const double hi = std::max(r.window.start_unix, r.window.end_unix);
+  if (run.cpu) {
+    const CpuData& cpu = *run.cpu;
+    if (x.cpu_nodes) {
+      for (const auto& host : *x.cpu_nodes) {
+        if (std::binary_search(cpu.hosts.begin(), cpu.hosts.end(), host)) continue;
+        r.warnings.push_back("cpu/" + host + ": expected by " + x.cpu_manifest +
+                             " but has no rows in " + cpu.path +
+                             "; cpu_total_joules leaves this node out");
+      }
+    }
+    std::set<std::pair<std::string, long long>> said;
+    for (const auto& [host, node] : x.cpu_node) {
+      for (const SocketGap& g : node.sockets_missing) {
+        const double from = g.first_unix.value_or(-std::numeric_limits<double>::infinity());
+        const double to = g.last_unix.value_or(std::numeric_limits<double>::infinity());
+        if (to < lo || from > hi) continue;
+        said.emplace(host, g.socket);
+        r.warnings.push_back(fmt::format(
+            "cpu/{}/socket{}: missing from {} to {} ({} rows, {} sockets_missing), within this "
+            "window; the node total is used only where every socket has a reading",
+            host, g.socket, g.first_unix ? fmt::format("{:.3f}", *g.first_unix) : "?",
+            g.last_unix ? fmt::format("{:.3f}", *g.last_unix) : "?", g.rows, x.cpu_manifest));
+      }
+      if (!node.sockets_expected || !std::binary_search(cpu.hosts.begin(), cpu.hosts.end(), host)) {
+        continue;
+      }
+      for (const long long id : *node.sockets_expected) {
+        const CpuSocket* s = cpu.find_socket(host, id);
+        if ((s && s->power.any_value()) || said.contains({host, id})) continue;
+        said.emplace(host, id);
+        r.warnings.push_back(fmt::format(
+            "cpu/{}/socket{}: expected by {} (sockets_expected) but has no samples in {}; the "
+            "node total is used only where every socket has a reading",
+            host, id, x.cpu_manifest, cpu.path));
+      }
+    }
+    for (const auto& [host, id] : r.missing_sockets) {
+      if (said.contains({host, id})) continue;
+      r.warnings.push_back(fmt::format(
+          "cpu/{}/socket{}: no samples in the window while the node's other sockets have them; "
+          "its socket figure is left out and the node total is used only where every socket "
+          "has a reading",
+          host, id));
+    }
+  }
+  if (run.gpu && x.gpu_devices) {
+    const auto& devices = run.gpu->devices;  // sorted by (host, index)
+    for (const auto& [host, index] : *x.gpu_devices) {
+      const auto d =
+          std::lower_bound(devices.begin(), devices.end(), std::pair(host, index),
+                           [](const GpuDevice& dev, const auto& key) {
+                             return std::tie(dev.host, dev.index) < std::tie(key.first, key.second);
+                           });
+      if (d != devices.end() && d->host == host && d->index == index && d->power.size() > 0) {
+        continue;
+      }
+      r.warnings.push_back(
+          fmt::format("gpu/{}/gpu{}: expected by {} (expected_devices) but has no samples in {}; "
+                      "gpu_total_joules, gpu/{} and its role leave this device out",
+                      host, index, x.gpu_manifest, run.gpu->path, host));
     }
   }
 }
@@ -262,11 +384,19 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   if (run.cpu) keep_first(cpu_rows(*run.cpu, r), &rows);
   if (run.gpu) keep_first(gpu_rows(*run.gpu, r), &rows);
   if (!rows) {
-    const std::string& error = rows.error();
     WindowReport failed;
     failed.window = window;
     failed.edges = edges;
-    failed.error = error;
+    failed.error = rows.error();
+    // A node total left without coverage by a dead socket: the error says which.
+    if (!r.missing_sockets.empty()) {
+      std::string list;
+      for (const auto& [host, id] : r.missing_sockets) {
+        list += fmt::format("{}cpu/{}/socket{}", list.empty() ? "" : ", ", host, id);
+      }
+      failed.error += " (no samples in the window from " + list +
+                      ", whose node totals without it are not the node's)";
+    }
     return failed;
   }
   if (!run.cpu) r.cpu_total_joules = 0.0;
@@ -285,6 +415,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   reference_warnings(run, r, cpu_util_warnings, gpu_util_warnings);
   if (run.cpu) module_rows(run, r);
   our_warnings(run, r);
+  expectation_warnings(run, r);
   return r;
 }
 

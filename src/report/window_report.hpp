@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/cpu_data.hpp"
+#include "report/expected.hpp"
 #include "report/gpu_data.hpp"
 #include "report/integrate.hpp"
 #include "report/json_value.hpp"
@@ -41,6 +42,7 @@ class ModuleNode {
 struct RunData {
   std::optional<CpuData> cpu;
   std::optional<GpuData> gpu;
+  RunExpectations expected;  // what the manifests say the files should hold
   // Hosts whose module sum has at least one instant; they point into `cpu`, so RunData is
   // filled in place and never copied.
   std::vector<std::unique_ptr<ModuleNode>> module_nodes;
@@ -101,6 +103,8 @@ struct WindowReport {
   std::vector<std::string> warnings;
   std::vector<Breakdown> module_per_socket, module_per_node;
   std::optional<double> module_total_joules;
+  // Sockets without a sample in the window while their node's others have some (warned).
+  std::vector<std::pair<std::string, long long>> missing_sockets;
 };
 
 WindowReport build_window_report(const Window& window, const RunData& run, Edges edges);

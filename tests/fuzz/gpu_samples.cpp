@@ -2,7 +2,9 @@
 // from it (report/gpu_data): text and file reads agree, and every device, node and role track
 // integrates without fault. The same bytes also go to the GPU manifest's role reader.
 
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "artifacts/gpu_samples.hpp"
 #include "fuzz_util.hpp"
@@ -33,12 +35,29 @@ std::string summary(const artifacts::GpuSamplesFile& f) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text = cpupower::fuzz::as_text(data, size);
-  const artifacts::GpuSamplesFile from_text = artifacts::parse_gpu_samples(text);
+  const auto from_text = artifacts::parse_gpu_samples(text);
   const std::string path = cpupower::fuzz::scratch_dir() + "/gpu_samples.csv";
   cpupower::fuzz::write_file(path, text);
   const auto from_file = artifacts::read_gpu_samples(path);
-  FUZZ_CHECK(from_file.ok(), "%s", from_file.error().c_str());
-  const std::string a = summary(from_text), b = summary(*from_file);
+  // A header the report cannot use is the same error either way, the file's named by path.
+  FUZZ_CHECK(from_text.ok() == from_file.ok(), "text %s, file %s",
+             from_text ? "ok" : from_text.error().c_str(),
+             from_file ? "ok" : from_file.error().c_str());
+  if (!from_text) {
+    FUZZ_CHECK(from_file.error() == path + ": " + from_text.error(), "%s vs %s",
+               from_file.error().c_str(), from_text.error().c_str());
+    FUZZ_CHECK(from_text.error().starts_with("line "), "%s", from_text.error().c_str());
+    return 0;
+  }
+  // Repeated instants are gone: no two rows share (host, gpu_index, timestamp_unix).
+  std::set<std::tuple<std::size_t, long long, double>> instants;
+  for (const auto& r : from_text->rows) {
+    FUZZ_CHECK(instants.emplace(r.host, r.gpu_index, r.timestamp_unix).second,
+               "a repeated instant survived at line %zu", static_cast<std::size_t>(r.line));
+  }
+  FUZZ_CHECK(from_text->rows.size() + from_text->repeated_rows <= from_text->rows_read, "%zu rows",
+             from_text->rows.size());
+  const std::string a = summary(*from_text), b = summary(*from_file);
   FUZZ_CHECK(a == b, "text and file reads differ:\n%s\n---\n%s", a.c_str(), b.c_str());
 
   const auto roles = artifacts::parse_gpu_manifest_roles(text);

@@ -1,6 +1,7 @@
 // Sample loading for the energy report: every CPU layout by header name, GPU devices, node
 // and role sums, utilization columns, and the streaming CSV reader underneath.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -631,10 +632,12 @@ TEST(ReportHostSamples, HeaderVersions) {
 }
 
 TEST(ReportGpuLoad, RolesAndPerRoleSums) {
-  const auto file = artifacts::parse_gpu_samples(
-      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n"
-      "1,10,0,node-a,0,GPU-a,100\n1,10,0,node-a,1,GPU-b,50\n"
-      "1,11,1,node-a,0,GPU-a,110\n1,11,1,node-a,1,GPU-b,55\n");
+  const auto file =
+      artifacts::parse_gpu_samples(
+          "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n"
+          "1,10,0,node-a,0,GPU-a,100\n1,10,0,node-a,1,GPU-b,50\n"
+          "1,11,1,node-a,0,GPU-a,110\n1,11,1,node-a,1,GPU-b,55\n")
+          .value();
   const auto roles = artifacts::parse_gpu_manifest_roles(
       R"({"expected_devices": [{"hostname": "node-a", "gpu_index": 0, "assignments": [{"worker_role": "prefill"}]},
                               {"hostname": "node-a", "gpu_index": 1, "assignments": [{"worker_role": "decode"}]}]})");
@@ -652,30 +655,142 @@ TEST(ReportGpuLoad, SkippedRowsAreCountedAndTheFirstDescribed) {
   const std::string header =
       "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n";
   auto file = artifacts::parse_gpu_samples(header + "1,10,0,n,0,G,1\n1,11,1,n,one,G,1\n" +
-                                           "1,x,2,n,0,G,1\n");
+                                           "1,x,2,n,0,G,1\n")
+                  .value();
   EXPECT_EQ(file.issues.skipped_rows(), 2u);
   ASSERT_EQ(file.issues.items().size(), 2u);
   EXPECT_EQ(file.issues.items()[0].first, "gpu_index 'one' is not a non-negative integer");
   EXPECT_EQ(file.issues.items()[0].first_line, 3u);
-  file = artifacts::parse_gpu_samples(header + "1,,0,n,0,G,1\n");
+  file = artifacts::parse_gpu_samples(header + "1,,0,n,0,G,1\n").value();
   ASSERT_EQ(file.issues.items().size(), 1u);
   EXPECT_EQ(file.issues.items()[0].first, "timestamp_unix is blank");
 }
 
 TEST(ReportGpuLoad, UtilizationColumnsAndBlankPower) {
-  const auto file = artifacts::parse_gpu_samples(
-      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,"
-      "gpu_util_pct,sm_active\n"
-      "2,10,0,n,0,G0,80,70,0.7\n2,10,0,n,1,G1,,20,\n2,11,1,n,0,G0,90,80,0.8\n2,11,1,n,1,G1,5,,\n");
+  const auto file =
+      artifacts::parse_gpu_samples(
+          "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,"
+          "gpu_util_pct,sm_active\n"
+          "2,10,0,n,0,G0,80,70,0.7\n2,10,0,n,1,G1,,20,\n2,11,1,n,0,G0,90,80,0.8\n2,11,1,n,1,G1,5,,"
+          "\n")
+          .value();
   const GpuData d = build_gpu_data(file, {});
   ASSERT_EQ(d.devices.size(), 2u);
   EXPECT_EQ(values(*d.devices[1].util[0]), (std::vector<double>{20}));
   EXPECT_FALSE(d.devices[1].util[1]);
   EXPECT_EQ(values(d.devices[1].power), (std::vector<double>{5}));  // blank power: no sample
   const auto v1 = artifacts::parse_gpu_samples(
-      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n1,1,0,n,0,G,"
-      "1\n");
+                      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_"
+                      "w\n1,1,0,n,0,G,"
+                      "1\n")
+                      .value();
   EXPECT_FALSE(build_gpu_data(v1, {}).devices[0].util[0]);
+}
+
+// A row read twice (the whole file written twice) is one instant: the device, node and role
+// sums are those of the file without the repeats, and the repeats are counted with a line.
+TEST(ReportGpuLoad, RepeatedInstantsAddNothingAtAnyLevel) {
+  const std::string header =
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w\n";
+  const std::string rows =
+      "1,10,0,n,0,G0,100\n1,10,0,n,1,G1,50\n1,11,1,n,0,G0,110\n1,11,1,n,1,G1,55\n";
+  const auto once = artifacts::parse_gpu_samples(header + rows).value();
+  const auto twice = artifacts::parse_gpu_samples(header + rows + rows).value();
+  EXPECT_EQ(twice.rows.size(), once.rows.size());
+  EXPECT_EQ(twice.repeated_rows, 4u);
+  ASSERT_EQ(twice.issues.items().size(), 1u);
+  EXPECT_EQ(twice.issues.items()[0].reason, artifacts::kRepeatedInstantReason);
+  EXPECT_EQ(twice.issues.items()[0].first_line, 6u);
+  EXPECT_EQ(twice.issues.items()[0].first, "repeats line 2");
+  const GpuData a = build_gpu_data(once, {}), b = build_gpu_data(twice, {});
+  ASSERT_EQ(b.nodes.size(), 1u);
+  EXPECT_EQ(values(b.nodes[0].power), values(a.nodes[0].power));
+  EXPECT_EQ(values(b.nodes[0].power), (std::vector<double>{150, 165}));
+  EXPECT_EQ(values(b.devices[0].power), (std::vector<double>{100, 110}));
+}
+
+// A file whose first line is no usable header is an error naming the line and the column,
+// never a GPU leg of zero joules.
+TEST(ReportGpuLoad, UnusableHeadersAreErrors) {
+  const std::string header =
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w";
+  std::string upper = header;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto error = [](const std::string& text) {
+    const auto r = artifacts::parse_gpu_samples(text);
+    return r ? std::string("ok") : r.error();
+  };
+  EXPECT_THAT(error(upper + "\n1,1,0,n,0,G,1\n"),
+              testing::StartsWith("line 1: the header has no 'timestamp_unix' column (7 cells: "
+                                  "'SCHEMA_VERSION,"));
+  EXPECT_EQ(error(" " + header + "\n"),
+            "line 1: column 1 ' schema_version' has blanks around its name");
+  EXPECT_THAT(error("schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,watts\n"),
+              testing::HasSubstr("no 'power_w' column"));
+  EXPECT_EQ(error(header + ",power_w\n"),
+            "line 1: column 'power_w' appears twice in the header (columns 7 and 8)");
+  EXPECT_THAT(error(std::string(3, '\0') + header + "\n"),
+              testing::StartsWith("line 1: a NUL byte in the header (column 1)"));
+  EXPECT_EQ(error("\"" + header + "\n"), "line 1: a quote is never closed, no CSV header");
+  EXPECT_EQ(error(""), "ok");  // no header at all: an empty leg, said by the report
+  EXPECT_TRUE(artifacts::parse_gpu_samples("\n\n").value().empty);
+}
+
+}  // namespace
+}  // namespace cpupower::report
+
+namespace cpupower::report {
+namespace {
+
+// A node total taken while an expected socket had no reading is part of the node: dropped and
+// said; expected sockets are the manifest's when it names them, else those the node has rows
+// of anywhere in the file.
+TEST(ReportCpuLoad, PartialNodeTotalsAreDroppedAndSaid) {
+  const std::string text =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n"
+      "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
+      "3,1,n,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n"
+      "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,100\n"  // socket 1 gone: a partial total
+      "3,3,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
+      "3,3,n,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n";
+  CpuData cpu = parse_cpu_samples_text(text).value();
+  EXPECT_EQ(expected_sockets(cpu, "n", {}), (std::vector<long long>{0, 1}));
+  const auto warnings = drop_partial_totals(cpu, {});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], testing::StartsWith("cpu/n: 1 of 3 total_power_w readings not used"));
+  EXPECT_THAT(warnings[0], testing::HasSubstr("socket 1"));
+  ASSERT_EQ(cpu.nodes.size(), 1u);
+  EXPECT_EQ(valued(cpu.nodes[0].total),
+            (std::vector<std::pair<double, double>>{{1, 200}, {3, 200}}));
+
+  // The manifest expects a socket the file never has: no total is the node's.
+  CpuData again = parse_cpu_samples_text(text).value();
+  RunExpectations expect;
+  expect.cpu_node["n"].sockets_expected = std::vector<long long>{0, 1, 2};
+  EXPECT_EQ(drop_partial_totals(again, expect).size(), 1u);
+  EXPECT_TRUE(again.nodes.empty());
+}
+
+// Rows written twice count once, and are counted.
+TEST(ReportCpuLoad, RepeatedRowsCountOnce) {
+  const std::string header =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n";
+  const std::string rows =
+      "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,100\n"
+      "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,110,,,,,110\n";
+  const CpuData once = parse_cpu_samples_text(header + rows).value();
+  const CpuData twice = parse_cpu_samples_text(header + rows + rows).value();
+  EXPECT_EQ(once.repeated_rows, 0u);
+  EXPECT_EQ(twice.repeated_rows, 2u);
+  EXPECT_EQ(values(twice.nodes[0].total), values(once.nodes[0].total));
+  EXPECT_EQ(values(twice.sockets[0].power), values(once.sockets[0].power));
+  const auto dup_column = parse_cpu_samples_text(
+      "schema_version,timestamp_unix,hostname,socket_id,power_w,total_power_w,power_w\n");
+  ASSERT_FALSE(dup_column);
+  EXPECT_EQ(dup_column.error(),
+            "line 1: column 'power_w' appears twice in the header (columns 5 and 7)");
 }
 
 }  // namespace
