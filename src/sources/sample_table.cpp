@@ -61,7 +61,12 @@ void check_staleness(SampleTable::State& st) {
   for (std::size_t i = 0; i < st.rows.size(); ++i) {
     auto& r = st.rows[i];
     const bool stale = st.is_stale(r, now);
-    const auto problem = r.completed_any ? r.last_problem : std::string("read still in progress");
+    // A channel whose last completed read succeeded went stale because no read has completed
+    // since: say that, not the empty problem of that good read.
+    const std::string problem = !r.completed_any ? "read still in progress"
+                                : !r.last_problem.empty()
+                                    ? r.last_problem
+                                    : "no read completed since the last good one";
     if (stale && !r.stale_logged) {
       r.stale_logged = true;
       if (r.watts) {

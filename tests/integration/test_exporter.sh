@@ -99,6 +99,23 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" = 0 ] && [ "$ms" -lt "$(scaled 5000)" ] || fail "shutdown with a hung read: rc=$rc after $ms ms$(scale_note)"
 ok "SIGTERM with a hung read: exit 0 in $ms ms"
 
+# --- a channel that read well, then hangs: the stale WARN names why ---------------------
+# The last completed read succeeded, so its (empty) problem is not the reason: the WARN says
+# no read completed since.
+start_sim hang_late "$WORK/hang_late" --profile gb200 --model constant --no-noise \
+  --fault "total:1=hang@$(scaled 4000)"
+start_exporter exp_hang_late --hwmon-root "$WORK/hang_late" --max-age-s 1
+body=$(curl -sf --max-time 5 "http://127.0.0.1:$PORT/metrics")
+grep -q 'oem_info="Grace Power Socket 1"' <<<"$body" ||
+  fail "socket 1 not served before its reads hang$(scale_note)"
+wait_for_line "$WORK/exp_hang_late.log" 'WARN .*ACPI reading is stale; withholding it sensor=hwmon11/power1' 15
+line=$(grep 'is stale; withholding it sensor=hwmon11/power1' "$WORK/exp_hang_late.log")
+grep -q 'last_problem=""' <<<"$line" && fail "stale WARN with an empty last_problem: $line"
+grep -q 'last_problem="no read completed since the last good one"' <<<"$line" ||
+  fail "stale WARN does not say why: $line"
+ok "a channel that hangs after good reads: the stale WARN says no read completed since"
+stop "$EXPORTER_PID"
+
 # --- the ladder's exits ------------------------------------------------------------------
 run_exporter() {
   set +e
