@@ -29,6 +29,7 @@
 #include <ctime>
 #include <string>
 
+#include "../unit/self_signed_tls.hpp"
 #include "common/log.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/web_config.hpp"
@@ -40,33 +41,9 @@ using namespace std::chrono_literals;
 namespace ex = cpupower::exporter;
 
 ex::HttpTls make_tls() {
-  gnutls_x509_privkey_t key = nullptr;
-  gnutls_x509_privkey_init(&key);
-  gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
-                               GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
-  gnutls_x509_crt_t crt = nullptr;
-  gnutls_x509_crt_init(&crt);
-  gnutls_x509_crt_set_version(crt, 3);
-  const unsigned char serial[] = {9, 1};
-  gnutls_x509_crt_set_serial(crt, serial, sizeof serial);
-  const std::time_t now = std::time(nullptr);
-  gnutls_x509_crt_set_activation_time(crt, now - 3600);
-  gnutls_x509_crt_set_expiration_time(crt, now + 86400);
-  gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "localhost", 9);
-  gnutls_x509_crt_set_key(crt, key);
-  FUZZ_CHECK(gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0) == 0);
-  gnutls_datum_t c{}, k{};
-  gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &c);
-  gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &k);
-  ex::HttpTls tls;
-  tls.cert_pem.assign(reinterpret_cast<const char*>(c.data), c.size);
-  tls.key_pem.assign(reinterpret_cast<const char*>(k.data), k.size);
-  gnutls_free(c.data);
-  gnutls_free(k.data);
-  gnutls_x509_crt_deinit(crt);
-  gnutls_x509_privkey_deinit(key);
-  tls.priorities = ex::gnutls_priorities(ex::TlsVersion::tls12, ex::TlsVersion::tls13);
-  return tls;
+  auto tls = cpupower::testing::self_signed_tls(9);
+  FUZZ_CHECK(tls.has_value());
+  return *tls;
 }
 
 int connect_to(std::uint16_t port) {

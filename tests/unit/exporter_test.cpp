@@ -22,6 +22,7 @@
 #include "exporter/http_server.hpp"
 #include "exporter/render.hpp"
 #include "exporter/service.hpp"
+#include "self_signed_tls.hpp"
 #include "sources/acpi_reader.hpp"
 #include "sources/ladder.hpp"
 #include "test_tree.hpp"
@@ -795,33 +796,9 @@ TEST(HttpServerAuthentication, StoppingWithChecksQueuedAnswersThemAndReturns) {
 
 // The server's key pair: a self-signed ECDSA certificate made with GnuTLS at test time.
 HttpTls test_tls() {
-  gnutls_x509_privkey_t key = nullptr;
-  gnutls_x509_privkey_init(&key);
-  gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
-                               GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
-  gnutls_x509_crt_t crt = nullptr;
-  gnutls_x509_crt_init(&crt);
-  gnutls_x509_crt_set_version(crt, 3);
-  const unsigned char serial[] = {7, 1};
-  gnutls_x509_crt_set_serial(crt, serial, sizeof serial);
-  const std::time_t now = std::time(nullptr);
-  gnutls_x509_crt_set_activation_time(crt, now - 3600);
-  gnutls_x509_crt_set_expiration_time(crt, now + 86400);
-  gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "localhost", 9);
-  gnutls_x509_crt_set_key(crt, key);
-  gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0);
-  gnutls_datum_t c{}, k{};
-  gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &c);
-  gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &k);
-  HttpTls tls;
-  tls.cert_pem.assign(reinterpret_cast<const char*>(c.data), c.size);
-  tls.key_pem.assign(reinterpret_cast<const char*>(k.data), k.size);
-  gnutls_free(c.data);
-  gnutls_free(k.data);
-  gnutls_x509_crt_deinit(crt);
-  gnutls_x509_privkey_deinit(key);
-  tls.priorities = gnutls_priorities(TlsVersion::tls12, TlsVersion::tls13);
-  return tls;
+  auto tls = cpupower::testing::self_signed_tls(7);
+  EXPECT_TRUE(tls.has_value()) << "GnuTLS could not sign the test certificate";
+  return tls.value_or(HttpTls{});
 }
 
 constexpr const char* kTls12 = "NORMAL:-VERS-ALL:+VERS-TLS1.2";
