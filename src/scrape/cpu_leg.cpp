@@ -54,13 +54,10 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   }
   const double read_unix = input.midpoint_unix - readings.total_age_s.value_or(0.0);
   out.timestamp_unix = read_unix;
-  // Missing: any socket of the node without a row here. The exporter's socket_up names the
-  // node's sockets; whether one is missing is read off the rows themselves, so the manifest
-  // counts exactly the row sets the file holds without it (socket_up can lag the body by a
-  // watch period on the exporter).
+  // Missing: what the exporter says it lacks, and any socket of the node without a row here.
   auto& node = sockets_[input.endpoint_index];
   for (const auto& s : readings.socket_up) node.expected.insert(s.socket);
-  std::set<std::uint32_t> missing;
+  std::set<std::uint32_t> missing(readings.sockets_missing.begin(), readings.sockets_missing.end());
   for (const auto socket : node.expected) {
     if (std::none_of(readings.rows.begin(), readings.rows.end(),
                      [&](const SocketRow& r) { return r.socket_id == socket; })) {
