@@ -181,4 +181,14 @@ check "$MULTI_CHECK" 1 "$d.multi" "$d"
 refuses "$d.multi" samples_sha256_mismatch power/samples.csv
 ok "multinode validator: the GPU recompute refuses a changed samples.csv"
 
+# What a consumer refuses, `cpu-power validate` does not call publishable (the pipeline's own
+# options, equal times and the producer pin, aside).
+for c in gpu-digest gpu-job-id gpu-header-v3 gpu-duplicate-row gpu-loss gpu-result \
+  cpu-header-v3 cpu-socket-missing cpu-source-mixed cpu-duplicate-time cpu-gap; do
+  rc=0
+  "$BIN/cpu-power" validate "$WORK/damaged-$c" >"$WORK/damaged-$c.validate" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fail "cpu-power validate on the $c copy exited $rc, want 1: $(cat "$WORK/damaged-$c.validate")"
+done
+ok "cpu-power validate exits 1 on every damaged copy a consumer refuses"
+
 echo "$CHECKS checks passed"
