@@ -4,8 +4,8 @@
 # the benchmark's sa-bench result; manifest.json with status and publication_valid by the
 # contract's rules; a consumer-style check of the whole package; the combined CPU + GPU
 # report against the Python oracle; a kind: custom exporter (another exporter's names) and
-# visible_devices_env from a cluster configuration; faults (a GPU vanishing, a UUID change, an exporter
-# killed mid-run) and `telemetry.required`.
+# visible_devices_env from a cluster configuration; faults (a GPU vanishing, a UUID change,
+# an exporter killed mid-run) and `telemetry.required`.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
