@@ -44,7 +44,7 @@ class GpuLeg final : public Leg {
   // `read` names the exporter's families and labels and the GPUs the run uses (default:
   // dcgm-exporter's, every GPU).
   GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
-         GpuReadOptions read = GpuReadOptions());
+         GpuReadOptions read = {});
 
   std::string_view name() const override { return "gpu"; }
   std::string_view samples_filename() const override;

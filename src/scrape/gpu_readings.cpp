@@ -245,4 +245,24 @@ GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& op
   return gpu_readings_from_body(body, scratch, options);
 }
 
+// The option-less forms: one set of default options, not a copy of the profile per call.
+namespace {
+const GpuReadOptions& dcgm_options() {
+  static const GpuReadOptions options;
+  return options;
+}
+}  // namespace
+
+GpuScrape gpu_readings_from_body(std::string_view body) {
+  return gpu_readings_from_body(body, dcgm_options());
+}
+
+GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch) {
+  return gpu_readings_from_body(body, scratch, dcgm_options());
+}
+
+GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
+  return gpu_readings_from_samples(samples, dcgm_options());
+}
+
 }  // namespace cpupower::scrape
