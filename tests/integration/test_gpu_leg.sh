@@ -166,6 +166,15 @@ CLUSTER="$FIXTURES/recipes/srtslurm_amd.yaml"
 "$BIN/cpu-power" check-config --cluster-config "$CLUSTER" "$WORK/inherit.yaml" >"$WORK/cc.out" 2>&1 ||
   { cat "$WORK/cc.out"; fail "check-config with the cluster configuration"; }
 grep -qx 'legs: GPU custom exporter scrape -> <log_dir>/power/' "$WORK/cc.out" || fail "check-config legs: $(cat "$WORK/cc.out")"
+printf 'visible_devices_env: ROCR-VISIBLE\n' >"$WORK/bad-cluster.yaml"
+rc=0
+"$BIN/cpu-power" check-config --cluster-config "$WORK/bad-cluster.yaml" "$WORK/inherit.yaml" >/dev/null 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] && grep -qx "$WORK/bad-cluster.yaml:1:22: visible_devices_env must be an environment variable name (\[A-Za-z_\]\[A-Za-z0-9_\]\*), got \"ROCR-VISIBLE\"" "$WORK/cc.err" ||
+  fail "a bad cluster configuration: exit $rc, $(cat "$WORK/cc.err")"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/inherit.yaml" --cluster-config "$WORK/bad-cluster.yaml" \
+  --dry-run -- true >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "run with a bad cluster configuration: exit $rc, want 2"
 "$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
   --dry-run -- true >"$WORK/dry.out" 2>&1 || { cat "$WORK/dry.out"; fail "dry run with the cluster configuration"; }
 grep -q -- '--power-metric gpu_power_usage .*--index-label gpu_id --identity-label serial_number' "$WORK/dry.out" ||
