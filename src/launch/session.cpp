@@ -318,10 +318,14 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   std::filesystem::create_directories(plan.log_dir, ec);
   if (ec) log->warn("cannot create log dir {}: {}", plan.log_dir, ec.message());
   for (const auto& w : plan.warnings) log->warn("{}", w);
-  // Every node's clock, before any server starts (launch/clock_check.hpp); bounded.
+  // Every node's clock, before any server starts (launch/clock_check.hpp); bounded, and kept
+  // out of the startup deadlines, which count from its end: a slow probe never costs a leg
+  // its readiness.
   std::optional<artifacts::ClockSyncCheck> clocks;
   if (plan.telemetry || plan.host_leg || plan.gpu_leg) {
+    const auto probe_start = Clock::now();
     clocks = check_session_clocks(plan, kClockStepTimeout);
+    started += Clock::now() - probe_start;
   }
 
   Launcher launcher(plan);
