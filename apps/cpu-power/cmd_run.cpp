@@ -16,6 +16,8 @@
 #include <iostream>
 #include <memory>
 
+#include <yaml-cpp/yaml.h>
+
 #include "apps/cpu-power/commands.hpp"
 #include "common/signals.hpp"
 #include "config/load.hpp"
@@ -41,7 +43,10 @@ struct RunArgs {
   int sim_gpus = 4;
   std::vector<std::string> sim_gpu_faults;
   bool dry_run = false;
-  int cpu_samples_schema = 3;
+  int cpu_samples_schema = 0;  // 0: not given, the profile's
+  int gpu_samples_schema = 0;
+  std::string consumer_profile = "default";
+  std::string job_id;
   std::vector<std::string> command;
 };
 
@@ -139,7 +144,18 @@ int run(const RunArgs& args) {
   request.sim_gpus = args.sim_gpus;
   request.sim_gpu_faults = args.sim_gpu_faults;
   request.command = args.command;
-  request.cpu_samples_schema = args.cpu_samples_schema;
+  const auto schemas = launch::samples_schemas_for(args.consumer_profile, args.cpu_samples_schema,
+                                                   args.gpu_samples_schema);
+  if (!schemas) {
+    std::cerr << "Error: --consumer-profile: unknown profile " << args.consumer_profile
+              << std::endl;
+    return 2;
+  }
+  request.cpu_samples_schema = schemas->cpu;
+  request.gpu_samples_schema = schemas->gpu;
+  if (!args.job_id.empty()) request.job_id = args.job_id;
+  request.generated_job_id = launch::local_job_id(std::time(nullptr), ::getpid());
+  request.clock_sync_check = recipe->telemetry.clock_sync_check;
   request.env = launch::current_env();
   request.exporter = launch::resolve_exporter(launch::ExporterLookup::from_process());
   request.self_exe = launch::self_exe_path();
@@ -257,6 +273,13 @@ void add_run_command(CLI::App& app, Action& action) {
                   "vanish:GPU, uuid-change:GPU, each with @FROM_MS[-TO_MS]");
   cmd->add_flag("--dry-run", args->dry_run, "Print the plan (srun argv per group) and run nothing");
   add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
+  add_gpu_samples_schema_option(cmd, args->gpu_samples_schema);
+  add_consumer_profile_option(cmd, args->consumer_profile);
+  cmd->add_option("--job-id", args->job_id,
+                  "Job id the artifacts record outside Slurm (inside an allocation Slurm's wins; "
+                  "default: local-<UTC time>-<PID>)")
+      ->check(
+          [](const std::string& v) { return v.empty() ? std::string("empty") : std::string(); });
   cmd->add_option("command", args->command, "The command to run, after --")->required();
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 

@@ -596,10 +596,7 @@ class Loader {
             return required(path, fv, t.request_timeout_seconds), true;
           if (key == "collector_join_timeout_seconds")
             return read(path, fv, t.collector_join_timeout_seconds), true;
-          if (key == "clock_sync_check") {  // GPU leg only; accepted so such recipes load
-            bool ignored = true;
-            return required(path, fv, ignored), true;
-          }
+          if (key == "clock_sync_check") return required(path, fv, t.clock_sync_check), true;
           if (key == "dcgm_exporter") return dcgm_exporter(path, fv), true;
           if (key == "cpu_power_exporter") return cpu_power_exporter(path, fv), true;
           if (key == "cpu_power") return cpu_power(path, fv), true;

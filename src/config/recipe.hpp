@@ -110,6 +110,7 @@ struct TelemetryConfig {
   double startup_timeout_seconds = 30.0;
   double request_timeout_seconds = 2.0;
   std::optional<double> collector_join_timeout_seconds;  // unset: derived
+  bool clock_sync_check = true;  // false: no node's clock is checked before the servers start
   std::optional<CpuPowerExporterConfig> cpu_power_exporter;
   CpuPowerHostConfig cpu_power;
 };

@@ -14,6 +14,7 @@
 #include "artifacts/gpu_windows.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "launch/clock_check.hpp"
 #include "launch/launcher.hpp"
 #include "launch/node_address.hpp"
 #include "launch/process.hpp"
@@ -190,7 +191,7 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
   };
   collector_ = std::make_unique<scrape::Collector>(
       endpoints_, std::move(options),
-      std::make_unique<scrape::GpuLeg>(hostnames, summary_, leg_.read));
+      std::make_unique<scrape::GpuLeg>(hostnames, summary_, leg_.read, leg_.samples_schema));
   std::string error;
   if (!collector_->start(&error)) {
     log()->warn("GPU power collector did not start error={}", common::quoted(error));
@@ -366,7 +367,8 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   }
 
   const auto samples_path = leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename);
-  const auto samples = artifacts::check_gpu_samples(samples_path);
+  // Strictly the schema this run wrote: a file with another header is not this run's.
+  const auto samples = artifacts::check_gpu_samples(samples_path, leg_.samples_schema);
 
   std::vector<artifacts::GpuExpectedDevice> expected;
   if (leg_.roles_file) {
@@ -413,7 +415,9 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   reasons.add_all(artifacts::gpu_device_reasons(expected, samples.devices));
 
   artifacts::GpuManifest m;
-  m.job_id = plan_.job_id.value_or("");
+  m.job_id = plan_.artifact_job_id;
+  m.samples_schema_version = leg_.samples_schema;
+  m.utilization_metrics = artifacts::gpu_utilization_metrics(leg_.samples_schema);
   m.run_name = std::filesystem::path(plan_.log_dir).filename().string();
   m.sample_interval_seconds = static_cast<double>(t.collect_interval_ms) / 1000.0;
   m.request_timeout_seconds = t.request_timeout_seconds;
@@ -441,6 +445,8 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
     m.utilization_metrics = std::move(used);
   }
   m.expected_devices = expected;
+  m.clock_sync_check = clock_check_;
+  if (clock_check_) m.clock_sync_failures = clock_sync_failures(*clock_check_);
   m.observed_devices = samples.devices;
   m.expected_windows = expected_windows;
   m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;

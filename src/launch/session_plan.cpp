@@ -1,6 +1,9 @@
 #include "launch/session_plan.hpp"
 
 #include <fmt/core.h>
+#include <unistd.h>
+
+#include <ctime>
 
 #include <algorithm>
 
@@ -153,6 +156,7 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
   const auto& d = *t.dcgm_exporter;
   GpuLegPlan leg;
   leg.power_dir = r.log_dir + "/" + t.storage_subdir;
+  leg.samples_schema = r.gpu_samples_schema;
   leg.port = d.port;
   leg.required = t.required;
   leg.roles_file = r.gpu_roles;
@@ -234,7 +238,70 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
   plan.gpu_leg = std::move(leg);
 }
 
+// `cpu-power clock-check` on every node of the session, one srun step per node group, each
+// node's output in <log_dir>/clock_sync_<node>.out (srun's %N).
+void plan_clock_steps(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                      SessionPlan& plan) {
+  const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
+  const bool several = grouped.groups.size() > 1;
+  for (const auto& g : grouped.groups) {
+    ResolverStep step;
+    step.name = "clock_sync" + group_suffix(g.het_group, several);
+    step.srun = srun_on(plan, g, percent_escaped(plan.log_dir) + "/clock_sync_%N.out",
+                        {r.self_exe, "clock-check"});
+    step.log = plan.log_dir + "/" + step.name + ".srun.log";
+    plan.clock_steps.push_back(std::move(step));
+  }
+}
+
+// Slurm's job id when there is one, else --job-id, else a generated local one; a --job-id
+// that differs from Slurm's is warned about and not used.
+void choose_artifact_job_id(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                            SessionPlan& plan) {
+  std::optional<std::string> slurm;
+  if (allocation && !allocation->job_id.empty()) {
+    slurm = allocation->job_id;
+  } else if (const auto it = r.env.find("SLURM_JOB_ID"); it != r.env.end() && !it->second.empty()) {
+    slurm = it->second;  // --simulate inside an allocation: still that job's artifacts
+  }
+  const bool given = r.job_id && !r.job_id->empty();
+  if (slurm) {
+    plan.artifact_job_id = *slurm;
+    if (given && *r.job_id != *slurm) {
+      plan.warnings.push_back("--job-id " + *r.job_id + " differs from the Slurm job id " + *slurm +
+                              "; the artifacts record Slurm's");
+    }
+  } else if (given) {
+    plan.artifact_job_id = *r.job_id;
+  } else {
+    plan.artifact_job_id = r.generated_job_id.empty()
+                               ? local_job_id(std::time(nullptr), static_cast<long>(::getpid()))
+                               : r.generated_job_id;
+  }
+}
+
 }  // namespace
+
+std::string local_job_id(std::time_t now, long pid) {
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  return fmt::format("local-{}-{}", stamp, pid);
+}
+
+std::optional<SamplesSchemas> samples_schemas_for(std::string_view profile, int cpu_schema,
+                                                  int gpu_schema) {
+  SamplesSchemas out;
+  if (profile == "compat") {
+    out = {2, 2};
+  } else if (profile != "default" && !profile.empty()) {
+    return std::nullopt;
+  }
+  if (cpu_schema != 0) out.cpu = cpu_schema;
+  if (gpu_schema != 0) out.gpu = gpu_schema;
+  return out;
+}
 
 std::string_view gpu_source_name(GpuExporterSource source) {
   switch (source) {
@@ -284,6 +351,7 @@ SessionPlan make_plan(const PlanRequest& r) {
       return plan;
     }
   }
+  choose_artifact_job_id(r, allocation, plan);
   std::vector<std::string> nodes;
   if (r.nodes) {
     // Simulated node names are only names: no Slurm to expand a range.
@@ -388,6 +456,11 @@ SessionPlan make_plan(const PlanRequest& r) {
   }
   if (host_leg) plan_host_leg(r, allocation, plan);
   if (gpu_leg) plan_gpu_leg(r, allocation, plan);
+  plan.clock_sync_check = r.clock_sync_check;
+  if (plan.clock_sync_check && plan.mode == LaunchMode::slurm) {
+    if (allocation) plan.job_id = allocation->job_id;
+    plan_clock_steps(r, allocation, plan);
+  }
   if (plan.telemetry && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;
 }
@@ -399,6 +472,7 @@ std::string describe_plan(const SessionPlan& p) {
   };
   line("mode", std::string(mode_name(p.mode)) + (p.job_id ? " (job " + *p.job_id + ")" : ""));
   line("log dir", p.log_dir);
+  line("job id", p.artifact_job_id + " (the artifacts')");
   line("command", shell_quote_argv(p.command));
   if (!p.telemetry) {
     line("telemetry", p.host_leg || p.gpu_leg ? "CPU exporter leg off" : "off");
@@ -466,10 +540,10 @@ std::string describe_plan(const SessionPlan& p) {
   }
   if (p.gpu_leg) {
     const auto& g = *p.gpu_leg;
-    line("gpu leg", g.power_dir + "/samples.csv every " +
-                        std::to_string(p.recipe.telemetry.collect_interval_ms) + " ms, manifest " +
-                        g.power_dir + "/manifest.json, windows " + g.power_dir + "/windows/" +
-                        (g.required ? ", required" : ", best-effort"));
+    line("gpu leg", g.power_dir + "/samples.csv (schema v" + std::to_string(g.samples_schema) +
+                        ") every " + std::to_string(p.recipe.telemetry.collect_interval_ms) +
+                        " ms, manifest " + g.power_dir + "/manifest.json, windows " + g.power_dir +
+                        "/windows/" + (g.required ? ", required" : ", best-effort"));
     switch (g.source) {
       case GpuExporterSource::running:
         line("dcgm", "already running on each node, port " + std::to_string(g.port));
@@ -497,6 +571,17 @@ std::string describe_plan(const SessionPlan& p) {
     }
     if (!g.visible_devices.empty()) {
       line("gpu devices", common::escape_untrusted(g.visible_devices) + " on every node");
+    }
+  }
+  if (p.telemetry || p.host_leg || p.gpu_leg) {
+    if (!p.clock_sync_check) {
+      line("clock", "not checked (telemetry.clock_sync_check: false)");
+    } else if (p.mode == LaunchMode::slurm) {
+      for (const auto& c : p.clock_steps) line("clock", shell_quote_argv(c.srun));
+    } else {
+      line("clock",
+           "this host's clock, probed once" +
+               std::string(p.mode == LaunchMode::simulate ? " for every simulated node" : ""));
     }
   }
   for (const auto& w : p.warnings) line("warning", w);

@@ -21,9 +21,12 @@ std::string_view gpu_reason_for_failure(std::string_view collector_reason) {
 }
 
 GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
-               GpuReadOptions read)
+               GpuReadOptions read, int samples_schema)
     : hostnames_(std::move(hostnames)),
       out_(std::move(summary)),
+      samples_schema_(artifacts::gpu_samples_header(samples_schema)
+                          ? samples_schema
+                          : artifacts::kGpuSamplesSchemaVersion),
       answered_(hostnames_.size()),
       read_(std::move(read)) {}
 
@@ -32,7 +35,7 @@ std::string_view GpuLeg::samples_filename() const {
 }
 
 std::string_view GpuLeg::samples_header() const {
-  return *artifacts::gpu_samples_header(artifacts::kGpuSamplesSchemaVersion);
+  return *artifacts::gpu_samples_header(samples_schema_);
 }
 
 void GpuLeg::note(std::string_view code, std::size_t endpoint_index) {
@@ -91,7 +94,7 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
       }
       continue;
     }
-    artifacts::append_gpu_row(lines, row, artifacts::kGpuSamplesSchemaV3);
+    artifacts::append_gpu_row(lines, row, samples_schema_);
     ++out.rows;
   }
   summary_.rows += out.rows;

@@ -70,6 +70,31 @@ for w in session results_concurrency_4_demo; do
 done
 ok "clean run: 2 nodes x 4 GPUs, a row per GPU per scrape sharing time and scrape_seq, 2 windows, complete and publishable"
 
+# The job id outside Slurm: generated, saying it is local, the same in the manifest and
+# session.json. The clock check: every node's output file, the summary, and the manifest's
+# copy of it; a node that is not synchronised (this machine's kernel may say so) is listed.
+$PY - "$WORK/ok" <<'EOF' || fail "job id or clock check files of the clean run"
+import json, os, re, sys
+run = sys.argv[1]
+m = json.load(open(run + "/power/manifest.json"))
+s = json.load(open(run + "/session.json"))
+assert re.fullmatch(r"local-[0-9]{8}T[0-9]{6}Z-[0-9]+", m["job_id"]), m["job_id"]
+assert s["job_id"] == m["job_id"], (s["job_id"], m["job_id"])
+c = json.load(open(run + "/clock_sync.json"))
+assert c["schema_version"] == 1 and c["max_offset_seconds"] == 0.05, c
+assert [n["hostname"] for n in c["nodes"]] == ["a", "b"], c
+for n in c["nodes"]:
+    assert n["synchronized"] in ("yes", "no"), n  # the kernel always answers locally
+    assert n["output_file"] == "clock_sync_%s.out" % n["hostname"], n
+    out = open(os.path.join(run, n["output_file"])).read()
+    assert "== ntp_adjtime(2): " in out and out.splitlines()[-1].startswith("clock_sync "), out
+assert m["clock_sync_check"] == c, (m["clock_sync_check"], c)
+bad = [n["hostname"] for n in c["nodes"]
+       if n["synchronized"] != "yes" or abs(n["offset_seconds"] or 0) > c["max_offset_seconds"]]
+assert m["clock_sync_failures"] == bad, (m["clock_sync_failures"], bad)
+EOF
+ok "job id $(json_get "$WORK/ok/power/manifest.json" '["job_id"]') in the manifest and session.json; clock check of a and b in clock_sync.json, the manifest and clock_sync_<node>.out"
+
 "$PY" "$ROOT/tests/tools/consumer_check.py" "$WORK/ok" >"$WORK/consumer.txt" 2>&1 ||
   { cat "$WORK/consumer.txt"; fail "the consumer-style validator refused the run"; }
 ok "consumer-style validator accepts the run (CPU samples v2, --cpu-samples-schema 2): $(grep -c . "$WORK/consumer.txt") lines"
@@ -243,6 +268,57 @@ M="$WORK/absent/power/manifest.json"
 json_get "$M" '["reason_codes"]' | grep -q expected_device_missing || fail "absent GPU 5: reasons $(json_get "$M" '["reason_codes"]')"
 [ "$(json_get "$M" '["publication_valid"]')" = False ] || fail "absent GPU 5: publishable"
 ok "visible_devices_env (ROCR_VISIBLE_DEVICES=1,3): only GPUs 1 and 3 read and expected on every node; a GPU it names that no node shows is expected_device_missing"
+# --- the consumer profile and the GPU samples schemas ---------------------------------------
+# compat: CPU v2 and GPU v2, with an explicit --job-id; compat with --gpu-samples-schema 1: the
+# explicit schema wins. Each is checked strictly, accepted by the consumer-style validator and
+# read by the report.
+for spec in "compat:0:2" "compat:1:1"; do
+  IFS=: read -r profile gpu want <<<"$spec"
+  extra=()
+  [ "$gpu" != 0 ] && extra=(--gpu-samples-schema "$gpu")
+  d="$WORK/profile-$want"
+  rc=0
+  "$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 2 --config "$WORK/best.yaml" \
+    --consumer-profile "$profile" "${extra[@]}" --job-id "bench-$want" --log-dir "$d" \
+    -- sh -c "mkdir -p $d && $(bench "$d")" >"$d.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { cat "$d.log"; fail "profile $spec: exit $rc"; }
+  M="$d/power/manifest.json"
+  [ "$(json_get "$M" '["samples_schema_version"]')" = "$want" ] || fail "profile $spec: samples_schema_version"
+  [ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "profile $spec: not publishable"; }
+  [ "$(json_get "$M" '["job_id"]')" = "bench-$want" ] || fail "profile $spec: job_id $(json_get "$M" '["job_id"]')"
+  [ "$(json_get "$d/session.json" '["job_id"]')" = "bench-$want" ] || fail "profile $spec: session job_id"
+  $PY - "$d" "$want" <<'EOF' || fail "profile $spec: headers, rows or utilization_metrics"
+import csv, json, sys
+run, want = sys.argv[1], int(sys.argv[2])
+headers = {1: "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w",
+           2: "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,sm_active"}
+rows = list(csv.reader(open(run + "/power/samples.csv", newline="")))
+assert ",".join(rows[0]) == headers[want], rows[0]
+assert len(rows) > 3 and all(len(r) == len(rows[0]) and r[0] == str(want) for r in rows[1:]), rows[1]
+m = json.load(open(run + "/power/manifest.json"))
+assert [u["column"] for u in m["utilization_metrics"]] == ([] if want == 1 else ["gpu_util_pct", "sm_active"]), m["utilization_metrics"]
+cpu = open(run + "/power/cpu/samples.csv").readline()
+assert cpu.startswith("schema_version,") and "module_w" not in cpu, cpu  # CPU v2
+EOF
+  "$PY" "$ROOT/tests/tools/consumer_check.py" "$d" >"$d.consumer" 2>&1 ||
+    { cat "$d.consumer"; fail "profile $spec: the consumer-style validator refused the run"; }
+  "$BIN/cpu-power" report "$d" >"$d.report" 2>&1 || { cat "$d.report"; fail "profile $spec: report failed"; }
+  grep -q '^  gpu total:' "$d.report" || fail "profile $spec: report has no GPU total"
+done
+ok "--consumer-profile compat: GPU v2 and CPU v2; with --gpu-samples-schema 1 GPU v1; strict check, manifest, consumer-style validator and report agree; --job-id recorded"
+
+# --- telemetry.clock_sync_check: false ------------------------------------------------------
+sed 's/^  required: false$/  required: false\n  clock_sync_check: false/' "$WORK/best.yaml" >"$WORK/noclock.yaml"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 1 --config "$WORK/noclock.yaml" \
+  --log-dir "$WORK/noclock" -- sleep 1.5 >"$WORK/noclock.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/noclock.log"; fail "clock check off: exit $rc"; }
+[ ! -e "$WORK/noclock/clock_sync_a.out" ] || fail "clock check off: a probe ran"
+[ "$(json_get "$WORK/noclock/clock_sync.json" '["nodes"]')" = "[{'hostname': 'a', 'synchronized': 'unknown', 'offset_seconds': None, 'tool': None, 'output_file': None}]" ] ||
+  fail "clock check off: $(cat "$WORK/noclock/clock_sync.json")"
+[ "$(json_get "$WORK/noclock/power/manifest.json" '["clock_sync_failures"]')" = "['a']" ] ||
+  fail "clock check off: clock_sync_failures"
+ok "telemetry.clock_sync_check: false: nothing probed; clock_sync.json and the manifest say node a was not checked"
 
 # --- a GPU vanishing mid-run: best-effort keeps exit 0, required turns it into 1 -----------
 for mode in best required; do

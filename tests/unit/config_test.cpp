@@ -29,6 +29,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const std::string kRecipes = std::string(CPUPOWER_FIXTURES) + "/recipes/";
 
@@ -191,6 +192,13 @@ TEST(ConfigLoad, YamlBooleansAndSpecialFloats) {
   EXPECT_TRUE(loaded("telemetry: {enabled: yes, cpu_power_exporter: {}}").telemetry.enabled);
   EXPECT_THAT(messages_of(cpu_only("  request_timeout_seconds: .inf\n")),
               ElementsAre("telemetry.request_timeout_seconds must be finite and positive"));
+}
+
+TEST(ConfigLoad, ClockSyncCheckIsKeptOnByDefaultAndOffWhenTheRecipeSaysSo) {
+  EXPECT_TRUE(loaded(cpu_only("")).telemetry.clock_sync_check);
+  EXPECT_FALSE(loaded(cpu_only("  clock_sync_check: false\n")).telemetry.clock_sync_check);
+  EXPECT_FALSE(loaded(cpu_only("  clock_sync_check: off\n")).telemetry.clock_sync_check);
+  EXPECT_THAT(messages_of(cpu_only("  clock_sync_check: 3\n")), Not(IsEmpty()));
 }
 
 TEST(ConfigLoad, UnreadableFile) {

@@ -544,5 +544,31 @@ TEST(GpuLeg, ReadsACustomExportersBody) {
             "3,1700000000.5,3,n1,1,692251001125,512.5,87,,71.25\r\n");
 }
 
+// --gpu-samples-schema: the same rows in the v1 and v2 layouts, with their headers; an unknown
+// version is v3.
+TEST(GpuLeg, WritesTheSchemaItWasGiven) {
+  BodyInput in;
+  in.hostname = "n1";
+  in.body = kRealBody;
+  in.midpoint_unix = 1700000000.5;
+  in.scrape_seq = 7;
+  const std::pair<int, std::string> cases[] = {
+      {1,
+       "1,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482\r\n"
+       "1,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206\r\n"},
+      {2,
+       "2,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482,0,0\r\n"
+       "2,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206,44,0.412334\r\n"}};
+  for (const auto& [schema, want] : cases) {
+    GpuLeg leg({"n1"}, std::make_shared<GpuLegSummary>(), {}, schema);
+    EXPECT_EQ(leg.samples_header(), *artifacts::gpu_samples_header(schema));
+    std::string lines;
+    EXPECT_EQ(leg.on_body(in, lines).rows, 2u);
+    EXPECT_EQ(lines, want) << schema;
+  }
+  EXPECT_EQ(GpuLeg({"n1"}, std::make_shared<GpuLegSummary>(), {}, 7).samples_header(),
+            *artifacts::gpu_samples_header(3));
+}
+
 }  // namespace
 }  // namespace cpupower::scrape
