@@ -38,5 +38,6 @@ void add_report_command(CLI::App& app, Action& action);
 void add_scrape_command(CLI::App& app, Action& action);
 void add_host_collect_command(CLI::App& app, Action& action);
 void add_merge_command(CLI::App& app, Action& action);
+void add_validate_command(CLI::App& app, Action& action);
 
 }  // namespace cpupower::app

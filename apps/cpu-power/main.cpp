@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cpupower::app::add_scrape_command(app, action);
   cpupower::app::add_host_collect_command(app, action);
   cpupower::app::add_merge_command(app, action);
+  cpupower::app::add_validate_command(app, action);
 
   try {
     app.parse(argc, argv);
