@@ -9,6 +9,9 @@
     validate_damage.py damage CASE RUN_DIR
                                         break RUN_DIR (a copy of a compat one) in place so that
                                         one rule fails (the CASES below)
+    validate_damage.py all RUN_DIR OUT  one copy of RUN_DIR per case, OUT/case_<name>, each
+                                        broken by its case (one process for all: the test's
+                                        time goes to the validations, not to Python's start)
     validate_damage.py cases            print the case names
 
 Python 3 standard library only.
@@ -538,6 +541,11 @@ def main(argv):
         compat(argv[2])
     elif argv[1:2] == ["damage"] and len(argv) == 4 and argv[2] in CASES:
         CASES[argv[2]](Run(argv[3]))
+    elif argv[1:2] == ["all"] and len(argv) == 4:
+        for name, fn in CASES.items():
+            dst = os.path.join(argv[3], "case_" + name)
+            shutil.copytree(argv[2], dst, symlinks=True)
+            fn(Run(dst))
     elif argv[1:] == ["cases"]:
         print("\n".join(CASES))
     else:
