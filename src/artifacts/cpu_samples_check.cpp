@@ -3,8 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "artifacts/cpu_samples.hpp"
@@ -106,9 +107,22 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
                     c_socket = col("socket_id"), c_power = col("power_w");
   const std::string version_text = std::to_string(version);
 
-  std::set<std::pair<CpuSeriesKey, double>> stamps;
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, std::size_t>>>
-      sources;  // (host, kind) -> (source, first line)
+  // Per row only look-ups with a reused key buffer: no allocation once every series and
+  // sensor has been seen, and 16 bytes kept per row (a large run has millions).
+  struct Series {
+    CpuSeriesKey key;
+    std::vector<std::pair<double, std::size_t>> rows;  // (time, line) in file order
+  };
+  std::vector<Series> series;
+  std::unordered_map<std::string, std::size_t> series_index;  // host \x1f socket \x1f sensor
+  struct Kind {
+    std::string host, kind;
+    std::vector<std::pair<std::string, std::size_t>> sources;  // (source, first line)
+  };
+  std::vector<Kind> kinds;
+  std::unordered_map<std::string, std::size_t> kind_index;    // host \x1f kind
+  std::unordered_map<std::string, std::size_t> sensor_kinds;  // host \x1f sensor -> kinds[]
+  std::string buf;
   damage.clear();
   while (reader.next(rec, damage)) {
     for (const auto& d : damage) {
@@ -158,18 +172,40 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
             describe_bad_cell("power_w", c[c_power], "a finite number >= 0"));
       continue;
     }
-    CpuSeriesKey key{std::string(c[c_host]), socket,
-                     out.wide ? std::string() : std::string(c[c_sensor])};
-    if (!stamps.emplace(key, t).second) {
-      count(out, cpu_reason::kDuplicateTimestamp, line,
-            key.label() + " has a row at " + std::string(c[c_time]) + " already");
-      continue;
+    char socket_text[24];
+    const auto socket_end =
+        std::to_chars(socket_text, socket_text + sizeof socket_text, socket).ptr;
+    buf.assign(c[c_host]);
+    buf += '\x1f';
+    buf.append(socket_text, socket_end);
+    buf += '\x1f';
+    if (!out.wide) buf += c[c_sensor];
+    auto found = series_index.find(buf);
+    if (found == series_index.end()) {
+      found = series_index.emplace(buf, series.size()).first;
+      series.push_back(
+          {{std::string(c[c_host]), socket, out.wide ? std::string() : std::string(c[c_sensor])},
+           {}});
     }
-    auto& seen = sources[{key.hostname, sensor_kind(c[c_sensor])}];
+    series[found->second].rows.emplace_back(t, line);
+    buf.assign(c[c_host]);
+    buf += '\x1f';
+    buf += c[c_sensor];
+    auto sk = sensor_kinds.find(buf);
+    if (sk == sensor_kinds.end()) {
+      const std::string kind = sensor_kind(c[c_sensor]);
+      const std::string kind_key = std::string(c[c_host]) + '\x1f' + kind;
+      auto k = kind_index.find(kind_key);
+      if (k == kind_index.end()) {
+        k = kind_index.emplace(kind_key, kinds.size()).first;
+        kinds.push_back({std::string(c[c_host]), kind, {}});
+      }
+      sk = sensor_kinds.emplace(buf, k->second).first;
+    }
+    auto& seen = kinds[sk->second].sources;
     bool known = false;
-    for (const auto& s : seen) known = known || s.first == c[c_source];
+    for (const auto& src : seen) known = known || src.first == c[c_source];
     if (!known) seen.emplace_back(std::string(c[c_source]), line);
-    out.series[key].push_back(t);
     ++out.rows_kept;
   }
   for (const auto& d : damage) {
@@ -179,25 +215,46 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
   if (!reader.error().empty()) {
     count(out, cpu_reason::kMalformed, 0, reader.error());
   }
-  for (const auto& [host_kind, seen] : sources) {
-    if (seen.size() < 2) continue;
+  for (const auto& k : kinds) {
+    if (k.sources.size() < 2) continue;
     std::string listed;
-    for (const auto& [source, line] : seen) {
+    for (const auto& [source, line] : k.sources) {
       if (!listed.empty()) listed += ", ";
       listed += "'" + source + "' (line " + std::to_string(line) + ")";
     }
-    count(out, cpu_reason::kSourceConflict, seen[1].second,
-          "host " + host_kind.first + ", sensor kind '" + host_kind.second + "' has sources " +
-              listed);
+    count(out, cpu_reason::kSourceConflict, k.sources[1].second,
+          "host " + k.host + ", sensor kind '" + k.kind + "' has sources " + listed);
   }
-  for (auto& [key, times] : out.series) {
-    std::sort(times.begin(), times.end());
-    auto& socks = out.sockets[key.hostname];
-    if (socks.empty() || socks.back() != key.socket_id) {
-      socks.push_back(key.socket_id);
-      std::sort(socks.begin(), socks.end());
-      socks.erase(std::unique(socks.begin(), socks.end()), socks.end());
+  // A second row of a series at a time it has: the later one in the file is the duplicate.
+  std::size_t duplicates = 0, first_line = 0;
+  std::string first;
+  for (auto& s : series) {
+    std::stable_sort(s.rows.begin(), s.rows.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<double> times;
+    times.reserve(s.rows.size());
+    for (std::size_t i = 0; i < s.rows.size(); ++i) {
+      if (i > 0 && s.rows[i].first == s.rows[i - 1].first) {
+        const std::size_t line = std::max(s.rows[i].second, s.rows[i - 1].second);
+        ++duplicates;
+        if (first_line == 0 || line < first_line) {
+          first_line = line;
+          first = s.key.label() + " has a row at " + format_double(s.rows[i].first) + " already";
+        }
+        continue;
+      }
+      times.push_back(s.rows[i].first);
     }
+    auto& socks = out.sockets[s.key.hostname];
+    if (std::find(socks.begin(), socks.end(), s.key.socket_id) == socks.end()) {
+      socks.insert(std::upper_bound(socks.begin(), socks.end(), s.key.socket_id), s.key.socket_id);
+    }
+    out.series.emplace(std::move(s.key), std::move(times));
+  }
+  if (duplicates > 0) {
+    out.issues.push_back(
+        {std::string(cpu_reason::kDuplicateTimestamp), duplicates, first_line, std::move(first)});
+    out.rows_kept -= duplicates;
   }
   return out;
 }
