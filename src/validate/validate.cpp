@@ -149,13 +149,28 @@ std::string list_text(const std::vector<std::string>& items, std::size_t most = 
   return out;
 }
 
+// A finding is one line: control bytes from a file's cells or names are escaped.
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 class Checker {
  public:
   explicit Checker(const Options& o) : o_(o) {}
 
-  void add(Package p, std::string_view c, const std::string& file, std::string detail,
+  void add(Package p, std::string_view c, const std::string& file, const std::string& detail,
            std::string_view fix) {
-    findings_.push_back({p, std::string(c), file, std::move(detail), std::string(fix)});
+    findings_.push_back({p, std::string(c), one_line(file), one_line(detail), std::string(fix)});
   }
   std::vector<Finding>& findings() { return findings_; }
 

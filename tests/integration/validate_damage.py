@@ -115,6 +115,20 @@ def compat(d):
     m["samples_sha256"] = sha256(run.gpu_samples)
     m["job_id"] = "test-job"
     hosts = sorted({d["hostname"] for d in m["expected_devices"]})
+    clock = {
+        "schema_version": 1,
+        "max_offset_seconds": 0.05,
+        "nodes": [{"hostname": h, "synchronized": "yes", "offset_seconds": 0.0001,
+                   "tool": "chronyc", "output_file": "clock_sync_%s.out" % h} for h in hosts],
+    }
+    # A run whose own clock probe could not vouch for this machine's clock says so in the
+    # manifest too: the copy stands for a run on synchronised nodes throughout.
+    if "clock_sync_check" in m:
+        m["clock_sync_check"] = clock
+    m["clock_sync_failures"] = []
+    if "clock_sync_unverified" in m["reason_codes"]:
+        m["reason_codes"].remove("clock_sync_unverified")
+        m["publication_valid"] = True
     save(run.gpu_manifest, m)
 
     header, rows = read_csv(run.cpu_samples)
@@ -123,12 +137,7 @@ def compat(d):
     write_csv(run.cpu_samples, header, rows)
     run.edit(run.cpu_manifest, lambda c: c.update(samples_schema_version=2))
     run.edit(run.host_manifest, lambda c: c.update(job_id="test-job"))
-    save(run.clock, {
-        "schema_version": 1,
-        "max_offset_seconds": 0.05,
-        "nodes": [{"hostname": h, "synchronized": "yes", "offset_seconds": 0.0001,
-                   "tool": "chronyc", "output_file": "clock_sync_%s.out" % h} for h in hosts],
-    })
+    save(run.clock, clock)
 
 
 # ---- the damage cases: name -> what it does --------------------------------------------------

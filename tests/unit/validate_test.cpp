@@ -571,5 +571,15 @@ TEST(ValidateRender, TextAndJsonCarryTheSameFindings) {
   EXPECT_EQ(j["packages"][2]["present"], false);
 }
 
+TEST(ValidateRender, AFindingIsOneLineWhateverTheFileHolds) {
+  Fixture f;
+  spit(f.p("power/cpu/samples.csv"), "\"power\nw\",b\r\n1,2\r\n");
+  const auto r = f.check();
+  ASSERT_TRUE(has(r, "cpu_samples_header_mismatch", "power\\x0aw")) << text(r);
+  for (const auto& x : r.findings) {
+    EXPECT_EQ(x.detail.find('\n'), std::string::npos) << x.detail;
+  }
+}
+
 }  // namespace
 }  // namespace cpupower
