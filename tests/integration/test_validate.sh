@@ -92,8 +92,8 @@ grep -q '^verdict: publishable$' "$WORK/v.out" || fail "compat verdict: $(cat "$
 [ "$(grep -c ' publishable (0 findings)$' "$WORK/v.out")" = 3 ] || fail "compat packages: $(cat "$WORK/v.out")"
 validate "$PASS" --expect-role agg=4
 [ "$vrc" = 0 ] || fail "--expect-role agg=4 on the compat copy exited $vrc: $(cat "$WORK/v.out")"
-validate "$PASS" --expect-role agg
-[ "$vrc" = 0 ] || fail "--expect-role agg on the compat copy exited $vrc: $(cat "$WORK/v.out")"
+validate --expect-role agg "$PASS"  # before RUN_DIR: one value per --expect-role
+[ "$vrc" = 0 ] || fail "--expect-role agg on the compat copy exited $vrc: $(cat "$WORK/v.out" "$WORK/v.err")"
 ok "the run in the v2 layouts with a job id and a clock check: exit 0, all three packages publishable"
 
 # --- one broken rule at a time ---------------------------------------------------------------
