@@ -33,6 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 struct RunArgs {
   std::string config;
+  std::string cluster_config;
   std::string log_dir;
   std::string nodes;
   std::string simulate;
@@ -69,7 +70,14 @@ std::optional<config::Recipe> recipe_for(const RunArgs& args) {
     r.telemetry.cpu_power_exporter.emplace();
     return r;
   }
-  const auto result = config::load_recipe_file(args.config);
+  std::optional<config::ClusterConfig> cluster;
+  if (!args.cluster_config.empty()) {
+    auto loaded = config::load_cluster_file(args.cluster_config);
+    for (const auto& e : loaded.errors) std::cerr << config::format_error(e) << "\n";
+    if (!loaded.cluster) return std::nullopt;
+    cluster = std::move(loaded.cluster);
+  }
+  const auto result = config::load_recipe_file(args.config, cluster ? &*cluster : nullptr);
   for (const auto& e : result.errors) std::cerr << config::format_error(e) << "\n";
   for (const auto& w : result.warnings) std::cerr << config::format_warning(w) << "\n";
   return result.recipe;
@@ -220,8 +228,13 @@ int node_address(const std::string& interface) {
 void add_run_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a command with CPU power telemetry around it");
-  cmd->add_option("--config", args->config, "srtctl recipe (YAML) with a telemetry: block")
-      ->check(CLI::ExistingFile);
+  auto* config_opt =
+      cmd->add_option("--config", args->config, "srtctl recipe (YAML) with a telemetry: block")
+          ->check(CLI::ExistingFile);
+  cmd->add_option("--cluster-config", args->cluster_config,
+                  "srtctl cluster configuration (srtslurm.yaml): its default_gpu_exporter and "
+                  "visible_devices_env (needs --config)")
+      ->needs(config_opt);
   cmd->add_option("--log-dir", args->log_dir,
                   "Run directory for logs and <storage_subdir>/cpu/ (default: "
                   "./cpu-power-run-<UTC time>)");

@@ -189,7 +189,8 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
     }
   };
   collector_ = std::make_unique<scrape::Collector>(
-      endpoints_, std::move(options), std::make_unique<scrape::GpuLeg>(hostnames, summary_));
+      endpoints_, std::move(options),
+      std::make_unique<scrape::GpuLeg>(hostnames, summary_, leg_.read));
   std::string error;
   if (!collector_->start(&error)) {
     log()->warn("GPU power collector did not start error={}", common::quoted(error));
@@ -376,6 +377,17 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
       log()->warn("--gpu-roles not used: {}", error);
     }
   }
+  if (expected.empty() && leg_.read.only_indices) {
+    // The visible-devices selection: those GPUs on every node, whether they answered or not.
+    for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
+      for (const auto index : *leg_.read.only_indices) {
+        artifacts::GpuAssignment agg;
+        agg.worker_role = "agg";
+        agg.worker_index = static_cast<long long>(n);
+        expected.push_back({plan_.nodes[n], index, {agg}});
+      }
+    }
+  }
   if (expected.empty()) {
     // No topology given: every GPU a node showed when it became ready, each serving one
     // aggregated worker per node (role agg; the contract wants exactly one role per GPU).
@@ -415,6 +427,19 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
       t.dcgm_exporter ? t.dcgm_exporter->container_image : std::string();
   m.dcgm_exporter.port = leg_.port;
   m.dcgm_exporter.command = shell_quote_argv(leg_.exporter_command);
+  // Another exporter's names: what the manifest says the columns were read from.
+  if (const auto& p = leg_.read.profile; !(p == scrape::GpuExporterProfile::dcgm())) {
+    m.source_metric = p.power_metric;
+    m.power_scope = p.power_scope;
+    std::vector<artifacts::GpuUtilizationMetric> used;
+    for (auto u : m.utilization_metrics) {
+      const auto& family = u.column == "sm_active" ? p.sm_active_metric : p.util_metric;
+      if (!family) continue;  // not read: its column stays empty
+      u.source_metric = *family;
+      used.push_back(std::move(u));
+    }
+    m.utilization_metrics = std::move(used);
+  }
   m.expected_devices = expected;
   m.observed_devices = samples.devices;
   m.expected_windows = expected_windows;

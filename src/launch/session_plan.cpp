@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "common/text.hpp"
 #include "config/validate.hpp"
 #include "hostleg/markers.hpp"
@@ -112,6 +114,39 @@ std::vector<std::string> dcgm_exporter_command(const config::DcgmExporterConfig&
   return argv;
 }
 
+// The exporter block's names: dcgm-exporter's, overridden by gpu_labels and gpu_metrics.
+scrape::GpuExporterProfile gpu_profile(const config::DcgmExporterConfig& d) {
+  scrape::GpuExporterProfile p = scrape::GpuExporterProfile::dcgm();
+  if (const auto& l = d.gpu_labels) {
+    p.index_label = l->index;
+    p.identity_label = l->identity;
+    p.instance_labels = l->instance;
+  }
+  if (const auto& m = d.gpu_metrics) {
+    p.power_metric = m->power_metric;
+    p.power_scope = m->power_scope;
+    p.util_metric = m->gpu_util_metric;
+    p.sm_active_metric = m->sm_active_metric;
+    p.temperature_metric = m->temperature_metric;
+  }
+  return p;
+}
+
+// The GPU indices a visible-devices variable names ("0,1,3"); nullopt when it holds anything
+// else (UUIDs, "all", an empty item).
+std::optional<std::vector<long long>> visible_indices(const std::string& value) {
+  std::vector<long long> out;
+  for (const auto& item : common::split(value, ',')) {
+    const auto v = common::parse_u64(common::trim(item));
+    if (!v || *v > 1000000) return std::nullopt;
+    if (std::find(out.begin(), out.end(), static_cast<long long>(*v)) == out.end()) {
+      out.push_back(static_cast<long long>(*v));
+    }
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
 void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocation,
                   SessionPlan& plan) {
   const auto& t = r.recipe.telemetry;
@@ -121,6 +156,21 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
   leg.port = d.port;
   leg.required = t.required;
   leg.roles_file = r.gpu_roles;
+  leg.read.profile = gpu_profile(d);
+  if (const auto& cluster = r.recipe.cluster) {
+    const auto it = r.env.find(cluster->visible_devices_env);
+    if (it != r.env.end() && !common::trim(it->second).empty()) {
+      const std::string shown = cluster->visible_devices_env + "=" + it->second;
+      if (auto indices = visible_indices(it->second)) {
+        leg.read.only_indices = std::move(indices);
+        leg.visible_devices = shown;
+      } else {
+        plan.warnings.push_back("visible_devices_env: " + common::escape_untrusted(shown) +
+                                " is not a list of GPU indices; every GPU a node shows is read "
+                                "and expected");
+      }
+    }
+  }
   if (plan.mode == LaunchMode::simulate) {
     leg.source = GpuExporterSource::simulated;
     leg.exporter_command = {r.self_exe,
@@ -133,6 +183,16 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
                             "100"};
     for (const auto& f : r.sim_gpu_faults)
       leg.exporter_command.insert(leg.exporter_command.end(), {"--fault", f});
+    // Another exporter's names: the simulated exporter serves them (a dcgm recipe's command
+    // is what it always was).
+    if (const auto& p = leg.read.profile; !(p == scrape::GpuExporterProfile::dcgm())) {
+      leg.exporter_command.insert(
+          leg.exporter_command.end(),
+          {"--power-metric", p.power_metric, "--util-metric", p.util_metric.value_or(""),
+           "--sm-active-metric", p.sm_active_metric.value_or(""), "--temperature-metric",
+           p.temperature_metric.value_or(""), "--index-label", p.index_label, "--identity-label",
+           p.identity_label});
+    }
   } else if (d.command || d.binary) {
     leg.source = GpuExporterSource::started;
     leg.exporter_command = dcgm_exporter_command(d, d.port);
@@ -431,6 +491,13 @@ std::string describe_plan(const SessionPlan& p) {
     }
     for (const auto& rs : g.resolvers) line("resolver", shell_quote_argv(rs.srun));
     if (g.roles_file) line("gpu roles", *g.roles_file);
+    if (const auto& p = g.read.profile; !(p == scrape::GpuExporterProfile::dcgm())) {
+      line("gpu exporter", "power " + p.power_metric + " (" + p.power_scope + "), labels " +
+                               p.index_label + "/" + p.identity_label);
+    }
+    if (!g.visible_devices.empty()) {
+      line("gpu devices", common::escape_untrusted(g.visible_devices) + " on every node");
+    }
   }
   for (const auto& w : p.warnings) line("warning", w);
   return out;

@@ -16,6 +16,7 @@
 #include "launch/exporter_binary.hpp"
 #include "launch/node_set.hpp"
 #include "scrape/client_security.hpp"
+#include "scrape/gpu_readings.hpp"
 
 namespace cpupower::launch {
 
@@ -98,6 +99,10 @@ struct GpuLegPlan {
   std::vector<ResolverStep> resolvers;
   std::optional<std::string> roles_file;  // --gpu-roles
   bool required = false;                  // telemetry.required
+  // The exporter's names (kind, gpu_labels, gpu_metrics) and, when the cluster's
+  // visible_devices_env names a variable set to GPU indices, the only GPUs read and expected.
+  scrape::GpuReadOptions read;
+  std::string visible_devices;  // "NAME=VALUE" when a selection applies
 };
 
 struct SessionPlan {

@@ -20,8 +20,12 @@ std::string_view gpu_reason_for_failure(std::string_view collector_reason) {
   return reason::kEndpointHttpError;
 }
 
-GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary)
-    : hostnames_(std::move(hostnames)), out_(std::move(summary)), answered_(hostnames_.size()) {}
+GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
+               GpuReadOptions read)
+    : hostnames_(std::move(hostnames)),
+      out_(std::move(summary)),
+      answered_(hostnames_.size()),
+      read_(std::move(read)) {}
 
 std::string_view GpuLeg::samples_filename() const {
   return artifacts::kGpuSamplesFilename;
@@ -51,7 +55,7 @@ void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_r
 
 BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
   BodyOutcome out;
-  const GpuScrape scrape = gpu_readings_from_body(input.body, parsed_);
+  const GpuScrape scrape = gpu_readings_from_body(input.body, parsed_, read_);
   if (scrape.error) {
     out.reason = kReasonMalformed;
     out.detail = *scrape.error;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "expo/parser.hpp"
+#include "scrape/gpu_readings.hpp"
 #include "scrape/leg.hpp"
 
 namespace cpupower::scrape {
@@ -40,7 +41,10 @@ class GpuLeg final : public Leg {
  public:
   // `summary` receives the counts at finalize (the session reads it after the collector
   // stopped; the leg's own counts may still move if the loop was left behind).
-  GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary);
+  // `read` names the exporter's families and labels and the GPUs the run uses (default:
+  // dcgm-exporter's, every GPU).
+  GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
+         GpuReadOptions read = {});
 
   std::string_view name() const override { return "gpu"; }
   std::string_view samples_filename() const override;
@@ -59,6 +63,7 @@ class GpuLeg final : public Leg {
   std::vector<bool> answered_;  // by endpoint: gave rows at least once
   GpuLegSummary summary_;
   expo::ParseResult parsed_;  // reused by every body: no allocation per scrape
+  GpuReadOptions read_;
 };
 
 }  // namespace cpupower::scrape

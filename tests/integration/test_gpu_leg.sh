@@ -3,8 +3,9 @@
 # scraped into power/samples.csv beside the CPU leg's power/cpu/; windows/ for the session and
 # the benchmark's sa-bench result; manifest.json with status and publication_valid by the
 # contract's rules; a consumer-style check of the whole package; the combined CPU + GPU
-# report against the Python oracle; faults (a GPU vanishing, a UUID change, an exporter
-# killed mid-run) and `telemetry.required`.
+# report against the Python oracle; a kind: custom exporter (another exporter's names) and
+# visible_devices_env from a cluster configuration; faults (a GPU vanishing, a UUID change,
+# an exporter killed mid-run) and `telemetry.required`.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -144,6 +145,104 @@ M="$WORK/roles/power/manifest.json"
 [ "$(json_get "$WORK/roles-report.json" '[0]["gpu_per_role"].__len__()')" = 2 ] ||
   fail "report per-role rows: $(json_get "$WORK/roles-report.json" '[0]["gpu_per_role"]')"
 ok "--gpu-roles: prefill and decode GPUs in the manifest's expected devices and the report's per-role rows"
+
+# --- a kind: custom exporter (the reference's AMD example) and visible_devices_env ----------
+# A recipe that enables telemetry with a benchmark and nothing else inherits the cluster
+# configuration's default_gpu_exporter (rocm/device-metrics-exporter's names); under
+# --simulate sim-gpu serves those names.
+for f in gpu_dcgm_kind gpu_amd_custom; do
+  "$BIN/cpu-power" check-config "$FIXTURES/recipes/$f.yaml" >/dev/null 2>"$WORK/cc.err" ||
+    fail "check-config refused the reference's example $f.yaml: $(cat "$WORK/cc.err")"
+done
+cat >"$WORK/inherit.yaml" <<EOF
+benchmark: {type: sa-bench}
+telemetry:
+  enabled: true
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  startup_timeout_seconds: $(scaled 20)
+EOF
+CLUSTER="$FIXTURES/recipes/srtslurm_amd.yaml"
+"$BIN/cpu-power" check-config --cluster-config "$CLUSTER" "$WORK/inherit.yaml" >"$WORK/cc.out" 2>&1 ||
+  { cat "$WORK/cc.out"; fail "check-config with the cluster configuration"; }
+grep -qx 'legs: GPU custom exporter scrape -> <log_dir>/power/' "$WORK/cc.out" || fail "check-config legs: $(cat "$WORK/cc.out")"
+printf 'visible_devices_env: ROCR-VISIBLE\n' >"$WORK/bad-cluster.yaml"
+rc=0
+"$BIN/cpu-power" check-config --cluster-config "$WORK/bad-cluster.yaml" "$WORK/inherit.yaml" >/dev/null 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] && grep -qx "$WORK/bad-cluster.yaml:1:22: visible_devices_env must be an environment variable name (\[A-Za-z_\]\[A-Za-z0-9_\]\*), got \"ROCR-VISIBLE\"" "$WORK/cc.err" ||
+  fail "a bad cluster configuration: exit $rc, $(cat "$WORK/cc.err")"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/inherit.yaml" --cluster-config "$WORK/bad-cluster.yaml" \
+  --dry-run -- true >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "run with a bad cluster configuration: exit $rc, want 2"
+"$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
+  --dry-run -- true >"$WORK/dry.out" 2>&1 || { cat "$WORK/dry.out"; fail "dry run with the cluster configuration"; }
+grep -q -- '--power-metric gpu_power_usage .*--index-label gpu_id --identity-label serial_number' "$WORK/dry.out" ||
+  fail "sim-gpu is not started with the custom names: $(grep dcgm "$WORK/dry.out")"
+# With the CPU exporter leg beside it (the consumer-style check reads both packages), the
+# recipe names the custom exporter itself: a CPU leg keeps the cluster's default out.
+cat >"$WORK/amd.yaml" <<EOF
+benchmark: {type: sa-bench}
+telemetry:
+  enabled: true
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  startup_timeout_seconds: $(scaled 20)
+  cpu_power_exporter: {}
+  dcgm_exporter:
+    container_image: docker://rocm/device-metrics-exporter:v1.5.2
+    command: /home/amd/tools/entrypoint.sh
+    port: 5000
+    kind: custom
+    gpu_labels: {index: gpu_id, identity: serial_number}
+    gpu_metrics:
+      power: {metric: gpu_power_usage, scope: amd_device_metrics_exporter_gpu_power_usage}
+      gpu_util: {metric: gpu_gfx_activity}
+      temperature: {metric: gpu_junction_temperature}
+EOF
+rc=0
+env -u ROCR_VISIBLE_DEVICES "$BIN/cpu-power" run --simulate gb200 --nodes a,b --sim-gpus 4 \
+  --config "$WORK/amd.yaml" --cluster-config "$CLUSTER" --cpu-samples-schema 2 \
+  --log-dir "$WORK/amd" -- sh -c "mkdir -p $WORK/amd && $(bench "$WORK/amd")" >"$WORK/amd.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/amd.log"; fail "custom exporter run exited $rc"; }
+M="$WORK/amd/power/manifest.json"
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "custom exporter run: not publishable"; }
+[ "$(json_get "$M" '["reason_codes"]')" = "[]" ] || fail "custom exporter run: reasons $(json_get "$M" '["reason_codes"]')"
+[ "$(json_get "$M" '["source_metric"]')" = gpu_power_usage ] || fail "source_metric $(json_get "$M" '["source_metric"]')"
+[ "$(json_get "$M" '["power_scope"]')" = amd_device_metrics_exporter_gpu_power_usage ] || fail "power_scope"
+[ "$(json_get "$M" '["utilization_metrics"]')" = "[{'column': 'gpu_util_pct', 'source_metric': 'gpu_gfx_activity', 'unit': 'percent'}]" ] ||
+  fail "utilization_metrics $(json_get "$M" '["utilization_metrics"]')"
+$PY - "$WORK/amd/power/samples.csv" <<'PYEOF' || fail "custom exporter rows: 8 GPUs, power, utilization and temperature read, no SM activity"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert {(r["hostname"], r["gpu_index"]) for r in rows} == {(h, str(g)) for h in "ab" for g in range(4)}
+assert all(float(r["power_w"]) > 0 and r["temperature_c"] != "" and r["gpu_util_pct"] != "" for r in rows)
+assert all(r["sm_active"] == "" for r in rows), "sm_active is not in the AMD names"
+PYEOF
+"$PY" "$ROOT/tests/tools/consumer_check.py" "$WORK/amd" >"$WORK/consumer-amd.txt" 2>&1 ||
+  { cat "$WORK/consumer-amd.txt"; fail "the consumer-style validator refused the custom exporter run"; }
+ok "kind: custom (AMD names served by sim-gpu; inherited from the cluster's default_gpu_exporter without a CPU leg): 2 nodes x 4 GPUs, publishable, the manifest names the exporter's metric and scope; consumer-style validator accepts it"
+
+rc=0
+ROCR_VISIBLE_DEVICES=1,3 "$BIN/cpu-power" run --simulate gb200 --nodes a,b --sim-gpus 4 \
+  --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
+  --log-dir "$WORK/visible" -- sleep 2 >"$WORK/visible.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/visible.log"; fail "visible devices run exited $rc"; }
+M="$WORK/visible/power/manifest.json"
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "visible devices run: not publishable"; }
+[ "$(json_get "$M" '["expected_devices"].__class__([(x["hostname"], x["gpu_index"]) for x in d["expected_devices"]])')" = "[('a', 1), ('a', 3), ('b', 1), ('b', 3)]" ] ||
+  fail "visible devices: expected $(json_get "$M" '["expected_devices"]')"
+[ "$(tail -n +2 "$WORK/visible/power/samples.csv" | cut -d, -f5 | sort -u | tr '\n' ' ')" = "1 3 " ] ||
+  fail "visible devices: rows for GPUs $(tail -n +2 "$WORK/visible/power/samples.csv" | cut -d, -f5 | sort -u)"
+rc=0
+ROCR_VISIBLE_DEVICES=0,5 "$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 4 \
+  --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
+  --log-dir "$WORK/absent" -- sleep 1.5 >"$WORK/absent.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/absent.log"; fail "absent visible device run exited $rc"; }
+M="$WORK/absent/power/manifest.json"
+json_get "$M" '["reason_codes"]' | grep -q expected_device_missing || fail "absent GPU 5: reasons $(json_get "$M" '["reason_codes"]')"
+[ "$(json_get "$M" '["publication_valid"]')" = False ] || fail "absent GPU 5: publishable"
+ok "visible_devices_env (ROCR_VISIBLE_DEVICES=1,3): only GPUs 1 and 3 read and expected on every node; a GPU it names that no node shows is expected_device_missing"
 
 # --- a GPU vanishing mid-run: best-effort keeps exit 0, required turns it into 1 -----------
 for mode in best required; do
