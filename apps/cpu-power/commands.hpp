@@ -67,6 +67,7 @@ void add_sim_node_command(CLI::App& app, Action& action);
 void add_sim_gpu_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_check_config_command(CLI::App& app, Action& action);
+void add_validate_command(CLI::App& app, Action& action);
 void add_report_command(CLI::App& app, Action& action);
 void add_scrape_command(CLI::App& app, Action& action);
 void add_host_collect_command(CLI::App& app, Action& action);

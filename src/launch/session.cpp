@@ -24,6 +24,7 @@
 #include "report/discovery.hpp"
 #include "report/window.hpp"
 #include "scrape/curl_api.hpp"
+#include "validate/validate.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -463,6 +464,16 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   if (sd_written) publish_prometheus_sd(plan, {});
   launcher.stop();
   signals.set_on_signal({});  // before the collector goes
+  // The consumers' verdict on what the legs wrote (logged; the exit status stays the session's).
+  if (plan.telemetry || plan.gpu_leg || plan.host_leg) {
+    validate::log_session_verdict(
+        {.run_dir = plan.log_dir,
+         .gpu_dir = plan.gpu_leg ? plan.gpu_leg->power_dir : plan.log_dir + "/power",
+         .cpu_dir = plan.cpu_dir,
+         .host_dir = plan.host_leg ? plan.host_leg->cpu_dir : plan.log_dir + "/cpu_power",
+         .expect_roles = {},
+         .require_distinct_het_groups = false});
+  }
   return result;
 }
 
