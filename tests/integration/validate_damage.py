@@ -1,13 +1,12 @@
 #!/usr/bin/python3
 """Run directories for tests/integration/test_validate.sh, made from a real simulated run.
 
-    validate_damage.py compat RUN_DIR   rewrite RUN_DIR in place into what the consumers accept:
-                                        GPU samples v2 and CPU samples v2 (the v3 columns
-                                        dropped, schema_version cells rewritten), the
-                                        manifests' schema versions, digest and job ids updated,
-                                        and a clock_sync.json whose every node is synchronised
+    validate_damage.py clock-synced RUN_DIR
+                                        rewrite RUN_DIR's clock check in place as if every
+                                        node's clock were synchronised (clock_sync.json and the
+                                        GPU manifest's copy), for machines without a time daemon
     validate_damage.py damage CASE RUN_DIR
-                                        break RUN_DIR (a copy of a compat one) in place so that
+                                        break RUN_DIR (a copy of a publishable one) in place so that
                                         one rule fails (the CASES below)
     validate_damage.py all RUN_DIR OUT  one copy of RUN_DIR per case, OUT/case_<name>, each
                                         broken by its case (one process for all: the test's
@@ -97,23 +96,9 @@ class Run:
         write_csv(path, header, fn(header, rows))
 
 
-def drop_column(header, rows, name, version):
-    i = header.index(name)
-    header = header[:i] + header[i + 1:]
-    rows = [[str(version)] + r[1:i] + r[i + 1:] for r in rows]
-    return header, rows
-
-
-def compat(d):
+def clock_synced(d):
     run = Run(d)
-    header, rows = read_csv(run.gpu_samples)
-    assert header[-1] == "temperature_c", header
-    header, rows = drop_column(header, rows, "temperature_c", 2)
-    write_csv(run.gpu_samples, header, rows)
     m = load(run.gpu_manifest)
-    m["samples_schema_version"] = 2
-    m["samples_sha256"] = sha256(run.gpu_samples)
-    m["job_id"] = "test-job"
     hosts = sorted({d["hostname"] for d in m["expected_devices"]})
     clock = {
         "schema_version": 1,
@@ -121,22 +106,14 @@ def compat(d):
         "nodes": [{"hostname": h, "synchronized": "yes", "offset_seconds": 0.0001,
                    "tool": "chronyc", "output_file": "clock_sync_%s.out" % h} for h in hosts],
     }
-    # A run whose own clock probe could not vouch for this machine's clock says so in the
-    # manifest too: the copy stands for a run on synchronised nodes throughout.
+    # The run's own probe could not vouch for this machine's clock (no time daemon): the copy
+    # stands for a run on synchronised nodes, in clock_sync.json and in the manifest alike.
     if "clock_sync_check" in m:
         m["clock_sync_check"] = clock
     m["clock_sync_failures"] = []
     if "clock_sync_unverified" in m["reason_codes"]:
         m["reason_codes"].remove("clock_sync_unverified")
-        m["publication_valid"] = True
     save(run.gpu_manifest, m)
-
-    header, rows = read_csv(run.cpu_samples)
-    assert "module_w" in header, header
-    header, rows = drop_column(header, rows, "module_w", 2)
-    write_csv(run.cpu_samples, header, rows)
-    run.edit(run.cpu_manifest, lambda c: c.update(samples_schema_version=2))
-    run.edit(run.host_manifest, lambda c: c.update(job_id="test-job"))
     save(run.clock, clock)
 
 
@@ -380,8 +357,9 @@ def c_loss(run):
                 lambda k: k % 2 == 0)
 
 
-def c_clock_missing(run):
+def c_clock_missing(run):  # no check at all: no clock_sync.json, none in the manifest
     os.unlink(run.clock)
+    run.edit(run.gpu_manifest, lambda m: m.update(clock_sync_check=None))
 
 
 def c_clock_malformed(run):
@@ -546,8 +524,8 @@ CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswi
 
 
 def main(argv):
-    if argv[1:2] == ["compat"] and len(argv) == 3:
-        compat(argv[2])
+    if argv[1:2] == ["clock-synced"] and len(argv) == 3:
+        clock_synced(argv[2])
     elif argv[1:2] == ["damage"] and len(argv) == 4 and argv[2] in CASES:
         CASES[argv[2]](Run(argv[3]))
     elif argv[1:2] == ["all"] and len(argv) == 4:
