@@ -30,7 +30,9 @@ import time
 
 FIRMWARE_INVALID_UW = "4294967295000"
 
-# (kind, phrase): the first phrase, in this order, directly followed by digits wins.
+# (kind, phrase): the first phrase, in this order, directly followed by digits wins. No phrase
+# gives "module": a firmware "Module Power Socket N" meter stays unclassified (type="other"),
+# as in the binary; module power comes from NVML alone, which this fallback does not read.
 PHRASES = [
     ("total", "grace power socket "),
     ("total", "total power socket "),
@@ -54,7 +56,6 @@ PHRASES = [
     ("dram", "dram power in uw socket "),
     ("dram", "dram input power socket "),
     ("dram", "dram input power in uw socket "),
-    ("module", "module power socket "),
 ]
 
 HELP = "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
