@@ -222,6 +222,9 @@ def sa_bench_window(path, conc):
         if float(p) == 90.0:
             p90 = v
             break
+    else:
+        # sa-bench's benchmark_serving.py writes the scalar spelling.
+        p90 = r.get("p90_tpot_ms")
     w.update(
         start=r["benchmark_start_time_unix"], end=r["benchmark_end_time_unix"],
         out=r["total_output_tokens"], inp=r["total_input_tokens"],

@@ -327,6 +327,47 @@ class DamagedRun : public ::testing::Test {
   TempDir dir_{"report_inputs_run"};
 };
 
+// A real sa-bench result (benchmark_serving.py with --metric-percentiles 90,99) carries TPOT
+// percentiles as scalars, p90_tpot_ms, and no percentiles_tpot_ms list: p90 is read from it,
+// so the report shows it instead of n/a. The list, where a result has one, still comes first.
+TEST_F(DamagedRun, SaBenchScalarP90TpotOfARealResult) {
+  std::string csv =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\n";
+  for (long long t = 1770804890; t <= 1770804975; ++t)
+    csv += "1," + std::to_string(t) + ",node-a,acpi,Grace Power Socket 0,0,100,100\n";
+  write("power/cpu/samples.csv", csv);
+  write("benchmark.out", "Successful requests: 4\n");
+  const std::string real =
+      std::string(CPUPOWER_FIXTURES) + "/report/sa_bench_real/results_concurrency_16_gpus_8.json";
+  const std::string path = write("sa-bench_x/results_concurrency_16_gpus_8.json", slurp(real));
+  const Window w = load_sa_bench_window(path, 16);
+  ASSERT_EQ(w.error, "");
+  ASSERT_TRUE(w.tpot_p50_ms && w.tpot_p90_ms);
+  EXPECT_EQ(*w.tpot_p50_ms, 15.08);
+  EXPECT_EQ(*w.tpot_p90_ms, 16.37);
+
+  const ReportRun run = build_reports(dir(), {});
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(run.windows.size(), 1u);
+  EXPECT_THAT(render_text(run.windows, Edges::interpolate),
+              ::testing::HasSubstr("  TPOT: p50=15.08 ms p90=16.37 ms\n"));
+
+  // Both spellings: the list's 90th entry wins; neither, or a p90 that is no number: n/a.
+  const auto p90 = [&](const std::string& extra) {
+    return load_sa_bench_window(
+               write("both.json", R"({"benchmark_start_time_unix": 1, "benchmark_end_time_unix": 2,
+                 "total_input_tokens": 1, "total_output_tokens": 1)" +
+                                      extra + "}"),
+               1)
+        .tpot_p90_ms;
+  };
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": 16.0, "percentiles_tpot_ms": [[90, 18.7]])"), 18.7);
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": 16.0, "percentiles_tpot_ms": null)"), 16.0);
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": 16.0, "percentiles_tpot_ms": [[99, 25.0]])"), 16.0);
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": "fast")"), std::nullopt);
+  EXPECT_EQ(p90(""), std::nullopt);
+}
+
 TEST_F(DamagedRun, SaBenchNumberBeyondADoubleFailsOnlyItsWindow) {
   const std::string path = sa_bench_run("1e400");
   expect_only_second_window_fails(path + ":3:23: number out of a double's range: 1e400");
