@@ -77,7 +77,7 @@ host_leg() {  # host_leg NAME ARGS...: host-collect until it has written rows WA
   kill -TERM "$pid"
   wait "$pid" || fail "host-collect $name exit status $?"
 }
-WANT_MODULE= host_leg host_plain --no-nvml
+WANT_MODULE='' host_leg host_plain --no-nvml
 
 # --- both legs again with NVML --------------------------------------------------------------
 start_exporter exp_nvml --hwmon-root "$WORK/tree" --read-interval-ms 20 --pci-root "$PCI" --nvml-lib "$NVML"
