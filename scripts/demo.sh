@@ -87,3 +87,7 @@ ls -1 "$WORK/run"/power_energy_report.* "$WORK/run"/power_report.html 2>/dev/nul
 echo
 echo "== the HTML report (Pareto view, power over time, table): open it in a browser"
 echo "$WORK/run/power_report.html"
+echo
+echo "== will the downstream consumers take this run? cpu-power validate (exit 1: the default"
+echo "== v3 files are newer than the validators pinned to v1/v2; each finding names its fix)"
+"$BIN/cpu-power" validate "$WORK/run" || true

@@ -4,8 +4,12 @@ a node when no cpu-power-exporter binary can be found.
 
 ACPI only (no --source): it serves the same `cpu_power_acpi_watts` family as the binary, with
 the same labels in the same order (sensor, type, socket, oem_info, source), the same value
-rules (zero, negative, non-finite, the firmware's invalid value and failed reads are never
-values) and the same readiness line (`listening addr=<ip:port>`). Sensors are read on one
+rules (zero, negative, non-finite, the firmware's invalid value, readings above 10,000 W and
+failed reads are never values) and the same readiness line (`listening addr=<ip:port>`).
+Before it listens it walks the binary's ACPI liveness rule (`--source acpi`): some channel must
+be a socket total, and some total must read positive on a first probe or on one retry 1 s
+later (each probe waits up to --max-age-s for every total's read); otherwise it exits 1 with
+the binary's `Error:` line, so that a session counts the node as failed, not healthy. Sensors are read on one
 thread per hwmon node, never on a request thread, so a hung firmware read cannot block
 /health or /metrics; a reading older than --max-age-s is withheld.
 
@@ -29,8 +33,13 @@ import threading
 import time
 
 FIRMWARE_INVALID_UW = "4294967295000"
+MAX_SOCKET_WATTS = 10_000.0  # the physical bound of the binary and the collectors
+PROBES = 2  # the liveness probe: a first pass and one retry
+PROBE_RETRY_DELAY_S = 1.0
 
-# (kind, phrase): the first phrase, in this order, directly followed by digits wins.
+# (kind, phrase): the first phrase, in this order, directly followed by digits wins. No phrase
+# gives "module": a firmware "Module Power Socket N" meter stays unclassified (type="other"),
+# as in the binary; module power comes from NVML alone, which this fallback does not read.
 PHRASES = [
     ("total", "grace power socket "),
     ("total", "total power socket "),
@@ -54,7 +63,6 @@ PHRASES = [
     ("dram", "dram power in uw socket "),
     ("dram", "dram input power socket "),
     ("dram", "dram input power in uw socket "),
-    ("module", "module power socket "),
 ]
 
 HELP = "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
@@ -108,7 +116,7 @@ def watts(text):
         w = float(text) / 1e6
     except ValueError:
         return None
-    return w if math.isfinite(w) and w > 0 else None
+    return w if math.isfinite(w) and 0 < w <= MAX_SOCKET_WATTS else None
 
 
 class Channel:
@@ -120,12 +128,15 @@ class Channel:
         self.oem_info = oem_info
         self.has_metadata = has_metadata
         kind, sock = classify(oem_info)
+        self.socket = sock
         self.labels = (
             f'sensor="{escape(self.sensor)}",type="{kind}",socket="{sock}",'
             f'oem_info="{escape(oem_info)}",source="acpi"'
         )
         self.kind = kind
         self.value = None  # (watts, monotonic time of the read's midpoint)
+        self.value_start = None  # monotonic start of the read that gave self.value
+        self.last_start = None  # monotonic start of the last completed read
 
 
 def discover(root):
@@ -170,6 +181,7 @@ class Readers:
 
     def __init__(self, channels, interval_s):
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
         groups = {}
         for c in channels:
             groups.setdefault(c.hwmon, []).append(c)
@@ -184,10 +196,56 @@ class Readers:
                 start = time.monotonic()
                 value = watts(read_text(c.value_path))
                 end = time.monotonic()
-                if value is not None:
-                    with self.lock:
+                with self.changed:
+                    c.last_start = start
+                    if value is not None:
                         c.value = (value, (start + end) / 2)
+                        c.value_start = start
+                    self.changed.notify_all()
             time.sleep(max(0.0, cycle + interval_s - time.monotonic()))
+
+    def wait_live(self, rows, since, timeout_s):
+        """Waits until each of rows has completed a read started at or after since, or for
+        timeout_s; returns how many then hold a value read since then (the binary's
+        SampleTable::wait_live)."""
+        with self.changed:
+            self.changed.wait_for(
+                lambda: all(c.last_start is not None and c.last_start >= since for c in rows), timeout_s
+            )
+            return sum(1 for c in rows if c.value_start is not None and c.value_start >= since)
+
+
+def probe_acpi(root, channels, readers, max_age_s):
+    """The binary's ACPI rung (sources/ladder.cpp): None when ACPI is live, else the reason."""
+    totals = [c for c in channels if c.kind == "total"]
+    if not totals:
+        found = ", ".join(sorted({c.oem_info for c in channels}))
+        return f"no ACPI socket-total power_meter channels under {root} (found: {found})"
+    live = readers.wait_live(totals, time.monotonic(), max_age_s)
+    if live == 0:
+        time.sleep(PROBE_RETRY_DELAY_S)
+        live = readers.wait_live(totals, time.monotonic(), max_age_s)
+    if live == 0:
+        return (
+            f"no ACPI socket-total power_meter sensor under {root} read positive across "
+            f"{PROBES} probe(s) ({len(channels)} sensors discovered)"
+        )
+    if live < len(totals):
+        with readers.lock:
+            now, missing = time.monotonic(), []
+            for c in totals:
+                fresh = c.value is not None and now - c.value[1] <= max_age_s
+                if not fresh and c.socket not in missing:
+                    missing.append(c.socket)
+        log(
+            "WARN",
+            "ACPI socket totals report non-zero power on some sockets only; using ACPI, and the "
+            "node's power is incomplete while the others give none "
+            f"live={live} total={len(totals)} sockets_without_power={','.join(missing)}",
+        )
+    else:
+        log("INFO", f"ACPI socket totals report non-zero power; using ACPI live={live} total={len(totals)}")
+    return None
 
 
 def make_handler(channels, readers, max_age_s):
@@ -304,8 +362,12 @@ def main():
     if not channels:
         print(f"Error: no ACPI power_meter hwmon sensors found under {args.hwmon_root}", file=sys.stderr)
         return 1
-    log("INFO", f"discovered ACPI sensors count={len(channels)} source=acpi (python fallback)")
     readers = Readers(channels, max(args.read_interval_ms, 1) / 1000.0)
+    reason = probe_acpi(args.hwmon_root, channels, readers, args.max_age_s)
+    if reason:
+        print(f"Error: {reason}", file=sys.stderr)
+        return 1
+    log("INFO", f"discovered ACPI sensors count={len(channels)} source=acpi (python fallback)")
 
     server_class = BoundedServer
     if ":" in args.bind:

@@ -16,6 +16,8 @@
 #include <iostream>
 #include <memory>
 
+#include <yaml-cpp/yaml.h>
+
 #include "apps/cpu-power/commands.hpp"
 #include "common/signals.hpp"
 #include "config/load.hpp"
@@ -33,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 struct RunArgs {
   std::string config;
+  std::string cluster_config;
   std::string log_dir;
   std::string nodes;
   std::string simulate;
@@ -40,7 +43,10 @@ struct RunArgs {
   int sim_gpus = 4;
   std::vector<std::string> sim_gpu_faults;
   bool dry_run = false;
-  int cpu_samples_schema = 3;
+  int cpu_samples_schema = 0;  // 0: not given, the profile's
+  int gpu_samples_schema = 0;
+  std::string consumer_profile = "default";
+  std::string job_id;
   std::vector<std::string> command;
 };
 
@@ -69,7 +75,14 @@ std::optional<config::Recipe> recipe_for(const RunArgs& args) {
     r.telemetry.cpu_power_exporter.emplace();
     return r;
   }
-  const auto result = config::load_recipe_file(args.config);
+  std::optional<config::ClusterConfig> cluster;
+  if (!args.cluster_config.empty()) {
+    auto loaded = config::load_cluster_file(args.cluster_config);
+    for (const auto& e : loaded.errors) std::cerr << config::format_error(e) << "\n";
+    if (!loaded.cluster) return std::nullopt;
+    cluster = std::move(loaded.cluster);
+  }
+  const auto result = config::load_recipe_file(args.config, cluster ? &*cluster : nullptr);
   for (const auto& e : result.errors) std::cerr << config::format_error(e) << "\n";
   for (const auto& w : result.warnings) std::cerr << config::format_warning(w) << "\n";
   return result.recipe;
@@ -131,7 +144,18 @@ int run(const RunArgs& args) {
   request.sim_gpus = args.sim_gpus;
   request.sim_gpu_faults = args.sim_gpu_faults;
   request.command = args.command;
-  request.cpu_samples_schema = args.cpu_samples_schema;
+  const auto schemas = launch::samples_schemas_for(args.consumer_profile, args.cpu_samples_schema,
+                                                   args.gpu_samples_schema);
+  if (!schemas) {
+    std::cerr << "Error: --consumer-profile: unknown profile " << args.consumer_profile
+              << std::endl;
+    return 2;
+  }
+  request.cpu_samples_schema = schemas->cpu;
+  request.gpu_samples_schema = schemas->gpu;
+  if (!args.job_id.empty()) request.job_id = args.job_id;
+  request.generated_job_id = launch::local_job_id(std::time(nullptr), ::getpid());
+  request.clock_sync_check = recipe->telemetry.clock_sync_check;
   request.env = launch::current_env();
   request.exporter = launch::resolve_exporter(launch::ExporterLookup::from_process());
   request.self_exe = launch::self_exe_path();
@@ -220,8 +244,13 @@ int node_address(const std::string& interface) {
 void add_run_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run a command with CPU power telemetry around it");
-  cmd->add_option("--config", args->config, "srtctl recipe (YAML) with a telemetry: block")
-      ->check(CLI::ExistingFile);
+  auto* config_opt =
+      cmd->add_option("--config", args->config, "srtctl recipe (YAML) with a telemetry: block")
+          ->check(CLI::ExistingFile);
+  cmd->add_option("--cluster-config", args->cluster_config,
+                  "srtctl cluster configuration (srtslurm.yaml): its default_gpu_exporter and "
+                  "visible_devices_env (needs --config)")
+      ->needs(config_opt);
   cmd->add_option("--log-dir", args->log_dir,
                   "Run directory for logs and <storage_subdir>/cpu/ (default: "
                   "./cpu-power-run-<UTC time>)");
@@ -244,6 +273,13 @@ void add_run_command(CLI::App& app, Action& action) {
                   "vanish:GPU, uuid-change:GPU, each with @FROM_MS[-TO_MS]");
   cmd->add_flag("--dry-run", args->dry_run, "Print the plan (srun argv per group) and run nothing");
   add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
+  add_gpu_samples_schema_option(cmd, args->gpu_samples_schema);
+  add_consumer_profile_option(cmd, args->consumer_profile);
+  cmd->add_option("--job-id", args->job_id,
+                  "Job id the artifacts record outside Slurm (inside an allocation Slurm's wins; "
+                  "default: local-<UTC time>-<PID>)")
+      ->check(
+          [](const std::string& v) { return v.empty() ? std::string("empty") : std::string(); });
   cmd->add_option("command", args->command, "The command to run, after --")->required();
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 

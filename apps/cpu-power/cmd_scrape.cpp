@@ -20,6 +20,7 @@
 #include "common/signals.hpp"
 #include "common/text.hpp"
 #include "config/validate.hpp"
+#include "launch/session_plan.hpp"
 #include "scrape/client_security.hpp"
 #include "scrape/collector.hpp"
 
@@ -36,7 +37,8 @@ struct ScrapeArgs {
   std::int64_t interval_ms = 1000;
   double request_timeout_s = 2.0;
   double duration_s = 0.0;
-  int cpu_samples_schema = 3;
+  int cpu_samples_schema = 0;  // 0: not given, the profile's
+  std::string consumer_profile = "default";
   // TLS and Basic authentication (docs/security.md); the password only ever from a file.
   std::string tls_ca_file;
   std::string tls_cert_file;
@@ -118,7 +120,11 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
   if (!security) throw CLI::ValidationError(flag, why.substr(why.find(": ") + 2));
   plan.options.security = *security;
   plan.options.out_dir = args.out;
-  plan.options.cpu_samples_schema = args.cpu_samples_schema;
+  // This collector has no GPU leg: of a profile only the CPU schema applies.
+  const auto schemas =
+      launch::samples_schemas_for(args.consumer_profile, args.cpu_samples_schema, 0);
+  if (!schemas) throw CLI::ValidationError("--consumer-profile", "unknown profile");
+  plan.options.cpu_samples_schema = schemas->cpu;
   plan.options.collect_interval = milliseconds(args.interval_ms);
   plan.options.request_timeout =
       milliseconds(static_cast<std::int64_t>(args.request_timeout_s * 1000.0 + 0.5));
@@ -257,6 +263,7 @@ void add_scrape_command(CLI::App& app, Action& action) {
                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
       ->check(CLI::PositiveNumber);
   add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
+  add_consumer_profile_option(cmd, args->consumer_profile);
   cmd->add_flag("--tls", args->tls,
                 "Scrape https:// (implied by the --tls-* files; alone: the system's trust store)");
   cmd->add_option("--tls-ca-file", args->tls_ca_file,

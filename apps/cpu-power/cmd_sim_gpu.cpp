@@ -1,5 +1,7 @@
 // cpu-power sim-gpu: a simulated NVIDIA dcgm-exporter serving the real exposition for N GPUs
-// over HTTP, so the GPU leg can be exercised anywhere.
+// over HTTP, so the GPU leg can be exercised anywhere; with --flavour amd or the --*-metric
+// and --*-label options, another GPU exporter's family and label names (a `kind: custom`
+// exporter).
 
 #include <fmt/core.h>
 
@@ -38,6 +40,11 @@ struct SimGpuArgs {
   bool no_noise = false;
   std::string proc_stat = "/proc/stat";
   double duration_s = 0.0;
+  std::string flavour = "dcgm";
+  // --power-metric ... --identity-label: set when given (empty for the optional families:
+  // not served).
+  std::optional<std::string> power_metric, util_metric, sm_active_metric, temperature_metric,
+      index_label, identity_label;
 };
 
 struct ListenAddress {
@@ -132,6 +139,31 @@ sim::SimGpuOptions to_options(const SimGpuArgs& args, bool mig_given) {
   o.seed = args.seed;
   o.noise = !args.no_noise;
   o.proc_stat = args.proc_stat;
+  // Another exporter's names: the flavour's, then each name given.
+  const bool renamed = args.flavour != "dcgm" || args.power_metric || args.util_metric ||
+                       args.sm_active_metric || args.temperature_metric || args.index_label ||
+                       args.identity_label;
+  if (renamed) {
+    sim::ExporterNames names =
+        args.flavour == "amd" ? sim::ExporterNames::amd() : sim::ExporterNames{};
+    const auto set = [](std::string& field, const std::optional<std::string>& given) {
+      if (given) field = *given;
+    };
+    set(names.power, args.power_metric);
+    set(names.gpu_util, args.util_metric);
+    set(names.sm_active, args.sm_active_metric);
+    set(names.temperature, args.temperature_metric);
+    set(names.index_label, args.index_label);
+    set(names.identity_label, args.identity_label);
+    if (names.power.empty()) throw CLI::ValidationError("--power-metric", "may not be empty");
+    if (names.index_label.empty() || names.identity_label.empty()) {
+      throw CLI::ValidationError("--index-label/--identity-label", "may not be empty");
+    }
+    if (names.index_label == names.identity_label) {
+      throw CLI::ValidationError("--identity-label", "must differ from the index label");
+    }
+    o.names = names;
+  }
   return o;
 }
 
@@ -227,6 +259,24 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
   cmd->add_option("--duration-s", args->duration_s,
                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--flavour", args->flavour,
+                  "Whose names to serve: dcgm (dcgm-exporter's whole exposition) or amd "
+                  "(rocm/device-metrics-exporter's: gpu_power_usage, gpu_gfx_activity, "
+                  "gpu_junction_temperature, labels gpu_id and serial_number)")
+      ->check(CLI::IsMember({"dcgm", "amd"}))
+      ->capture_default_str();
+  cmd->add_option("--power-metric", args->power_metric,
+                  "Serve GPU power under this family name (only the families the GPU leg reads "
+                  "are served once any name is given)");
+  cmd->add_option("--util-metric", args->util_metric,
+                  "Family name of GPU utilization, percent (empty: not served)");
+  cmd->add_option("--sm-active-metric", args->sm_active_metric,
+                  "Family name of SM activity, 0..1 (empty: not served)");
+  cmd->add_option("--temperature-metric", args->temperature_metric,
+                  "Family name of GPU temperature, Celsius (empty: not served)");
+  cmd->add_option("--index-label", args->index_label, "Label carrying the GPU index");
+  cmd->add_option("--identity-label", args->identity_label,
+                  "Label carrying the GPU's identity (its UUID)");
   cmd->callback([&action, args, mig] {
     auto options = std::make_shared<sim::SimGpuOptions>(to_options(*args, mig->count() > 0));
     const std::string port_file = args->port_file;

@@ -128,8 +128,10 @@ void add_sim_node_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("sim-node", "Simulate a Grace node's hwmon tree");
   cmd->add_option("--root", args->root, "Directory standing for /sys/class/hwmon (created)")
       ->required();
-  cmd->add_option("--profile", args->profile, "Platform: gb200, gh200 or platform-uw")
-      ->check(CLI::IsMember({"gb200", "gh200", "platform-uw"}))
+  cmd->add_option("--profile", args->profile,
+                  "Platform: gb200, gh200, platform-uw or gh200-quad (four GH200 sockets "
+                  "with their Module Power meters)")
+      ->check(CLI::IsMember({"gb200", "gh200", "platform-uw", "gh200-quad"}))
       ->capture_default_str();
   cmd->add_option("--layout", args->layout,
                   "hwmon layout: modern (kernel >= 6.15) or legacy (<= 6.14)")

@@ -18,10 +18,12 @@ int main(int argc, char** argv) {
   cpupower::app::add_sim_gpu_command(app, action);
   cpupower::app::add_run_command(app, action);
   cpupower::app::add_check_config_command(app, action);
+  cpupower::app::add_validate_command(app, action);
   cpupower::app::add_report_command(app, action);
   cpupower::app::add_scrape_command(app, action);
   cpupower::app::add_host_collect_command(app, action);
   cpupower::app::add_merge_command(app, action);
+  cpupower::app::add_clock_check_command(app, action);
 
   try {
     app.parse(argc, argv);

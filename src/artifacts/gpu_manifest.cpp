@@ -80,6 +80,18 @@ Json array_of(const std::vector<T>& items, F&& to_json) {
   return out;
 }
 
+Json clock_sync_json_value(const ClockSyncCheck& c) {
+  return Json{{"schema_version", c.schema_version},
+              {"max_offset_seconds", finite_or_null(c.max_offset_seconds)},
+              {"nodes", array_of(c.nodes, [](const ClockSyncNode& n) {
+                 return Json{{"hostname", n.hostname},
+                             {"synchronized", n.synchronized},
+                             {"offset_seconds", number_or_null(n.offset_seconds)},
+                             {"tool", or_null(n.tool)},
+                             {"output_file", or_null(n.output_file)}};
+               })}};
+}
+
 // ---- reading --------------------------------------------------------------------------
 
 // Thrown inside the parser only: the first key that is not what the contract says.
@@ -292,6 +304,28 @@ void read_evidence_keys(const Json& doc, GpuManifest& m) {
   each_object(doc, "", "artifact_errors", [&](const Json& e, const std::string& at) {
     m.artifact_errors.push_back({get_string(e, at, "path"), get_reasons(e, at, "reason_codes")});
   });
+  // Not a key of the reference's manifest: read when present and not null.
+  if (const auto it = doc.find("clock_sync_check"); it != doc.end() && !it->is_null()) {
+    const std::string at = "clock_sync_check.";
+    if (!it->is_object()) bad("", "clock_sync_check", "an object or null");
+    ClockSyncCheck c;
+    c.schema_version = static_cast<int>(get_int(*it, at, "schema_version"));
+    c.max_offset_seconds = get_number(*it, at, "max_offset_seconds");
+    each_object(*it, at, "nodes", [&](const Json& n, const std::string& where) {
+      ClockSyncNode node;
+      node.hostname = get_string(n, where, "hostname");
+      node.synchronized = get_string(n, where, "synchronized");
+      if (node.synchronized != "yes" && node.synchronized != "no" &&
+          node.synchronized != "unknown") {
+        bad(where, "synchronized", "yes, no or unknown");
+      }
+      node.offset_seconds = get_number_or_null(n, where, "offset_seconds");
+      node.tool = get_string_or_null(n, where, "tool");
+      node.output_file = get_string_or_null(n, where, "output_file");
+      c.nodes.push_back(std::move(node));
+    });
+    m.clock_sync_check = std::move(c);
+  }
   m.clock_sync_failures = get_strings(doc, "", "clock_sync_failures");
   m.reason_codes = get_reasons(doc, "", "reason_codes");
 }
@@ -356,9 +390,16 @@ std::string gpu_manifest_json(const GpuManifest& m) {
                 })},
       {"clock_sync_failures", m.clock_sync_failures},
       {"reason_codes", reasons_json(m.reason_codes)},
+      // After every key of the reference's manifest, which has no such key.
+      {"clock_sync_check",
+       m.clock_sync_check ? clock_sync_json_value(*m.clock_sync_check) : Json(nullptr)},
   };
   // Replace invalid UTF-8 (a hostname or UUID from the wire) rather than throw.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string clock_sync_check_json(const ClockSyncCheck& check) {
+  return clock_sync_json_value(check).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Status write_gpu_manifest(const std::string& path, const GpuManifest& manifest) {

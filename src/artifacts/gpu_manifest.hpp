@@ -43,6 +43,28 @@ struct GpuDcgmExporter {
   bool operator==(const GpuDcgmExporter&) const = default;
 };
 
+// The clock check of the session's nodes, as <log_dir>/clock_sync.json and the manifest's
+// clock_sync_check hold it (docs/formats.md, Clock check):
+//   {"schema_version": 1, "max_offset_seconds": B, "nodes": [{"hostname", "synchronized":
+//    "yes"|"no"|"unknown", "offset_seconds": number|null, "tool": string|null,
+//    "output_file": "clock_sync_<node>.out"|null}]}
+struct ClockSyncNode {
+  std::string hostname;
+  std::string synchronized = "unknown";    // yes | no | unknown
+  std::optional<double> offset_seconds;    // local minus reference, where a tool reports one
+  std::optional<std::string> tool;         // whose verdict it is; null when none gave one
+  std::optional<std::string> output_file;  // relative to the log directory; null: none
+  bool operator==(const ClockSyncNode&) const = default;
+};
+struct ClockSyncCheck {
+  int schema_version = 1;
+  double max_offset_seconds = 0;
+  std::vector<ClockSyncNode> nodes;  // in the session's node order
+  bool operator==(const ClockSyncCheck&) const = default;
+};
+// The JSON text of clock_sync.json: 2-space indent, this key order, trailing newline.
+std::string clock_sync_check_json(const ClockSyncCheck& check);
+
 struct GpuManifest {
   int schema_version = kGpuContractSchemaVersion;
   std::string producer = std::string(kGpuProducer);
@@ -74,8 +96,12 @@ struct GpuManifest {
   std::optional<std::string> samples_sha256;  // of the finalized samples.csv bytes
   std::vector<GpuWindowValidation> window_validations;
   std::vector<GpuArtifactError> artifact_errors;
-  std::vector<std::string> clock_sync_failures;  // nodes whose clock check failed
+  // Nodes not synchronised, over the bound, or not checked.
+  std::vector<std::string> clock_sync_failures;
   GpuReasons reason_codes;
+  // The session's clock check; null when the manifest was written without one. Not a key of
+  // the reference's manifest, so written last and read back only when present.
+  std::optional<ClockSyncCheck> clock_sync_check;
   bool operator==(const GpuManifest&) const = default;
 };
 

@@ -163,25 +163,6 @@ std::optional<double> result_time(const Json& doc, const char* key) {
   return v.get<double>();
 }
 
-// The last sample at or before start, those strictly inside, the first at or after end;
-// nullopt when either end is not bracketed. `times` sorted ascending.
-std::optional<std::vector<double>> bracketing(const std::vector<double>& times, double start,
-                                              double end) {
-  const auto after_start = std::upper_bound(times.begin(), times.end(), start);
-  const auto at_end = std::lower_bound(times.begin(), times.end(), end);
-  if (after_start == times.begin() || at_end == times.end()) return std::nullopt;
-  std::vector<double> seq{*std::prev(after_start)};
-  if (after_start < at_end) seq.insert(seq.end(), after_start, at_end);
-  seq.push_back(*at_end);
-  return seq;
-}
-
-double largest_gap_s(const std::vector<double>& seq) {
-  double largest = 0.0;
-  for (std::size_t i = 1; i < seq.size(); ++i) largest = std::max(largest, seq[i] - seq[i - 1]);
-  return largest;
-}
-
 bool sample_loss_exceeded(const std::vector<double>& seq, const std::optional<double>& interval_s) {
   if (!interval_s || !std::isfinite(*interval_s) || *interval_s <= 0) return true;
   const double expected = std::floor((seq.back() - seq.front()) / *interval_s);
@@ -358,6 +339,23 @@ GpuReasons gpu_window_result_reasons(const GpuWindowFile& w, const GpuWindowResu
 
 // ---- coverage and validation ----------------------------------------------------------
 
+std::optional<std::vector<double>> bracketing_samples(std::span<const double> times, double start,
+                                                      double end) {
+  const auto after_start = std::upper_bound(times.begin(), times.end(), start);
+  const auto at_end = std::lower_bound(times.begin(), times.end(), end);
+  if (after_start == times.begin() || at_end == times.end()) return std::nullopt;
+  std::vector<double> seq{*std::prev(after_start)};
+  if (after_start < at_end) seq.insert(seq.end(), after_start, at_end);
+  seq.push_back(*at_end);
+  return seq;
+}
+
+double largest_sample_gap_s(std::span<const double> seq) {
+  double largest = 0.0;
+  for (std::size_t i = 1; i < seq.size(); ++i) largest = std::max(largest, seq[i] - seq[i - 1]);
+  return largest;
+}
+
 GpuWindowCoverage gpu_window_coverage(double start_unix, double end_unix,
                                       const GpuCoverageInputs& in) {
   GpuWindowCoverage out;
@@ -375,12 +373,12 @@ GpuWindowCoverage gpu_window_coverage(double start_unix, double end_unix,
     }
     std::vector<double> times = device->sample_times_unix;
     if (!std::is_sorted(times.begin(), times.end())) std::sort(times.begin(), times.end());
-    const auto seq = bracketing(times, start_unix, end_unix);
+    const auto seq = bracketing_samples(times, start_unix, end_unix);
     if (!seq) {
       out.reason_codes.add(reason::kWindowNotBracketed);
       continue;
     }
-    const double gap_s = largest_gap_s(*seq);
+    const double gap_s = largest_sample_gap_s(*seq);
     out.per_device_max_sample_gap_seconds.emplace_back(
         device->hostname + "/" + device->gpu_uuids.front(), gap_s);
     if (gap_s > kGpuMaxSampleGapS) out.reason_codes.add(reason::kSampleGapExceeded);

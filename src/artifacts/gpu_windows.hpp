@@ -105,6 +105,15 @@ GpuWindowResult read_gpu_window_result(const std::string& path);
 //                                       duration by more than max(0.5 s, 1% of duration).
 GpuReasons gpu_window_result_reasons(const GpuWindowFile& window, const GpuWindowResult& result);
 
+// The samples that cover [start, end] in one device's (or one CPU series') ascending times:
+// the last at or before `start`, every one strictly inside, the first at or after `end`;
+// nullopt when either end is not bracketed. The coverage rules below and `cpu-power
+// validate`'s CPU series checks both take their samples from here.
+std::optional<std::vector<double>> bracketing_samples(std::span<const double> sorted_times,
+                                                      double start, double end);
+// The largest difference between consecutive times of `seq` (0 for fewer than two).
+double largest_sample_gap_s(std::span<const double> seq);
+
 // What coverage is checked against.
 struct GpuCoverageInputs {
   std::span<const GpuExpectedDevice> expected_devices;

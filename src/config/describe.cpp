@@ -42,6 +42,39 @@ std::string describe_recipe(const Recipe& r) {
     line("telemetry.dcgm_exporter.port", std::to_string(d.port));
     line("telemetry.dcgm_exporter.command", d.command.value_or("(default)"));
     line("telemetry.dcgm_exporter.binary", d.binary.value_or("(none)"));
+    // The exporter's names only when the recipe or a cluster configuration speaks of them:
+    // a plain DCGM recipe prints what it always did.
+    if (d.kind != "dcgm" || d.gpu_labels || d.gpu_metrics || r.cluster) {
+      const auto opt = [](const std::optional<std::string>& v) { return v.value_or("(none)"); };
+      line("telemetry.dcgm_exporter.kind", d.kind);
+      if (d.gpu_labels) {
+        std::string instance;
+        for (const auto& l : d.gpu_labels->instance) instance += (instance.empty() ? "" : ",") + l;
+        line("telemetry.dcgm_exporter.gpu_labels",
+             "index=" + d.gpu_labels->index + " identity=" + d.gpu_labels->identity +
+                 " instance=" + (instance.empty() ? "(none)" : instance));
+      } else {
+        line("telemetry.dcgm_exporter.gpu_labels",
+             "index=gpu identity=UUID "
+             "instance=GPU_I_ID,GPU_I_PROFILE  (dcgm)");
+      }
+      if (d.gpu_metrics) {
+        const auto& m = *d.gpu_metrics;
+        line("telemetry.dcgm_exporter.gpu_metrics",
+             "power=" + m.power_metric + " scope=" + m.power_scope +
+                 " gpu_util=" + opt(m.gpu_util_metric) + " sm_active=" + opt(m.sm_active_metric) +
+                 " temperature=" + opt(m.temperature_metric));
+      } else {
+        line("telemetry.dcgm_exporter.gpu_metrics",
+             "power=DCGM_FI_DEV_POWER_USAGE scope=gpu_device_board_as_reported_by_dcgm "
+             "gpu_util=DCGM_FI_DEV_GPU_UTIL sm_active=DCGM_FI_PROF_SM_ACTIVE "
+             "temperature=DCGM_FI_DEV_GPU_TEMP  (dcgm)");
+      }
+    }
+    if (r.gpu_exporter_inherited && r.cluster) {
+      line("telemetry.dcgm_exporter",
+           "inherited from " + r.cluster->file + " default_gpu_exporter");
+    }
   } else {
     line("telemetry.dcgm_exporter", "(absent)");
   }
@@ -80,13 +113,20 @@ std::string describe_recipe(const Recipe& r) {
   }
   line("runtime.srun_options", srun.empty() ? "(none)" : srun);
   line("observability.tachometer.enabled", yes_no(r.tachometer.is_enabled()));
+  if (r.cluster) {
+    line("cluster", r.cluster->file);
+    line("cluster.visible_devices_env", r.cluster->visible_devices_env,
+         r.cluster->marks.count("visible_devices_env") ? "" : "  (default)");
+  }
 
   std::string legs;
   auto leg = [&](bool on, const std::string& text) {
     if (on) legs += (legs.empty() ? "" : ", ") + text;
   };
   leg(t.enabled && t.dcgm_exporter.has_value(),
-      "GPU DCGM scrape -> <log_dir>/" + t.storage_subdir + "/");
+      std::string(t.dcgm_exporter && t.dcgm_exporter->kind == "custom" ? "GPU custom exporter"
+                                                                       : "GPU DCGM") +
+          " scrape -> <log_dir>/" + t.storage_subdir + "/");
   leg(scraper_leg_enabled(t), "CPU exporter scrape -> <log_dir>/" + t.storage_subdir + "/cpu/");
   leg(t.enabled && c.enabled, "CPU host collector -> <log_dir>/" + c.storage_subdir + "/");
   line("legs", legs.empty() ? "none (telemetry off)" : legs);

@@ -250,6 +250,8 @@ bool path_like(const std::string& path) {
       "telemetry.cpu_power.storage_subdir",
       "telemetry.dcgm_exporter.container_image",
       "telemetry.dcgm_exporter.binary",
+      "default_gpu_exporter.container_image",
+      "default_gpu_exporter.binary",
       "runtime.network_interface",
       "telemetry.cpu_power_exporter.web_config_file",
       "telemetry.cpu_power_exporter.tls_config.ca_file",
@@ -287,6 +289,29 @@ class Loader {
  public:
   Loader(const std::string& file, Recipe& recipe, std::vector<ConfigError>& errors)
       : file_(file), recipe_(recipe), errors_(errors) {}
+
+  // srtslurm.yaml: only visible_devices_env and default_gpu_exporter are read; every other
+  // key is srtctl's to judge. Marks go to the recipe being filled (copied out by the caller).
+  void cluster(const YAML::Node& root, ClusterConfig& c) {
+    if (!root || root.IsNull()) return;
+    if (!root.IsMap()) {
+      return fail(root, "a cluster configuration must be a mapping, got " + node_kind(root));
+    }
+    entries(root, "", false, [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
+      if (key == "visible_devices_env") {
+        note(key, k, v);
+        required(key, v, c.visible_devices_env);
+      } else if (key == "default_gpu_exporter") {
+        note(key, k, v);
+        if (is_section(key, v)) {
+          exporter_block(key, v, c.default_gpu_exporter.emplace());
+        } else {
+          c.default_gpu_exporter.reset();  // null: no GPU default
+        }
+      }
+      return true;
+    });
+  }
 
   void load(const YAML::Node& root) {
     if (!root || root.IsNull()) return;  // an empty recipe: every default
@@ -508,6 +533,21 @@ class Loader {
     return true;
   }
 
+  // A list of strings (gpu_labels.instance).
+  void read(const std::string& path, const YAML::Node& v, std::vector<std::string>& out) {
+    if (!v.IsSequence()) {
+      fail(v, path + ": expected a list of strings, got " + node_kind(v));
+      return;
+    }
+    out.clear();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string item;
+      const auto before = errors_.size();
+      read(path + "[" + std::to_string(i) + "]", v[i], item);
+      if (errors_.size() == before) out.push_back(std::move(item));
+    }
+  }
+
   // Optional fields: null leaves them unset.
   template <typename T>
   void read(const std::string& path, const YAML::Node& v, std::optional<T>& out) {
@@ -556,10 +596,7 @@ class Loader {
             return required(path, fv, t.request_timeout_seconds), true;
           if (key == "collector_join_timeout_seconds")
             return read(path, fv, t.collector_join_timeout_seconds), true;
-          if (key == "clock_sync_check") {  // GPU leg only; accepted so such recipes load
-            bool ignored = true;
-            return required(path, fv, ignored), true;
-          }
+          if (key == "clock_sync_check") return required(path, fv, t.clock_sync_check), true;
           if (key == "dcgm_exporter") return dcgm_exporter(path, fv), true;
           if (key == "cpu_power_exporter") return cpu_power_exporter(path, fv), true;
           if (key == "cpu_power") return cpu_power(path, fv), true;
@@ -570,7 +607,11 @@ class Loader {
 
   void dcgm_exporter(const std::string& p, const YAML::Node& v) {
     if (!is_section(p, v)) return recipe_.telemetry.dcgm_exporter.reset();
-    auto& d = recipe_.telemetry.dcgm_exporter.emplace();
+    exporter_block(p, v, recipe_.telemetry.dcgm_exporter.emplace());
+  }
+
+  // telemetry.dcgm_exporter, or the cluster's default_gpu_exporter: the same block.
+  void exporter_block(const std::string& p, const YAML::Node& v, DcgmExporterConfig& d) {
     bool image = false, port = false;
     entries(v, p, true,
             [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
@@ -581,11 +622,87 @@ class Loader {
               if (key == "port") return port = true, required(path, fv, d.port), true;
               if (key == "command") return read(path, fv, d.command), true;
               if (key == "binary") return read(path, fv, d.binary), true;
+              if (key == "kind") return required(path, fv, d.kind), true;
+              if (key == "gpu_labels") return gpu_labels(path, fv, d.gpu_labels), true;
+              if (key == "gpu_metrics") return gpu_metrics(path, fv, d.gpu_metrics), true;
               return false;
             },
-            {"container_image", "port", "command", "binary"});
+            {"container_image", "port", "command", "binary", "kind", "gpu_labels", "gpu_metrics"});
     if (!image) fail(v, p + ".container_image: missing required field");
     if (!port) fail(v, p + ".port: missing required field");
+  }
+
+  void gpu_labels(const std::string& p, const YAML::Node& v, std::optional<GpuLabelsConfig>& out) {
+    if (!is_section(p, v)) return out.reset();
+    auto& l = out.emplace();
+    bool index = false, identity = false;
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "index") return index = true, required(path, fv, l.index), true;
+              if (key == "identity") return identity = true, required(path, fv, l.identity), true;
+              if (key == "instance") return required(path, fv, l.instance), true;
+              return false;
+            },
+            {"index", "identity", "instance"});
+    if (!index) fail(v, p + ".index: missing required field");
+    if (!identity) fail(v, p + ".identity: missing required field");
+  }
+
+  // One `{metric: NAME}` (with `scope` for power). Returns false when the block is null.
+  bool gpu_metric(const std::string& p, const YAML::Node& v, std::string& metric,
+                  std::string* scope) {
+    if (!is_section(p, v)) return false;
+    bool have_metric = false, have_scope = false;
+    std::vector<std::string> known = {"metric"};
+    if (scope) known.push_back("scope");
+    entries(
+        v, p, true,
+        [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+          const std::string path = join(p, key);
+          note(path, fk, fv);
+          if (key == "metric") return have_metric = true, required(path, fv, metric), true;
+          if (key == "scope" && scope) return have_scope = true, required(path, fv, *scope), true;
+          return false;
+        },
+        known);
+    if (!have_metric) fail(v, p + ".metric: missing required field");
+    if (scope && !have_scope) fail(v, p + ".scope: missing required field");
+    return true;
+  }
+
+  void gpu_metrics(const std::string& p, const YAML::Node& v,
+                   std::optional<GpuMetricsConfig>& out) {
+    if (!is_section(p, v)) return out.reset();
+    auto& m = out.emplace();
+    bool power = false;
+    const auto optional_metric = [&](const std::string& path, const YAML::Node& fv,
+                                     std::optional<std::string>& field) {
+      std::string name;
+      if (gpu_metric(path, fv, name, nullptr)) {
+        field = name;
+      } else {
+        field.reset();
+      }
+    };
+    entries(v, p, true,
+            [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
+              const std::string path = join(p, key);
+              note(path, fk, fv);
+              if (key == "power") {
+                power = true;
+                if (fv.IsNull()) return fail(fv, path + ": may not be null"), true;
+                return gpu_metric(path, fv, m.power_metric, &m.power_scope), true;
+              }
+              if (key == "gpu_util") return optional_metric(path, fv, m.gpu_util_metric), true;
+              if (key == "sm_active") return optional_metric(path, fv, m.sm_active_metric), true;
+              if (key == "temperature")
+                return optional_metric(path, fv, m.temperature_metric), true;
+              return false;
+            },
+            {"power", "gpu_util", "sm_active", "temperature"});
+    if (!power) fail(v, p + ".power: missing required field");
   }
 
   void cpu_power_exporter(const std::string& p, const YAML::Node& v) {
@@ -849,10 +966,11 @@ std::optional<std::string> read_capped(const std::string& path, std::size_t cap,
 
 }  // namespace
 
-Recipe parse_recipe_text(std::string_view text, const std::string& file,
-                         std::vector<ConfigError>& errors) {
-  Recipe recipe;
-  recipe.file = file;
+namespace {
+
+// The one YAML document of `text`, or nullopt with the error appended.
+std::optional<YAML::Node> load_document(std::string_view text, const std::string& file,
+                                        const char* what, std::vector<ConfigError>& errors) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -860,35 +978,61 @@ Recipe parse_recipe_text(std::string_view text, const std::string& file,
     Mark mark;
     if (!e.mark.is_null()) mark = {e.mark.line + 1, e.mark.column + 1};
     errors.push_back({file, mark, "invalid YAML: " + e.msg});
-    return recipe;
+    return std::nullopt;
   }
   // YAML::Load reads the first document only; whatever follows a second `---` would be
   // dropped without a word, so a second document is an error at the line that starts it.
   try {
     if (const auto second = second_document(text)) {
       errors.push_back({file, *second,
-                        "a recipe is one YAML document; a second one starts here (remove the "
-                        "`---` line and what follows it, or merge the two)"});
-      return recipe;
+                        std::string("a ") + what +
+                            " is one YAML document; a second one starts here (remove the "
+                            "`---` line and what follows it, or merge the two)"});
+      return std::nullopt;
     }
   } catch (const YAML::Exception& e) {  // not expected: YAML::Load read the first one
     Mark mark;
     if (!e.mark.is_null()) mark = {e.mark.line + 1, e.mark.column + 1};
     errors.push_back({file, mark, "invalid YAML: " + e.msg});
-    return recipe;
+    return std::nullopt;
   }
+  return root;
+}
+
+// srtctl's inheritance: a recipe that enables telemetry without a GPU exporter and without a
+// CPU leg takes the cluster's default_gpu_exporter. Recipe settings win otherwise.
+void inherit_cluster(Recipe& recipe, const ClusterConfig& cluster) {
+  recipe.cluster = cluster;
+  auto& t = recipe.telemetry;
+  if (t.enabled && !t.dcgm_exporter && !t.cpu_power_exporter && !t.cpu_power.enabled &&
+      cluster.default_gpu_exporter) {
+    t.dcgm_exporter = cluster.default_gpu_exporter;
+    recipe.gpu_exporter_inherited = true;
+  }
+}
+
+}  // namespace
+
+Recipe parse_recipe_text(std::string_view text, const std::string& file,
+                         std::vector<ConfigError>& errors) {
+  Recipe recipe;
+  recipe.file = file;
+  const auto root = load_document(text, file, "recipe", errors);
+  if (!root) return recipe;
   try {
-    Loader(file, recipe, errors).load(root);
+    Loader(file, recipe, errors).load(*root);
   } catch (const YAML::Exception& e) {  // yaml-cpp's own conversions; not expected
     errors.push_back({file, {}, std::string("invalid recipe: ") + e.what()});
   }
   return recipe;
 }
 
-LoadResult load_recipe_text(std::string_view text, const std::string& file) {
+LoadResult load_recipe_text(std::string_view text, const std::string& file,
+                            const ClusterConfig* cluster) {
   LoadResult result;
   Recipe recipe = parse_recipe_text(text, file, result.errors);
   if (!result.errors.empty()) return result;  // rules on half-read fields would only add noise
+  if (cluster) inherit_cluster(recipe, *cluster);
   result.errors = validate_recipe(recipe);
   if (!result.errors.empty()) return result;
   result.warnings = recipe_warnings(recipe);
@@ -896,7 +1040,7 @@ LoadResult load_recipe_text(std::string_view text, const std::string& file) {
   return result;
 }
 
-LoadResult load_recipe_file(const std::string& path) {
+LoadResult load_recipe_file(const std::string& path, const ClusterConfig* cluster) {
   LoadResult result;
   std::string error;
   std::optional<std::string> text = read_capped(path, kMaxRecipeBytes, &error);
@@ -904,7 +1048,41 @@ LoadResult load_recipe_file(const std::string& path) {
     result.errors.push_back({path, {}, error});
     return result;
   }
-  return load_recipe_text(*text, path);
+  return load_recipe_text(*text, path, cluster);
+}
+
+ClusterLoadResult load_cluster_text(std::string_view text, const std::string& file) {
+  ClusterLoadResult result;
+  ClusterConfig cluster;
+  cluster.file = file;
+  if (const auto root = load_document(text, file, "cluster configuration", result.errors)) {
+    Recipe scratch;  // the loader notes marks in a recipe; they are the cluster file's here
+    try {
+      Loader(file, scratch, result.errors).cluster(*root, cluster);
+    } catch (const YAML::Exception& e) {
+      result.errors.push_back(
+          {file, {}, std::string("invalid cluster configuration: ") + e.what()});
+    }
+    cluster.marks = std::move(scratch.marks);
+  }
+  if (!result.errors.empty()) return result;
+  result.errors = validate_cluster(cluster);
+  if (result.errors.empty()) result.cluster = std::move(cluster);
+  return result;
+}
+
+ClusterLoadResult load_cluster_file(const std::string& path) {
+  ClusterLoadResult result;
+  std::string error;
+  std::optional<std::string> text = read_capped(path, kMaxRecipeBytes, &error);
+  if (!text) {
+    // read_capped speaks of a recipe; this is the cluster configuration.
+    const auto at = error.find("recipe");
+    if (at != std::string::npos) error.replace(at, 6, "cluster configuration");
+    result.errors.push_back({path, {}, error});
+    return result;
+  }
+  return load_cluster_text(*text, path);
 }
 
 }  // namespace cpupower::config

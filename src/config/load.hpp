@@ -29,9 +29,24 @@ struct LoadResult {
 // error naming it and its size, before any parsing.
 inline constexpr std::size_t kMaxRecipeBytes = std::size_t{1} << 20;
 
-// `file` names the source in errors.
-LoadResult load_recipe_text(std::string_view text, const std::string& file);
-LoadResult load_recipe_file(const std::string& path);
+// `file` names the source in errors. With a cluster configuration (srtctl's srtslurm.yaml,
+// load_cluster_*), a recipe that enables telemetry with no GPU exporter and no CPU leg
+// inherits its default_gpu_exporter, and the recipe remembers the cluster's
+// visible_devices_env.
+LoadResult load_recipe_text(std::string_view text, const std::string& file,
+                            const ClusterConfig* cluster = nullptr);
+LoadResult load_recipe_file(const std::string& path, const ClusterConfig* cluster = nullptr);
+
+struct ClusterLoadResult {
+  std::optional<ClusterConfig> cluster;  // set when `errors` is empty
+  std::vector<ConfigError> errors;
+};
+
+// srtslurm.yaml: every key but visible_devices_env and default_gpu_exporter is srtctl's and
+// not read; those two are typed and validated (config/validate.hpp) with file:line:col
+// messages. The same size cap as a recipe.
+ClusterLoadResult load_cluster_text(std::string_view text, const std::string& file);
+ClusterLoadResult load_cluster_file(const std::string& path);
 
 // Parsing only, no rules: what load_recipe_* validates. Errors are appended to `errors`.
 Recipe parse_recipe_text(std::string_view text, const std::string& file,

@@ -21,13 +21,48 @@ struct Mark {
   int column = 0;
 };
 
-// telemetry.dcgm_exporter: the GPU DCGM leg (not run by this project; validated so that a
-// recipe shared with srtctl is judged the same way).
+// telemetry.dcgm_exporter.gpu_labels: the labels that name a GPU in every sample of the
+// exporter's body. Unset with kind dcgm: dcgm-exporter's (gpu, UUID, MIG GPU_I_ID and
+// GPU_I_PROFILE).
+struct GpuLabelsConfig {
+  std::string index;                  // the node-local GPU index (gpu_index)
+  std::string identity;               // stable per physical GPU (gpu_uuid)
+  std::vector<std::string> instance;  // a sample carrying one is a sub-device: dropped
+};
+
+// telemetry.dcgm_exporter.gpu_metrics: the families read from the body. Unset with kind
+// dcgm: DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_GPU_UTIL, DCGM_FI_PROF_SM_ACTIVE and
+// DCGM_FI_DEV_GPU_TEMP. Given: power is required, an optional family left out is not read.
+struct GpuMetricsConfig {
+  std::string power_metric;                    // watts
+  std::string power_scope;                     // what the watts measure: the manifest's power_scope
+  std::optional<std::string> gpu_util_metric;  // percent
+  std::optional<std::string> sm_active_metric;    // 0..1
+  std::optional<std::string> temperature_metric;  // Celsius
+};
+
+// telemetry.dcgm_exporter (or the cluster's default_gpu_exporter): the GPU leg's exporter.
+// `kind` dcgm is NVIDIA dcgm-exporter; custom is any other exporter, named by gpu_labels and
+// gpu_metrics (an AMD GPU metrics exporter, say).
 struct DcgmExporterConfig {
   std::string container_image;
   std::int64_t port = 0;
   std::optional<std::string> command;
   std::optional<std::string> binary;
+  std::string kind = "dcgm";
+  std::optional<GpuLabelsConfig> gpu_labels;
+  std::optional<GpuMetricsConfig> gpu_metrics;
+};
+
+// The cluster configuration (srtctl's srtslurm.yaml): the two keys the GPU leg reads.
+struct ClusterConfig {
+  std::string file;  // as given
+  // The environment variable that names the GPUs a job may use (its value: indices).
+  std::string visible_devices_env = "CUDA_VISIBLE_DEVICES";
+  // Inherited by a recipe that enables telemetry with no GPU exporter and no CPU leg. Unset
+  // when the file leaves it out or sets it to null.
+  std::optional<DcgmExporterConfig> default_gpu_exporter;
+  std::map<std::string, Mark> marks;  // as Recipe::marks, in `file`
 };
 
 // telemetry.cpu_power_exporter.tls_config: how the collector checks the exporters' TLS
@@ -75,6 +110,7 @@ struct TelemetryConfig {
   double startup_timeout_seconds = 30.0;
   double request_timeout_seconds = 2.0;
   std::optional<double> collector_join_timeout_seconds;  // unset: derived
+  bool clock_sync_check = true;  // false: no node's clock is checked before the servers start
   std::optional<CpuPowerExporterConfig> cpu_power_exporter;
   CpuPowerHostConfig cpu_power;
 };
@@ -106,6 +142,10 @@ struct Recipe {
   std::optional<std::string> name;
   // Where each field given in the file sits, by dotted path ("telemetry.cpu_power.enabled").
   std::map<std::string, Mark> marks;
+  // The cluster configuration it was loaded with (--cluster-config), if any.
+  std::optional<ClusterConfig> cluster;
+  // telemetry.dcgm_exporter came from the cluster's default_gpu_exporter.
+  bool gpu_exporter_inherited = false;
 };
 
 // The reference's COLLECT_CYCLE_TIMEOUT_GRACE_SECONDS: one collector cycle may take

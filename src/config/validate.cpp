@@ -40,6 +40,149 @@ Mark mark_of(const Recipe& r, std::string path) {
   return {};
 }
 
+bool is_name(std::string_view s, bool colon) {
+  if (s.empty()) return false;
+  const auto head = [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
+  };
+  if (!head(s.front())) return false;
+  return std::all_of(s.begin() + 1, s.end(),
+                     [&](char c) { return head(c) || (c >= '0' && c <= '9'); });
+}
+
+}  // namespace
+
+bool is_prometheus_metric_name(std::string_view name) {
+  return is_name(name, true);
+}
+
+bool is_prometheus_label_name(std::string_view name) {
+  return is_name(name, false);
+}
+
+bool is_environment_name(std::string_view name) {
+  return is_name(name, false);
+}
+
+std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, const std::string& p,
+                                               const std::string& file,
+                                               const std::map<std::string, Mark>& marks) {
+  std::vector<ConfigError> out;
+  const auto fail = [&](const std::string& path, std::string message) {
+    std::string at = path;
+    Mark mark;
+    while (!at.empty()) {
+      if (const auto it = marks.find(at); it != marks.end()) {
+        mark = it->second;
+        break;
+      }
+      const auto dot = at.rfind('.');
+      at = dot == std::string::npos ? std::string() : at.substr(0, dot);
+    }
+    out.push_back({file, mark, std::move(message)});
+  };
+  if (common::trim(d.container_image).empty()) {
+    fail(p + ".container_image", p + ".container_image must not be empty");
+  }
+  if (!port_in_range(d.port)) fail(p + ".port", p + ".port must be in 1..65535");
+  if (d.kind != "dcgm" && d.kind != "custom") {
+    fail(p + ".kind", p + ".kind must be one of: \"dcgm\", \"custom\" (got \"" +
+                          common::escape_untrusted(d.kind) + "\")");
+  } else if (d.kind == "custom") {
+    std::vector<std::string> missing;
+    if (!d.command) missing.emplace_back("command");
+    if (!d.gpu_labels) missing.emplace_back("gpu_labels");
+    if (!d.gpu_metrics) missing.emplace_back("gpu_metrics");
+    if (!missing.empty()) {
+      fail(p + ".kind",
+           fmt::format("{}.kind: custom must set command, gpu_labels and gpu_metrics; {} "
+                       "missing (the names of another exporter cannot be guessed)",
+                       p, fmt::join(missing, ", ")));
+    }
+  }
+  if (const auto& l = d.gpu_labels) {
+    const std::string q = p + ".gpu_labels";
+    for (const auto& [key, value] :
+         {std::pair{"index", &l->index}, std::pair{"identity", &l->identity}}) {
+      if (!is_prometheus_label_name(*value)) {
+        fail(q + "." + key, fmt::format("{}.{} must be a Prometheus label name "
+                                        "([a-zA-Z_][a-zA-Z0-9_]*), got \"{}\"",
+                                        q, key, common::escape_untrusted(*value)));
+      }
+    }
+    if (l->index == l->identity && !l->index.empty()) {
+      fail(q + ".identity",
+           q + ".identity must differ from " + q +
+               ".index: it fills gpu_uuid, which must name the physical GPU, not its index");
+    }
+    for (std::size_t i = 0; i < l->instance.size(); ++i) {
+      const auto& name = l->instance[i];
+      const std::string at = fmt::format("{}.instance[{}]", q, i);
+      if (!is_prometheus_label_name(name)) {
+        fail(q + ".instance", fmt::format("{} must be a Prometheus label name "
+                                          "([a-zA-Z_][a-zA-Z0-9_]*), got \"{}\"",
+                                          at, common::escape_untrusted(name)));
+      } else if (name == l->index || name == l->identity) {
+        fail(q + ".instance", fmt::format("{} (\"{}\") names the {} label: every sample carries "
+                                          "it, so every sample would be dropped",
+                                          at, name, name == l->index ? "index" : "identity"));
+      }
+    }
+  }
+  if (const auto& m = d.gpu_metrics) {
+    const std::string q = p + ".gpu_metrics";
+    std::vector<std::pair<std::string, const std::string*>> families = {
+        {"power", &m->power_metric}};
+    if (m->gpu_util_metric) families.emplace_back("gpu_util", &*m->gpu_util_metric);
+    if (m->sm_active_metric) families.emplace_back("sm_active", &*m->sm_active_metric);
+    if (m->temperature_metric) families.emplace_back("temperature", &*m->temperature_metric);
+    for (std::size_t i = 0; i < families.size(); ++i) {
+      const auto& [key, name] = families[i];
+      const std::string at = q + "." + key + ".metric";
+      if (!is_prometheus_metric_name(*name)) {
+        fail(at, fmt::format("{} must be a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), "
+                             "got \"{}\"",
+                             at, common::escape_untrusted(*name)));
+        continue;
+      }
+      for (std::size_t j = 0; j < i; ++j) {
+        if (*families[j].second == *name) {
+          fail(at, fmt::format("{} (\"{}\") is also {}.{}.metric; each family fills one column", at,
+                               *name, q, families[j].first));
+          break;
+        }
+      }
+    }
+    if (common::trim(m->power_scope).empty()) {
+      fail(q + ".power.scope", q + ".power.scope must not be empty (it is the manifest's "
+                                   "power_scope: what the watts measure)");
+    }
+  }
+  return out;
+}
+
+std::vector<ConfigError> validate_cluster(const ClusterConfig& c) {
+  std::vector<ConfigError> out;
+  if (!is_environment_name(c.visible_devices_env)) {
+    Mark mark;
+    if (const auto it = c.marks.find("visible_devices_env"); it != c.marks.end()) {
+      mark = it->second;
+    }
+    out.push_back({c.file, mark,
+                   fmt::format("visible_devices_env must be an environment variable name "
+                               "([A-Za-z_][A-Za-z0-9_]*), got \"{}\"",
+                               common::escape_untrusted(c.visible_devices_env))});
+  }
+  if (c.default_gpu_exporter) {
+    auto more =
+        validate_gpu_exporter(*c.default_gpu_exporter, "default_gpu_exporter", c.file, c.marks);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+namespace {
+
 class Rules {
  public:
   explicit Rules(const Recipe& r) : r_(r), t_(r.telemetry) {}
@@ -190,13 +333,11 @@ class Rules {
   }
 
   void gpu_leg() {
-    const auto& d = *t_.dcgm_exporter;
-    if (common::trim(d.container_image).empty()) {
-      fail("telemetry.dcgm_exporter.container_image",
-           "telemetry.dcgm_exporter.container_image must not be empty");
-    }
-    if (!port_in_range(d.port)) {
-      fail("telemetry.dcgm_exporter.port", "telemetry.dcgm_exporter.port must be in 1..65535");
+    // An inherited block was judged where it was written (the cluster configuration).
+    if (!r_.gpu_exporter_inherited) {
+      auto block =
+          validate_gpu_exporter(*t_.dcgm_exporter, "telemetry.dcgm_exporter", r_.file, r_.marks);
+      errors_.insert(errors_.end(), block.begin(), block.end());
     }
     if (!finite_positive(t_.startup_timeout_seconds)) {
       fail("telemetry.startup_timeout_seconds",

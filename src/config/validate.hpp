@@ -6,6 +6,7 @@
 // backend's process layout) and the GPU leg's placement and concurrency rules.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,22 @@
 #include "config/recipe.hpp"
 
 namespace cpupower::config {
+
+// The exporter block's rules (telemetry.dcgm_exporter, or the cluster's default_gpu_exporter
+// when `prefix` is "default_gpu_exporter"): container_image and port, kind one of dcgm and
+// custom, custom with command, gpu_labels and gpu_metrics, names Prometheus would accept, each
+// family read once. Errors in `file`, at the marks given.
+std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& exporter,
+                                               const std::string& prefix, const std::string& file,
+                                               const std::map<std::string, Mark>& marks);
+
+// The cluster configuration's rules: visible_devices_env an environment variable name, and
+// default_gpu_exporter's block as above.
+std::vector<ConfigError> validate_cluster(const ClusterConfig& cluster);
+
+bool is_prometheus_metric_name(std::string_view name);  // [a-zA-Z_:][a-zA-Z0-9_:]*
+bool is_prometheus_label_name(std::string_view name);   // [a-zA-Z_][a-zA-Z0-9_]*
+bool is_environment_name(std::string_view name);        // [A-Za-z_][A-Za-z0-9_]*
 
 // Every rule that fails, in the reference's order. Each error points at the field it names
 // (or, for a default, at the nearest enclosing block given in the file).

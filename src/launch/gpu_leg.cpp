@@ -14,6 +14,7 @@
 #include "artifacts/gpu_windows.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "launch/clock_check.hpp"
 #include "launch/launcher.hpp"
 #include "launch/node_address.hpp"
 #include "launch/process.hpp"
@@ -189,7 +190,8 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
     }
   };
   collector_ = std::make_unique<scrape::Collector>(
-      endpoints_, std::move(options), std::make_unique<scrape::GpuLeg>(hostnames, summary_));
+      endpoints_, std::move(options),
+      std::make_unique<scrape::GpuLeg>(hostnames, summary_, leg_.read, leg_.samples_schema));
   std::string error;
   if (!collector_->start(&error)) {
     log()->warn("GPU power collector did not start error={}", common::quoted(error));
@@ -365,7 +367,8 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   }
 
   const auto samples_path = leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename);
-  const auto samples = artifacts::check_gpu_samples(samples_path);
+  // Strictly the schema this run wrote: a file with another header is not this run's.
+  const auto samples = artifacts::check_gpu_samples(samples_path, leg_.samples_schema);
 
   std::vector<artifacts::GpuExpectedDevice> expected;
   if (leg_.roles_file) {
@@ -374,6 +377,17 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
       expected = std::move(*roles);
     } else {
       log()->warn("--gpu-roles not used: {}", error);
+    }
+  }
+  if (expected.empty() && leg_.read.only_indices) {
+    // The visible-devices selection: those GPUs on every node, whether they answered or not.
+    for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
+      for (const auto index : *leg_.read.only_indices) {
+        artifacts::GpuAssignment agg;
+        agg.worker_role = "agg";
+        agg.worker_index = static_cast<long long>(n);
+        expected.push_back({plan_.nodes[n], index, {agg}});
+      }
     }
   }
   if (expected.empty()) {
@@ -401,7 +415,9 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   reasons.add_all(artifacts::gpu_device_reasons(expected, samples.devices));
 
   artifacts::GpuManifest m;
-  m.job_id = plan_.job_id.value_or("");
+  m.job_id = plan_.artifact_job_id;
+  m.samples_schema_version = leg_.samples_schema;
+  m.utilization_metrics = artifacts::gpu_utilization_metrics(leg_.samples_schema);
   m.run_name = std::filesystem::path(plan_.log_dir).filename().string();
   m.sample_interval_seconds = static_cast<double>(t.collect_interval_ms) / 1000.0;
   m.request_timeout_seconds = t.request_timeout_seconds;
@@ -415,7 +431,22 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
       t.dcgm_exporter ? t.dcgm_exporter->container_image : std::string();
   m.dcgm_exporter.port = leg_.port;
   m.dcgm_exporter.command = shell_quote_argv(leg_.exporter_command);
+  // Another exporter's names: what the manifest says the columns were read from.
+  if (const auto& p = leg_.read.profile; !(p == scrape::GpuExporterProfile::dcgm())) {
+    m.source_metric = p.power_metric;
+    m.power_scope = p.power_scope;
+    std::vector<artifacts::GpuUtilizationMetric> used;
+    for (auto u : m.utilization_metrics) {
+      const auto& family = u.column == "sm_active" ? p.sm_active_metric : p.util_metric;
+      if (!family) continue;  // not read: its column stays empty
+      u.source_metric = *family;
+      used.push_back(std::move(u));
+    }
+    m.utilization_metrics = std::move(used);
+  }
   m.expected_devices = expected;
+  m.clock_sync_check = clock_check_;
+  if (clock_check_) m.clock_sync_failures = clock_sync_failures(*clock_check_);
   m.observed_devices = samples.devices;
   m.expected_windows = expected_windows;
   m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "artifacts/gpu_contract.hpp"
+#include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_windows.hpp"
 #include "launch/session_plan.hpp"
 #include "scrape/collector.hpp"
@@ -77,6 +78,12 @@ class GpuLegRun {
   GpuLegOutcome finish(const std::vector<GpuWindowInput>& windows, bool interrupted,
                        std::optional<double> end_unix);
 
+  // The session's clock check, for the manifest's clock_sync_check and clock_sync_failures
+  // (unset: none ran, the manifest's clock_sync_check is null).
+  void set_clock_check(std::optional<artifacts::ClockSyncCheck> check) {
+    clock_check_ = std::move(check);
+  }
+
   // A signal came: the collector's stop, also one under way, drains briefly
   // (scrape::Collector::interrupt). Safe from another thread once start() has returned.
   void interrupt() {
@@ -107,6 +114,7 @@ class GpuLegRun {
       std::make_shared<std::atomic<std::int64_t>>(-1);
   double started_at_unix_ = 0;
   std::string readiness_reason_;
+  std::optional<artifacts::ClockSyncCheck> clock_check_;
 };
 
 }  // namespace cpupower::launch

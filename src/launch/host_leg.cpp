@@ -119,7 +119,7 @@ bool HostLeg::any_failed() {
 void HostLeg::write_status(std::string_view status, const std::vector<std::string>& observed) {
   const auto& c = plan_.recipe.telemetry.cpu_power;
   hostleg::HostManifest m;
-  m.job_id = plan_.job_id.value_or("");
+  m.job_id = plan_.artifact_job_id;
   m.run_name = std::filesystem::path(plan_.log_dir).filename().string();
   m.status = std::string(status);
   m.required = c.required;
@@ -262,7 +262,7 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
       s.failed_processes.push_back(name);
     }
   }
-  s.job_id = plan_.job_id.value_or("");
+  s.job_id = plan_.artifact_job_id;
   s.run_name = std::filesystem::path(plan_.log_dir).filename().string();
   s.requested_source = c.source;
   s.sample_interval_seconds = c.sample_interval_seconds;

@@ -14,6 +14,7 @@
 
 #include "artifacts/gpu_windows.hpp"
 #include "common/log.hpp"
+#include "launch/clock_check.hpp"
 #include "launch/host_leg.hpp"
 #include "launch/launcher.hpp"
 #include "launch/process.hpp"
@@ -23,6 +24,7 @@
 #include "report/discovery.hpp"
 #include "report/window.hpp"
 #include "scrape/curl_api.hpp"
+#include "validate/validate.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -31,6 +33,8 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::size_t kSpreadAboveNodes = 64;
+// The clock check's srun steps: each tool on a node has 2 s; srun's own start-up is the rest.
+constexpr milliseconds kClockStepTimeout{30000};
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -315,6 +319,15 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   std::filesystem::create_directories(plan.log_dir, ec);
   if (ec) log->warn("cannot create log dir {}: {}", plan.log_dir, ec.message());
   for (const auto& w : plan.warnings) log->warn("{}", w);
+  // Every node's clock, before any server starts (launch/clock_check.hpp); bounded, and kept
+  // out of the startup deadlines, which count from its end: a slow probe never costs a leg
+  // its readiness.
+  std::optional<artifacts::ClockSyncCheck> clocks;
+  if (plan.telemetry || plan.host_leg || plan.gpu_leg) {
+    const auto probe_start = Clock::now();
+    clocks = check_session_clocks(plan, kClockStepTimeout);
+    started += Clock::now() - probe_start;
+  }
 
   Launcher launcher(plan);
   std::unique_ptr<scrape::Collector> collector;
@@ -339,6 +352,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
       gpu_blocks = plan.gpu_leg->required;
     } else {
       gpu_leg = std::make_unique<GpuLegRun>(plan, launcher);
+      gpu_leg->set_clock_check(clocks);
       const auto deadline = started + to_ms(plan.recipe.telemetry.startup_timeout_seconds);
       const bool ready = gpu_leg->start(deadline, [&signals] { return signals.interrupted(); });
       gpu_blocks = !ready && plan.gpu_leg->required;
@@ -361,6 +375,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     if (g) g->interrupt();
   });
   SessionRecord record;
+  record.job_id = plan.artifact_job_id;
   if (signals.interrupted()) {
     log->warn("interrupted before the command started; it is not run");
     result.exit_code = 128 + signals.last_signal();
@@ -449,6 +464,16 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   if (sd_written) publish_prometheus_sd(plan, {});
   launcher.stop();
   signals.set_on_signal({});  // before the collector goes
+  // The consumers' verdict on what the legs wrote (logged; the exit status stays the session's).
+  if (plan.telemetry || plan.gpu_leg || plan.host_leg) {
+    validate::log_session_verdict(
+        {.run_dir = plan.log_dir,
+         .gpu_dir = plan.gpu_leg ? plan.gpu_leg->power_dir : plan.log_dir + "/power",
+         .cpu_dir = plan.cpu_dir,
+         .host_dir = plan.host_leg ? plan.host_leg->cpu_dir : plan.log_dir + "/cpu_power",
+         .expect_roles = {},
+         .require_distinct_het_groups = false});
+  }
   return result;
 }
 

@@ -32,7 +32,7 @@ struct SessionResult {
 };
 
 // `signals` must already be started (before any thread exists). `started` is when the
-// session began: the startup deadline counts from it.
+// session began: the startup deadline counts from it, the clock check's time left out.
 SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
                           std::chrono::steady_clock::time_point started);
 

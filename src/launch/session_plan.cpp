@@ -1,6 +1,11 @@
 #include "launch/session_plan.hpp"
 
 #include <fmt/core.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include <algorithm>
 
 #include "common/text.hpp"
 #include "config/validate.hpp"
@@ -112,15 +117,64 @@ std::vector<std::string> dcgm_exporter_command(const config::DcgmExporterConfig&
   return argv;
 }
 
+// The exporter block's names: dcgm-exporter's, overridden by gpu_labels and gpu_metrics.
+scrape::GpuExporterProfile gpu_profile(const config::DcgmExporterConfig& d) {
+  scrape::GpuExporterProfile p = scrape::GpuExporterProfile::dcgm();
+  if (const auto& l = d.gpu_labels) {
+    p.index_label = l->index;
+    p.identity_label = l->identity;
+    p.instance_labels = l->instance;
+  }
+  if (const auto& m = d.gpu_metrics) {
+    p.power_metric = m->power_metric;
+    p.power_scope = m->power_scope;
+    p.util_metric = m->gpu_util_metric;
+    p.sm_active_metric = m->sm_active_metric;
+    p.temperature_metric = m->temperature_metric;
+  }
+  return p;
+}
+
+// The GPU indices a visible-devices variable names ("0,1,3"); nullopt when it holds anything
+// else (UUIDs, "all", an empty item).
+std::optional<std::vector<long long>> visible_indices(const std::string& value) {
+  std::vector<long long> out;
+  for (const auto& item : common::split(value, ',')) {
+    const auto v = common::parse_u64(common::trim(item));
+    if (!v || *v > 1000000) return std::nullopt;
+    if (std::find(out.begin(), out.end(), static_cast<long long>(*v)) == out.end()) {
+      out.push_back(static_cast<long long>(*v));
+    }
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
 void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocation,
                   SessionPlan& plan) {
   const auto& t = r.recipe.telemetry;
   const auto& d = *t.dcgm_exporter;
   GpuLegPlan leg;
   leg.power_dir = r.log_dir + "/" + t.storage_subdir;
+  leg.samples_schema = r.gpu_samples_schema;
   leg.port = d.port;
   leg.required = t.required;
   leg.roles_file = r.gpu_roles;
+  leg.read.profile = gpu_profile(d);
+  if (const auto& cluster = r.recipe.cluster) {
+    const auto it = r.env.find(cluster->visible_devices_env);
+    if (it != r.env.end() && !common::trim(it->second).empty()) {
+      const std::string shown = cluster->visible_devices_env + "=" + it->second;
+      if (auto indices = visible_indices(it->second)) {
+        leg.read.only_indices = std::move(indices);
+        leg.visible_devices = shown;
+      } else {
+        plan.warnings.push_back("visible_devices_env: " + common::escape_untrusted(shown) +
+                                " is not a list of GPU indices; every GPU a node shows is read "
+                                "and expected");
+      }
+    }
+  }
   if (plan.mode == LaunchMode::simulate) {
     leg.source = GpuExporterSource::simulated;
     leg.exporter_command = {r.self_exe,
@@ -133,6 +187,16 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
                             "100"};
     for (const auto& f : r.sim_gpu_faults)
       leg.exporter_command.insert(leg.exporter_command.end(), {"--fault", f});
+    // Another exporter's names: the simulated exporter serves them (a dcgm recipe's command
+    // is what it always was).
+    if (const auto& p = leg.read.profile; !(p == scrape::GpuExporterProfile::dcgm())) {
+      leg.exporter_command.insert(
+          leg.exporter_command.end(),
+          {"--power-metric", p.power_metric, "--util-metric", p.util_metric.value_or(""),
+           "--sm-active-metric", p.sm_active_metric.value_or(""), "--temperature-metric",
+           p.temperature_metric.value_or(""), "--index-label", p.index_label, "--identity-label",
+           p.identity_label});
+    }
   } else if (d.command || d.binary) {
     leg.source = GpuExporterSource::started;
     leg.exporter_command = dcgm_exporter_command(d, d.port);
@@ -174,7 +238,70 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
   plan.gpu_leg = std::move(leg);
 }
 
+// `cpu-power clock-check` on every node of the session, one srun step per node group, each
+// node's output in <log_dir>/clock_sync_<node>.out (srun's %N).
+void plan_clock_steps(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                      SessionPlan& plan) {
+  const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
+  const bool several = grouped.groups.size() > 1;
+  for (const auto& g : grouped.groups) {
+    ResolverStep step;
+    step.name = "clock_sync" + group_suffix(g.het_group, several);
+    step.srun = srun_on(plan, g, percent_escaped(plan.log_dir) + "/clock_sync_%N.out",
+                        {r.self_exe, "clock-check"});
+    step.log = plan.log_dir + "/" + step.name + ".srun.log";
+    plan.clock_steps.push_back(std::move(step));
+  }
+}
+
+// Slurm's job id when there is one, else --job-id, else a generated local one; a --job-id
+// that differs from Slurm's is warned about and not used.
+void choose_artifact_job_id(const PlanRequest& r, const std::optional<Allocation>& allocation,
+                            SessionPlan& plan) {
+  std::optional<std::string> slurm;
+  if (allocation && !allocation->job_id.empty()) {
+    slurm = allocation->job_id;
+  } else if (const auto it = r.env.find("SLURM_JOB_ID"); it != r.env.end() && !it->second.empty()) {
+    slurm = it->second;  // --simulate inside an allocation: still that job's artifacts
+  }
+  const bool given = r.job_id && !r.job_id->empty();
+  if (slurm) {
+    plan.artifact_job_id = *slurm;
+    if (given && *r.job_id != *slurm) {
+      plan.warnings.push_back("--job-id " + *r.job_id + " differs from the Slurm job id " + *slurm +
+                              "; the artifacts record Slurm's");
+    }
+  } else if (given) {
+    plan.artifact_job_id = *r.job_id;
+  } else {
+    plan.artifact_job_id = r.generated_job_id.empty()
+                               ? local_job_id(std::time(nullptr), static_cast<long>(::getpid()))
+                               : r.generated_job_id;
+  }
+}
+
 }  // namespace
+
+std::string local_job_id(std::time_t now, long pid) {
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  return fmt::format("local-{}-{}", stamp, pid);
+}
+
+std::optional<SamplesSchemas> samples_schemas_for(std::string_view profile, int cpu_schema,
+                                                  int gpu_schema) {
+  SamplesSchemas out;
+  if (profile == "compat") {
+    out = {2, 2};
+  } else if (profile != "default" && !profile.empty()) {
+    return std::nullopt;
+  }
+  if (cpu_schema != 0) out.cpu = cpu_schema;
+  if (gpu_schema != 0) out.gpu = gpu_schema;
+  return out;
+}
 
 std::string_view gpu_source_name(GpuExporterSource source) {
   switch (source) {
@@ -224,6 +351,7 @@ SessionPlan make_plan(const PlanRequest& r) {
       return plan;
     }
   }
+  choose_artifact_job_id(r, allocation, plan);
   std::vector<std::string> nodes;
   if (r.nodes) {
     // Simulated node names are only names: no Slurm to expand a range.
@@ -328,6 +456,11 @@ SessionPlan make_plan(const PlanRequest& r) {
   }
   if (host_leg) plan_host_leg(r, allocation, plan);
   if (gpu_leg) plan_gpu_leg(r, allocation, plan);
+  plan.clock_sync_check = r.clock_sync_check;
+  if (plan.clock_sync_check && plan.mode == LaunchMode::slurm) {
+    if (allocation) plan.job_id = allocation->job_id;
+    plan_clock_steps(r, allocation, plan);
+  }
   if (plan.telemetry && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;
 }
@@ -339,6 +472,7 @@ std::string describe_plan(const SessionPlan& p) {
   };
   line("mode", std::string(mode_name(p.mode)) + (p.job_id ? " (job " + *p.job_id + ")" : ""));
   line("log dir", p.log_dir);
+  line("job id", p.artifact_job_id + " (the artifacts')");
   line("command", shell_quote_argv(p.command));
   if (!p.telemetry) {
     line("telemetry", p.host_leg || p.gpu_leg ? "CPU exporter leg off" : "off");
@@ -406,10 +540,10 @@ std::string describe_plan(const SessionPlan& p) {
   }
   if (p.gpu_leg) {
     const auto& g = *p.gpu_leg;
-    line("gpu leg", g.power_dir + "/samples.csv every " +
-                        std::to_string(p.recipe.telemetry.collect_interval_ms) + " ms, manifest " +
-                        g.power_dir + "/manifest.json, windows " + g.power_dir + "/windows/" +
-                        (g.required ? ", required" : ", best-effort"));
+    line("gpu leg", g.power_dir + "/samples.csv (schema v" + std::to_string(g.samples_schema) +
+                        ") every " + std::to_string(p.recipe.telemetry.collect_interval_ms) +
+                        " ms, manifest " + g.power_dir + "/manifest.json, windows " + g.power_dir +
+                        "/windows/" + (g.required ? ", required" : ", best-effort"));
     switch (g.source) {
       case GpuExporterSource::running:
         line("dcgm", "already running on each node, port " + std::to_string(g.port));
@@ -431,6 +565,24 @@ std::string describe_plan(const SessionPlan& p) {
     }
     for (const auto& rs : g.resolvers) line("resolver", shell_quote_argv(rs.srun));
     if (g.roles_file) line("gpu roles", *g.roles_file);
+    if (const auto& p = g.read.profile; !(p == scrape::GpuExporterProfile::dcgm())) {
+      line("gpu exporter", "power " + p.power_metric + " (" + p.power_scope + "), labels " +
+                               p.index_label + "/" + p.identity_label);
+    }
+    if (!g.visible_devices.empty()) {
+      line("gpu devices", common::escape_untrusted(g.visible_devices) + " on every node");
+    }
+  }
+  if (p.telemetry || p.host_leg || p.gpu_leg) {
+    if (!p.clock_sync_check) {
+      line("clock", "not checked (telemetry.clock_sync_check: false)");
+    } else if (p.mode == LaunchMode::slurm) {
+      for (const auto& c : p.clock_steps) line("clock", shell_quote_argv(c.srun));
+    } else {
+      line("clock",
+           "this host's clock, probed once" +
+               std::string(p.mode == LaunchMode::simulate ? " for every simulated node" : ""));
+    }
   }
   for (const auto& w : p.warnings) line("warning", w);
   return out;

@@ -7,6 +7,7 @@
 // (inside an allocation, or --nodes: one srun per node group), `local` (neither: one exporter
 // on this host, started as it would be on a node).
 
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 #include "launch/exporter_binary.hpp"
 #include "launch/node_set.hpp"
 #include "scrape/client_security.hpp"
+#include "scrape/gpu_readings.hpp"
 
 namespace cpupower::launch {
 
@@ -34,6 +36,14 @@ struct PlanRequest {
   std::string local_hostname;  // the local mode's node name
   HostlistExpander expand;
   int cpu_samples_schema = 3;  // --cpu-samples-schema: the scraper leg's samples.csv layout
+  int gpu_samples_schema = 3;  // --gpu-samples-schema: the GPU leg's samples.csv layout
+  // --job-id: the artifacts' job id outside Slurm (inside, Slurm's wins).
+  std::optional<std::string> job_id;
+  // The id generated when neither Slurm nor --job-id gives one (local_job_id()); empty: made
+  // from this process's time and PID by make_plan.
+  std::string generated_job_id;
+  // telemetry.clock_sync_check: false turns the clock check off.
+  bool clock_sync_check = true;
   std::optional<std::string> gpu_roles;     // --gpu-roles FILE
   int sim_gpus = 4;                         // --sim-gpus: GPUs per simulated node
   std::vector<std::string> sim_gpu_faults;  // --sim-gpu-fault, passed to each sim-gpu
@@ -89,7 +99,8 @@ struct GpuLegGroup {
 };
 
 struct GpuLegPlan {
-  std::string power_dir;  // <log_dir>/<storage_subdir>
+  std::string power_dir;   // <log_dir>/<storage_subdir>
+  int samples_schema = 3;  // of samples.csv: 1, 2 or 3 (--gpu-samples-schema)
   GpuExporterSource source = GpuExporterSource::running;
   long port = 9400;                           // where each node's dcgm-exporter listens
   std::vector<std::string> exporter_command;  // as started on each node (started, simulated)
@@ -98,6 +109,10 @@ struct GpuLegPlan {
   std::vector<ResolverStep> resolvers;
   std::optional<std::string> roles_file;  // --gpu-roles
   bool required = false;                  // telemetry.required
+  // The exporter's names (kind, gpu_labels, gpu_metrics) and, when the cluster's
+  // visible_devices_env names a variable set to GPU indices, the only GPUs read and expected.
+  scrape::GpuReadOptions read;
+  std::string visible_devices;  // "NAME=VALUE" when a selection applies
 };
 
 struct SessionPlan {
@@ -107,7 +122,16 @@ struct SessionPlan {
   std::string log_dir;
   std::string cpu_dir;         // <log_dir>/<storage_subdir>/cpu
   int cpu_samples_schema = 3;  // of <cpu_dir>/samples.csv: 3, or 2 (no module_w)
+  // The Slurm allocation's job id: srun's --jobid, nothing else. Unset outside an allocation.
   std::optional<std::string> job_id;
+  // The job id every artifact records (manifests, session.json): Slurm's when there is an
+  // allocation, else --job-id, else a generated local-<UTC time>-<PID>. Never empty, and never
+  // given to srun.
+  std::string artifact_job_id;
+  // The clock check before the servers start (telemetry.clock_sync_check, on by default):
+  // one srun step over every node (slurm mode), one probe of this host otherwise.
+  bool clock_sync_check = true;
+  std::vector<ResolverStep> clock_steps;  // slurm mode: `cpu-power clock-check` per node group
   ExporterChoice exporter;
   std::vector<std::string> exporter_command;  // as started on each node
   scrape::ClientSecurity scrape_security;     // how the exporters are scraped and probed
@@ -122,6 +146,21 @@ struct SessionPlan {
 };
 
 SessionPlan make_plan(const PlanRequest& request);
+
+// "local-<YYYYMMDDTHHMMSSZ>-<pid>": the artifacts' job id of a run with neither a Slurm
+// allocation nor --job-id (UTC time of `now`).
+std::string local_job_id(std::time_t now, long pid);
+
+// The samples schemas of a consumer profile (`default`: CPU 3, GPU 3; `compat`: CPU 2, GPU 2,
+// the layouts validators pinned to the v1/v2 headers accept), with an explicit
+// --cpu-samples-schema / --gpu-samples-schema (0: not given) winning over it. nullopt for
+// an unknown profile.
+struct SamplesSchemas {
+  int cpu = 3;
+  int gpu = 3;
+};
+std::optional<SamplesSchemas> samples_schemas_for(std::string_view profile, int cpu_schema,
+                                                  int gpu_schema);
 
 // The plan as --dry-run prints it: argvs shell-quoted, one per line.
 std::string describe_plan(const SessionPlan& plan);

@@ -58,6 +58,7 @@ std::string session_json(const SessionRecord& r) {
   for (const auto& s : r.clock_steps) {
     j["clock_steps"].push_back({{"at_unix", s.at_unix}, {"step_s", s.step_s}});
   }
+  j["job_id"] = r.job_id;
   // Invalid UTF-8 in an argument is replaced rather than refused: the record must be written.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

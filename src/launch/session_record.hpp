@@ -4,7 +4,7 @@
 //   {"schema_version": 1, "command": [...], "start_unix": <float>, "end_unix": <float>,
 //    "exit_code": <int>, "benchmark_start_time_unix": <float>, "benchmark_end_time_unix":
 //    <float>, "duration": <float>, "start_monotonic": <float>, "end_monotonic": <float>,
-//    "clock_steps": [{"at_unix": <float>, "step_s": <float>}, ...]}
+//    "clock_steps": [{"at_unix": <float>, "step_s": <float>}, ...], "job_id": <string>}
 // benchmark_start_time_unix to duration repeat the window as a benchmark result states one
 // (duration from the monotonic clock), for the GPU leg's windows/session.json. The monotonic
 // readings beside the wall-clock ones, and every step of the wall clock against the monotonic
@@ -57,6 +57,7 @@ struct SessionRecord {
   double duration_s = 0;  // steady clock, start to end
   double start_monotonic = 0, end_monotonic = 0;  // the monotonic clock at start and end
   std::vector<ClockStep> clock_steps;             // seen while the command ran
+  std::string job_id;  // the artifacts' job id (SessionPlan::artifact_job_id), never empty
 };
 
 std::string session_json(const SessionRecord& record);

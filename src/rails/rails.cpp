@@ -35,7 +35,8 @@ constexpr std::array kPhrases = {
     Phrase{Kind::dram, "dram power in uw socket "},
     Phrase{Kind::dram, "dram input power socket "},
     Phrase{Kind::dram, "dram input power in uw socket "},
-    Phrase{Kind::module, "module power socket "},
+    // No phrase gives Kind::module: a firmware "Module Power Socket N" meter stays
+    // unclassified, and NVML is the only source of module power (docs/compatibility.md).
 };
 
 std::string lower(std::string_view s) {

@@ -13,7 +13,8 @@ namespace cpupower::rails {
 // total: the whole CPU-side socket envelope, the only kind that becomes per-socket power_w.
 // cpu_rail, soc, dram: component rails, overlapping the total, never summed into it.
 // module: the whole superchip (Grace + GPUs + memory + regulators), never summed into
-// anything. other: unclassified, published with no socket.
+// anything; only NVML produces it (no OEM label classifies as module: a firmware
+// "Module Power Socket N" meter is other). other: unclassified, published with no socket.
 enum class Kind { total, cpu_rail, soc, dram, module, other };
 
 std::string_view kind_name(Kind kind);

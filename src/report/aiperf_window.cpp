@@ -5,10 +5,13 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <vector>
 
 #include "report/discovery.hpp"
 #include "report/iso_time.hpp"
@@ -217,6 +220,59 @@ struct AggregateTiming {
   std::optional<double> cut_s;  // benchmark_duration in seconds, when its unit is known
 };
 
+// How far an aggregate may be from the records beside it and still be the same run's
+// (docs/formats.md): its start_time/end_time mark the profiling phase, which opens a moment
+// before the first request and closes after the last reply is processed; its request_count
+// can miss a few records still being processed when a run is cut short.
+constexpr double kAggregateStampToleranceS = 5.0;
+constexpr double kAggregateCountTolerance = 0.01;  // of the records' count, at least 1 request
+
+// request_count.avg (or a plain number), as aiperf writes it.
+std::optional<double> request_count(const Json& agg) {
+  const auto it = agg.find("request_count");
+  if (it == agg.end()) return std::nullopt;
+  return it->is_object() ? json_member_number(*it, "avg") : json_number(*it);
+}
+
+// A warning naming both files when the aggregate's run is not the records' run: its stamps
+// more than kAggregateStampToleranceS from the first request and the last reply, or its
+// request count further than kAggregateCountTolerance from the successful profiling records.
+// Empty when they agree or the aggregate says nothing to compare.
+std::string aggregate_mismatch(const Json& agg, const std::string& agg_path,
+                               const ReportedTiming& reported, const RecordSpan& span,
+                               const std::string& jsonl) {
+  std::vector<std::string> parts;
+  const double first_start = static_cast<double>(span.min_start_ns) / 1e9;
+  const double last_end = static_cast<double>(span.max_end_ns) / 1e9;
+  if (reported.start_unix &&
+      std::abs(*reported.start_unix - first_start) > kAggregateStampToleranceS) {
+    parts.push_back(fmt::format("start_time is {:.3f} s from the first request's start ({:.3f})",
+                                *reported.start_unix - first_start, first_start));
+  }
+  if (reported.end_unix && std::abs(*reported.end_unix - last_end) > kAggregateStampToleranceS) {
+    parts.push_back(fmt::format("end_time is {:.3f} s from the last reply ({:.3f})",
+                                *reported.end_unix - last_end, last_end));
+  }
+  if (const auto count = request_count(agg)) {
+    const double records = static_cast<double>(span.profiling);
+    const double allowed = std::max(1.0, kAggregateCountTolerance * records);
+    if (std::abs(*count - records) > allowed) {
+      parts.push_back(
+          fmt::format("request_count {} where the records hold {} successful profiling requests",
+                      *count, span.profiling));
+    }
+  }
+  if (parts.empty()) return "";
+  std::string out = agg_path + " does not match the records of " + jsonl + ": ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out + fmt::format(
+                   " (tolerance {:g} s on the stamps, {:g} % of the records, at least 1, on the "
+                   "count); the window comes from the "
+                   "records, its tokens, TPOT and reported timing from the aggregate, which may "
+                   "be another run's",
+                   kAggregateStampToleranceS, kAggregateCountTolerance * 100);
+}
+
 // aiperf's own account of the window; an error for a stamp that is there but is no time.
 Result<AggregateTiming> aggregate_timing(const Json& agg, const std::string& path,
                                          std::optional<int> offset) {
@@ -334,6 +390,10 @@ Window load_aiperf_records_window(const std::string& jsonl, long long concurrenc
   }
   read_tpot(*agg, w);
   w.reported = timing->reported;
+  if (auto mismatch = aggregate_mismatch(*agg, agg_path, timing->reported, *span, jsonl);
+      !mismatch.empty()) {
+    w.warnings.push_back(std::move(mismatch));
+  }
   if (w.reported.source == "unavailable") w.reported = phase_log_timing(benchmark_out);
   return w;
 }

@@ -599,9 +599,9 @@ SensorKind classify_sensor(std::string_view sensor) {
       return SensorKind::soc;
     case rails::Kind::dram:
       return SensorKind::dram;
-    case rails::Kind::module:
-      return SensorKind::module;
     default:
+      // A firmware "Module Power Socket N" label included: module power is NVML's alone, and a
+      // file names it CPU<n>:modulePowerUsageW (above) or carries it in module_w.
       return SensorKind::other;
   }
 }

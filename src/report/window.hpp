@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cpupower::report {
 
@@ -28,6 +29,8 @@ struct Window {
   std::optional<double> tpot_p50_ms, tpot_p90_ms;
   std::optional<double> warmup_start_unix, warmup_end_unix, drain_end_unix;
   ReportedTiming reported;
+  // Said about the window's inputs without failing it (the report's warnings, after ours).
+  std::vector<std::string> warnings;
   std::string error;  // set when the window could not be derived; nothing else is valid then
 
   double duration_s() const { return end_unix - start_unix; }

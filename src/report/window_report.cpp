@@ -416,6 +416,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   if (run.cpu) module_rows(run, r);
   our_warnings(run, r);
   expectation_warnings(run, r);
+  r.warnings.insert(r.warnings.end(), window.warnings.begin(), window.warnings.end());
   return r;
 }
 

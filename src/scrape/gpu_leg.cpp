@@ -20,15 +20,22 @@ std::string_view gpu_reason_for_failure(std::string_view collector_reason) {
   return reason::kEndpointHttpError;
 }
 
-GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary)
-    : hostnames_(std::move(hostnames)), out_(std::move(summary)), answered_(hostnames_.size()) {}
+GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
+               GpuReadOptions read, int samples_schema)
+    : hostnames_(std::move(hostnames)),
+      out_(std::move(summary)),
+      samples_schema_(artifacts::gpu_samples_header(samples_schema)
+                          ? samples_schema
+                          : artifacts::kGpuSamplesSchemaVersion),
+      answered_(hostnames_.size()),
+      read_(std::move(read)) {}
 
 std::string_view GpuLeg::samples_filename() const {
   return artifacts::kGpuSamplesFilename;
 }
 
 std::string_view GpuLeg::samples_header() const {
-  return *artifacts::gpu_samples_header(artifacts::kGpuSamplesSchemaVersion);
+  return *artifacts::gpu_samples_header(samples_schema_);
 }
 
 void GpuLeg::note(std::string_view code, std::size_t endpoint_index) {
@@ -51,7 +58,7 @@ void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_r
 
 BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
   BodyOutcome out;
-  const GpuScrape scrape = gpu_readings_from_body(input.body, parsed_);
+  const GpuScrape scrape = gpu_readings_from_body(input.body, parsed_, read_);
   if (scrape.error) {
     out.reason = kReasonMalformed;
     out.detail = *scrape.error;
@@ -87,7 +94,7 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
       }
       continue;
     }
-    artifacts::append_gpu_row(lines, row, artifacts::kGpuSamplesSchemaV3);
+    artifacts::append_gpu_row(lines, row, samples_schema_);
     ++out.rows;
   }
   summary_.rows += out.rows;

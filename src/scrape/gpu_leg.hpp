@@ -1,7 +1,7 @@
 #pragma once
 // The GPU leg: dcgm-exporter bodies -> one row per GPU per scrape in power/samples.csv
-// (GPU schema v3), every GPU of a scrape with the same timestamp and scrape_seq. The
-// manifest and windows are the session's (they need the benchmark's windows and the
+// (GPU schema v3, or v1/v2 when asked), every GPU of a scrape with the same timestamp and
+// scrape_seq. The manifest and windows are the session's (they need the benchmark's windows and the
 // expected devices); this leg gives it what the scrapes said: each contract reason code
 // met, how often and on which hosts.
 //
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "expo/parser.hpp"
+#include "scrape/gpu_readings.hpp"
 #include "scrape/leg.hpp"
 
 namespace cpupower::scrape {
@@ -40,7 +41,11 @@ class GpuLeg final : public Leg {
  public:
   // `summary` receives the counts at finalize (the session reads it after the collector
   // stopped; the leg's own counts may still move if the loop was left behind).
-  GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary);
+  // `read` names the exporter's families and labels and the GPUs the run uses (default:
+  // dcgm-exporter's, every GPU). `samples_schema`: the samples.csv layout, 1, 2 or 3
+  // (anything else: 3).
+  GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
+         GpuReadOptions read = {}, int samples_schema = 3);
 
   std::string_view name() const override { return "gpu"; }
   std::string_view samples_filename() const override;
@@ -56,9 +61,11 @@ class GpuLeg final : public Leg {
 
   std::vector<std::string> hostnames_;
   std::shared_ptr<GpuLegSummary> out_;
+  int samples_schema_ = 3;
   std::vector<bool> answered_;  // by endpoint: gave rows at least once
   GpuLegSummary summary_;
   expo::ParseResult parsed_;  // reused by every body: no allocation per scrape
+  GpuReadOptions read_;
 };
 
 }  // namespace cpupower::scrape

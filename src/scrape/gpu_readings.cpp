@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <iterator>
+#include <span>
 #include <utility>
 
 #include "artifacts/gpu_reasons.hpp"
@@ -17,18 +18,16 @@ namespace {
 
 namespace reason = artifacts::gpu_reason;
 
-constexpr std::string_view kPowerFamily = "DCGM_FI_DEV_POWER_USAGE";
-constexpr std::string_view kUtilFamily = "DCGM_FI_DEV_GPU_UTIL";
-constexpr std::string_view kSmActiveFamily = "DCGM_FI_PROF_SM_ACTIVE";
-constexpr std::string_view kTempFamily = "DCGM_FI_DEV_GPU_TEMP";
-
-bool is_mig_instance(const expo::Sample& s) {
-  return s.label("GPU_I_ID").has_value() || s.label("GPU_I_PROFILE").has_value();
+bool is_instance(const expo::Sample& s, const GpuExporterProfile& p) {
+  for (const auto& label : p.instance_labels) {
+    if (s.label(label).has_value()) return true;
+  }
+  return false;
 }
 
-// The `gpu` label as a non-negative integer that fits a long long.
-std::optional<long long> gpu_index(const expo::Sample& s) {
-  const auto text = s.label("gpu");
+// The index label as a non-negative integer that fits a long long.
+std::optional<long long> gpu_index(const expo::Sample& s, const GpuExporterProfile& p) {
+  const auto text = s.label(p.index_label);
   if (!text) return std::nullopt;
   const auto v = common::parse_u64(*text);
   if (!v || *v > static_cast<std::uint64_t>(LLONG_MAX)) return std::nullopt;
@@ -51,13 +50,13 @@ struct Optional {
   };
   std::vector<Entry> entries;  // by index once sorted (stable: same-index order kept)
 
-  void add(const expo::Sample& s, double lo, double hi) {
-    if (is_mig_instance(s)) return;
-    const auto index = gpu_index(s);
+  void add(const expo::Sample& s, const GpuExporterProfile& p, double lo, double hi) {
+    if (is_instance(s, p)) return;
+    const auto index = gpu_index(s, p);
     if (!index) return;
     Entry e;
     e.index = *index;
-    e.uuid = s.label("UUID");
+    e.uuid = s.label(p.identity_label);
     if (std::isfinite(s.value) && s.value >= lo && s.value <= hi) e.value = s.value;
     entries.push_back(e);
   }
@@ -120,7 +119,29 @@ std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
 
 }  // namespace
 
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
+const GpuExporterProfile& GpuExporterProfile::dcgm() {
+  static const GpuExporterProfile profile{"DCGM_FI_DEV_POWER_USAGE",
+                                          "gpu_device_board_as_reported_by_dcgm",
+                                          "gpu",
+                                          "UUID",
+                                          {"GPU_I_ID", "GPU_I_PROFILE"},
+                                          "DCGM_FI_DEV_GPU_UTIL",
+                                          "DCGM_FI_PROF_SM_ACTIVE",
+                                          "DCGM_FI_DEV_GPU_TEMP"};
+  return profile;
+}
+
+GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
+                                    const GpuReadOptions& options) {
+  const GpuExporterProfile& p = options.profile;
+  const auto selected = [&](long long index) {
+    if (!options.only_indices) return true;
+    const auto& only = *options.only_indices;
+    return std::find(only.begin(), only.end(), index) != only.end();
+  };
+  const auto named = [](const std::optional<std::string>& family, std::string_view name) {
+    return family && *family == name;
+  };
   // The codes met, each once (a handful at most: the list is searched, then sorted).
   std::vector<std::string_view> reasons;
   const auto note = [&reasons](std::string_view code) {
@@ -131,24 +152,25 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
   Optional util, sm_active, temp;
   bool any_power = false;
   for (const auto& s : samples) {
-    if (s.name == kPowerFamily) {
+    if (s.name == p.power_metric) {
       any_power = true;
-      if (is_mig_instance(s)) {
+      if (is_instance(s, p)) {
         note(reason::kMigInstanceUnsupported);
         continue;
       }
-      const auto index = gpu_index(s);
+      const auto index = gpu_index(s, p);
       if (!index) {
         note(reason::kGpuIndexMissing);
         continue;
       }
+      if (!selected(*index)) continue;  // a GPU the run does not use
       power.emplace_back(*index, &s);
-    } else if (s.name == kUtilFamily) {
-      util.add(s, 0.0, 100.0);
-    } else if (s.name == kSmActiveFamily) {
-      sm_active.add(s, 0.0, 1.0);
-    } else if (s.name == kTempFamily) {
-      temp.add(s, -273.15, 200.0);
+    } else if (named(p.util_metric, s.name)) {
+      util.add(s, p, 0.0, 100.0);
+    } else if (named(p.sm_active_metric, s.name)) {
+      sm_active.add(s, p, 0.0, 1.0);
+    } else if (named(p.temperature_metric, s.name)) {
+      temp.add(s, p, -273.15, 200.0);
     }
   }
   if (!any_power) note(reason::kPowerMetricMissing);
@@ -171,7 +193,7 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
       note(reason::kDuplicatePowerMetric);
       continue;
     }
-    const auto uuid = s.label("UUID");
+    const auto uuid = s.label(p.identity_label);
     if (!uuid || uuid->empty()) {
       note(reason::kGpuUuidMissing);
       continue;
@@ -195,13 +217,19 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
   return out;
 }
 
-GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch) {
+GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch,
+                                 const GpuReadOptions& options) {
   // The families read above; every other line is still checked (expo::ParseOptions).
-  static constexpr std::array<std::string_view, 4> kFamilies = {kPowerFamily, kUtilFamily,
-                                                                kSmActiveFamily, kTempFamily};
-  expo::ParseOptions options;
-  options.only_names = kFamilies;
-  expo::parse_into(body, scratch, options);
+  const GpuExporterProfile& p = options.profile;
+  std::array<std::string_view, 4> families;
+  std::size_t n = 0;
+  families[n++] = p.power_metric;
+  for (const auto* family : {&p.util_metric, &p.sm_active_metric, &p.temperature_metric}) {
+    if (*family) families[n++] = **family;
+  }
+  expo::ParseOptions parse;
+  parse.only_names = std::span<const std::string_view>(families.data(), n);
+  expo::parse_into(body, scratch, parse);
   if (!scratch.ok()) {
     GpuScrape out;
     out.error = expo::describe(*scratch.error);
@@ -209,12 +237,32 @@ GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scrat
     out.fingerprint = fingerprint_of(out.gpus);
     return out;
   }
-  return gpu_readings_from_samples(scratch.samples);
+  return gpu_readings_from_samples(scratch.samples, options);
 }
 
-GpuScrape gpu_readings_from_body(std::string_view body) {
+GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& options) {
   expo::ParseResult scratch;
-  return gpu_readings_from_body(body, scratch);
+  return gpu_readings_from_body(body, scratch, options);
+}
+
+// The option-less forms: one set of default options, not a copy of the profile per call.
+namespace {
+const GpuReadOptions& dcgm_options() {
+  static const GpuReadOptions options;
+  return options;
+}
+}  // namespace
+
+GpuScrape gpu_readings_from_body(std::string_view body) {
+  return gpu_readings_from_body(body, dcgm_options());
+}
+
+GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch) {
+  return gpu_readings_from_body(body, scratch, dcgm_options());
+}
+
+GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
+  return gpu_readings_from_samples(samples, dcgm_options());
 }
 
 }  // namespace cpupower::scrape

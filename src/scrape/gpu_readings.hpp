@@ -2,7 +2,8 @@
 // One dcgm-exporter body -> the GPU leg's readings, one per GPU. Pure: no I/O, no clock.
 //
 // The rules (docs/formats.md, "dcgm-exporter exposition"; reason codes from
-// artifacts/gpu_reasons.hpp):
+// artifacts/gpu_reasons.hpp), in dcgm-exporter's names; another exporter's profile
+// (GpuExporterProfile below) renames the families and labels, the rules stay:
 //   * The source metric is DCGM_FI_DEV_POWER_USAGE; a GPU is named by its `gpu` label (the
 //     index, a non-negative integer) and its `UUID` label. Hostname and every other label are
 //     ignored.
@@ -34,6 +35,30 @@
 
 namespace cpupower::scrape {
 
+// Which families and labels of an exporter's body carry what: data, so that one parser reads
+// dcgm-exporter and any other GPU exporter (an AMD GPU metrics exporter, say). dcgm() is
+// dcgm-exporter's, and the rules above are written in its names.
+struct GpuExporterProfile {
+  std::string power_metric;  // watts
+  std::string power_scope;   // what the watts measure (the manifest's power_scope)
+  std::string index_label;
+  std::string identity_label;                     // fills gpu_uuid
+  std::vector<std::string> instance_labels;       // a sample with one is a sub-device: refused
+  std::optional<std::string> util_metric;         // percent
+  std::optional<std::string> sm_active_metric;    // 0..1
+  std::optional<std::string> temperature_metric;  // Celsius
+
+  static const GpuExporterProfile& dcgm();
+  bool operator==(const GpuExporterProfile&) const = default;
+};
+
+// How a body is read: the profile, and optionally the only GPU indices the run expects (the
+// visible-devices selection); samples of other indices are not read at all.
+struct GpuReadOptions {
+  GpuExporterProfile profile = GpuExporterProfile::dcgm();
+  std::optional<std::vector<long long>> only_indices;
+};
+
 struct GpuReading {
   long long gpu_index = 0;
   std::string uuid;
@@ -52,15 +77,21 @@ struct GpuScrape {
   std::uint64_t fingerprint = 0;     // hash of every reading's values (not the reasons)
 };
 
-// Parses one body and extracts the readings. Never throws.
+// Parses one body and extracts the readings. Never throws. Without options: dcgm-exporter's
+// names, every GPU.
 GpuScrape gpu_readings_from_body(std::string_view body);
+GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& options);
 
 // The same, parsing into `scratch` (whose storage is reused from one call to the next: the
-// GPU leg keeps one). Only the four families above are kept from the parse; a line of any
+// GPU leg keeps one). Only the profile's families are kept from the parse; a line of any
 // other family still fails the body when it is not valid exposition.
 GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch);
+GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch,
+                                 const GpuReadOptions& options);
 
 // The same for an already parsed exposition.
 GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples);
+GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
+                                    const GpuReadOptions& options);
 
 }  // namespace cpupower::scrape

@@ -84,6 +84,9 @@ bool add_acpi(const expo::Sample& sample, SocketTable& table) {
   if (!usable_watts(sample.value)) return false;
   const auto type = sample.label("type");
   auto kind = rails::parse_kind(type.value_or("")).value_or(rails::Kind::other);
+  // module_w comes from NVML alone: an ACPI module meter (type="module" from exporters that
+  // classified "Module Power Socket N") is unclassified here, like any other meter.
+  if (kind == rails::Kind::module) return false;
   auto socket = socket_label(sample);
   if (kind == rails::Kind::other || !socket) {
     // Older exporters sent type="other", socket="" and left the meaning in the OEM label.
@@ -276,13 +279,12 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
       row.source = "acpi";
       row.sensor = rails::acpi_sensor_name(rails::Kind::total, s.socket_id);
       row.dram_w = s.watts[kind_slot(rails::Kind::dram)];
-      row.module_w = s.watts[kind_slot(rails::Kind::module)];
       primary_sensor_labels.push_back(s.primary_sensor_label);
     } else {
       row.source = "dcgm";
       row.sensor = rails::dcgm_sensor_name(s.socket_id);
     }
-    if (!row.module_w) row.module_w = nvml.at(s.socket_id).nvml_module_w;
+    row.module_w = nvml.at(s.socket_id).nvml_module_w;
     out.rows.push_back(std::move(row));
   }
 

@@ -16,8 +16,9 @@
 //     for the collector to warn about; the body is not refused.
 //   * Pivot: one row per socket holding its primary reading (ACPI total, DCGM 1130); a
 //     socket without it has no row; the first reading per kind wins; sockets ascending.
-//   * NVML module (type="module") fills module_w only on a row the CPU family produced and
-//     only where ACPI gave no module reading for that socket. An NVML-only body: no rows.
+//   * module_w comes from NVML (type="module") alone, and only onto a row the CPU family
+//     produced. An ACPI module meter (type="module", or "Module Power Socket N" in oem_info)
+//     is unclassified: it never fills module_w. An NVML-only body: no rows.
 //   * total_power_w = sum of power_w over this scrape's rows, repeated on each row. It is the
 //     node's total only when no socket is missing: the CPU leg writes it empty otherwise.
 //   * cpu_power_exporter_socket_up{socket} (exporters that serve it): the sockets the exporter

@@ -101,6 +101,22 @@ std::string field_value(const DcgmField& field, const GpuReadout& v) {
   return field.integer ? std::to_string(i) : format_go_float(d);
 }
 
+// The name field `id` is served under with renamed families ("" : not served).
+std::string_view renamed(const ExporterNames& names, std::uint16_t id) {
+  switch (id) {
+    case 155:
+      return names.power;
+    case 203:
+      return names.gpu_util;
+    case 1002:
+      return names.sm_active;
+    case 150:
+      return names.temperature;
+    default:
+      return {};
+  }
+}
+
 void append_label(std::string& out, std::string_view name, std::string_view value) {
   if (out.back() != '{') out += ',';
   out += name;
@@ -114,8 +130,10 @@ void append_label(std::string& out, std::string_view name, std::string_view valu
 void append_labels(std::string& out, const GpuSeries& gpu, const MigInstance* instance,
                    const ExpositionOptions& options, const KubernetesPod* pod) {
   out += '{';
-  append_label(out, "gpu", std::to_string(gpu.index));
-  append_label(out, "UUID", gpu.uuid);
+  append_label(out, options.names ? std::string_view(options.names->index_label) : "gpu",
+               std::to_string(gpu.index));
+  append_label(out, options.names ? std::string_view(options.names->identity_label) : "UUID",
+               gpu.uuid);
   append_label(out, "pci_bus_id", gpu.pci_bus_id);
   append_label(out, "device", "nvidia" + std::to_string(gpu.index));
   append_label(out, "modelName", gpu.model_name);
@@ -150,6 +168,17 @@ std::uint64_t hash64(std::string_view text, std::uint64_t seed) {
 
 }  // namespace
 
+ExporterNames ExporterNames::amd() {
+  ExporterNames n;
+  n.power = "gpu_power_usage";
+  n.gpu_util = "gpu_gfx_activity";
+  n.sm_active.clear();
+  n.temperature = "gpu_junction_temperature";
+  n.index_label = "gpu_id";
+  n.identity_label = "serial_number";
+  return n;
+}
+
 std::span<const DcgmField> dcgm_fields() {
   return kFields;
 }
@@ -168,7 +197,10 @@ std::string render_dcgm_exposition(std::span<const GpuSeries> gpus,
   std::string out;
   out.reserve(gpus.size() * 3000 + 2000);
   for (const auto& field : kFields) {
-    if (field.profiling && !options.profiling) continue;
+    // Renamed: the four families the GPU leg reads, whatever --profiling says.
+    const std::string_view name = options.names ? renamed(*options.names, field.id) : field.name;
+    if (name.empty()) continue;
+    if (field.profiling && !options.profiling && !options.names) continue;
     std::string samples;
     for (std::size_t g = 0; g < gpus.size(); ++g) {
       const auto& gpu = gpus[g];
@@ -176,25 +208,25 @@ std::string render_dcgm_exposition(std::span<const GpuSeries> gpus,
       if (g < options.pods.size() && !options.pods[g].pod.empty()) pod = &options.pods[g];
       const std::string value = field_value(field, gpu.values);
       if (gpu.mig.empty()) {
-        samples += field.name;
+        samples += name;
         append_labels(samples, gpu, nullptr, options, pod);
         samples += ' ' + value + '\n';
         continue;
       }
       if (field.id == kGpuUtilField) continue;  // a blank in MIG mode: no sample
       for (const auto& instance : gpu.mig) {
-        samples += field.name;
+        samples += name;
         append_labels(samples, gpu, &instance, options, pod);
         samples += ' ' + value + '\n';
       }
     }
     if (samples.empty()) continue;
     out += "# HELP ";
-    out += field.name;
+    out += name;
     out += ' ';
     out += field.help;
     out += "\n# TYPE ";
-    out += field.name;
+    out += name;
     out += ' ';
     out += field.type;
     out += '\n';

@@ -14,6 +14,7 @@
 //   * integer fields as %d, floating-point fields as %f (six decimals, never an exponent).
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,6 +81,24 @@ struct KubernetesPod {
   std::string pod;
 };
 
+// Another GPU exporter's names for what the GPU leg reads (sim-gpu --flavour and the
+// --*-metric / --*-label options): with them only these families are served, under these
+// names, and the index and identity labels are renamed; the rest of the exposition (HELP,
+// TYPE, value formats, the other labels) stays dcgm-exporter's.
+struct ExporterNames {
+  std::string power = "DCGM_FI_DEV_POWER_USAGE";
+  std::string gpu_util = "DCGM_FI_DEV_GPU_UTIL";     // empty: not served
+  std::string sm_active = "DCGM_FI_PROF_SM_ACTIVE";  // empty: not served
+  std::string temperature = "DCGM_FI_DEV_GPU_TEMP";  // empty: not served
+  std::string index_label = "gpu";
+  std::string identity_label = "UUID";
+
+  // rocm/device-metrics-exporter's names (the reference's AMD example): gpu_power_usage,
+  // gpu_gfx_activity, gpu_junction_temperature, no SM activity; gpu_id and serial_number.
+  static ExporterNames amd();
+  bool operator==(const ExporterNames&) const = default;
+};
+
 struct ExpositionOptions {
   std::string hostname;        // the Hostname label; empty: no Hostname label (-n)
   std::string driver_version;  // DCGM_FI_DRIVER_VERSION label; empty: none
@@ -87,6 +106,8 @@ struct ExpositionOptions {
   // The Kubernetes pod mapping (-k): each GPU's series carry container, namespace, pod.
   // Indexed by position in the GPU list; missing or empty entries add no labels.
   std::vector<KubernetesPod> pods;
+  // Set: another exporter's names (ExporterNames). Unset: dcgm-exporter's whole exposition.
+  std::optional<ExporterNames> names;
 };
 
 // The whole /metrics body for these GPUs, in the order given (the exporter lists GPUs

@@ -77,6 +77,10 @@ double model_watts(Profile profile, rails::Kind kind, double u) {
       // platforms idle at ~96 W per socket.
       return profile == Profile::platform_uw ? cpu_rail + soc + dram + 41.0 : cpu_rail + soc + 49.0;
     case rails::Kind::module:
+      // The whole GH200 module: the Grace socket plus the Hopper GPU, its HBM and the
+      // regulators. The simulated node has no GPU load of its own, so the GPU share follows
+      // the socket's load.
+      return model_watts(profile, rails::Kind::total, u) + 120.0 + 480.0 * u;
     case rails::Kind::other:
       break;
   }

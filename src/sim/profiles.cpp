@@ -17,6 +17,14 @@ constexpr std::array kGraceLabels = {
     Label{rails::Kind::soc, "SysIO Power Socket "},
 };
 
+// A four-socket GH200 node's firmware: the module meter enumerates first.
+constexpr std::array kQuadGraceLabels = {
+    Label{rails::Kind::module, "Module Power Socket "},
+    Label{rails::Kind::total, "Grace Power Socket "},
+    Label{rails::Kind::cpu_rail, "CPU Power Socket "},
+    Label{rails::Kind::soc, "SysIO Power Socket "},
+};
+
 constexpr std::array kMicrowattLabels = {
     Label{rails::Kind::total, "Total Power in uW socket "},
     Label{rails::Kind::cpu_rail, "CPU Rail Power in uW socket "},
@@ -39,6 +47,7 @@ std::optional<Profile> parse_profile(std::string_view text) {
   if (text == "gb200") return Profile::gb200;
   if (text == "gh200") return Profile::gh200;
   if (text == "platform-uw") return Profile::platform_uw;
+  if (text == "gh200-quad") return Profile::gh200_quad;
   return std::nullopt;
 }
 
@@ -63,6 +72,8 @@ std::string_view profile_name(Profile profile) {
       return "gh200";
     case Profile::platform_uw:
       return "platform-uw";
+    case Profile::gh200_quad:
+      return "gh200-quad";
   }
   return "unknown";
 }
@@ -84,7 +95,16 @@ std::string_view model_name(Model model) {
 }
 
 std::uint32_t profile_sockets(Profile profile) {
-  return profile == Profile::gh200 ? 1 : 2;
+  switch (profile) {
+    case Profile::gh200:
+      return 1;
+    case Profile::gh200_quad:
+      return 4;
+    case Profile::gb200:
+    case Profile::platform_uw:
+      break;
+  }
+  return 2;
 }
 
 std::vector<ChannelSpec> profile_channels(Profile profile) {
@@ -92,6 +112,8 @@ std::vector<ChannelSpec> profile_channels(Profile profile) {
   for (std::uint32_t socket = 0; socket < profile_sockets(profile); ++socket) {
     if (profile == Profile::platform_uw) {
       append_socket(out, kMicrowattLabels, socket);
+    } else if (profile == Profile::gh200_quad) {
+      append_socket(out, kQuadGraceLabels, socket);
     } else {
       append_socket(out, kGraceLabels, socket);
     }

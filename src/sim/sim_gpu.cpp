@@ -247,6 +247,7 @@ std::string SimGpu::exposition_at(milliseconds elapsed) const {
   eo.hostname = o.hostname_label ? d.hostname : std::string();
   eo.driver_version = o.driver_version;
   eo.profiling = o.profiling;
+  eo.names = o.names;
   for (std::uint32_t g = 0; g < o.gpus && g < readouts.size(); ++g) {
     if (state.vanished.count(g)) continue;
     GpuSeries s;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,8 @@ struct SimGpuOptions {
   std::string proc_stat = "/proc/stat";  // CPU time source of the load model
   std::uint64_t seed = 1;                // noise of the load model
   bool noise = true;                     // load model only
+  // Another exporter's family and label names (sim/gpu_exposition.hpp); unset: dcgm-exporter.
+  std::optional<ExporterNames> names;
 };
 
 class SimGpu {

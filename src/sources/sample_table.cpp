@@ -37,9 +37,16 @@ struct SampleTable::State {
   mutable std::condition_variable changed;
   std::vector<Row> rows;
 
+  // Withheld: the last good value is too old, or there never was one. A sensor that has not
+  // produced a value is not fresh, from the start (cpu_power_exporter_stale 1).
   bool is_stale(const Row& r, SteadyTime now) const {
+    return !r.watts || now - r.read_at > max_age;
+  }
+  // What the watchdog warns about: a value too old, or none although one was due by now (the
+  // first --max-age-s after start is the first read's grace, so start-up logs no WARN).
+  bool is_overdue(const Row& r, SteadyTime now) const {
     if (r.watts) return now - r.read_at > max_age;
-    return now - started_at > max_age;  // never had a value although it should have by now
+    return now - started_at > max_age;
   }
 };
 
@@ -60,7 +67,7 @@ void check_staleness(SampleTable::State& st) {
   const auto now = Clock::now();
   for (std::size_t i = 0; i < st.rows.size(); ++i) {
     auto& r = st.rows[i];
-    const bool stale = st.is_stale(r, now);
+    const bool stale = st.is_overdue(r, now);
     // A channel whose last completed read succeeded went stale because no read has completed
     // since: say that, not the empty problem of that good read.
     const std::string problem = !r.completed_any ? "read still in progress"

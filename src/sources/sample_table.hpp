@@ -1,8 +1,10 @@
 #pragma once
 // The last good value of each sensor with the time it was read, shared by every source's
-// background readers and read by scrapes. A watchdog thread withholds a value once it is
-// older than max_age (WARN once; INFO when a fresh value returns), whether or not anyone
-// scrapes, so a wedged read shows as a gap instead of a frozen number.
+// background readers and read by scrapes. A value older than max_age is withheld, and so is a
+// sensor that never produced one (stale from the start). A watchdog thread warns once when a
+// value goes stale, or when none has come within max_age of the start (INFO when a fresh
+// value returns), whether or not anyone scrapes, so a wedged read shows as a gap instead of a
+// frozen number.
 
 #include <chrono>
 #include <cstdint>
@@ -31,7 +33,7 @@ struct ChannelReading {
   double centre_offset_s = 0.0;
   std::uint64_t reads_total = 0;
   std::uint64_t read_errors_total = 0;  // reads that gave no value
-  bool stale = false;                   // had a value, or should have by now, and it is too old
+  bool stale = false;                   // withheld: the last good value is too old, or none yet
 };
 
 class SampleTable {

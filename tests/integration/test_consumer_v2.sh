@@ -163,6 +163,36 @@ done
 grep -q 'samples.csv (schema v2) every' "$WORK/dry.out" || fail "dry run: $(cat "$WORK/dry.out")"
 ok "--cpu-samples-schema other than 2 or 3: exit 2 naming it (scrape and run); run's plan says v2"
 
+for bad in 0 4 v1 ''; do
+  rc=0
+  "$BIN/cpu-power" run --dry-run --gpu-samples-schema "$bad" -- true >"$WORK/usage.out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "run --gpu-samples-schema '$bad': exit $rc, want 2: $(cat "$WORK/usage.out")"
+  grep -qF -- "--gpu-samples-schema" "$WORK/usage.out" || fail "option not named: $(cat "$WORK/usage.out")"
+done
+for cmd in run scrape; do
+  rc=0
+  if [ "$cmd" = run ]; then
+    "$BIN/cpu-power" run --dry-run --consumer-profile strict -- true >"$WORK/usage.out" 2>&1 || rc=$?
+  else
+    "$BIN/cpu-power" scrape "${ENDPOINTS[@]}" --out "$WORK/u" --consumer-profile strict >"$WORK/usage.out" 2>&1 || rc=$?
+  fi
+  [ "$rc" = 2 ] || fail "$cmd --consumer-profile strict: exit $rc, want 2: $(cat "$WORK/usage.out")"
+  grep -qF -- "--consumer-profile" "$WORK/usage.out" || fail "option not named: $(cat "$WORK/usage.out")"
+done
+# The profile's schemas in the plan, and an explicit schema over it.
+printf 'telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n  dcgm_exporter: {container_image: x, port: 9400}\n' >"$WORK/gpu.yaml"
+plan() { "$BIN/cpu-power" run --dry-run --nodes x1 --config "$WORK/gpu.yaml" --log-dir "$WORK/dry" "$@" -- true; }
+plan --consumer-profile compat >"$WORK/dry.out" || fail "run --dry-run --consumer-profile compat"
+grep -q 'cpu/samples.csv (schema v2) every' "$WORK/dry.out" && grep -q 'power/samples.csv (schema v2) every' "$WORK/dry.out" ||
+  fail "compat plan: $(cat "$WORK/dry.out")"
+plan --consumer-profile compat --cpu-samples-schema 3 --gpu-samples-schema 1 >"$WORK/dry.out" || fail "run --dry-run compat + schemas"
+grep -q 'cpu/samples.csv (schema v3) every' "$WORK/dry.out" && grep -q 'power/samples.csv (schema v1) every' "$WORK/dry.out" ||
+  fail "compat plan with explicit schemas: $(cat "$WORK/dry.out")"
+plan >"$WORK/dry.out" || fail "run --dry-run, default profile"
+grep -q 'cpu/samples.csv (schema v3) every' "$WORK/dry.out" && grep -q 'power/samples.csv (schema v3) every' "$WORK/dry.out" ||
+  fail "default plan: $(cat "$WORK/dry.out")"
+ok "--gpu-samples-schema other than 1..3 and an unknown --consumer-profile: exit 2 naming them; the plan shows compat's v2/v2, an explicit schema over it, and v3/v3 by default"
+
 # --- intervals at which gaps can pass 3.0 s: refused in a recipe at 3000, warned below it ----
 printf 'telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n  collect_interval_ms: %s\n' 2000 >"$WORK/r2000.yaml"
 printf 'telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n  collect_interval_ms: %s\n' 3000 >"$WORK/r3000.yaml"

@@ -99,6 +99,24 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$rc" = 0 ] && [ "$ms" -lt "$(scaled 5000)" ] || fail "shutdown with a hung read: rc=$rc after $ms ms$(scale_note)"
 ok "SIGTERM with a hung read: exit 0 in $ms ms"
 
+# A meter that has never produced a value is not fresh: stale 1 from the first scrape, not
+# only once --max-age-s has passed (the WARN keeps that grace: no WARN yet at 30 s).
+start_sim hang_rail "$WORK/hang_rail" --profile gb200 --model constant --no-noise --fault 'cpu_rail:1=hang'
+spawn exp_never "$BIN/cpu-power-exporter" --bind 127.0.0.1 --port 0 --hwmon-root "$WORK/hang_rail" --max-age-s "$(scaled 30)"
+NEVER_PID=$LAST_PID
+wait_for_line "$WORK/exp_never.log" 'listening addr=' 15
+nport=$(grep -oE 'listening addr=[0-9.]+:[0-9]+' "$WORK/exp_never.log" | head -1 | sed 's/.*://')
+body=$(curl -sf --max-time 5 "http://127.0.0.1:$nport/metrics")
+grep -qF 'cpu_power_exporter_stale{sensor="hwmon12/power1"} 1' <<<"$body" ||
+  fail "never-read rail not stale: $(grep -E 'exporter_stale|reads_total\{sensor="hwmon12' <<<"$body")"
+grep -qF 'cpu_power_exporter_reads_total{sensor="hwmon12/power1"} 0' <<<"$body" || fail "the hung rail completed a read"
+grep -q 'oem_info="CPU Power Socket 1"' <<<"$body" && fail "never-read rail published"
+grep -qF 'cpu_power_exporter_stale{sensor="hwmon2/power1"} 0' <<<"$body" || fail "live total stale"
+grep -q 'WARN .*withholding the sensor sensor=hwmon12' "$WORK/exp_never.log" && fail "WARN before --max-age-s"
+stop "$NEVER_PID"
+stop "$SIM_PID"
+ok "never-read meter: stale 1 from the first scrape (no WARN inside the --max-age-s grace)"
+
 # --- a channel that read well, then hangs: the stale WARN names why ---------------------
 # The last completed read succeeded, so its (empty) problem is not the reason: the WARN says
 # no read completed since.

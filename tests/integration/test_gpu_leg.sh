@@ -3,8 +3,9 @@
 # scraped into power/samples.csv beside the CPU leg's power/cpu/; windows/ for the session and
 # the benchmark's sa-bench result; manifest.json with status and publication_valid by the
 # contract's rules; a consumer-style check of the whole package; the combined CPU + GPU
-# report against the Python oracle; faults (a GPU vanishing, a UUID change, an exporter
-# killed mid-run) and `telemetry.required`.
+# report against the Python oracle; a kind: custom exporter (another exporter's names) and
+# visible_devices_env from a cluster configuration; faults (a GPU vanishing, a UUID change,
+# an exporter killed mid-run) and `telemetry.required`.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -68,6 +69,31 @@ for w in session results_concurrency_4_demo; do
   [ "$(json_get "$WORK/ok/power/windows/$w.json" '["status"]')" = completed ] || fail "window $w not completed"
 done
 ok "clean run: 2 nodes x 4 GPUs, a row per GPU per scrape sharing time and scrape_seq, 2 windows, complete and publishable"
+
+# The job id outside Slurm: generated, saying it is local, the same in the manifest and
+# session.json. The clock check: every node's output file, the summary, and the manifest's
+# copy of it; a node that is not synchronised (this machine's kernel may say so) is listed.
+$PY - "$WORK/ok" <<'EOF' || fail "job id or clock check files of the clean run"
+import json, os, re, sys
+run = sys.argv[1]
+m = json.load(open(run + "/power/manifest.json"))
+s = json.load(open(run + "/session.json"))
+assert re.fullmatch(r"local-[0-9]{8}T[0-9]{6}Z-[0-9]+", m["job_id"]), m["job_id"]
+assert s["job_id"] == m["job_id"], (s["job_id"], m["job_id"])
+c = json.load(open(run + "/clock_sync.json"))
+assert c["schema_version"] == 1 and c["max_offset_seconds"] == 0.05, c
+assert [n["hostname"] for n in c["nodes"]] == ["a", "b"], c
+for n in c["nodes"]:
+    assert n["synchronized"] in ("yes", "no"), n  # the kernel always answers locally
+    assert n["output_file"] == "clock_sync_%s.out" % n["hostname"], n
+    out = open(os.path.join(run, n["output_file"])).read()
+    assert "== ntp_adjtime(2): " in out and out.splitlines()[-1].startswith("clock_sync "), out
+assert m["clock_sync_check"] == c, (m["clock_sync_check"], c)
+bad = [n["hostname"] for n in c["nodes"]
+       if n["synchronized"] != "yes" or abs(n["offset_seconds"] or 0) > c["max_offset_seconds"]]
+assert m["clock_sync_failures"] == bad, (m["clock_sync_failures"], bad)
+EOF
+ok "job id $(json_get "$WORK/ok/power/manifest.json" '["job_id"]') in the manifest and session.json; clock check of a and b in clock_sync.json, the manifest and clock_sync_<node>.out"
 
 "$PY" "$ROOT/tests/tools/consumer_check.py" "$WORK/ok" >"$WORK/consumer.txt" 2>&1 ||
   { cat "$WORK/consumer.txt"; fail "the consumer-style validator refused the run"; }
@@ -144,6 +170,155 @@ M="$WORK/roles/power/manifest.json"
 [ "$(json_get "$WORK/roles-report.json" '[0]["gpu_per_role"].__len__()')" = 2 ] ||
   fail "report per-role rows: $(json_get "$WORK/roles-report.json" '[0]["gpu_per_role"]')"
 ok "--gpu-roles: prefill and decode GPUs in the manifest's expected devices and the report's per-role rows"
+
+# --- a kind: custom exporter (the reference's AMD example) and visible_devices_env ----------
+# A recipe that enables telemetry with a benchmark and nothing else inherits the cluster
+# configuration's default_gpu_exporter (rocm/device-metrics-exporter's names); under
+# --simulate sim-gpu serves those names.
+for f in gpu_dcgm_kind gpu_amd_custom; do
+  "$BIN/cpu-power" check-config "$FIXTURES/recipes/$f.yaml" >/dev/null 2>"$WORK/cc.err" ||
+    fail "check-config refused the reference's example $f.yaml: $(cat "$WORK/cc.err")"
+done
+cat >"$WORK/inherit.yaml" <<EOF
+benchmark: {type: sa-bench}
+telemetry:
+  enabled: true
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  startup_timeout_seconds: $(scaled 20)
+EOF
+CLUSTER="$FIXTURES/recipes/srtslurm_amd.yaml"
+"$BIN/cpu-power" check-config --cluster-config "$CLUSTER" "$WORK/inherit.yaml" >"$WORK/cc.out" 2>&1 ||
+  { cat "$WORK/cc.out"; fail "check-config with the cluster configuration"; }
+grep -qx 'legs: GPU custom exporter scrape -> <log_dir>/power/' "$WORK/cc.out" || fail "check-config legs: $(cat "$WORK/cc.out")"
+printf 'visible_devices_env: ROCR-VISIBLE\n' >"$WORK/bad-cluster.yaml"
+rc=0
+"$BIN/cpu-power" check-config --cluster-config "$WORK/bad-cluster.yaml" "$WORK/inherit.yaml" >/dev/null 2>"$WORK/cc.err" || rc=$?
+[ "$rc" = 1 ] && grep -qx "$WORK/bad-cluster.yaml:1:22: visible_devices_env must be an environment variable name (\[A-Za-z_\]\[A-Za-z0-9_\]\*), got \"ROCR-VISIBLE\"" "$WORK/cc.err" ||
+  fail "a bad cluster configuration: exit $rc, $(cat "$WORK/cc.err")"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/inherit.yaml" --cluster-config "$WORK/bad-cluster.yaml" \
+  --dry-run -- true >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "run with a bad cluster configuration: exit $rc, want 2"
+"$BIN/cpu-power" run --simulate gb200 --nodes a --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
+  --dry-run -- true >"$WORK/dry.out" 2>&1 || { cat "$WORK/dry.out"; fail "dry run with the cluster configuration"; }
+grep -q -- '--power-metric gpu_power_usage .*--index-label gpu_id --identity-label serial_number' "$WORK/dry.out" ||
+  fail "sim-gpu is not started with the custom names: $(grep dcgm "$WORK/dry.out")"
+# With the CPU exporter leg beside it (the consumer-style check reads both packages), the
+# recipe names the custom exporter itself: a CPU leg keeps the cluster's default out.
+cat >"$WORK/amd.yaml" <<EOF
+benchmark: {type: sa-bench}
+telemetry:
+  enabled: true
+  collect_interval_ms: 200
+  request_timeout_seconds: 0.5
+  startup_timeout_seconds: $(scaled 20)
+  cpu_power_exporter: {}
+  dcgm_exporter:
+    container_image: docker://rocm/device-metrics-exporter:v1.5.2
+    command: /home/amd/tools/entrypoint.sh
+    port: 5000
+    kind: custom
+    gpu_labels: {index: gpu_id, identity: serial_number}
+    gpu_metrics:
+      power: {metric: gpu_power_usage, scope: amd_device_metrics_exporter_gpu_power_usage}
+      gpu_util: {metric: gpu_gfx_activity}
+      temperature: {metric: gpu_junction_temperature}
+EOF
+rc=0
+env -u ROCR_VISIBLE_DEVICES "$BIN/cpu-power" run --simulate gb200 --nodes a,b --sim-gpus 4 \
+  --config "$WORK/amd.yaml" --cluster-config "$CLUSTER" --cpu-samples-schema 2 \
+  --log-dir "$WORK/amd" -- sh -c "mkdir -p $WORK/amd && $(bench "$WORK/amd")" >"$WORK/amd.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/amd.log"; fail "custom exporter run exited $rc"; }
+M="$WORK/amd/power/manifest.json"
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "custom exporter run: not publishable"; }
+[ "$(json_get "$M" '["reason_codes"]')" = "[]" ] || fail "custom exporter run: reasons $(json_get "$M" '["reason_codes"]')"
+[ "$(json_get "$M" '["source_metric"]')" = gpu_power_usage ] || fail "source_metric $(json_get "$M" '["source_metric"]')"
+[ "$(json_get "$M" '["power_scope"]')" = amd_device_metrics_exporter_gpu_power_usage ] || fail "power_scope"
+[ "$(json_get "$M" '["utilization_metrics"]')" = "[{'column': 'gpu_util_pct', 'source_metric': 'gpu_gfx_activity', 'unit': 'percent'}]" ] ||
+  fail "utilization_metrics $(json_get "$M" '["utilization_metrics"]')"
+$PY - "$WORK/amd/power/samples.csv" <<'PYEOF' || fail "custom exporter rows: 8 GPUs, power, utilization and temperature read, no SM activity"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert {(r["hostname"], r["gpu_index"]) for r in rows} == {(h, str(g)) for h in "ab" for g in range(4)}
+assert all(float(r["power_w"]) > 0 and r["temperature_c"] != "" and r["gpu_util_pct"] != "" for r in rows)
+assert all(r["sm_active"] == "" for r in rows), "sm_active is not in the AMD names"
+PYEOF
+"$PY" "$ROOT/tests/tools/consumer_check.py" "$WORK/amd" >"$WORK/consumer-amd.txt" 2>&1 ||
+  { cat "$WORK/consumer-amd.txt"; fail "the consumer-style validator refused the custom exporter run"; }
+ok "kind: custom (AMD names served by sim-gpu; inherited from the cluster's default_gpu_exporter without a CPU leg): 2 nodes x 4 GPUs, publishable, the manifest names the exporter's metric and scope; consumer-style validator accepts it"
+
+rc=0
+ROCR_VISIBLE_DEVICES=1,3 "$BIN/cpu-power" run --simulate gb200 --nodes a,b --sim-gpus 4 \
+  --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
+  --log-dir "$WORK/visible" -- sleep 2 >"$WORK/visible.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/visible.log"; fail "visible devices run exited $rc"; }
+M="$WORK/visible/power/manifest.json"
+[ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "visible devices run: not publishable"; }
+[ "$(json_get "$M" '["expected_devices"].__class__([(x["hostname"], x["gpu_index"]) for x in d["expected_devices"]])')" = "[('a', 1), ('a', 3), ('b', 1), ('b', 3)]" ] ||
+  fail "visible devices: expected $(json_get "$M" '["expected_devices"]')"
+[ "$(tail -n +2 "$WORK/visible/power/samples.csv" | cut -d, -f5 | sort -u | tr '\n' ' ')" = "1 3 " ] ||
+  fail "visible devices: rows for GPUs $(tail -n +2 "$WORK/visible/power/samples.csv" | cut -d, -f5 | sort -u)"
+rc=0
+ROCR_VISIBLE_DEVICES=0,5 "$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 4 \
+  --config "$WORK/inherit.yaml" --cluster-config "$CLUSTER" \
+  --log-dir "$WORK/absent" -- sleep 1.5 >"$WORK/absent.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/absent.log"; fail "absent visible device run exited $rc"; }
+M="$WORK/absent/power/manifest.json"
+json_get "$M" '["reason_codes"]' | grep -q expected_device_missing || fail "absent GPU 5: reasons $(json_get "$M" '["reason_codes"]')"
+[ "$(json_get "$M" '["publication_valid"]')" = False ] || fail "absent GPU 5: publishable"
+ok "visible_devices_env (ROCR_VISIBLE_DEVICES=1,3): only GPUs 1 and 3 read and expected on every node; a GPU it names that no node shows is expected_device_missing"
+# --- the consumer profile and the GPU samples schemas ---------------------------------------
+# compat: CPU v2 and GPU v2, with an explicit --job-id; compat with --gpu-samples-schema 1: the
+# explicit schema wins. Each is checked strictly, accepted by the consumer-style validator and
+# read by the report.
+for spec in "compat:0:2" "compat:1:1"; do
+  IFS=: read -r profile gpu want <<<"$spec"
+  extra=()
+  [ "$gpu" != 0 ] && extra=(--gpu-samples-schema "$gpu")
+  d="$WORK/profile-$want"
+  rc=0
+  "$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 2 --config "$WORK/best.yaml" \
+    --consumer-profile "$profile" "${extra[@]}" --job-id "bench-$want" --log-dir "$d" \
+    -- sh -c "mkdir -p $d && $(bench "$d")" >"$d.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { cat "$d.log"; fail "profile $spec: exit $rc"; }
+  M="$d/power/manifest.json"
+  [ "$(json_get "$M" '["samples_schema_version"]')" = "$want" ] || fail "profile $spec: samples_schema_version"
+  [ "$(json_get "$M" '["publication_valid"]')" = True ] || { cat "$M"; fail "profile $spec: not publishable"; }
+  [ "$(json_get "$M" '["job_id"]')" = "bench-$want" ] || fail "profile $spec: job_id $(json_get "$M" '["job_id"]')"
+  [ "$(json_get "$d/session.json" '["job_id"]')" = "bench-$want" ] || fail "profile $spec: session job_id"
+  $PY - "$d" "$want" <<'EOF' || fail "profile $spec: headers, rows or utilization_metrics"
+import csv, json, sys
+run, want = sys.argv[1], int(sys.argv[2])
+headers = {1: "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w",
+           2: "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,sm_active"}
+rows = list(csv.reader(open(run + "/power/samples.csv", newline="")))
+assert ",".join(rows[0]) == headers[want], rows[0]
+assert len(rows) > 3 and all(len(r) == len(rows[0]) and r[0] == str(want) for r in rows[1:]), rows[1]
+m = json.load(open(run + "/power/manifest.json"))
+assert [u["column"] for u in m["utilization_metrics"]] == ([] if want == 1 else ["gpu_util_pct", "sm_active"]), m["utilization_metrics"]
+cpu = open(run + "/power/cpu/samples.csv").readline()
+assert cpu.startswith("schema_version,") and "module_w" not in cpu, cpu  # CPU v2
+EOF
+  "$PY" "$ROOT/tests/tools/consumer_check.py" "$d" >"$d.consumer" 2>&1 ||
+    { cat "$d.consumer"; fail "profile $spec: the consumer-style validator refused the run"; }
+  "$BIN/cpu-power" report "$d" >"$d.report" 2>&1 || { cat "$d.report"; fail "profile $spec: report failed"; }
+  grep -q '^  gpu total:' "$d.report" || fail "profile $spec: report has no GPU total"
+done
+ok "--consumer-profile compat: GPU v2 and CPU v2; with --gpu-samples-schema 1 GPU v1; strict check, manifest, consumer-style validator and report agree; --job-id recorded"
+
+# --- telemetry.clock_sync_check: false ------------------------------------------------------
+sed 's/^  required: false$/  required: false\n  clock_sync_check: false/' "$WORK/best.yaml" >"$WORK/noclock.yaml"
+rc=0
+"$BIN/cpu-power" run --simulate gb200 --nodes a --sim-gpus 1 --config "$WORK/noclock.yaml" \
+  --log-dir "$WORK/noclock" -- sleep 1.5 >"$WORK/noclock.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/noclock.log"; fail "clock check off: exit $rc"; }
+[ ! -e "$WORK/noclock/clock_sync_a.out" ] || fail "clock check off: a probe ran"
+[ "$(json_get "$WORK/noclock/clock_sync.json" '["nodes"]')" = "[{'hostname': 'a', 'synchronized': 'unknown', 'offset_seconds': None, 'tool': None, 'output_file': None}]" ] ||
+  fail "clock check off: $(cat "$WORK/noclock/clock_sync.json")"
+[ "$(json_get "$WORK/noclock/power/manifest.json" '["clock_sync_failures"]')" = "['a']" ] ||
+  fail "clock check off: clock_sync_failures"
+ok "telemetry.clock_sync_check: false: nothing probed; clock_sync.json and the manifest say node a was not checked"
 
 # --- a GPU vanishing mid-run: best-effort keeps exit 0, required turns it into 1 -----------
 for mode in best required; do

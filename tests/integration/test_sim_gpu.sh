@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpu-power sim-gpu as a process: the ready line on an ephemeral port, the dcgm-exporter body
-# (promtool), GPU faults observed over time by polling, endpoint faults, usage errors and
+# (promtool) and another exporter's names (--flavour amd), GPU faults observed over time by polling, endpoint faults, usage errors and
 # start failures, SIGTERM.
 source "$(dirname "$0")/lib.sh"
 
@@ -77,6 +77,36 @@ grep -v -e "label names should be written in 'snake_case' not 'camelCase'" \
   "$WORK/promtool.out" >"$WORK/promtool.rest" || true
 [ ! -s "$WORK/promtool.rest" ] || { cat "$WORK/promtool.rest"; fail "promtool reported other problems"; }
 ok "promtool check metrics: parses; only the lint remarks real dcgm-exporter output draws"
+
+# --- another exporter's names (a kind: custom exporter) ------------------------------------
+plain_pid=$GPU_PID plain_port=$GPU_PORT
+start_gpu amd --gpus 2 --hostname simnode --power constant:250 --flavour amd
+amd_body=$(metrics) || fail "GET /metrics (amd) failed"
+[ "$(grep -E '^# HELP ' <<<"$amd_body" | cut -d' ' -f3 | tr '\n' ' ')" = "gpu_junction_temperature gpu_power_usage gpu_gfx_activity " ] ||
+  fail "amd flavour families: $(grep -E '^# HELP ' <<<"$amd_body")"
+grep -qE "^gpu_power_usage\{gpu_id=\"1\",serial_number=\"GPU-[0-9a-f-]+\",.*\} 250\.000000$" <<<"$amd_body" ||
+  fail "amd flavour power line: $(grep '^gpu_power_usage' <<<"$amd_body")"
+! grep -q '^DCGM_FI_' <<<"$amd_body" || fail "amd flavour serves DCGM families"
+rc=0
+promtool check metrics <<<"$amd_body" >"$WORK/promtool-amd.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 3 ] || { cat "$WORK/promtool-amd.out"; fail "promtool (amd): exit $rc"; }
+grep -v -e "label names should be written in 'snake_case' not 'camelCase'" \
+  "$WORK/promtool-amd.out" >"$WORK/promtool-amd.rest" || true
+[ ! -s "$WORK/promtool-amd.rest" ] || { cat "$WORK/promtool-amd.rest"; fail "promtool (amd) reported other problems"; }
+stop "$GPU_PID"
+start_gpu named --gpus 1 --power constant:100 --power-metric board_watts --util-metric '' \
+  --temperature-metric '' --sm-active-metric sm_busy --index-label idx --identity-label id
+named_body=$(metrics) || fail "GET /metrics (named) failed"
+[ "$(grep -E '^# HELP ' <<<"$named_body" | cut -d' ' -f3 | tr '\n' ' ')" = "board_watts sm_busy " ] ||
+  fail "named families: $(grep -E '^# HELP ' <<<"$named_body")"
+grep -qE '^board_watts\{idx="0",id="GPU-' <<<"$named_body" || fail "named labels: $named_body"
+stop "$GPU_PID"
+expect_status 2 "unknown flavour" -- --listen 127.0.0.1:0 --flavour nvidia
+grep -q -- '--flavour' "$WORK/err" || fail "unknown flavour: $(cat "$WORK/err")"
+expect_status 2 "index label as identity" -- --listen 127.0.0.1:0 --index-label gpu --identity-label gpu
+grep -q -- '--identity-label' "$WORK/err" || fail "same labels: $(cat "$WORK/err")"
+ok "--flavour amd and --*-metric/--*-label: only the leg's families, renamed, promtool-clean; bad names exit 2"
+GPU_PID=$plain_pid GPU_PORT=$plain_port
 
 headers=$(curl -sf -D - -o /dev/null "http://127.0.0.1:$GPU_PORT/metrics")
 grep -qi '^content-type: text/plain; charset=utf-8' <<<"$headers" || fail "content type: $headers"

@@ -43,12 +43,13 @@ recipe "$WORK/running.yaml" false running gpu-only
 json_get() { $PY -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval("d" + sys.argv[2]))' "$1" "$2"; }
 
 # run_in NAME RECIPE COMMAND...: cpu-power run inside a 3-node allocation, CPU samples v2 (the
-# layout the consumer-style check reads); sets RC.
+# layout the consumer-style check reads), with RUN_EXTRA's options; sets RC.
+RUN_EXTRA=()
 run_in() {
   local name=$1 recipe=$2
   shift 2
   RC=0
-  salloc -N3 "$BIN/cpu-power" run --config "$recipe" --cpu-samples-schema 2 \
+  salloc -N3 "$BIN/cpu-power" run --config "$recipe" --cpu-samples-schema 2 "${RUN_EXTRA[@]}" \
     --log-dir "$WORK/$name" -- "$@" >"$WORK/$name.log" 2>&1 || RC=$?
 }
 
@@ -68,6 +69,7 @@ sim_gpu_pids() { bash "$WORK/sim_gpu_pids.sh" "$@"; }
 
 # --- 1. both legs in one run inside an allocation ------------------------------------------
 D="$WORK/run1"
+RUN_EXTRA=(--job-id not-slurms)
 run_in run1 "$WORK/best.yaml" sh -c \
   "$PY $ROOT/scripts/demo-bench.py $D --seconds 2 --idle 1 --concurrency 4 | tee $D/benchmark.out"
 [ "$RC" = 0 ] || { cat "$WORK/run1.log"; fail "both legs: exit $RC"; }
@@ -123,6 +125,39 @@ print("%d GPU rows, %d scrapes of n1" % (len(rows), len(seqs["n1"])))
 PYEOF
 ok "both legs: dcgm-exporter started by srun (argv logged) on 3 nodes and scraped once it answers, 3 x 2 GPUs, a row per GPU per scrape sharing time and scrape_seq, complete and publishable, session and sa-bench windows completed"
 
+# The clock check: one srun step over every node before any server, each node's output in
+# clock_sync_<node>.out, the summary and the manifest's copy; the artifacts' job id is the
+# allocation's, not the --job-id given beside it (warned about), and srun got Slurm's.
+JOB=$(grep -oE 'clock check starting name=clock_sync argv="srun --jobid [0-9]+' "$WORK/run1.log" | grep -oE '[0-9]+$') ||
+  fail "no clock check step: $(grep -i clock "$WORK/run1.log")"
+grep -qF "clock check starting name=clock_sync argv=\"srun --jobid $JOB --overlap --nodes 3 --ntasks 3 --nodelist n1,n2,n3 --output $D/clock_sync_%N.out $BIN/cpu-power clock-check\"" \
+  "$WORK/run1.log" || fail "clock check srun argv: $(grep 'clock check starting' "$WORK/run1.log")"
+[ "$(grep -n 'clock check: ' "$WORK/run1.log" | head -1 | cut -d: -f1)" -lt "$(grep -n 'dcgm-exporter starting' "$WORK/run1.log" | head -1 | cut -d: -f1)" ] ||
+  fail "the clock check did not come before the servers"
+grep -q -- "--job-id not-slurms differs from the Slurm job id $JOB" "$WORK/run1.log" || fail "no warning about --job-id"
+$PY - "$D" "$JOB" <<'PYEOF' || fail "clock check files or job id of the Slurm run"
+import json, os, sys
+d, job = sys.argv[1], sys.argv[2]
+m = json.load(open(d + "/power/manifest.json"))
+assert m["job_id"] == job, (m["job_id"], job)
+assert json.load(open(d + "/session.json"))["job_id"] == job
+c = json.load(open(d + "/clock_sync.json"))
+assert [n["hostname"] for n in c["nodes"]] == ["n1", "n2", "n3"], c
+for n in c["nodes"]:
+    out = open(os.path.join(d, n["output_file"])).read()
+    assert n["output_file"] == "clock_sync_%s.out" % n["hostname"], n
+    # Each node probed itself: its own name in the result line, the kernel's answer there.
+    last = out.splitlines()[-1]
+    assert last.startswith("clock_sync ") and last.endswith(" hostname=" + n["hostname"]), out
+    assert "== ntp_adjtime(2): " in out and n["synchronized"] in ("yes", "no"), (n, out)
+assert m["clock_sync_check"] == c, (m["clock_sync_check"], c)
+bad = [n["hostname"] for n in c["nodes"]
+       if n["synchronized"] != "yes" or abs(n["offset_seconds"] or 0) > c["max_offset_seconds"]]
+assert m["clock_sync_failures"] == bad, (m["clock_sync_failures"], bad)
+PYEOF
+ok "clock check: one srun step (--jobid $JOB) over n1..n3 before the servers, clock_sync_<node>.out from each node, clock_sync.json and the manifest agree; job id $JOB everywhere, --job-id beside it warned about"
+
+RUN_EXTRA=()
 $PY "$ROOT/tests/tools/consumer_check.py" "$D" >"$WORK/consumer.txt" 2>&1 ||
   { cat "$WORK/consumer.txt"; fail "the consumer-style validator refused the run"; }
 ok "consumer-style validator accepts the run: $(grep -c '^energy' "$WORK/consumer.txt") CPU energies"

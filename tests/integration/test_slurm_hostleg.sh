@@ -69,6 +69,8 @@ m = json.load(open(d + "/cpu_power/manifest.json"))
 s = json.load(open(d + "/session.json"))
 assert m["status"] == "complete" and m["reason_codes"] == [], m
 assert m["expected_nodes"] == ["n1", "n2", "n3"] and m["observed_nodes"] == ["n1", "n2", "n3"], m
+# The allocation's job id, in the host leg's manifest and session.json alike.
+assert m["job_id"].isdigit() and s["job_id"] == m["job_id"], (m["job_id"], s["job_id"])
 assert m["sample_row_count"] == len(rows), (m["sample_row_count"], len(rows))
 keys = [(float(r["timestamp_unix"]), r["hostname"], r["sensor"]) for r in rows]
 assert keys == sorted(keys), "merged rows not in (time, host, sensor) order"

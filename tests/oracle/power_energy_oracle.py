@@ -36,13 +36,14 @@ SUFFIX_KIND = {
     "modulePowerUsageW": "module",
     "cpuPowerUsageW": "dcgm",
 }
+# No label gives "module": a firmware "Module Power Socket N" meter is unclassified (other);
+# module power comes from NVML alone, named CPU<n>:modulePowerUsageW or in module_w.
 LABEL_KIND = [
     (r"grace power socket \d", "total"),
     (r"total (input )?power( in uw)? socket \d", "total"),
     (r"cpu rail (input )?power( in uw)? socket \d", "cpu_rail"),
     (r"soc rail (input )?power( in uw)? socket \d", "soc"),
     (r"dram (input )?power( in uw)? socket \d", "dram"),
-    (r"module power socket \d", "module"),
     (r"cpu (input )?power( in uw)? socket \d", "cpu_rail"),
     (r"sysio power socket \d", "soc"),
 ]
@@ -221,6 +222,9 @@ def sa_bench_window(path, conc):
         if float(p) == 90.0:
             p90 = v
             break
+    else:
+        # sa-bench's benchmark_serving.py writes the scalar spelling.
+        p90 = r.get("p90_tpot_ms")
     w.update(
         start=r["benchmark_start_time_unix"], end=r["benchmark_end_time_unix"],
         out=r["total_output_tokens"], inp=r["total_input_tokens"],

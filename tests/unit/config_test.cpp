@@ -29,6 +29,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const std::string kRecipes = std::string(CPUPOWER_FIXTURES) + "/recipes/";
 
@@ -191,6 +192,13 @@ TEST(ConfigLoad, YamlBooleansAndSpecialFloats) {
   EXPECT_TRUE(loaded("telemetry: {enabled: yes, cpu_power_exporter: {}}").telemetry.enabled);
   EXPECT_THAT(messages_of(cpu_only("  request_timeout_seconds: .inf\n")),
               ElementsAre("telemetry.request_timeout_seconds must be finite and positive"));
+}
+
+TEST(ConfigLoad, ClockSyncCheckIsKeptOnByDefaultAndOffWhenTheRecipeSaysSo) {
+  EXPECT_TRUE(loaded(cpu_only("")).telemetry.clock_sync_check);
+  EXPECT_FALSE(loaded(cpu_only("  clock_sync_check: false\n")).telemetry.clock_sync_check);
+  EXPECT_FALSE(loaded(cpu_only("  clock_sync_check: off\n")).telemetry.clock_sync_check);
+  EXPECT_THAT(messages_of(cpu_only("  clock_sync_check: 3\n")), Not(IsEmpty()));
 }
 
 TEST(ConfigLoad, UnreadableFile) {
@@ -735,6 +743,193 @@ TEST(ConfigLoad, TheRecipeNameIsReadLenientlyForTheRunNameLabel) {
   EXPECT_FALSE(parse_recipe_text("name: [a]\n", "t.yaml", errors).name.has_value());
   EXPECT_FALSE(parse_recipe_text("telemetry: {}\n", "t.yaml", errors).name.has_value());
   EXPECT_THAT(errors, IsEmpty());
+}
+
+// --- the GPU exporter abstraction (kind, gpu_labels, gpu_metrics) and the cluster
+// configuration (visible_devices_env, default_gpu_exporter) ---------------------------------
+
+TEST(ConfigGpuExporter, TheReferenceExamplesPass) {
+  // A DCGM recipe with kind: dcgm and the defaults written out, and the AMD custom exporter.
+  const auto dcgm = load_recipe_file(kRecipes + "gpu_dcgm_kind.yaml");
+  ASSERT_THAT(dcgm.errors, IsEmpty()) << format_error(dcgm.errors.front());
+  const auto& d = *dcgm.recipe->telemetry.dcgm_exporter;
+  EXPECT_EQ(d.kind, "dcgm");
+  ASSERT_TRUE(d.gpu_labels && d.gpu_metrics);
+  EXPECT_THAT(d.gpu_labels->instance, ElementsAre("GPU_I_ID", "GPU_I_PROFILE"));
+  EXPECT_EQ(d.gpu_metrics->sm_active_metric, "DCGM_FI_PROF_SM_ACTIVE");
+
+  const auto amd = load_recipe_file(kRecipes + "gpu_amd_custom.yaml");
+  ASSERT_THAT(amd.errors, IsEmpty()) << format_error(amd.errors.front());
+  const auto& a = *amd.recipe->telemetry.dcgm_exporter;
+  EXPECT_EQ(a.kind, "custom");
+  EXPECT_EQ(a.command, "/home/amd/tools/entrypoint.sh");
+  EXPECT_EQ(a.port, 5000);
+  EXPECT_EQ(a.gpu_labels->index, "gpu_id");
+  EXPECT_EQ(a.gpu_labels->identity, "serial_number");
+  EXPECT_THAT(a.gpu_labels->instance, IsEmpty());
+  EXPECT_EQ(a.gpu_metrics->power_metric, "gpu_power_usage");
+  EXPECT_EQ(a.gpu_metrics->power_scope, "amd_device_metrics_exporter_gpu_power_usage");
+  EXPECT_EQ(a.gpu_metrics->gpu_util_metric, "gpu_gfx_activity");
+  EXPECT_FALSE(a.gpu_metrics->sm_active_metric.has_value());
+  EXPECT_EQ(a.gpu_metrics->temperature_metric, "gpu_junction_temperature");
+}
+
+TEST(ConfigGpuExporter, DefaultsToDcgmAndADcgmRecipeDescribesAsBefore) {
+  const auto r = loaded(
+      "telemetry:\n  enabled: true\n  dcgm_exporter: {container_image: x, "
+      "port: 9400}\n");
+  EXPECT_EQ(r.telemetry.dcgm_exporter->kind, "dcgm");
+  EXPECT_FALSE(r.telemetry.dcgm_exporter->gpu_labels.has_value());
+  const auto text = describe_recipe(r);
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("kind")));
+  EXPECT_THAT(text, HasSubstr("legs: GPU DCGM scrape -> <log_dir>/power/\n"));
+  const auto amd = load_recipe_file(kRecipes + "gpu_amd_custom.yaml");
+  const auto custom = describe_recipe(*amd.recipe);
+  EXPECT_THAT(custom, HasSubstr("telemetry.dcgm_exporter.kind: custom\n"));
+  EXPECT_THAT(custom, HasSubstr("telemetry.dcgm_exporter.gpu_labels: index=gpu_id "
+                                "identity=serial_number instance=(none)\n"));
+  EXPECT_THAT(custom, HasSubstr("legs: GPU custom exporter scrape -> <log_dir>/power/\n"));
+}
+
+TEST(ConfigGpuExporter, BadValuesGetTheirMessages) {
+  const std::string base =
+      "telemetry:\n  enabled: true\n  dcgm_exporter:\n"
+      "    container_image: x\n    port: 9400\n";
+  EXPECT_THAT(messages_of(base + "    kind: amd\n"),
+              ElementsAre("telemetry.dcgm_exporter.kind must be one of: \"dcgm\", \"custom\" "
+                          "(got \"amd\")"));
+  EXPECT_THAT(messages_of(base + "    kind: custom\n"),
+              ElementsAre("telemetry.dcgm_exporter.kind: custom must set command, gpu_labels "
+                          "and gpu_metrics; command, gpu_labels, gpu_metrics missing (the names "
+                          "of another exporter cannot be guessed)"));
+  EXPECT_THAT(messages_of(base + "    kind: custom\n    command: e\n"
+                                 "    gpu_labels: {index: gpu_id, identity: serial_number}\n"),
+              ElementsAre("telemetry.dcgm_exporter.kind: custom must set command, gpu_labels "
+                          "and gpu_metrics; gpu_metrics missing (the names of another exporter "
+                          "cannot be guessed)"));
+  // Missing and null required fields, as every block of the recipe says them.
+  EXPECT_THAT(messages_of(base + "    gpu_labels: {index: gpu}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_labels.identity: missing required field"));
+  EXPECT_THAT(messages_of(base + "    gpu_labels: {index: gpu, identity: ~}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_labels.identity: may not be null"));
+  EXPECT_THAT(messages_of(base + "    gpu_labels: {index: gpu, identity: UUID, instance: x}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_labels.instance: expected a list of "
+                          "strings, got \"x\""));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {gpu_util: {metric: u}}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_metrics.power: missing required field"));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {power: {metric: p}}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_metrics.power.scope: missing required "
+                          "field"));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {power: {metric: p, scope: s, unit: W}}\n"),
+              ElementsAre("unknown key \"unit\" in telemetry.dcgm_exporter.gpu_metrics.power"));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {power: {metric: p, scope: s}, temperatur: "
+                                 "{}}\n"),
+              ElementsAre("unknown key \"temperatur\" in telemetry.dcgm_exporter.gpu_metrics (did "
+                          "you mean \"temperature\"?)"));
+  // Names Prometheus would not serve, one family for two columns, a blank scope.
+  EXPECT_THAT(messages_of(base + "    gpu_labels: {index: gpu-id, identity: UUID}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_labels.index must be a Prometheus label "
+                          "name ([a-zA-Z_][a-zA-Z0-9_]*), got \"gpu-id\""));
+  EXPECT_THAT(messages_of(base + "    gpu_labels: {index: gpu, identity: gpu}\n"),
+              ElementsAre(HasSubstr("telemetry.dcgm_exporter.gpu_labels.identity must differ "
+                                    "from telemetry.dcgm_exporter.gpu_labels.index")));
+  EXPECT_THAT(
+      messages_of(base + "    gpu_labels: {index: gpu, identity: UUID, instance: [UUID]}\n"),
+      ElementsAre("telemetry.dcgm_exporter.gpu_labels.instance[0] (\"UUID\") names the "
+                  "identity label: every sample carries it, so every sample would be "
+                  "dropped"));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {power: {metric: 'gpu power', scope: s}}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_metrics.power.metric must be a Prometheus "
+                          "metric name ([a-zA-Z_:][a-zA-Z0-9_:]*), got \"gpu power\""));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {power: {metric: p, scope: s}, temperature: "
+                                 "{metric: p}}\n"),
+              ElementsAre("telemetry.dcgm_exporter.gpu_metrics.temperature.metric (\"p\") is also "
+                          "telemetry.dcgm_exporter.gpu_metrics.power.metric; each family fills "
+                          "one column"));
+  EXPECT_THAT(messages_of(base + "    gpu_metrics: {power: {metric: p, scope: ' '}}\n"),
+              ElementsAre(HasSubstr("telemetry.dcgm_exporter.gpu_metrics.power.scope must not "
+                                    "be empty")));
+}
+
+TEST(ConfigGpuExporter, ErrorsPointAtTheField) {
+  const auto errors = errors_of(
+      "telemetry:\n  enabled: true\n  dcgm_exporter:\n    container_image: x\n    port: 9400\n"
+      "    kind: custom\n    command: e\n    gpu_labels: {index: gpu_id, identity: serial}\n"
+      "    gpu_metrics:\n      power: {metric: 'p w', scope: s}\n");
+  EXPECT_THAT(errors, ElementsAre(HasSubstr("r.yaml:10:23: telemetry.dcgm_exporter.gpu_metrics."
+                                            "power.metric must be")));
+}
+
+TEST(ConfigCluster, TheReferenceClusterExampleLoadsAndIsInherited) {
+  const auto cluster = load_cluster_file(kRecipes + "srtslurm_amd.yaml");
+  ASSERT_THAT(cluster.errors, IsEmpty()) << format_error(cluster.errors.front());
+  EXPECT_EQ(cluster.cluster->visible_devices_env, "ROCR_VISIBLE_DEVICES");
+  ASSERT_TRUE(cluster.cluster->default_gpu_exporter.has_value());
+  EXPECT_EQ(cluster.cluster->default_gpu_exporter->kind, "custom");
+
+  // Telemetry on with nothing to collect: the cluster's exporter is inherited.
+  const auto inherit = load_recipe_file(kRecipes + "gpu_inherit.yaml", &*cluster.cluster);
+  ASSERT_THAT(inherit.errors, IsEmpty()) << format_error(inherit.errors.front());
+  EXPECT_TRUE(inherit.recipe->gpu_exporter_inherited);
+  EXPECT_EQ(inherit.recipe->telemetry.dcgm_exporter->gpu_metrics->power_metric, "gpu_power_usage");
+  EXPECT_THAT(describe_recipe(*inherit.recipe),
+              HasSubstr("cluster.visible_devices_env: ROCR_VISIBLE_DEVICES\n"));
+  // Without the cluster configuration the same recipe has nothing to collect.
+  EXPECT_THAT(load_recipe_file(kRecipes + "gpu_inherit.yaml").errors,
+              ElementsAre(::testing::Field(&ConfigError::message,
+                                           HasSubstr("otherwise there is nothing to collect"))));
+  // A recipe's own exporter wins, and a CPU leg keeps the GPU default out.
+  const auto own = load_recipe_file(kRecipes + "gpu_dcgm_kind.yaml", &*cluster.cluster);
+  ASSERT_THAT(own.errors, IsEmpty());
+  EXPECT_EQ(own.recipe->telemetry.dcgm_exporter->kind, "dcgm");
+  EXPECT_FALSE(own.recipe->gpu_exporter_inherited);
+  const auto cpu = load_recipe_file(kRecipes + "cpu_only.yaml", &*cluster.cluster);
+  ASSERT_THAT(cpu.errors, IsEmpty());
+  EXPECT_FALSE(cpu.recipe->telemetry.dcgm_exporter.has_value());
+}
+
+TEST(ConfigCluster, DefaultsAndExplicitNull) {
+  const auto empty = load_cluster_text("default_account: a\n", "c.yaml");
+  ASSERT_THAT(empty.errors, IsEmpty());
+  EXPECT_EQ(empty.cluster->visible_devices_env, "CUDA_VISIBLE_DEVICES");
+  EXPECT_FALSE(empty.cluster->default_gpu_exporter.has_value());
+  const auto off = load_cluster_text("default_gpu_exporter: null\n", "c.yaml");
+  ASSERT_THAT(off.errors, IsEmpty());
+  EXPECT_FALSE(off.cluster->default_gpu_exporter.has_value());
+}
+
+TEST(ConfigCluster, BadValuesNameTheClusterFileAndPlace) {
+  std::vector<std::string> out;
+  for (const auto& e :
+       load_cluster_text("visible_devices_env: ROCR-VISIBLE\n"
+                         "default_gpu_exporter:\n  container_image: i\n  port: 70000\n"
+                         "  kind: custom\n",
+                         "srtslurm.yaml")
+           .errors) {
+    out.push_back(format_error(e));
+  }
+  EXPECT_THAT(out, ElementsAre("srtslurm.yaml:1:22: visible_devices_env must be an environment "
+                               "variable name ([A-Za-z_][A-Za-z0-9_]*), got \"ROCR-VISIBLE\"",
+                               "srtslurm.yaml:4:9: default_gpu_exporter.port must be in 1..65535",
+                               "srtslurm.yaml:5:9: default_gpu_exporter.kind: custom must set "
+                               "command, gpu_labels and gpu_metrics; command, gpu_labels, "
+                               "gpu_metrics missing (the names of another exporter cannot be "
+                               "guessed)"));
+  EXPECT_THAT(
+      load_cluster_text("visible_devices_env: ~\n", "c.yaml").errors,
+      ElementsAre(::testing::Field(&ConfigError::message, "visible_devices_env: may not be null")));
+  EXPECT_THAT(
+      load_cluster_text("default_gpu_exporter: {port: 1, container_image: i, knd: x}\n", "c.yaml")
+          .errors,
+      ElementsAre(::testing::Field(&ConfigError::message,
+                                   "unknown key \"knd\" in default_gpu_exporter (did you "
+                                   "mean \"kind\"?)")));
+  EXPECT_THAT(load_cluster_text("- a\n", "c.yaml").errors,
+              ElementsAre(::testing::Field(
+                  &ConfigError::message, HasSubstr("a cluster configuration must be a mapping"))));
+  const auto missing = load_cluster_file(::testing::TempDir() + "no-such-cluster.yaml");
+  ASSERT_EQ(missing.errors.size(), 1u);
+  EXPECT_THAT(missing.errors[0].message, HasSubstr("cannot read cluster configuration"));
 }
 
 }  // namespace

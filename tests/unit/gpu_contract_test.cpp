@@ -1304,6 +1304,11 @@ GpuManifest full_manifest() {
   m.artifact_errors = {};
   m.clock_sync_failures = {"node-c"};
   m.reason_codes = reasons({reason::kEndpointTimeout});
+  m.clock_sync_check =
+      ClockSyncCheck{1,
+                     0.05,
+                     {{"node-a", "yes", 1.25e-05, "chronyc", "clock_sync_node-a.out"},
+                      {"node-c", "no", std::nullopt, "ntp_adjtime", "clock_sync_node-c.out"}}};
   return m;
 }
 
@@ -1347,7 +1352,8 @@ TEST(GpuManifest, EveryKeyInOrder) {
                                                     "window_validations",
                                                     "artifact_errors",
                                                     "clock_sync_failures",
-                                                    "reason_codes"}));
+                                                    "reason_codes",
+                                                    "clock_sync_check"}));
   EXPECT_EQ(keys_of(doc["utilization_metrics"][0]),
             (std::vector<std::string>{"column", "source_metric", "unit"}));
   EXPECT_EQ(keys_of(doc["dcgm_exporter"]),
@@ -1390,7 +1396,7 @@ TEST(GpuManifest, ContractValues) {
   EXPECT_EQ(doc["status"], "starting");
   // Unset values are null.
   for (const char* key : {"producer_git_commit", "max_scrape_duration_seconds", "stopped_at_unix",
-                          "publication_valid", "samples_sha256"}) {
+                          "publication_valid", "samples_sha256", "clock_sync_check"}) {
     EXPECT_TRUE(doc[key].is_null()) << key;
   }
   EXPECT_TRUE(doc["dcgm_exporter"]["container_image_sha256"].is_null());
@@ -1441,6 +1447,13 @@ TEST(GpuManifest, ReaderNamesTheBadKey) {
       "number");
   EXPECT_TRUE(with("/publication_valid", nullptr).ok());
   EXPECT_TRUE(with("/extra_key", 1).ok());
+  // clock_sync_check is ours, not the reference's: absent or null reads as none.
+  EXPECT_FALSE(with("clock_sync_check", absent)->clock_sync_check);
+  EXPECT_FALSE(with("/clock_sync_check", nullptr)->clock_sync_check);
+  EXPECT_EQ(with("/clock_sync_check/nodes/1/synchronized", "maybe").error(),
+            "clock_sync_check.nodes[1].synchronized: not yes, no or unknown");
+  EXPECT_EQ(with("/clock_sync_check/nodes/0/offset_seconds", "0.1").error(),
+            "clock_sync_check.nodes[0].offset_seconds: not a finite number");
   EXPECT_EQ(parse_gpu_manifest("[]").error(), "not a JSON object");
   EXPECT_EQ(parse_gpu_manifest("{").error(), "not JSON");
 }

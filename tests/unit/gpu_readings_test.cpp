@@ -399,5 +399,176 @@ TEST(GpuLeg, RowsAndTheReasonsOfFailures) {
   EXPECT_EQ(summary->rows, 2u);
 }
 
+// ---- another exporter's names (kind: custom) -----------------------------------------------
+
+// rocm/device-metrics-exporter's names, as the reference's AMD example gives them.
+GpuExporterProfile amd_profile() {
+  GpuExporterProfile p;
+  p.power_metric = "gpu_power_usage";
+  p.power_scope = "amd_device_metrics_exporter_gpu_power_usage";
+  p.index_label = "gpu_id";
+  p.identity_label = "serial_number";
+  p.util_metric = "gpu_gfx_activity";
+  p.temperature_metric = "gpu_junction_temperature";
+  return p;
+}
+
+// An AMD device-metrics-exporter body in its own shape: lower-case families, gpu_id and
+// serial_number among its always-set labels, float values.
+constexpr std::string_view kAmdBody =
+    R"(# HELP gpu_power_usage power usage in Watts
+# TYPE gpu_power_usage gauge
+gpu_power_usage{card_model="0x74a1",gpu_id="0",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001124"} 141
+gpu_power_usage{card_model="0x74a1",gpu_id="1",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001125"} 512.5
+# HELP gpu_gfx_activity graphics engine usage in percentage
+# TYPE gpu_gfx_activity gauge
+gpu_gfx_activity{card_model="0x74a1",gpu_id="0",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001124"} 0
+gpu_gfx_activity{card_model="0x74a1",gpu_id="1",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001125"} 87
+# HELP gpu_junction_temperature junction temperature value in celsius
+# TYPE gpu_junction_temperature gauge
+gpu_junction_temperature{card_model="0x74a1",gpu_id="0",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001124"} 38
+gpu_junction_temperature{card_model="0x74a1",gpu_id="1",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001125"} 71.25
+# HELP gpu_package_power package power in Watts
+# TYPE gpu_package_power gauge
+gpu_package_power{card_model="0x74a1",gpu_id="0",gpu_partition_id="0",hostname="mi300-01",serial_number="692251001124"} 600
+)";
+
+TEST(GpuReadings, TheDcgmProfileIsTheDefault) {
+  const auto& d = GpuExporterProfile::dcgm();
+  EXPECT_EQ(d.power_metric, "DCGM_FI_DEV_POWER_USAGE");
+  EXPECT_EQ(d.index_label, "gpu");
+  EXPECT_EQ(d.identity_label, "UUID");
+  EXPECT_EQ(d.instance_labels, (std::vector<std::string>{"GPU_I_ID", "GPU_I_PROFILE"}));
+  GpuReadOptions explicit_dcgm;
+  explicit_dcgm.profile = d;
+  const auto a = gpu_readings_from_body(kRealBody);
+  const auto b = gpu_readings_from_body(kRealBody, explicit_dcgm);
+  EXPECT_EQ(a.gpus, b.gpus);
+  EXPECT_EQ(a.fingerprint, b.fingerprint);
+}
+
+TEST(GpuReadings, ACustomExporterIsReadByItsNames) {
+  GpuReadOptions amd;
+  amd.profile = amd_profile();
+  const auto s = gpu_readings_from_body(kAmdBody, amd);
+  ASSERT_FALSE(s.error.has_value());
+  EXPECT_TRUE(s.reasons.empty());
+  ASSERT_EQ(s.gpus.size(), 2u);
+  EXPECT_EQ(s.gpus[0], (GpuReading{0, "692251001124", 141.0, 0.0, std::nullopt, 38.0}));
+  EXPECT_EQ(s.gpus[1], (GpuReading{1, "692251001125", 512.5, 87.0, std::nullopt, 71.25}));
+  // The DCGM profile finds no power in it, and the AMD profile none in a DCGM body.
+  EXPECT_EQ(gpu_readings_from_body(kAmdBody).reasons, Reasons{"power_metric_missing"});
+  EXPECT_EQ(gpu_readings_from_body(kRealBody, amd).reasons, Reasons{"power_metric_missing"});
+}
+
+TEST(GpuReadings, ACustomProfileKeepsTheRules) {
+  GpuReadOptions o;
+  o.profile = amd_profile();
+  o.profile.instance_labels = {"compute_partition"};
+  const auto line = [](std::string_view labels, std::string_view value) {
+    return "gpu_power_usage{" + std::string(labels) + "} " + std::string(value) + "\n";
+  };
+  // A missing index, a missing identity, a duplicate, an instance and a bad value, by the
+  // profile's labels.
+  const std::string body = line("serial_number=\"s9\"", "10") + line("gpu_id=\"1\"", "10") +
+                           line("gpu_id=\"2\",serial_number=\"a\"", "10") +
+                           line("gpu_id=\"2\",serial_number=\"b\"", "11") +
+                           line("gpu_id=\"3\",serial_number=\"c\",compute_partition=\"1\"", "5") +
+                           line("gpu_id=\"4\",serial_number=\"d\"", "-1") +
+                           line("gpu_id=\"5\",serial_number=\"e\"", "99");
+  const auto s = gpu_readings_from_body(body, o);
+  EXPECT_EQ(indices(s), (std::vector<long long>{5}));
+  EXPECT_EQ(s.reasons, (Reasons{"duplicate_power_metric", "gpu_index_missing", "gpu_uuid_missing",
+                                "invalid_power_value", "mig_instance_unsupported"}));
+  // An optional family the profile leaves out is not read, even when served.
+  o.profile.temperature_metric.reset();
+  EXPECT_FALSE(gpu_readings_from_body(kAmdBody, o).gpus[0].temperature_c.has_value());
+}
+
+TEST(GpuReadings, OnlyTheSelectedIndicesAreRead) {
+  GpuReadOptions o;
+  o.only_indices = std::vector<long long>{1, 3};
+  const auto s = gpu_readings_from_body(sim_body(4), o);
+  EXPECT_EQ(indices(s), (std::vector<long long>{1, 3}));
+  EXPECT_TRUE(s.reasons.empty());
+  // A duplicate on an unselected GPU is not this run's to report.
+  o.only_indices = std::vector<long long>{0};
+  const auto dup =
+      gpu_readings_from_body(power(labels(0, kUuid0), "10") + power(labels(1, kUuid1), "10") +
+                                 power(labels(1, kUuid1), "11"),
+                             o);
+  EXPECT_EQ(indices(dup), (std::vector<long long>{0}));
+  EXPECT_TRUE(dup.reasons.empty());
+}
+
+TEST(GpuReadings, TheSimulatorsAmdFlavourReadsBackExactly) {
+  std::vector<sim::GpuSeries> series;
+  for (std::uint32_t g = 0; g < 3; ++g) {
+    sim::GpuSeries s;
+    s.index = g;
+    s.uuid = sim::simulated_gpu_uuid("node7", g);
+    s.values = sim::derive_gpu_readout(100.0 + 50.0 * g, sim::kGpuIdleWatts, sim::kGpuMaxWatts);
+    series.push_back(std::move(s));
+  }
+  sim::ExpositionOptions eo;
+  eo.names = sim::ExporterNames::amd();
+  GpuReadOptions amd;
+  amd.profile = amd_profile();
+  const auto s = gpu_readings_from_body(sim::render_dcgm_exposition(series, eo), amd);
+  ASSERT_EQ(s.gpus.size(), 3u);
+  for (std::uint32_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(s.gpus[g].uuid, series[g].uuid);
+    EXPECT_DOUBLE_EQ(s.gpus[g].power_w, std::stod(sim::format_go_float(series[g].values.power_w)));
+    EXPECT_EQ(s.gpus[g].gpu_util_pct, static_cast<double>(series[g].values.gpu_util_pct));
+    EXPECT_EQ(s.gpus[g].temperature_c, static_cast<double>(series[g].values.gpu_temp_c));
+    EXPECT_FALSE(s.gpus[g].sm_active.has_value());
+  }
+}
+
+// The leg reads with the options it was given: another exporter's names, rows as before.
+TEST(GpuLeg, ReadsACustomExportersBody) {
+  auto summary = std::make_shared<GpuLegSummary>();
+  GpuReadOptions amd;
+  amd.profile = amd_profile();
+  GpuLeg leg({"n1"}, summary, amd);
+  std::string lines;
+  BodyInput in;
+  in.hostname = "n1";
+  in.body = kAmdBody;
+  in.midpoint_unix = 1700000000.5;
+  in.scrape_seq = 3;
+  const auto out = leg.on_body(in, lines);
+  EXPECT_TRUE(out.reason.empty());
+  EXPECT_EQ(lines,
+            "3,1700000000.5,3,n1,0,692251001124,141,0,,38\r\n"
+            "3,1700000000.5,3,n1,1,692251001125,512.5,87,,71.25\r\n");
+}
+
+// --gpu-samples-schema: the same rows in the v1 and v2 layouts, with their headers; an unknown
+// version is v3.
+TEST(GpuLeg, WritesTheSchemaItWasGiven) {
+  BodyInput in;
+  in.hostname = "n1";
+  in.body = kRealBody;
+  in.midpoint_unix = 1700000000.5;
+  in.scrape_seq = 7;
+  const std::pair<int, std::string> cases[] = {
+      {1,
+       "1,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482\r\n"
+       "1,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206\r\n"},
+      {2,
+       "2,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482,0,0\r\n"
+       "2,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206,44,0.412334\r\n"}};
+  for (const auto& [schema, want] : cases) {
+    GpuLeg leg({"n1"}, std::make_shared<GpuLegSummary>(), {}, schema);
+    EXPECT_EQ(leg.samples_header(), *artifacts::gpu_samples_header(schema));
+    std::string lines;
+    EXPECT_EQ(leg.on_body(in, lines).rows, 2u);
+    EXPECT_EQ(lines, want) << schema;
+  }
+  EXPECT_EQ(GpuLeg({"n1"}, std::make_shared<GpuLegSummary>(), {}, 7).samples_header(),
+            *artifacts::gpu_samples_header(3));
+}
+
 }  // namespace
 }  // namespace cpupower::scrape

@@ -211,7 +211,11 @@ TEST(SocketRows, AcpiTotalsAndComponentRailsFromARealReader) {
   EXPECT_EQ(meta["status"], "complete");
   EXPECT_EQ(meta["ended_at_unix"], 1001.0);
   ASSERT_EQ(meta["available_power_domains"].size(), 5u);
-  ASSERT_EQ(meta["sensors"].size(), 5u);  // classified channels with a socket (module listed too)
+  // Classified channels with a socket: the module meter is unclassified, so it is only in
+  // available_power_domains.
+  ASSERT_EQ(meta["sensors"].size(), 4u);
+  for (const auto& s : meta["sensors"]) EXPECT_NE(s["domain_kind"], "module");
+  EXPECT_EQ(meta["available_power_domains"][4]["name"], "Module Power Socket 0");
   const auto& s0 = meta["sensors"][0];
   EXPECT_EQ(s0["name"], "CPU0:cpuSidePowerUsageW");
   EXPECT_EQ(s0["domain_kind"], "total");

@@ -327,6 +327,47 @@ class DamagedRun : public ::testing::Test {
   TempDir dir_{"report_inputs_run"};
 };
 
+// A real sa-bench result (benchmark_serving.py with --metric-percentiles 90,99) carries TPOT
+// percentiles as scalars, p90_tpot_ms, and no percentiles_tpot_ms list: p90 is read from it,
+// so the report shows it instead of n/a. The list, where a result has one, still comes first.
+TEST_F(DamagedRun, SaBenchScalarP90TpotOfARealResult) {
+  std::string csv =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\n";
+  for (long long t = 1770804890; t <= 1770804975; ++t)
+    csv += "1," + std::to_string(t) + ",node-a,acpi,Grace Power Socket 0,0,100,100\n";
+  write("power/cpu/samples.csv", csv);
+  write("benchmark.out", "Successful requests: 4\n");
+  const std::string real =
+      std::string(CPUPOWER_FIXTURES) + "/report/sa_bench_real/results_concurrency_16_gpus_8.json";
+  const std::string path = write("sa-bench_x/results_concurrency_16_gpus_8.json", slurp(real));
+  const Window w = load_sa_bench_window(path, 16);
+  ASSERT_EQ(w.error, "");
+  ASSERT_TRUE(w.tpot_p50_ms && w.tpot_p90_ms);
+  EXPECT_EQ(*w.tpot_p50_ms, 15.08);
+  EXPECT_EQ(*w.tpot_p90_ms, 16.37);
+
+  const ReportRun run = build_reports(dir(), {});
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(run.windows.size(), 1u);
+  EXPECT_THAT(render_text(run.windows, Edges::interpolate),
+              ::testing::HasSubstr("  TPOT: p50=15.08 ms p90=16.37 ms\n"));
+
+  // Both spellings: the list's 90th entry wins; neither, or a p90 that is no number: n/a.
+  const auto p90 = [&](const std::string& extra) {
+    return load_sa_bench_window(
+               write("both.json", R"({"benchmark_start_time_unix": 1, "benchmark_end_time_unix": 2,
+                 "total_input_tokens": 1, "total_output_tokens": 1)" +
+                                      extra + "}"),
+               1)
+        .tpot_p90_ms;
+  };
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": 16.0, "percentiles_tpot_ms": [[90, 18.7]])"), 18.7);
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": 16.0, "percentiles_tpot_ms": null)"), 16.0);
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": 16.0, "percentiles_tpot_ms": [[99, 25.0]])"), 16.0);
+  EXPECT_EQ(p90(R"(, "p90_tpot_ms": "fast")"), std::nullopt);
+  EXPECT_EQ(p90(""), std::nullopt);
+}
+
 TEST_F(DamagedRun, SaBenchNumberBeyondADoubleFailsOnlyItsWindow) {
   const std::string path = sa_bench_run("1e400");
   expect_only_second_window_fails(path + ":3:23: number out of a double's range: 1e400");
@@ -368,11 +409,70 @@ class DamagedAiperfRun : public DamagedRun {
             R"({"total_osl": {"avg": 5}, "total_isl": {"avg": 2}})");
     }
   }
+  void jsonl_2_sound() {
+    write("conc_2/aiperf_artifacts/profile_export.jsonl",
+          record(105000000000, "107000000000", "null") +
+              record(106000000000, "108000000000", "null"));
+  }
   std::string jsonl(const std::string& second_record) {
     return write("conc_2/aiperf_artifacts/profile_export.jsonl",
                  record(105000000000, "107000000000", "null") + second_record);
   }
 };
+
+// An aggregate whose run is not the records' run (its stamps more than 5 s from the first
+// request and the last reply, or its request_count more than 1 % of the records, at least 1,
+// away) is warned about, naming both files; within the tolerances it is not.
+TEST_F(DamagedAiperfRun, AggregateOfAnotherRunIsWarnedAboutNamingBothFiles) {
+  const std::string dir_1 = dir() + "/conc_1/aiperf_artifacts";
+  write("conc_1/aiperf_artifacts/agentic_power_timezone_offset.txt", "+00:00\n");
+  const std::string jsonl = dir_1 + "/profile_export.jsonl";
+  const std::string agg = dir_1 + "/profile_export_aiperf.json";
+  // The records of conc_1: two successful requests from 100 s to 110 s.
+  const auto warnings = [&](const std::string& start, const std::string& end, int count) {
+    write("conc_1/aiperf_artifacts/profile_export_aiperf.json",
+          R"({"total_osl": {"avg": 5}, "total_isl": {"avg": 2}, "start_time": "1970-01-01T)" +
+              start + R"(", "end_time": "1970-01-01T)" + end +
+              R"(", "request_count": {"unit": "requests", "avg": )" + std::to_string(count) + "}}");
+    const Window w = load_aiperf_records_window(jsonl, 1, dir() + "/benchmark.out");
+    EXPECT_EQ(w.error, "");
+    EXPECT_EQ(w.start_unix, 100.0);  // the window is the records' whatever the aggregate says
+    return w.warnings;
+  };
+  EXPECT_TRUE(warnings("00:01:40", "00:01:50", 2).empty());
+  // Within 5 s of both ends, one request apart: the same run.
+  EXPECT_TRUE(warnings("00:01:36", "00:01:54.5", 3).empty());
+
+  // Read an hour off (a UTC stamp taken for local time, or another run's file).
+  auto w = warnings("01:01:40", "01:01:50", 2);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], agg + " does not match the records of " + jsonl +
+                      ": start_time is 3600.000 s from the first request's start (100.000); "
+                      "end_time is 3600.000 s from the last reply (110.000) (tolerance 5 s on "
+                      "the stamps, 1 % of the records, at least 1, on the count); the window "
+                      "comes from the records, its tokens, TPOT and reported timing from the "
+                      "aggregate, which may be another run's");
+  w = warnings("00:01:40", "00:01:50", 200);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], ::testing::HasSubstr(agg + " does not match the records of " + jsonl +
+                                         ": request_count 200 where the records hold 2 "
+                                         "successful profiling requests (tolerance"));
+  w = warnings("00:01:34", "00:01:50", 2);  // 6 s early
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], ::testing::HasSubstr("start_time is -6.000 s from the first request's start"));
+
+  // The run's report carries it among the window's warnings.
+  warnings("01:01:40", "01:01:50", 2);
+  jsonl_2_sound();
+  const ReportRun run = build_reports(dir(), {});
+  ASSERT_EQ(run.error, "");
+  ASSERT_EQ(run.windows.size(), 2u);
+  EXPECT_THAT(run.windows[0].warnings,
+              ::testing::Contains(::testing::StartsWith(agg + " does not match the records of " +
+                                                        jsonl + ": start_time is 3600.000 s")));
+  EXPECT_THAT(render_text(run.windows, Edges::interpolate),
+              ::testing::HasSubstr("warning: " + agg + " does not match the records of "));
+}
 
 TEST_F(DamagedAiperfRun, RecordNumberBeyondADoubleFailsOnlyItsWindow) {
   const std::string line = record(106000000000, "1e400", "null");

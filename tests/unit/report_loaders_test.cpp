@@ -189,6 +189,22 @@ TEST(ReportCpuLoad, ModuleColumnBecomesItsOwnTrack) {
   EXPECT_EQ(d.layout, "exporter v3");
 }
 
+// NVML is the only source of module power: a long file's row named by the firmware's
+// "Module Power Socket N" label is an unclassified sensor, never the socket's module track;
+// CPU<n>:modulePowerUsageW (NVML's canonical name) still is.
+TEST(ReportCpuLoad, FirmwareModuleLabelIsNoModuleTrack) {
+  EXPECT_EQ(classify_sensor("Module Power Socket 0"), SensorKind::other);
+  EXPECT_EQ(classify_sensor("CPU0:modulePowerUsageW"), SensorKind::module);
+  const CpuData d = load(kV1 +
+                         "1,10,n,acpi,Grace Power Socket 0,0,94,94\n"
+                         "1,10,n,acpi,Module Power Socket 0,0,512,94\n"
+                         "1,11,n,acpi,Grace Power Socket 0,0,96,96\n"
+                         "1,11,n,acpi,Module Power Socket 0,0,515,96\n");
+  ASSERT_EQ(d.sockets.size(), 1u);
+  EXPECT_FALSE(d.sockets[0].module);
+  EXPECT_EQ(values(d.sockets[0].power), (std::vector<double>{94, 96}));
+}
+
 TEST(ReportCpuLoad, UnsortedRowsAreStableSortedAndLastRowWins) {
   const CpuData d = load(kV1 +
                          "1,12,n,acpi,Grace Power Socket 0,0,3,3\n"

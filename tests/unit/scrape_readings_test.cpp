@@ -254,18 +254,34 @@ TEST(ScrapeReadings, NvmlFamilyIgnoresNonModuleTypesAndInvalidSamples) {
   EXPECT_EQ(r.rows[1].module_w, none());
 }
 
-TEST(ScrapeReadings, AcpiModuleMeterWinsOverNvmlForTheSameSocket) {
-  const auto r =
-      readings_from_body(acpi_body() +
-                         "cpu_power_acpi_watts{sensor=\"a/4\",type=\"module\",socket=\"0\","
-                         "oem_info=\"Module Power Socket 0\"} 505.0\n" +
-                         nvml_body());
-  ASSERT_EQ(r.rows.size(), 1u);
-  EXPECT_EQ(r.rows[0].module_w, std::optional(505.0));
-  EXPECT_EQ(r.rows[0].total_power_w, 93.4);
+// NVML is the only source of module_w: an ACPI module meter, whether an exporter labelled it
+// type="module" or left it unclassified, never fills it, with or without NVML beside it.
+TEST(ScrapeReadings, AcpiModuleMeterNeverBecomesModuleW) {
+  const std::string acpi_module =
+      "cpu_power_acpi_watts{sensor=\"a/4\",type=\"module\",socket=\"0\","
+      "oem_info=\"Module Power Socket 0\"} 505.0\n";
+  const auto with_nvml = readings_from_body(acpi_body() + acpi_module + nvml_body());
+  ASSERT_EQ(with_nvml.rows.size(), 1u);
+  EXPECT_EQ(with_nvml.rows[0].module_w, std::optional(498.72));
+  EXPECT_EQ(with_nvml.rows[0].total_power_w, 93.4);
+  const auto without = readings_from_body(acpi_body() + acpi_module);
+  ASSERT_EQ(without.rows.size(), 1u);
+  EXPECT_EQ(without.rows[0].module_w, none());
+  EXPECT_EQ(without.fingerprint, readings_from_body(acpi_body()).fingerprint);
 }
 
-TEST(ScrapeReadings, NvmlFillsOnlyTheSocketsWithoutAnAcpiModuleReading) {
+TEST(ScrapeReadings, AcpiModuleAloneIsNoAcpiReading) {
+  // A module meter does not make a scrape ACPI: the DCGM family is still read.
+  const auto r = readings_from_body(
+      "cpu_power_acpi_watts{type=\"module\",socket=\"0\",oem_info=\"Module Power Socket 0\"} "
+      "505\n" +
+      dcgm_body());
+  EXPECT_EQ(r.mode, Mode::dcgm);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].module_w, none());
+}
+
+TEST(ScrapeReadings, UnclassifiedModuleMeterLeavesNvmlModuleW) {
   const auto r = readings_from_body(
       "cpu_power_acpi_watts{type=\"total\",socket=\"0\"} 100\n"
       "cpu_power_acpi_watts{type=\"total\",socket=\"1\"} 110\n"
@@ -273,7 +289,7 @@ TEST(ScrapeReadings, NvmlFillsOnlyTheSocketsWithoutAnAcpiModuleReading) {
       nvml_body());
   ASSERT_EQ(r.rows.size(), 2u);
   EXPECT_EQ(r.rows[0].module_w, std::optional(498.72));
-  EXPECT_EQ(r.rows[1].module_w, std::optional(520.0));
+  EXPECT_EQ(r.rows[1].module_w, std::optional(470.5));
   EXPECT_EQ(r.rows[0].total_power_w, 210.0);
 }
 
@@ -457,7 +473,7 @@ TEST(ScrapeReadings, TotalIsThePartialSumOfTheSocketsPresentAndNeverAddsRails) {
       "cpu_power_acpi_watts{type=\"module\",socket=\"1\"} 550\n");
   EXPECT_EQ(sockets_of(r), std::vector<std::uint32_t>{0});
   EXPECT_EQ(r.rows[0].total_power_w, 100.0);
-  EXPECT_EQ(r.rows[0].module_w, std::optional(600.0));
+  EXPECT_EQ(r.rows[0].module_w, none());  // an ACPI module meter is never module_w
 }
 
 TEST(ScrapeReadings, SocketUpNamesTheSocketsTheBodyLacks) {
@@ -531,7 +547,7 @@ TEST(ScrapeReadings, RustAcpiExporterBodyWithEveryKind) {
   EXPECT_EQ(r.mode, Mode::acpi);
   ASSERT_EQ(r.rows.size(), 2u);
   EXPECT_EQ(r.rows[0].dram_w, std::optional(3.2));
-  EXPECT_EQ(r.rows[0].module_w, std::optional(512.0));
+  EXPECT_EQ(r.rows[0].module_w, none());  // the ACPI module meter is not module_w
   EXPECT_EQ(r.rows[1].sensor, "CPU1:cpuSidePowerUsageW");
   EXPECT_DOUBLE_EQ(r.rows[0].total_power_w, 98.029 + 90.973);
 }

@@ -607,5 +607,72 @@ TEST(SimGpu, LoadModelFollowsAFakeProcStat) {
   EXPECT_LE(*w, kGpuMaxWatts);
 }
 
+// ---- another exporter's names (a kind: custom exporter) -----------------------------------
+
+TEST(SimGpuExposition, RenamedFamiliesAndLabelsServeOnlyWhatTheLegReads) {
+  const std::vector<GpuSeries> gpus = {gpu(0), gpu(1, 300.0)};
+  auto o = options();
+  o.names = ExporterNames::amd();
+  const auto body = render_dcgm_exposition(gpus, o);
+  // GPU temperature (field 150), power (155), utilization (203), in field order; no SM
+  // activity in the AMD names, whatever --profiling says, and no DCGM family at all.
+  EXPECT_EQ(family_order(body), (std::vector<std::string>{"gpu_junction_temperature",
+                                                          "gpu_power_usage", "gpu_gfx_activity"}));
+  EXPECT_EQ(body.find("DCGM_FI_DEV_"), std::string::npos) << body;
+  const std::string uuid1 = simulated_gpu_uuid("node1", 1);
+  EXPECT_EQ(line_starting(body, "gpu_power_usage{gpu_id=\"1\""),
+            "gpu_power_usage{gpu_id=\"1\",serial_number=\"" + uuid1 +
+                "\",pci_bus_id=\"00000019:01:00.0\",device=\"nvidia1\",modelName=\"NVIDIA GH200 "
+                "480GB\",Hostname=\"node1\",DCGM_FI_DRIVER_VERSION=\"570.133.20\"} 300.000000");
+  EXPECT_NE(body.find("# HELP gpu_power_usage Power draw (in W).\n# TYPE gpu_power_usage gauge\n"),
+            std::string::npos);
+  // Custom names, SM activity among them: served although profiling is off.
+  ExporterNames mine;
+  mine.power = "board_watts";
+  mine.gpu_util.clear();
+  mine.sm_active = "sm_busy";
+  mine.temperature.clear();
+  mine.index_label = "idx";
+  mine.identity_label = "id";
+  o.names = mine;
+  const auto custom = render_dcgm_exposition(gpus, o);
+  EXPECT_EQ(family_order(custom), (std::vector<std::string>{"board_watts", "sm_busy"}));
+  EXPECT_FALSE(
+      line_starting(custom, "sm_busy{idx=\"0\",id=\"" + simulated_gpu_uuid("node1", 0) + "\"")
+          .empty())
+      << custom;
+}
+
+TEST(SimGpuExposition, WithoutNamesTheExpositionIsDcgmExportersUnchanged) {
+  const std::vector<GpuSeries> gpus = {gpu(0), gpu(1, 300.0)};
+  auto renamed = options(true);
+  renamed.names = ExporterNames{};  // dcgm-exporter's names, but only the four families
+  const auto four = render_dcgm_exposition(gpus, renamed);
+  EXPECT_EQ(family_order(four),
+            (std::vector<std::string>{"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+                                      "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE"}));
+  // Each of those families is byte for byte what the whole exposition has.
+  const auto whole = render_dcgm_exposition(gpus, options(true));
+  for (const auto& line : lines_of(four)) {
+    if (!line.empty()) {
+      EXPECT_NE(whole.find(line + "\n"), std::string::npos) << line;
+    }
+  }
+}
+
+TEST(SimGpu, ServesAnotherExportersNames) {
+  auto o = quick_options();
+  o.names = ExporterNames::amd();
+  std::string error;
+  SimGpu sim(o);
+  ASSERT_TRUE(sim.start(&error)) << error;
+  const auto body = sim.exposition_at(milliseconds(0));
+  EXPECT_NE(body.find("gpu_power_usage{gpu_id=\"0\",serial_number=\"" +
+                      simulated_gpu_uuid("simhost", 0) + "\""),
+            std::string::npos)
+      << body;
+  EXPECT_EQ(body.find("DCGM_FI_DEV_"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cpupower::sim

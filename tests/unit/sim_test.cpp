@@ -169,10 +169,31 @@ TEST(SimProfiles, ChannelsInAcpiOrderAndClassifiable) {
   EXPECT_EQ(uw[3].key, "dram:0");
   EXPECT_EQ(uw[4].oem_info, "Total Power in uW socket 1");
 
-  // The labels must mean to the shared classifier what the profile says they mean.
-  for (const auto profile : {Profile::gb200, Profile::gh200, Profile::platform_uw}) {
+  // A four-socket GH200 node: Module, Grace, CPU and SysIO Power Socket 0-3, the module
+  // meter first in each socket.
+  const auto quad = profile_channels(Profile::gh200_quad);
+  ASSERT_EQ(quad.size(), 16u);
+  EXPECT_EQ(profile_sockets(Profile::gh200_quad), 4u);
+  EXPECT_EQ(parse_profile("gh200-quad"), Profile::gh200_quad);
+  EXPECT_EQ(profile_name(Profile::gh200_quad), "gh200-quad");
+  const std::vector<std::string> quad_s3 = {"Module Power Socket 3", "Grace Power Socket 3",
+                                            "CPU Power Socket 3", "SysIO Power Socket 3"};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(quad[12 + i].oem_info, quad_s3[i]);
+  EXPECT_EQ(quad[0].key, "module:0");
+  EXPECT_GT(model_watts(Profile::gh200_quad, rails::Kind::module, 0.0),
+            model_watts(Profile::gh200_quad, rails::Kind::total, 0.0));
+
+  // The labels must mean to the shared classifier what the profile says they mean; a module
+  // meter's label is unclassified (module power is NVML's alone).
+  for (const auto profile :
+       {Profile::gb200, Profile::gh200, Profile::platform_uw, Profile::gh200_quad}) {
     for (const auto& c : profile_channels(profile)) {
       const auto cls = rails::classify_oem(c.oem_info);
+      if (c.kind == rails::Kind::module) {
+        EXPECT_EQ(cls.kind, rails::Kind::other) << c.oem_info;
+        EXPECT_EQ(c.key, channel_key(c.kind, c.socket));
+        continue;
+      }
       EXPECT_EQ(cls.kind, c.kind) << c.oem_info;
       EXPECT_EQ(rails::socket_index(cls.socket), c.socket) << c.oem_info;
       EXPECT_EQ(c.key, channel_key(c.kind, c.socket));
