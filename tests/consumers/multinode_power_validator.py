@@ -45,6 +45,7 @@ import re
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources when a test runs it
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_package_validator as gpu  # noqa: E402
 
