@@ -42,11 +42,13 @@ case "$kind" in
               report_loaders_test report_run_test sim_test sim_gpu_test)
     targets=(cpu-power cpu-power-exporter standin_dcgm standin_nvml "${threaded[@]}")
     tests="^(unit\.($(IFS='|'; echo "${threaded[*]}"))|integration\.)"
-    # The report's own integration tests (oracle, damage, plot), the merge CLI and
-    # `cpu-power validate` on its damaged copies run single-threaded code over many inputs; the report's threads run under this sanitizer
-    # in its unit tests and at the end of every `cpu-power run` test. Leaving them to the
-    # ASan run saves the slowest minutes of this one.
-    skip='^(install\.|integration\.test_report_|integration\.test_merge_cli|integration\.test_validate)'
+    # The report's own integration tests (oracle, damage, plot), the merge CLI, `cpu-power
+    # validate` on its damaged copies and the consumers' Python validators run
+    # single-threaded code over many inputs; the report's threads run under this sanitizer
+    # in its unit tests and at the end of every `cpu-power run` test, and the runs those
+    # tests make take the paths test_run_local takes here. Leaving them to the ASan run
+    # saves the slowest minutes of this one.
+    skip='^(install\.|integration\.test_report_|integration\.test_merge_cli|integration\.test_validate|integration\.test_consumers)'
 
     ;;
   *)
