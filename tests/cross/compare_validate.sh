@@ -16,26 +16,10 @@ PY=/usr/bin/python3
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DAMAGE="$ROOT/tests/integration/validate_damage.py"
 
-cat >"$WORK/recipe.yaml" <<'YAML'
-benchmark: {type: sa-bench}
-telemetry:
-  enabled: true
-  collect_interval_ms: 250
-  dcgm_exporter: {container_image: dcgm-exporter, port: 9400}
-  cpu_power_exporter: {port: 9405, source: auto}
-  cpu_power:
-    enabled: true
-    sample_interval_seconds: 0.1
-YAML
-# run DIR [ARGS...]: a native simulated run of two GB200 nodes into DIR.
+# run DIR [ARGS...]: a native simulated run of the demo's session into DIR.
 run() {
-  local d=$1
-  shift
-  mkdir -p "$d"
-  "$HOST_BIN/cpu-power" run --simulate gb200 --nodes node1,node2 --sim-gpus 2 --config "$WORK/recipe.yaml" \
-    "$@" --log-dir "$d" -- sh -c "$PY $ROOT/scripts/demo-bench.py $d --seconds 3 --idle 1 --concurrency 4 | tee $d/benchmark.out" \
-    >"$d.log" 2>&1 || fail "native cpu-power run $* exited non-zero: $(tail -20 "$d.log")"
-  rm -rf "$d/sim"
+  demo_session "$HOST_BIN/cpu-power" "$1" 2 1 "${@:2}"
+  rm -rf "$1/sim"
 }
 run "$WORK/default"
 run "$WORK/compat" --consumer-profile compat --job-id cross-job

@@ -121,3 +121,33 @@ stop() {
 finish() {
   echo "$CHECKS passed, 0 failed"
 }
+
+# demo_session CPU_POWER DIR SIM_GPUS IDLE_S [RUN_ARGS...]: the session of `make demo`
+# (scripts/demo.sh: its recipe, every leg, two simulated GB200 nodes) into DIR with
+# SIM_GPUS GPUs a node, around scripts/demo-bench.py (IDLE_S s idle, 3 s of load scaled, IDLE_S
+# s idle; its sa-bench summary kept as DIR/benchmark.out, where the session finds the result
+# it stamps a window for). The run's log is DIR.log; a non-zero exit fails the test.
+demo_session() {
+  local cpu_power=$1 dir=$2 gpus=$3 idle=$4
+  shift 4
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  cat >"$dir.recipe.yaml" <<'YAML'
+benchmark: {type: sa-bench}
+telemetry:
+  enabled: true
+  collect_interval_ms: 250
+  dcgm_exporter: {container_image: dcgm-exporter, port: 9400}
+  cpu_power_exporter: {port: 9405, source: auto}
+  cpu_power:
+    enabled: true
+    sample_interval_seconds: 0.1
+YAML
+  mkdir -p "$dir"
+  local rc=0
+  "$cpu_power" run --simulate gb200 --nodes node1,node2 --sim-gpus "$gpus" --config "$dir.recipe.yaml" \
+    --log-dir "$dir" "$@" -- \
+    sh -c "/usr/bin/python3 $root/scripts/demo-bench.py $dir --seconds $(scaled 3) --idle $idle --concurrency 4 >$dir/benchmark.out" \
+    >"$dir.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || fail "cpu-power run $* into $dir exited $rc (log: $(tail -20 "$dir.log"))"
+}

@@ -15,29 +15,12 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 GPU_CHECK="$HERE/consumers/gpu_package_validator.py"
 MULTI_CHECK="$HERE/consumers/multinode_power_validator.py"
 DAMAGE="$HERE/consumers/damage.py"
-BENCH="$HERE/../scripts/demo-bench.py"
-
-cat >"$WORK/recipe.yaml" <<'EOF'
-benchmark: {type: sa-bench}
-telemetry:
-  enabled: true
-  collect_interval_ms: 250
-  dcgm_exporter: {container_image: dcgm-exporter, port: 9400}
-  cpu_power_exporter: {port: 9405, source: auto}
-  cpu_power:
-    enabled: true
-    sample_interval_seconds: 0.1
-EOF
 
 # demo_run DIR [ARGS...]: scripts/demo.sh's session, shorter (2 s idle, 3 s load, 2 s idle).
 demo_run() {
   local dir=$1
   shift
-  mkdir -p "$dir"
-  "$BIN/cpu-power" run --simulate gb200 --nodes node1,node2 --sim-gpus 4 --config "$WORK/recipe.yaml" \
-    --log-dir "$dir" "$@" -- \
-    sh -c "$PY $BENCH $dir --seconds $(scaled 3) --idle $(scaled 2) --concurrency 4 >$dir/benchmark.out" \
-    >"$dir.log" 2>&1 || fail "cpu-power run into $dir exited $? (log: $(tail -20 "$dir.log"))"
+  demo_session "$BIN/cpu-power" "$dir" 4 "$(scaled 2)" "$@"
 }
 
 # check VALIDATOR WANT_RC OUT RUN_DIR [ARGS...]: runs a validator, output in OUT.

@@ -9,36 +9,18 @@ source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 DAMAGE="$HERE/validate_damage.py"
-DEMO_BENCH="$(cd "$HERE/../.." && pwd)/scripts/demo-bench.py"
 cd "$WORK"
 
-cat >"$WORK/recipe.yaml" <<'EOF'
-benchmark: {type: sa-bench}
-telemetry:
-  enabled: true
-  collect_interval_ms: 250
-  dcgm_exporter: {container_image: dcgm-exporter, port: 9400}
-  cpu_power_exporter: {port: 9405, source: auto}
-  cpu_power:
-    enabled: true
-    sample_interval_seconds: 0.1
-EOF
 # 1 s idle, 3 s of load at concurrency 4, 1 s idle: the session window is over 5 s, so a
-# hole of more than 3 s fits inside it. The summary lines go to benchmark.out, where the
-# session looks for the sa-bench result it stamps a window for.
+# hole of more than 3 s fits inside it.
 RUN="$WORK/run"
-mkdir -p "$RUN"
-rc=0
-"$BIN/cpu-power" run --simulate gb200 --nodes node1,node2 --sim-gpus 2 --config "$WORK/recipe.yaml" \
-  --log-dir "$RUN" -- sh -c "$PY $DEMO_BENCH $RUN --seconds $(scaled 3) --idle 1 --concurrency 4 | tee $RUN/benchmark.out" \
-  >"$WORK/run.out" 2>&1 || rc=$?
-[ "$rc" = 0 ] || fail "cpu-power run exited $rc (log: $(tail -20 "$WORK/run.out"))"
+demo_session "$BIN/cpu-power" "$RUN" 2 1
 for d in power power/cpu cpu_power power/windows; do
-  [ -d "$RUN/$d" ] || fail "the run wrote no $d/ (log: $(tail -20 "$WORK/run.out"))"
+  [ -d "$RUN/$d" ] || fail "the run wrote no $d/ (log: $(tail -20 "$RUN.log"))"
 done
-grep -q 'INFO cpu_power::validate: validation (gpu=not publishable, cpu=not publishable, host=' "$WORK/run.out" ||
-  fail "cpu-power run logged no validation verdict: $(grep -i valid "$WORK/run.out" | head -5)"
-grep -q 'WARN cpu_power::validate: samples_csv_header_mismatch power/samples.csv: GPU samples schema v3' "$WORK/run.out" ||
+grep -q 'INFO cpu_power::validate: validation (gpu=not publishable, cpu=not publishable, host=' "$RUN.log" ||
+  fail "cpu-power run logged no validation verdict: $(grep -i valid "$RUN.log" | head -5)"
+grep -q 'WARN cpu_power::validate: samples_csv_header_mismatch power/samples.csv: GPU samples schema v3' "$RUN.log" ||
   fail "cpu-power run did not log the GPU v3 finding"
 ok "cpu-power run logs the validation verdict and its findings, and still exits 0"
 
@@ -86,13 +68,7 @@ ok "validate --json: the documented shape, the same findings"
 # is not synchronised (no time daemon: the probe says so, and validate refuses it), the
 # clock check is rewritten as if it were, so that the other rules are what the copy tests.
 PASS="$WORK/pass"
-mkdir -p "$PASS"
-rc=0
-"$BIN/cpu-power" run --simulate gb200 --nodes node1,node2 --sim-gpus 2 --config "$WORK/recipe.yaml" \
-  --consumer-profile compat --job-id test-job \
-  --log-dir "$PASS" -- sh -c "$PY $DEMO_BENCH $PASS --seconds $(scaled 3) --idle 1 --concurrency 4 | tee $PASS/benchmark.out" \
-  >"$WORK/pass.out" 2>&1 || rc=$?
-[ "$rc" = 0 ] || fail "cpu-power run --consumer-profile compat exited $rc (log: $(tail -20 "$WORK/pass.out"))"
+demo_session "$BIN/cpu-power" "$PASS" 2 1 --consumer-profile compat --job-id test-job
 [ "$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["job_id"])' "$PASS/power/manifest.json")" = test-job ] ||
   fail "compat run: job_id"
 if $PY -c 'import json, sys; sys.exit(all(n["synchronized"] == "yes" for n in json.load(open(sys.argv[1]))["nodes"]))' "$PASS/clock_sync.json"; then
