@@ -20,14 +20,7 @@ namespace cpupower::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+using common::trim;
 
 std::vector<std::string_view> lines_of(std::string_view text) {
   std::vector<std::string_view> out;
