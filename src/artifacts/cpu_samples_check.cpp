@@ -11,6 +11,7 @@
 #include "artifacts/cpu_samples.hpp"
 #include "artifacts/csv.hpp"
 #include "artifacts/host_samples.hpp"
+#include "artifacts/row_issues.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -132,15 +133,8 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
     damage.clear();
     ++out.rows;
     const std::size_t line = rec.line;
-    if (!rec.terminated) {
-      count(out, cpu_reason::kMalformed, line,
-            "the last line has no line end (a stopped writer's torn row)");
-      continue;
-    }
-    if (rec.cells.size() != cells) {
-      count(out, cpu_reason::kMalformed, line,
-            std::to_string(rec.cells.size()) + " cells where the header has " +
-                std::to_string(cells));
+    if (const auto why = record_damage(rec, cells)) {
+      count(out, cpu_reason::kMalformed, line, *why);
       continue;
     }
     const auto& c = rec.cells;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,20 +87,32 @@ class RowIssues {
 // The checks every loader makes before reading a record's cells: as many cells as the header
 // (a torn row closed later, or two rows run together, has another count), and a line end (a
 // last line without one was cut short by a stopped writer, so even its last cell is suspect).
+inline constexpr std::string_view kTornRecord =
+    "the last line has no line end (a stopped writer's torn row)";
+inline std::string cell_count_detail(std::size_t cells, std::size_t header_cells) {
+  return std::to_string(cells) + " cells where the header has " + std::to_string(header_cells);
+}
+
 inline bool whole_record(const CsvRecord& r, std::size_t header_cells, RowIssues& issues) {
   if (!r.terminated) {
-    issues.add("the last line has no line end (a stopped writer's torn row)", true, r.line,
+    issues.add(kTornRecord, true, r.line,
                [&] { return std::to_string(r.cells.size()) + " cells"; });
     return false;
   }
   if (r.cells.size() != header_cells) {
-    issues.add("wrong number of cells", true, r.line, [&] {
-      return std::to_string(r.cells.size()) + " cells where the header has " +
-             std::to_string(header_cells);
-    });
+    issues.add("wrong number of cells", true, r.line,
+               [&] { return cell_count_detail(r.cells.size(), header_cells); });
     return false;
   }
   return true;
+}
+
+// The same two checks for a strict reader that refuses a file rather than skipping rows: what
+// is wrong with the record, in whole_record's words, or nothing.
+inline std::optional<std::string> record_damage(const CsvRecord& r, std::size_t header_cells) {
+  if (!r.terminated) return std::string(kTornRecord);
+  if (r.cells.size() != header_cells) return cell_count_detail(r.cells.size(), header_cells);
+  return std::nullopt;
 }
 
 // A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
