@@ -1,25 +1,17 @@
 #include "artifacts/cpu_manifest.hpp"
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.hpp"
 #include "common/text.hpp"
 
 namespace cpupower::artifacts {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
 // JSON has no NaN or infinity; a clock value that is not finite is as good as unknown.
-Json number_or_null(const std::optional<double>& value) {
-  if (!value || !std::isfinite(*value)) return nullptr;
-  return *value;
-}
-
-Json string_or_null(const std::optional<std::string>& value) {
-  if (!value) return nullptr;
-  return *value;
-}
+using common::number_or_null;
+using common::or_null;
 
 }  // namespace
 
@@ -39,7 +31,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"scrape_count", node.scrape_count},
         {"error_count", node.error_count},
         {"endpoint_url", node.endpoint_url},
-        {"last_error", string_or_null(node.last_error)},
+        {"last_error", or_null(node.last_error)},
         {"missed_slots", node.missed_slots},
         {"first_sample_unix", number_or_null(node.first_sample_unix)},
         {"last_sample_unix", number_or_null(node.last_sample_unix)},
@@ -69,7 +61,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
   Json doc{
       {"schema_version", kCpuManifestSchemaVersion},
       {"producer", manifest.producer},
-      {"producer_git_commit", string_or_null(manifest.producer_git_commit)},
+      {"producer_git_commit", or_null(manifest.producer_git_commit)},
       {"started_at_unix", number_or_null(manifest.started_at_unix)},
       {"stopped_at_unix", number_or_null(manifest.stopped_at_unix)},
       {"nodes", std::move(nodes)},
@@ -96,6 +88,33 @@ Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest) 
     return Error{error};
   }
   return Ok{};
+}
+
+Result<CpuManifest> parse_cpu_manifest(std::string_view text) {
+  const Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return Error{"not JSON"};
+  const auto nodes = doc.find("nodes");
+  if (!doc.is_object() || !doc.contains("producer") || !doc["producer"].is_string() ||
+      nodes == doc.end() || !nodes->is_object()) {
+    return Error{R"(not an object with "producer" and "nodes")"};
+  }
+  using common::get_to;
+  CpuManifest m;
+  m.samples_schema_version = 0;
+  get_to(doc, "producer", m.producer);
+  get_to(doc, "producer_git_commit", m.producer_git_commit);
+  get_to(doc, "started_at_unix", m.started_at_unix);
+  get_to(doc, "stopped_at_unix", m.stopped_at_unix);
+  for (const auto& [host, value] : nodes->items()) {
+    auto& node = m.nodes[host];
+    get_to(value, "resolved_mode", node.resolved_mode);
+    get_to(value, "scrape_count", node.scrape_count);
+    get_to(value, "error_count", node.error_count);
+  }
+  get_to(doc, "rows_written", m.rows_written);
+  get_to(doc, "rows_dropped", m.rows_dropped);
+  get_to(doc, "samples_schema_version", m.samples_schema_version);
+  return m;
 }
 
 }  // namespace cpupower::artifacts
