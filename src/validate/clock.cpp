@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "artifacts/gpu_reasons.hpp"
+#include "common/json_fields.hpp"
 #include "validate/checker.hpp"
 
 // The run's clock check: every node synchronised, within the recorded offset bound.
@@ -52,27 +53,21 @@ void check_clock(Checker& k, Package P, const Json* raw_manifest, const ar::GpuM
     return;
   }
   std::optional<double> bound;
-  if (doc->contains("max_offset_seconds") && (*doc)["max_offset_seconds"].is_number()) {
-    bound = (*doc)["max_offset_seconds"].get<double>();
-  }
+  common::get_to(*doc, "max_offset_seconds", bound);
   std::size_t unknown = 0;
   std::vector<std::string> unsynced, over;
   for (const auto& n : *nodes) {
-    const std::string host = n.is_object() && n.contains("hostname") && n["hostname"].is_string()
-                                 ? n["hostname"].get<std::string>()
-                                 : std::string("?");
-    const std::string state =
-        n.is_object() && n.contains("synchronized") && n["synchronized"].is_string()
-            ? n["synchronized"].get<std::string>()
-            : std::string("unknown");
+    std::string host = "?", state = "unknown";
+    common::get_to(n, "hostname", host);
+    common::get_to(n, "synchronized", state);
     if (state == "no") {
       unsynced.push_back(host);
     } else if (state != "yes") {
       ++unknown;
     }
-    if (bound && n.is_object() && n.contains("offset_seconds") && n["offset_seconds"].is_number()) {
-      const double off = n["offset_seconds"].get<double>();
-      if (std::abs(off) > *bound) over.push_back(fmt::format("{} ({:+.6f} s)", host, off));
+    if (double off = 0;
+        bound && common::get_to(n, "offset_seconds", off) && std::abs(off) > *bound) {
+      over.push_back(fmt::format("{} ({:+.6f} s)", host, off));
     }
   }
   if (nodes->empty() || unknown == nodes->size()) {

@@ -3,24 +3,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/enum_names.hpp"
 #include "common/log.hpp"
 #include "validate/validate.hpp"
 
 // The report as text, as JSON and as the session's log lines.
 namespace cpupower::validate {
 
+constexpr common::EnumName<Package> kPackages[] = {
+    {Package::gpu, "gpu"}, {Package::cpu, "cpu"}, {Package::host, "host"}, {Package::run, "run"}};
+
 std::string_view package_name(Package p) {
-  switch (p) {
-    case Package::gpu:
-      return "gpu";
-    case Package::cpu:
-      return "cpu";
-    case Package::host:
-      return "host";
-    case Package::run:
-      return "run";
-  }
-  return "run";
+  return common::name_of(kPackages, p, "run");
 }
 
 std::string render_text(const Report& r) {
