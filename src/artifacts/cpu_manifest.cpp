@@ -102,17 +102,8 @@ Result<CpuManifest> parse_cpu_manifest(std::string_view text) {
   CpuManifest m;
   m.samples_schema_version = 0;
   get_to(doc, "producer", m.producer);
-  get_to(doc, "producer_git_commit", m.producer_git_commit);
-  get_to(doc, "started_at_unix", m.started_at_unix);
-  get_to(doc, "stopped_at_unix", m.stopped_at_unix);
-  for (const auto& [host, value] : nodes->items()) {
-    auto& node = m.nodes[host];
-    get_to(value, "resolved_mode", node.resolved_mode);
-    get_to(value, "scrape_count", node.scrape_count);
-    get_to(value, "error_count", node.error_count);
-  }
-  get_to(doc, "rows_written", m.rows_written);
-  get_to(doc, "rows_dropped", m.rows_dropped);
+  for (const auto& [host, value] : nodes->items())
+    get_to(value, "resolved_mode", m.nodes[host].resolved_mode);
   get_to(doc, "samples_schema_version", m.samples_schema_version);
   return m;
 }

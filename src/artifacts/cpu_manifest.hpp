@@ -85,11 +85,10 @@ std::string render_cpu_manifest(const CpuManifest& manifest);
 // Writes the manifest atomically (temporary file, fsync, rename); never throws.
 Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest);
 
-// Reads back what a consumer checks, leniently (a key that is missing or of another type
-// keeps its default): the keys before `nodes`, each node's resolved_mode, scrape_count and
-// error_count, rows_written, rows_dropped and samples_schema_version (0 when the file has
-// none: writers before it). An error, "not JSON" or "not an object with "producer" and
-// "nodes"", when the text is not such a manifest. Never throws.
+// Reads back what a consumer checks, leniently (a key of another type keeps its default):
+// producer, the nodes with their resolved_mode, and samples_schema_version (0 when the file
+// has none: writers before it). The other keys keep their defaults. An error, "not JSON" or
+// "not an object with "producer" and "nodes"", when the text is no such manifest. Never throws.
 Result<CpuManifest> parse_cpu_manifest(std::string_view text);
 
 }  // namespace cpupower::artifacts

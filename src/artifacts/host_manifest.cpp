@@ -5,7 +5,7 @@
 #include "common/json_fields.hpp"
 #include "common/text.hpp"
 
-namespace cpupower::artifacts {
+namespace cpupower::artifacts::host {
 namespace {
 using Json = nlohmann::ordered_json;
 }  // namespace
@@ -16,7 +16,7 @@ std::string render_host_manifest(const HostManifest& m) {
   Json ready_errors = Json::object();
   for (const auto& [host, text] : m.ready_errors) ready_errors[host] = text;
   Json doc = Json::object();
-  doc["schema_version"] = kHostManifestSchemaVersion;
+  doc["schema_version"] = kManifestSchemaVersion;
   doc["job_id"] = m.job_id;
   doc["run_name"] = m.run_name;
   doc["status"] = m.status;
@@ -109,4 +109,4 @@ std::optional<HostManifest> read_host_manifest(const std::string& path, std::str
   return m;
 }
 
-}  // namespace cpupower::artifacts
+}  // namespace cpupower::artifacts::host

@@ -13,22 +13,23 @@
 
 #include <nlohmann/json.hpp>
 
-namespace cpupower::artifacts {
+// Its own namespace, so that the host leg takes these names as they are (hostleg/manifest.hpp).
+namespace cpupower::artifacts::host {
 
-inline constexpr std::string_view kHostManifestFilename = "manifest.json";
-inline constexpr int kHostManifestSchemaVersion = 1;
+inline constexpr std::string_view kManifestFilename = "manifest.json";
+inline constexpr int kManifestSchemaVersion = 1;
 
-inline constexpr std::string_view kHostStatusStarting = "starting";
-inline constexpr std::string_view kHostStatusRunning = "running";
-inline constexpr std::string_view kHostStatusFailed = "failed";
-inline constexpr std::string_view kHostStatusComplete = "complete";
-inline constexpr std::string_view kHostStatusIncomplete = "incomplete";
+inline constexpr std::string_view kStatusStarting = "starting";
+inline constexpr std::string_view kStatusRunning = "running";
+inline constexpr std::string_view kStatusFailed = "failed";
+inline constexpr std::string_view kStatusComplete = "complete";
+inline constexpr std::string_view kStatusIncomplete = "incomplete";
 
 struct HostManifest {
   // Reference keys, in the order they are written.
   std::string job_id;
   std::string run_name;
-  std::string status = std::string(kHostStatusStarting);
+  std::string status = std::string(kStatusStarting);
   bool required = false;
   std::string requested_source = "auto";
   double sample_interval_seconds = 0.1;
@@ -69,4 +70,4 @@ bool write_host_manifest(const std::string& path, const HostManifest& manifest,
 std::optional<HostManifest> parse_host_manifest(std::string_view text, std::string* error);
 std::optional<HostManifest> read_host_manifest(const std::string& path, std::string* error);
 
-}  // namespace cpupower::artifacts
+}  // namespace cpupower::artifacts::host

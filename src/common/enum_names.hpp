@@ -1,9 +1,6 @@
 #pragma once
 // An enum's names as one table, {value, name} per value, that both directions read: so a
 // value's name and its parse cannot drift apart.
-//
-//   constexpr common::EnumName<Layout> kLayouts[] = {{Layout::modern, "modern"}, ...};
-//   common::name_of(kLayouts, layout);  common::parse(kLayouts, "legacy");
 
 #include <cstddef>
 #include <optional>

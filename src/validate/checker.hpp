@@ -4,6 +4,7 @@
 // of each package are in a file of their own: gpu.cpp, clock.cpp, cpu.cpp (both CPU
 // packages' samples, and the exporter leg's), host.cpp; output.cpp renders the report.
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -12,11 +13,15 @@
 
 #include "artifacts/cpu_samples_check.hpp"
 #include "artifacts/gpu_manifest.hpp"
+#include "artifacts/gpu_reasons.hpp"
 #include "artifacts/gpu_samples_check.hpp"
 #include "validate/validate.hpp"
 
 namespace cpupower::validate {
 
+namespace fs = std::filesystem;
+namespace ar = artifacts;
+namespace reason = artifacts::gpu_reason;
 using Json = nlohmann::json;
 
 // Codes the consumers' vocabulary has no word for (docs/formats.md lists them all).
@@ -62,7 +67,7 @@ std::string list_text(const std::vector<std::string>& items, std::size_t most = 
 struct Checker {
   const Options& o;
   std::vector<Finding> findings;
-  std::optional<artifacts::GpuSamplesCheck> gpu_samples;  // when the GPU package was read
+  std::optional<ar::GpuSamplesCheck> gpu_samples;  // when the GPU package was read
   struct Window {
     std::string name;
     double start = 0, end = 0;
@@ -76,15 +81,15 @@ struct Checker {
 
 void check_gpu(Checker& k);
 // clock_sync.json in the run directory, else the GPU manifest's clock_sync_check.
-void check_clock(Checker& k, Package p, const Json* raw_manifest, const artifacts::GpuManifest* m);
+void check_clock(Checker& k, Package p, const Json* raw_manifest, const ar::GpuManifest* m);
 void check_cpu(Checker& k);
 void check_host(Checker& k);
 
 // Both CPU packages (cpu.cpp): the rows' rules, returning the check for the coverage rules,
 // and the GPU hosts' sockets and completed windows covered by the rows.
-artifacts::CpuSamplesCheck check_cpu_samples(Checker& k, Package p, const std::string& rel,
-                                             bool exporter_leg);
+ar::CpuSamplesCheck check_cpu_samples(Checker& k, Package p, const std::string& rel,
+                                      bool exporter_leg);
 void check_cpu_coverage(Checker& k, Package p, const std::string& rel,
-                        const artifacts::CpuSamplesCheck& c);
+                        const ar::CpuSamplesCheck& c);
 
 }  // namespace cpupower::validate

@@ -1,18 +1,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
 
-#include "artifacts/gpu_reasons.hpp"
 #include "common/json_fields.hpp"
 #include "validate/checker.hpp"
 
 // The run's clock check: every node synchronised, within the recorded offset bound.
 namespace cpupower::validate {
-
-namespace fs = std::filesystem;
-namespace ar = artifacts;
-namespace reason = artifacts::gpu_reason;
 
 void check_clock(Checker& k, Package P, const Json* raw_manifest, const ar::GpuManifest* m) {
   const std::string rel = "clock_sync.json";

@@ -1,21 +1,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/gpu_contract.hpp"
-#include "artifacts/gpu_reasons.hpp"
 #include "artifacts/gpu_windows.hpp"
 #include "validate/checker.hpp"
 
 // The CPU samples of both CPU packages, and the exporter leg's package (power/cpu/).
 namespace cpupower::validate {
-
-namespace fs = std::filesystem;
-namespace ar = artifacts;
-namespace reason = artifacts::gpu_reason;
 
 ar::CpuSamplesCheck check_cpu_samples(Checker& k, Package P, const std::string& rel,
                                       bool exporter_leg) {

@@ -3,22 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
 
 #include "artifacts/gpu_contract.hpp"
-#include "artifacts/gpu_reasons.hpp"
 #include "artifacts/gpu_windows.hpp"
 #include "validate/checker.hpp"
 
 // The GPU package: manifest.json against the contract and against samples.csv and windows/.
 namespace cpupower::validate {
 namespace {
-
-namespace fs = std::filesystem;
-namespace ar = artifacts;
-namespace reason = artifacts::gpu_reason;
 
 constexpr CodeText kGpuCodes[] = {
     {reason::kSamplesCsvMissing, "no samples.csv",

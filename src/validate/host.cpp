@@ -1,7 +1,5 @@
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "artifacts/cpu_samples_check.hpp"
 #include "artifacts/host_manifest.hpp"
 #include "validate/checker.hpp"
@@ -10,16 +8,13 @@
 namespace cpupower::validate {
 namespace {
 
-namespace fs = std::filesystem;
-namespace ar = artifacts;
-
-void host_manifest(Checker& k, const ar::HostManifest& m, const ar::CpuSamplesCheck& c,
+void host_manifest(Checker& k, const ar::host::HostManifest& m, const ar::CpuSamplesCheck& c,
                    const std::string& file) {
   const Package P = Package::host;
   if (m.job_id.empty()) {
     k.add(P, code::kJobIdMissing, file, "job_id is not a non-empty string", kJobIdFix);
   }
-  if (m.status != ar::kHostStatusComplete) {
+  if (m.status != ar::host::kStatusComplete) {
     k.add(P, code::kStatusNotComplete, file,
           fmt::format("status is '{}' ({})", m.status,
                       m.reason_codes.empty() ? std::string("no reasons recorded")
@@ -55,7 +50,7 @@ void host_manifest(Checker& k, const ar::HostManifest& m, const ar::CpuSamplesCh
 void check_host(Checker& k) {
   const Package P = Package::host;
   const std::string samples_rel = join_rel(k.o.host_dir, std::string_view("samples.csv"));
-  const std::string manifest_rel = join_rel(k.o.host_dir, ar::kHostManifestFilename);
+  const std::string manifest_rel = join_rel(k.o.host_dir, ar::host::kManifestFilename);
   const auto c = check_cpu_samples(k, P, samples_rel, false);
   std::string why;
   if (!fs::exists(path_of(k.o.run_dir, manifest_rel))) {
@@ -63,7 +58,7 @@ void check_host(Checker& k) {
           "the merge writes it at the end of the run: `cpu-power merge DIR`, or rerun");
   } else if (const auto doc = read_json(path_of(k.o.run_dir, manifest_rel), &why); !doc) {
     k.add(P, code::kManifestMalformed, manifest_rel, "manifest.json is " + why, kRestore);
-  } else if (const auto m = ar::parse_host_manifest(doc->dump(), &why); !m) {
+  } else if (const auto m = ar::host::parse_host_manifest(doc->dump(), &why); !m) {
     k.add(P, code::kManifestMalformed, manifest_rel, why, kRestore);
   } else {
     host_manifest(k, *m, c, manifest_rel);

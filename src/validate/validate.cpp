@@ -5,15 +5,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
-#include <filesystem>
 
 #include "common/text.hpp"
 #include "validate/checker.hpp"
 
 namespace cpupower::validate {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::string one_line(std::string_view text) {
   std::string out;

@@ -60,20 +60,13 @@ const ar::CpuSamplesIssue* issue(const ar::CpuSamplesCheck& c, std::string_view 
 // key the file lacks is told apart from one it has.
 TEST(ManifestReaders, CpuManifestReadsBackWhatTheWriterWrote) {
   ar::CpuManifest m;
-  m.started_at_unix = 10.5;
-  m.stopped_at_unix = 20.25;
+  m.producer = "someone";
   m.nodes["n1"].resolved_mode = "acpi";
-  m.nodes["n1"].scrape_count = 7;
-  m.rows_written = 14;
   m.samples_schema_version = 2;
   const auto back = ar::parse_cpu_manifest(ar::render_cpu_manifest(m));
   ASSERT_TRUE(back) << back.error();
-  EXPECT_EQ(back->producer, m.producer);
-  EXPECT_EQ(back->started_at_unix, 10.5);
-  EXPECT_EQ(back->stopped_at_unix, 20.25);
+  EXPECT_EQ(back->producer, "someone");
   EXPECT_EQ(back->nodes.at("n1").resolved_mode, "acpi");
-  EXPECT_EQ(back->nodes.at("n1").scrape_count, 7u);
-  EXPECT_EQ(back->rows_written, 14u);
   EXPECT_EQ(back->samples_schema_version, 2);
   const auto old = ar::parse_cpu_manifest(R"({"producer": "p", "nodes": {"a": 1}})");
   ASSERT_TRUE(old) << old.error();
@@ -87,17 +80,17 @@ TEST(ManifestReaders, CpuManifestReadsBackWhatTheWriterWrote) {
 
 TEST(ManifestReaders, HostManifestSaysWhichKeysItLacks) {
   std::string error;
-  const auto none = ar::parse_host_manifest(R"({"job_id": "7"})", &error);
+  const auto none = ar::host::parse_host_manifest(R"({"job_id": "7"})", &error);
   ASSERT_TRUE(none) << error;
   EXPECT_EQ(none->job_id, "7");
   EXPECT_EQ(none->status, "");
   EXPECT_FALSE(none->sample_row_count);
   const auto some =
-      ar::parse_host_manifest(R"({"status": "complete", "sample_row_count": 0})", &error);
+      ar::host::parse_host_manifest(R"({"status": "complete", "sample_row_count": 0})", &error);
   ASSERT_TRUE(some) << error;
   EXPECT_EQ(some->status, "complete");
   EXPECT_EQ(some->sample_row_count, 0u);
-  EXPECT_FALSE(ar::parse_host_manifest("[]", &error));
+  EXPECT_FALSE(ar::host::parse_host_manifest("[]", &error));
   EXPECT_EQ(error, "not a JSON object");
 }
 
