@@ -69,7 +69,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
       {"rows_dropped", manifest.rows_dropped},
       {"write_errors", std::move(write_errors)},
       {"samples_file_changes", std::move(changes)},
-      {"samples_schema_version", manifest.samples_schema_version},
+      {"samples_schema_version", or_null(manifest.samples_schema_version)},
   };
   if (!manifest.clock_steps.empty()) {
     Json steps = Json::array();
@@ -100,7 +100,7 @@ Result<CpuManifest> parse_cpu_manifest(std::string_view text) {
   }
   using common::get_to;
   CpuManifest m;
-  m.samples_schema_version = 0;
+  m.samples_schema_version.reset();
   get_to(doc, "producer", m.producer);
   for (const auto& [host, value] : nodes->items())
     get_to(value, "resolved_mode", m.nodes[host].resolved_mode);

@@ -36,7 +36,7 @@ struct HostManifest {
   std::vector<std::string> expected_nodes;
   std::vector<std::string> observed_nodes;
   std::vector<std::string> missing_nodes;
-  std::optional<std::uint64_t> sample_row_count;  // written as 0 when unset
+  std::optional<long long> sample_row_count;  // written as 0 when unset; read as the file has it
   std::vector<std::string> reason_codes;
   std::vector<std::string> failed_processes;
   std::optional<std::string> producer_git_commit;  // null when unknown

@@ -129,11 +129,11 @@ void check_cpu(Checker& k) {
     k.add(P, code::kCpuManifestMalformed, manifest_rel, "cpu_manifest.json is " + why, kRestore);
   } else if (const auto m = ar::parse_cpu_manifest(doc->dump()); !m) {
     k.add(P, code::kCpuManifestMalformed, manifest_rel, m.error(), kRestore);
-  } else if (m->samples_schema_version != 0 && c.exporter_version != 0 &&
-             m->samples_schema_version != c.exporter_version) {
+  } else if (m->samples_schema_version && c.exporter_version != 0 &&
+             *m->samples_schema_version != c.exporter_version) {
     k.add(P, code::kSchemaVersionMismatch, manifest_rel,
           fmt::format("samples_schema_version is {}, samples.csv has the v{} header",
-                      m->samples_schema_version, c.exporter_version),
+                      *m->samples_schema_version, c.exporter_version),
           kRestore);
   }
   check_cpu_coverage(k, P, samples_rel, c);

@@ -37,7 +37,7 @@ void host_manifest(Checker& k, const ar::host::HostManifest& m, const ar::CpuSam
           "expected nodes without rows: " + list_text(missing),
           "check those nodes' host collectors (telemetry_cpu_power.<node>.out), then rerun");
   }
-  if (read && m.sample_row_count && *m.sample_row_count != c.rows) {
+  if (read && m.sample_row_count && *m.sample_row_count != static_cast<long long>(c.rows)) {
     k.add(
         P, code::kManifestEvidenceMismatch, file,
         fmt::format("sample_row_count is {}, samples.csv has {} rows", *m.sample_row_count, c.rows),

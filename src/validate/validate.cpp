@@ -46,7 +46,8 @@ std::string list_text(const std::vector<std::string>& items, std::size_t most) {
 std::optional<Json> read_json(const std::string& path, std::string* why) {
   const auto text = common::read_small_file(path, nullptr, SIZE_MAX);
   if (!text) {
-    *why = "cannot be read";
+    // A directory opens but holds no JSON.
+    *why = fs::is_directory(path) ? "not JSON" : "cannot be read";
     return std::nullopt;
   }
   Json doc = Json::parse(*text, nullptr, false);

@@ -70,7 +70,7 @@ TEST(ManifestReaders, CpuManifestReadsBackWhatTheWriterWrote) {
   EXPECT_EQ(back->samples_schema_version, 2);
   const auto old = ar::parse_cpu_manifest(R"({"producer": "p", "nodes": {"a": 1}})");
   ASSERT_TRUE(old) << old.error();
-  EXPECT_EQ(old->samples_schema_version, 0);  // none in the file
+  EXPECT_FALSE(old->samples_schema_version);  // none in the file
   EXPECT_EQ(old->nodes.count("a"), 1u);
   EXPECT_EQ(ar::parse_cpu_manifest("{").error(), "not JSON");
   EXPECT_EQ(ar::parse_cpu_manifest(R"({"producer": 1, "nodes": {}})").error(),
@@ -89,7 +89,9 @@ TEST(ManifestReaders, HostManifestSaysWhichKeysItLacks) {
       ar::host::parse_host_manifest(R"({"status": "complete", "sample_row_count": 0})", &error);
   ASSERT_TRUE(some) << error;
   EXPECT_EQ(some->status, "complete");
-  EXPECT_EQ(some->sample_row_count, 0u);
+  EXPECT_EQ(some->sample_row_count, 0);
+  EXPECT_EQ(ar::host::parse_host_manifest(R"({"sample_row_count": -5})", &error)->sample_row_count,
+            -5);  // as the file says, so that a check can refuse it
   EXPECT_FALSE(ar::host::parse_host_manifest("[]", &error));
   EXPECT_EQ(error, "not a JSON object");
 }
