@@ -1,25 +1,17 @@
 #include "artifacts/cpu_manifest.hpp"
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.hpp"
 #include "common/text.hpp"
 
 namespace cpupower::artifacts {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
 // JSON has no NaN or infinity; a clock value that is not finite is as good as unknown.
-Json number_or_null(const std::optional<double>& value) {
-  if (!value || !std::isfinite(*value)) return nullptr;
-  return *value;
-}
-
-Json string_or_null(const std::optional<std::string>& value) {
-  if (!value) return nullptr;
-  return *value;
-}
+using common::number_or_null;
+using common::or_null;
 
 }  // namespace
 
@@ -39,7 +31,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"scrape_count", node.scrape_count},
         {"error_count", node.error_count},
         {"endpoint_url", node.endpoint_url},
-        {"last_error", string_or_null(node.last_error)},
+        {"last_error", or_null(node.last_error)},
         {"missed_slots", node.missed_slots},
         {"first_sample_unix", number_or_null(node.first_sample_unix)},
         {"last_sample_unix", number_or_null(node.last_sample_unix)},
@@ -69,7 +61,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
   Json doc{
       {"schema_version", kCpuManifestSchemaVersion},
       {"producer", manifest.producer},
-      {"producer_git_commit", string_or_null(manifest.producer_git_commit)},
+      {"producer_git_commit", or_null(manifest.producer_git_commit)},
       {"started_at_unix", number_or_null(manifest.started_at_unix)},
       {"stopped_at_unix", number_or_null(manifest.stopped_at_unix)},
       {"nodes", std::move(nodes)},
@@ -77,7 +69,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
       {"rows_dropped", manifest.rows_dropped},
       {"write_errors", std::move(write_errors)},
       {"samples_file_changes", std::move(changes)},
-      {"samples_schema_version", manifest.samples_schema_version},
+      {"samples_schema_version", or_null(manifest.samples_schema_version)},
   };
   if (!manifest.clock_steps.empty()) {
     Json steps = Json::array();
@@ -96,6 +88,24 @@ Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest) 
     return Error{error};
   }
   return Ok{};
+}
+
+Result<CpuManifest> parse_cpu_manifest(std::string_view text) {
+  const Json doc = Json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return Error{"not JSON"};
+  const auto nodes = doc.find("nodes");
+  if (!doc.is_object() || !doc.contains("producer") || !doc["producer"].is_string() ||
+      nodes == doc.end() || !nodes->is_object()) {
+    return Error{R"(not an object with "producer" and "nodes")"};
+  }
+  using common::get_to;
+  CpuManifest m;
+  m.samples_schema_version.reset();
+  get_to(doc, "producer", m.producer);
+  for (const auto& [host, value] : nodes->items())
+    get_to(value, "resolved_mode", m.nodes[host].resolved_mode);
+  get_to(doc, "samples_schema_version", m.samples_schema_version);
+  return m;
 }
 
 }  // namespace cpupower::artifacts

@@ -73,7 +73,9 @@ struct CpuManifest {
   std::uint64_t rows_dropped = 0;                   // collected but never written
   std::vector<CpuManifestWriteError> write_errors;  // in the order first seen
   std::vector<CpuManifestFileChange> samples_file_changes;
-  int samples_schema_version = 3;  // of samples.csv's rows: 2 or 3 (--cpu-samples-schema)
+  // Of samples.csv's rows: 2 or 3 (--cpu-samples-schema); none only in a file read back that
+  // has none.
+  std::optional<int> samples_schema_version = 3;
   // Last, and only when there was one: row times on either side of a step are on different
   // clocks.
   std::vector<CpuManifestClockStep> clock_steps;
@@ -84,5 +86,11 @@ std::string render_cpu_manifest(const CpuManifest& manifest);
 
 // Writes the manifest atomically (temporary file, fsync, rename); never throws.
 Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest);
+
+// Reads back what a consumer checks, leniently (a key of another type keeps its default):
+// producer, the nodes with their resolved_mode, and samples_schema_version (none when the
+// file has none: writers before it). The other keys keep their defaults. An error, "not JSON" or
+// "not an object with "producer" and "nodes"", when the text is no such manifest. Never throws.
+Result<CpuManifest> parse_cpu_manifest(std::string_view text);
 
 }  // namespace cpupower::artifacts

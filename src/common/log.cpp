@@ -5,6 +5,8 @@
 
 #include <mutex>
 
+#include "common/enum_names.hpp"
+
 namespace cpupower::common {
 namespace {
 
@@ -40,13 +42,11 @@ spdlog::sink_ptr shared_sink() {
 }  // namespace
 
 std::optional<spdlog::level::level_enum> parse_log_level(std::string_view text) {
-  if (text == "trace") return spdlog::level::trace;
-  if (text == "debug") return spdlog::level::debug;
-  if (text == "info") return spdlog::level::info;
-  if (text == "warn") return spdlog::level::warn;
-  if (text == "error") return spdlog::level::err;
-  if (text == "off") return spdlog::level::off;
-  return std::nullopt;
+  using spdlog::level::level_enum;
+  static constexpr EnumName<level_enum> kLevels[] = {
+      {level_enum::trace, "trace"}, {level_enum::debug, "debug"}, {level_enum::info, "info"},
+      {level_enum::warn, "warn"},   {level_enum::err, "error"},   {level_enum::off, "off"}};
+  return parse(kLevels, text);
 }
 
 void init_logging(spdlog::level::level_enum level) {

@@ -1,71 +1,9 @@
 #pragma once
-// <cpu_dir>/manifest.json of the host-collector leg. The run session writes it with status
-// "starting", then "running" or "failed"; the merge writes the final one, "complete" or
-// "incomplete". The reference's keys come first, in its order, so its consumers read the
-// file unchanged; our extras follow them.
+// <cpu_dir>/manifest.json of the host-collector leg: a file format, so it is defined in
+// artifacts (artifacts/host_manifest.hpp), where `cpu-power validate` reads it too.
 
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include <nlohmann/json.hpp>
+#include "artifacts/host_manifest.hpp"
 
 namespace cpupower::hostleg {
-
-inline constexpr std::string_view kManifestFilename = "manifest.json";
-inline constexpr int kManifestSchemaVersion = 1;
-
-inline constexpr std::string_view kStatusStarting = "starting";
-inline constexpr std::string_view kStatusRunning = "running";
-inline constexpr std::string_view kStatusFailed = "failed";
-inline constexpr std::string_view kStatusComplete = "complete";
-inline constexpr std::string_view kStatusIncomplete = "incomplete";
-
-struct HostManifest {
-  // Reference keys, in the order they are written.
-  std::string job_id;
-  std::string run_name;
-  std::string status = std::string(kStatusStarting);
-  bool required = false;
-  std::string requested_source = "auto";
-  double sample_interval_seconds = 0.1;
-  std::vector<std::string> expected_nodes;
-  std::vector<std::string> observed_nodes;
-  std::vector<std::string> missing_nodes;
-  std::uint64_t sample_row_count = 0;
-  std::vector<std::string> reason_codes;
-  std::vector<std::string> failed_processes;
-  std::optional<std::string> producer_git_commit;  // null when unknown
-  // host -> its metadata.json object, in the file's own key order
-  std::map<std::string, nlohmann::ordered_json> node_metadata;
-  double updated_at_unix = 0;
-
-  // Extras, after the reference keys.
-  std::uint64_t malformed_rows = 0;
-  std::uint64_t torn_rows = 0;
-  std::uint64_t dropped_groups = 0;  // long-layout sockets with no primary reading
-  std::vector<std::string> malformed_files;
-  std::map<std::string, std::string> ready_errors;  // host -> error marker text
-  std::vector<std::string> problems;                // the first few, naming file and line
-};
-
-// The JSON text: 2-space indent, keys in the order above, trailing newline. Invalid UTF-8
-// in any string is replaced rather than thrown on.
-std::string render_host_manifest(const HostManifest& manifest);
-
-// Writes the manifest atomically (temporary file, fsync, rename). False with `error` set
-// on failure; never throws.
-bool write_host_manifest(const std::string& path, const HostManifest& manifest,
-                         std::string* error = nullptr);
-
-// Reads a manifest back, leniently: a key that is missing or of another type keeps its
-// default, so a manifest from an older writer (or one cut short by the run session's
-// status updates) still yields what it has. nullopt with `error` set when the file cannot
-// be read or is not a JSON object. Never throws.
-std::optional<HostManifest> parse_host_manifest(std::string_view text, std::string* error);
-std::optional<HostManifest> read_host_manifest(const std::string& path, std::string* error);
-
+using namespace artifacts::host;
 }  // namespace cpupower::hostleg

@@ -7,15 +7,10 @@
 namespace cpupower::sim {
 namespace {
 
-std::optional<Fault::Kind> parse_kind(std::string_view name) {
-  if (name == "invalid") return Fault::Kind::invalid;
-  if (name == "empty") return Fault::Kind::empty;
-  if (name == "zero") return Fault::Kind::zero;
-  if (name == "unreadable") return Fault::Kind::unreadable;
-  if (name == "slow") return Fault::Kind::slow;
-  if (name == "hang") return Fault::Kind::hang;
-  return std::nullopt;
-}
+constexpr common::EnumName<Fault::Kind> kKinds[] = {
+    {Fault::Kind::invalid, "invalid"}, {Fault::Kind::empty, "empty"},
+    {Fault::Kind::zero, "zero"},       {Fault::Kind::unreadable, "unreadable"},
+    {Fault::Kind::slow, "slow"},       {Fault::Kind::hang, "hang"}};
 
 bool fail(std::string* error, std::string_view spec, const std::string& why) {
   if (error) *error = "fault '" + std::string(spec) + "': " + why;
@@ -61,21 +56,7 @@ bool take_fault_window(std::string_view& rest, FaultWindow& window, std::string*
 }
 
 std::string_view fault_kind_name(Fault::Kind kind) {
-  switch (kind) {
-    case Fault::Kind::invalid:
-      return "invalid";
-    case Fault::Kind::empty:
-      return "empty";
-    case Fault::Kind::zero:
-      return "zero";
-    case Fault::Kind::unreadable:
-      return "unreadable";
-    case Fault::Kind::slow:
-      return "slow";
-    case Fault::Kind::hang:
-      return "hang";
-  }
-  return "unknown";
+  return common::name_of(kKinds, kind);
 }
 
 std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
@@ -86,7 +67,7 @@ std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
     return std::nullopt;
   }
   const std::string_view key_text = spec.substr(0, eq);
-  std::string_view rest = spec.substr(eq + 1);
+  const std::string_view rest = spec.substr(eq + 1);
 
   const auto colon = key_text.find(':');
   const auto rail = rails::parse_kind(key_text.substr(0, colon));
@@ -98,33 +79,25 @@ std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
     return std::nullopt;
   }
 
-  Fault fault;
   std::string why;
-  if (!take_fault_window(rest, fault, &why)) {
+  const auto p =
+      parse_fault_spec(rest, kKinds, "invalid, empty, zero, unreadable, slow:MS or hang", &why);
+  if (!p) {
     fail(error, spec, why);
     return std::nullopt;
   }
-
-  const auto arg_at = rest.find(':');
-  const std::string_view kind_text = rest.substr(0, arg_at);
-  const auto kind = parse_kind(kind_text);
-  if (!kind) {
-    fail(error, spec,
-         "unknown fault '" + std::string(kind_text) +
-             "' (expected invalid, empty, zero, unreadable, slow:MS or hang)");
-    return std::nullopt;
-  }
-  fault.kind = *kind;
+  Fault fault;
+  static_cast<FaultWindow&>(fault) = p->window;
+  fault.kind = p->kind;
   if (fault.kind == Fault::Kind::slow) {
-    const auto delay =
-        arg_at == std::string_view::npos ? std::nullopt : parse_fault_ms(rest.substr(arg_at + 1));
+    const auto delay = p->arg ? parse_fault_ms(*p->arg) : std::nullopt;
     if (!delay || delay->count() == 0) {
       fail(error, spec, "slow needs a delay in milliseconds > 0, e.g. slow:150");
       return std::nullopt;
     }
     fault.delay = *delay;
-  } else if (arg_at != std::string_view::npos) {
-    fail(error, spec, std::string(kind_text) + " takes no argument");
+  } else if (p->arg) {
+    fail(error, spec, std::string(p->kind_text) + " takes no argument");
     return std::nullopt;
   }
   return std::make_pair(channel_key(*rail, *socket), fault);

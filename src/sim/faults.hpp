@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/enum_names.hpp"
+
 namespace cpupower::sim {
 
 // When a fault applies, measured from the simulator's start: [from, to), or from `from` until
@@ -30,6 +32,35 @@ std::optional<std::chrono::milliseconds> parse_fault_ms(std::string_view text);
 // (left as it is when `rest` has no '@'). false with `why` when the window is malformed:
 // a bound that is not a number of milliseconds (up to a year), or an end not after its start.
 bool take_fault_window(std::string_view& rest, FaultWindow& window, std::string* why);
+
+// The grammar every fault spec shares, KIND[:ARG][@FROM_MS[-TO_MS]]: the window taken off the
+// end, KIND one of `kinds`, ARG the text after the first ':' (nullopt without one). nullopt
+// with `why` for a malformed window or an unknown kind ("... (expected <expected>)").
+template <class Kind>
+struct FaultSpec {
+  FaultWindow window;
+  Kind kind{};
+  std::string_view kind_text;
+  std::optional<std::string_view> arg;
+};
+template <class Kind, std::size_t N>
+std::optional<FaultSpec<Kind>> parse_fault_spec(std::string_view text,
+                                                const common::EnumName<Kind> (&kinds)[N],
+                                                std::string_view expected, std::string* why) {
+  FaultSpec<Kind> out;
+  if (!take_fault_window(text, out.window, why)) return std::nullopt;
+  const auto colon = text.find(':');
+  out.kind_text = text.substr(0, colon);
+  const auto kind = common::parse(kinds, out.kind_text);
+  if (!kind) {
+    *why = "unknown fault '" + std::string(out.kind_text) + "' (expected " + std::string(expected) +
+           ")";
+    return std::nullopt;
+  }
+  out.kind = *kind;
+  if (colon != std::string_view::npos) out.arg = text.substr(colon + 1);
+  return out;
+}
 
 struct Fault : FaultWindow {
   enum class Kind {

@@ -5,15 +5,10 @@
 namespace cpupower::sim {
 namespace {
 
-std::optional<GpuFault::Kind> parse_kind(std::string_view name) {
-  if (name == "slow") return GpuFault::Kind::slow;
-  if (name == "hang") return GpuFault::Kind::hang;
-  if (name == "garbage") return GpuFault::Kind::garbage;
-  if (name == "http500") return GpuFault::Kind::http500;
-  if (name == "vanish") return GpuFault::Kind::vanish;
-  if (name == "uuid-change") return GpuFault::Kind::uuid_change;
-  return std::nullopt;
-}
+constexpr common::EnumName<GpuFault::Kind> kKinds[] = {
+    {GpuFault::Kind::slow, "slow"},       {GpuFault::Kind::hang, "hang"},
+    {GpuFault::Kind::garbage, "garbage"}, {GpuFault::Kind::http500, "http500"},
+    {GpuFault::Kind::vanish, "vanish"},   {GpuFault::Kind::uuid_change, "uuid-change"}};
 
 std::nullopt_t fail(std::string* error, std::string_view spec, const std::string& why) {
   if (error) *error = "fault '" + std::string(spec) + "': " + why;
@@ -23,40 +18,19 @@ std::nullopt_t fail(std::string* error, std::string_view spec, const std::string
 }  // namespace
 
 std::string_view gpu_fault_kind_name(GpuFault::Kind kind) {
-  switch (kind) {
-    case GpuFault::Kind::slow:
-      return "slow";
-    case GpuFault::Kind::hang:
-      return "hang";
-    case GpuFault::Kind::garbage:
-      return "garbage";
-    case GpuFault::Kind::http500:
-      return "http500";
-    case GpuFault::Kind::vanish:
-      return "vanish";
-    case GpuFault::Kind::uuid_change:
-      return "uuid-change";
-  }
-  return "unknown";
+  return common::name_of(kKinds, kind);
 }
 
 std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* error) {
-  std::string_view rest = spec;
+  std::string why;
+  const auto p = parse_fault_spec(
+      spec, kKinds, "slow:MS, hang, garbage, http500, vanish:GPU or uuid-change:GPU", &why);
+  if (!p) return fail(error, spec, why);
   GpuFault fault;
-  if (std::string why; !take_fault_window(rest, fault, &why)) return fail(error, spec, why);
-
-  const auto arg_at = rest.find(':');
-  const std::string_view kind_text = rest.substr(0, arg_at);
-  const auto kind = parse_kind(kind_text);
-  if (!kind) {
-    return fail(error, spec,
-                "unknown fault '" + std::string(kind_text) +
-                    "' (expected slow:MS, hang, garbage, http500, vanish:GPU or uuid-change:GPU)");
-  }
-  fault.kind = *kind;
-  const std::optional<std::string_view> arg =
-      arg_at == std::string_view::npos ? std::nullopt
-                                       : std::optional<std::string_view>(rest.substr(arg_at + 1));
+  static_cast<FaultWindow&>(fault) = p->window;
+  fault.kind = p->kind;
+  const auto& arg = p->arg;
+  const std::string kind_text(p->kind_text);
   switch (fault.kind) {
     case GpuFault::Kind::slow: {
       const auto delay = arg ? parse_fault_ms(*arg) : std::nullopt;
@@ -70,9 +44,7 @@ std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* erro
     case GpuFault::Kind::uuid_change: {
       const auto gpu = arg ? common::parse_u64(*arg) : std::nullopt;
       if (!gpu || *gpu >= UINT32_MAX) {
-        return fail(
-            error, spec,
-            std::string(kind_text) + " needs a GPU index, e.g. " + std::string(kind_text) + ":1");
+        return fail(error, spec, kind_text + " needs a GPU index, e.g. " + kind_text + ":1");
       }
       fault.gpu = static_cast<std::uint32_t>(*gpu);
       break;
@@ -80,7 +52,7 @@ std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* erro
     case GpuFault::Kind::hang:
     case GpuFault::Kind::garbage:
     case GpuFault::Kind::http500:
-      if (arg) return fail(error, spec, std::string(kind_text) + " takes no argument");
+      if (arg) return fail(error, spec, kind_text + " takes no argument");
       break;
   }
   return fault;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/text.hpp"
+#include "sim/power_model.hpp"
 
 namespace cpupower::sim {
 namespace {
@@ -16,10 +17,6 @@ constexpr std::int64_t kFbReservedMib = 566;
 bool fail(std::string* error, std::string why) {
   if (error) *error = std::move(why);
   return false;
-}
-
-std::string trace_error(const std::string& name, std::size_t line, const std::string& why) {
-  return "trace " + name + ":" + std::to_string(line) + ": " + why;
 }
 
 }  // namespace
@@ -57,83 +54,27 @@ double gpu_load_watts(double utilisation, double idle_w, double max_w) {
 
 std::optional<GpuTrace> GpuTrace::parse(std::string_view text, const std::string& name,
                                         std::uint32_t gpus, std::string* error) {
-  GpuTrace trace;
   std::optional<std::size_t> all_column;
   std::map<std::uint32_t, std::size_t> gpu_columns;
-  std::size_t columns = 0;
-  bool have_header = false;
-  std::size_t line_no = 0;
-  for (const auto& raw : common::split(text, '\n')) {
-    ++line_no;
-    const auto line = common::trim(raw);
-    if (line.empty() || line.front() == '#') continue;
-    const auto cells = common::split(line, ',');
-    if (!have_header) {
-      if (common::trim(cells[0]) != "time_s") {
-        fail(error, trace_error(name, line_no, "header must start with time_s"));
-        return std::nullopt;
-      }
-      for (std::size_t c = 1; c < cells.size(); ++c) {
-        const auto key = common::trim(cells[c]);
-        bool fresh = false;
+  auto table = parse_trace(
+      text, name,
+      [&](const std::string& key, std::size_t index) -> std::string {
         if (key == "all") {
-          fresh = !all_column.has_value();
-          all_column = c - 1;
-        } else if (const auto n =
-                       key.starts_with("gpu") ? common::parse_u64(key.substr(3)) : std::nullopt;
-                   n && *n < UINT32_MAX) {
-          fresh = gpu_columns.emplace(static_cast<std::uint32_t>(*n), c - 1).second;
-        } else {
-          fail(error, trace_error(name, line_no,
-                                  "column '" + std::string(key) + "' is not all or gpu<N>"));
-          return std::nullopt;
+          all_column = index;
+          return "";
         }
-        if (!fresh) {
-          fail(error, trace_error(name, line_no, "column '" + std::string(key) + "' repeated"));
-          return std::nullopt;
+        const auto n = key.starts_with("gpu") ? common::parse_u64(key.substr(3)) : std::nullopt;
+        if (!n || *n >= UINT32_MAX) return "column '" + key + "' is not all or gpu<N>";
+        if (!gpu_columns.emplace(static_cast<std::uint32_t>(*n), index).second) {
+          return "column '" + key + "' repeated";
         }
-      }
-      columns = cells.size() - 1;
-      if (columns == 0) {
-        fail(error, trace_error(name, line_no, "no power column (all or gpu<N>)"));
-        return std::nullopt;
-      }
-      have_header = true;
-      continue;
-    }
-    if (cells.size() != columns + 1) {
-      fail(error, trace_error(name, line_no,
-                              "expected " + std::to_string(columns + 1) + " cells, found " +
-                                  std::to_string(cells.size())));
-      return std::nullopt;
-    }
-    const auto t = common::parse_double(common::trim(cells[0]));
-    if (!t || !std::isfinite(*t) || *t < 0) {
-      fail(error, trace_error(name, line_no, "time_s is not a number of seconds >= 0"));
-      return std::nullopt;
-    }
-    if (!trace.times_s_.empty() && *t <= trace.times_s_.back()) {
-      fail(error, trace_error(name, line_no, "time_s must increase from row to row"));
-      return std::nullopt;
-    }
-    std::vector<double> row;
-    for (std::size_t c = 1; c < cells.size(); ++c) {
-      const auto w = common::parse_double(common::trim(cells[c]));
-      if (!w || !std::isfinite(*w) || *w < 0) {
-        fail(error, trace_error(name, line_no,
-                                "'" + std::string(common::trim(cells[c])) +
-                                    "' is not a number of watts >= 0"));
-        return std::nullopt;
-      }
-      row.push_back(*w);
-    }
-    trace.times_s_.push_back(*t);
-    trace.rows_.push_back(std::move(row));
-  }
-  if (!have_header || trace.rows_.empty()) {
-    fail(error, "trace " + name + ": no header and rows");
-    return std::nullopt;
-  }
+        return "";
+      },
+      error);
+  if (!table) return std::nullopt;
+  GpuTrace trace;
+  trace.times_s_ = std::move(table->times_s);
+  trace.rows_ = std::move(table->rows);
   for (std::uint32_t g = 0; g < gpus; ++g) {
     const auto it = gpu_columns.find(g);
     if (it != gpu_columns.end()) {
@@ -151,13 +92,8 @@ std::optional<GpuTrace> GpuTrace::parse(std::string_view text, const std::string
 
 std::optional<GpuTrace> GpuTrace::load(const std::string& path, std::uint32_t gpus,
                                        std::string* error) {
-  std::string why;
-  const auto text = common::read_small_file(path, &why, 64 << 20);
-  if (!text) {
-    fail(error, "cannot read trace " + path + ": " + why);
-    return std::nullopt;
-  }
-  return parse(*text, path, gpus, error);
+  const auto text = read_trace_file(path, error);
+  return text ? parse(*text, path, gpus, error) : std::nullopt;
 }
 
 double GpuTrace::watts_at(std::uint32_t gpu, double elapsed_s) const {

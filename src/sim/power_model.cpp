@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <set>
 
@@ -26,8 +25,10 @@ std::vector<std::string_view> words(std::string_view line) {
   return out;
 }
 
-std::string trace_error(const std::string& path, std::size_t line, const std::string& why) {
-  return "trace " + path + ":" + std::to_string(line) + ": " + why;
+std::optional<TraceTable> trace_fail(std::string* error, const std::string& name, std::size_t line,
+                                     const std::string& why) {
+  if (error) *error = "trace " + name + ":" + std::to_string(line) + ": " + why;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -163,77 +164,99 @@ double Noise::next(double amplitude) {
   return (unit * 2.0 - 1.0) * amplitude;
 }
 
-std::optional<Trace> Trace::load(const std::string& path, const std::vector<ChannelSpec>& channels,
-                                 std::string* error) {
-  auto fail = [&](std::size_t line, const std::string& why) -> std::optional<Trace> {
-    if (error) *error = trace_error(path, line, why);
-    return std::nullopt;
-  };
-  std::ifstream in(path);
-  if (!in) {
-    if (error) *error = "trace " + path + ": cannot open";
-    return std::nullopt;
-  }
-  std::set<std::string> known;
-  for (const auto& c : channels) known.insert(c.key);
-
-  Trace trace;
-  std::vector<std::string> header;
-  std::string raw;
+std::optional<TraceTable> parse_trace(std::string_view text, const std::string& name,
+                                      const TraceColumnCheck& column_error, std::string* error) {
+  TraceTable table;
+  bool have_header = false;
   std::size_t line_no = 0;
-  while (std::getline(in, raw)) {
+  for (const auto& raw : common::split(text, '\n')) {
     ++line_no;
     const auto line = common::trim(raw);
     if (line.empty() || line.front() == '#') continue;
-    auto fields = common::split(line, ',');
-    for (auto& f : fields) f = std::string(common::trim(f));
-    if (header.empty()) {
-      if (fields[0] != "time_s") return fail(line_no, "header must start with time_s");
-      if (fields.size() < 2) return fail(line_no, "header names no channel");
-      for (std::size_t i = 1; i < fields.size(); ++i) {
-        if (!known.count(fields[i])) return fail(line_no, "unknown channel '" + fields[i] + "'");
-        if (!trace.columns_.emplace(fields[i], i - 1).second) {
-          return fail(line_no, "channel '" + fields[i] + "' appears twice");
-        }
+    auto cells = common::split(line, ',');
+    for (auto& c : cells) c = std::string(common::trim(c));
+    if (!have_header) {
+      if (cells[0] != "time_s")
+        return trace_fail(error, name, line_no, "header must start with time_s");
+      if (cells.size() < 2) return trace_fail(error, name, line_no, "no power column");
+      std::set<std::string> seen;
+      for (std::size_t c = 1; c < cells.size(); ++c) {
+        const auto why = seen.insert(cells[c]).second ? column_error(cells[c], c - 1)
+                                                      : "column '" + cells[c] + "' repeated";
+        if (!why.empty()) return trace_fail(error, name, line_no, why);
       }
-      header = std::move(fields);
+      table.columns.assign(cells.begin() + 1, cells.end());
+      have_header = true;
       continue;
     }
-    if (fields.size() != header.size()) {
-      return fail(line_no, "expected " + std::to_string(header.size()) + " fields, found " +
-                               std::to_string(fields.size()));
+    if (cells.size() != table.columns.size() + 1) {
+      return trace_fail(error, name, line_no,
+                        "expected " + std::to_string(table.columns.size() + 1) + " cells, found " +
+                            std::to_string(cells.size()));
     }
-    const auto t = common::parse_double(fields[0]);
+    const auto t = common::parse_double(cells[0]);
     if (!t || !std::isfinite(*t) || *t < 0) {
-      return fail(line_no, "time_s '" + fields[0] + "' is not a number of seconds >= 0");
+      return trace_fail(error, name, line_no,
+                        "time_s is not a number of seconds >= 0: '" + cells[0] + "'");
     }
-    if (!trace.times_s_.empty() && *t < trace.times_s_.back()) {
-      return fail(line_no, "time_s goes backwards");
+    if (!table.times_s.empty() && *t <= table.times_s.back()) {
+      return trace_fail(error, name, line_no, "time_s must increase from row to row");
     }
     std::vector<double> row;
-    for (std::size_t i = 1; i < fields.size(); ++i) {
-      const auto w = common::parse_double(fields[i]);
+    for (std::size_t c = 1; c < cells.size(); ++c) {
+      const auto w = common::parse_double(cells[c]);
       if (!w || !std::isfinite(*w) || *w < 0) {
-        return fail(line_no, header[i] + " value '" + fields[i] + "' is not watts >= 0");
+        return trace_fail(
+            error, name, line_no,
+            "'" + cells[c] + "' is not a number of watts >= 0 (" + table.columns[c - 1] + ")");
       }
       row.push_back(*w);
     }
-    trace.times_s_.push_back(*t);
-    trace.rows_.push_back(std::move(row));
+    table.times_s.push_back(*t);
+    table.rows.push_back(std::move(row));
   }
-  if (in.bad()) return fail(line_no, "read error");
-  if (header.empty()) return fail(line_no, "no header");
-  if (trace.rows_.empty()) return fail(line_no, "no data rows");
+  if (!have_header || table.rows.empty()) {
+    if (error) *error = "trace " + name + (have_header ? ": no data rows" : ": no header");
+    return std::nullopt;
+  }
+  return table;
+}
+
+std::optional<std::string> read_trace_file(const std::string& path, std::string* error) {
+  std::string why;
+  auto text = common::read_small_file(path, &why, 64 << 20);
+  if (!text && error) *error = "cannot read trace " + path + ": " + why;
+  return text;
+}
+
+std::optional<Trace> Trace::load(const std::string& path, const std::vector<ChannelSpec>& channels,
+                                 std::string* error) {
+  std::set<std::string> known;
+  for (const auto& c : channels) known.insert(c.key);
+  const auto text = read_trace_file(path, error);
+  if (!text) return std::nullopt;
+  Trace trace;
+  auto table = parse_trace(
+      *text, path,
+      [&](const std::string& key, std::size_t index) {
+        if (!known.count(key)) return "unknown channel '" + key + "'";
+        trace.columns_.emplace(key, index);
+        return std::string();
+      },
+      error);
+  if (!table) return std::nullopt;
+  trace.table_ = std::move(*table);
   return trace;
 }
 
 std::optional<double> Trace::value_at(const std::string& key, double elapsed_s) const {
   const auto col = columns_.find(key);
-  if (col == columns_.end() || rows_.empty()) return std::nullopt;
+  const auto& times = table_.times_s;
+  if (col == columns_.end() || times.empty()) return std::nullopt;
   // First row whose time is > elapsed; the one before it holds.
-  const auto after = std::upper_bound(times_s_.begin(), times_s_.end(), elapsed_s);
-  const auto row = after == times_s_.begin() ? 0 : (after - times_s_.begin()) - 1;
-  return rows_[static_cast<std::size_t>(row)][col->second];
+  const auto after = std::upper_bound(times.begin(), times.end(), elapsed_s);
+  const auto row = after == times.begin() ? 0 : (after - times.begin()) - 1;
+  return table_.rows[static_cast<std::size_t>(row)][col->second];
 }
 
 std::vector<std::pair<double, double>> Trace::steps(const std::string& key, double after_s,
@@ -241,10 +264,11 @@ std::vector<std::pair<double, double>> Trace::steps(const std::string& key, doub
   std::vector<std::pair<double, double>> out;
   const auto col = columns_.find(key);
   if (col == columns_.end() || !(upto_s > after_s)) return out;
-  auto it = std::upper_bound(times_s_.begin(), times_s_.end(), after_s);
-  for (; it != times_s_.end() && *it <= upto_s; ++it) {
-    const auto row = static_cast<std::size_t>(it - times_s_.begin());
-    out.emplace_back(*it, rows_[row][col->second]);
+  const auto& times = table_.times_s;
+  auto it = std::upper_bound(times.begin(), times.end(), after_s);
+  for (; it != times.end() && *it <= upto_s; ++it) {
+    const auto row = static_cast<std::size_t>(it - times.begin());
+    out.emplace_back(*it, table_.rows[row][col->second]);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,8 +75,23 @@ class Noise {
   std::uint64_t state_;
 };
 
-// A recorded power trace: CSV with header `time_s,<key>,<key>...`, watts, rows ascending in
-// time. Blank lines and lines starting with '#' are ignored.
+// The power trace format both simulators read: CSV, header `time_s,<column>,...`, then rows
+// of seconds (>= 0, strictly increasing: two rows never hold the same time) and watts (>= 0)
+// per column. Blank lines and lines starting with '#' are ignored; cells are trimmed.
+struct TraceTable {
+  std::vector<std::string> columns;  // after time_s, in header order
+  std::vector<double> times_s;
+  std::vector<std::vector<double>> rows;  // rows[r][c]: column c at times_s[r]
+};
+// `column_error(column, index)` says why a header column is refused (empty when it is taken).
+// Errors name the trace (`name`) and the line.
+using TraceColumnCheck = std::function<std::string(const std::string& column, std::size_t index)>;
+std::optional<TraceTable> parse_trace(std::string_view text, const std::string& name,
+                                      const TraceColumnCheck& column_error, std::string* error);
+// A trace file's text (up to 64 MiB); nullopt with "cannot read trace PATH: ..." in `error`.
+std::optional<std::string> read_trace_file(const std::string& path, std::string* error);
+
+// A recorded trace of the node's channels (a TraceTable whose columns are channel keys).
 class Trace {
  public:
   // Every header key must be one of `channels`. Errors name the file and the line.
@@ -93,8 +109,7 @@ class Trace {
 
  private:
   std::map<std::string, std::size_t> columns_;
-  std::vector<double> times_s_;
-  std::vector<std::vector<double>> rows_;
+  TraceTable table_;
 };
 
 // The underlying power of one channel as a step function of time (seconds since the node

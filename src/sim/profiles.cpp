@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/enum_names.hpp"
+
 namespace cpupower::sim {
 namespace {
 
@@ -43,55 +45,32 @@ void append_socket(std::vector<ChannelSpec>& out, const std::array<Label, N>& la
 
 }  // namespace
 
+constexpr common::EnumName<Profile> kProfiles[] = {{Profile::gb200, "gb200"},
+                                                   {Profile::gh200, "gh200"},
+                                                   {Profile::platform_uw, "platform-uw"},
+                                                   {Profile::gh200_quad, "gh200-quad"}};
+constexpr common::EnumName<Layout> kLayouts[] = {{Layout::modern, "modern"},
+                                                 {Layout::legacy, "legacy"}};
+constexpr common::EnumName<Model> kModels[] = {
+    {Model::load, "load"}, {Model::trace, "trace"}, {Model::constant, "constant"}};
+
 std::optional<Profile> parse_profile(std::string_view text) {
-  if (text == "gb200") return Profile::gb200;
-  if (text == "gh200") return Profile::gh200;
-  if (text == "platform-uw") return Profile::platform_uw;
-  if (text == "gh200-quad") return Profile::gh200_quad;
-  return std::nullopt;
+  return common::parse(kProfiles, text);
 }
-
 std::optional<Layout> parse_layout(std::string_view text) {
-  if (text == "modern") return Layout::modern;
-  if (text == "legacy") return Layout::legacy;
-  return std::nullopt;
+  return common::parse(kLayouts, text);
 }
-
 std::optional<Model> parse_model(std::string_view text) {
-  if (text == "load") return Model::load;
-  if (text == "trace") return Model::trace;
-  if (text == "constant") return Model::constant;
-  return std::nullopt;
+  return common::parse(kModels, text);
 }
-
 std::string_view profile_name(Profile profile) {
-  switch (profile) {
-    case Profile::gb200:
-      return "gb200";
-    case Profile::gh200:
-      return "gh200";
-    case Profile::platform_uw:
-      return "platform-uw";
-    case Profile::gh200_quad:
-      return "gh200-quad";
-  }
-  return "unknown";
+  return common::name_of(kProfiles, profile);
 }
-
 std::string_view layout_name(Layout layout) {
-  return layout == Layout::legacy ? "legacy" : "modern";
+  return common::name_of(kLayouts, layout);
 }
-
 std::string_view model_name(Model model) {
-  switch (model) {
-    case Model::load:
-      return "load";
-    case Model::trace:
-      return "trace";
-    case Model::constant:
-      return "constant";
-  }
-  return "unknown";
+  return common::name_of(kModels, model);
 }
 
 std::uint32_t profile_sockets(Profile profile) {

@@ -8,13 +8,13 @@
 #   2. with `--consumer-profile compat` both accept both packages and `cpu-power validate`
 #      exits 0;
 #   3. damaged copies of the accepted run are refused for each validator's main rules, so the
-#      validators are tested too (tests/consumers/damage.py makes them).
+#      validators are tested too (tests/integration/validate_damage.py makes them).
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 GPU_CHECK="$HERE/consumers/gpu_package_validator.py"
 MULTI_CHECK="$HERE/consumers/multinode_power_validator.py"
-DAMAGE="$HERE/consumers/damage.py"
+DAMAGE="$HERE/integration/validate_damage.py"
 
 # demo_run DIR [ARGS...]: scripts/demo.sh's session, shorter (2 s idle, 3 s load, 2 s idle).
 demo_run() {
@@ -101,7 +101,7 @@ if $PY -c 'import json, sys; sys.exit(all(n["synchronized"] == "yes" for n in js
   [ "$rc" = 1 ] || fail "cpu-power validate on an unsynchronised run exited $rc, want 1: $(cat "$WORK/compat.unsynced")"
   others=$(grep -v -E '^clock_sync_unverified |^package |^verdict: |^$' "$WORK/compat.unsynced" || true)
   [ -z "$others" ] || fail "unsynchronised compat run: findings other than the clock's: $others"
-  $PY "$HERE/integration/validate_damage.py" clock-synced "$WORK/compat"
+  $PY "$DAMAGE" clock-synced "$WORK/compat"
   check "$GPU_CHECK" 0 "$WORK/compat.gpu" "$WORK/compat"
   check "$MULTI_CHECK" 0 "$WORK/compat.multi" "$WORK/compat"
 fi
@@ -116,7 +116,7 @@ damaged() {
   local dir="$WORK/damaged-$1"
   rm -rf "$dir"
   cp -a "$WORK/compat" "$dir"
-  $PY "$DAMAGE" "$dir" "$1" || fail "damage.py $1 failed"
+  $PY "$DAMAGE" damage "$1" "$dir" || fail "validate_damage.py damage $1 failed"
   echo "$dir"
 }
 

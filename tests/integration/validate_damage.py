@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""Run directories for tests/integration/test_validate.sh, made from a real simulated run.
+"""Damaged copies of a real simulated run, for the validators' own tests: `cpu-power validate`
+(tests/integration/test_validate.sh, the CASES below) and the consumers' validators
+(tests/integration/test_consumers.sh, the CONSUMER_CASES, named with hyphens).
 
     validate_damage.py clock-synced RUN_DIR
                                         rewrite RUN_DIR's clock check in place as if every
@@ -7,11 +9,11 @@
                                         GPU manifest's copy), for machines without a time daemon
     validate_damage.py damage CASE RUN_DIR
                                         break RUN_DIR (a copy of a publishable one) in place so that
-                                        one rule fails (the CASES below)
+                                        one rule fails (a case of either table)
     validate_damage.py all RUN_DIR OUT  one copy of RUN_DIR per case, OUT/case_<name>, each
                                         broken by its case (one process for all: the test's
                                         time goes to the validations, not to Python's start)
-    validate_damage.py cases            print the case names
+    validate_damage.py cases            print the names of the CASES
 
 Python 3 standard library only.
 """
@@ -523,11 +525,124 @@ def c_host_evidence(run):
 CASES = {name[2:]: fn for name, fn in sorted(globals().items()) if name.startswith("c_")}
 
 
+# ---- the consumers' cases: each breaks one of a consumer validator's main rules -------------
+# Unless the case is about the digest itself, the GPU manifest's samples_sha256 follows an edit
+# of power/samples.csv (its sample_row_count does not).
+
+def redigest(run):
+    run.edit(run.gpu_manifest, lambda m: m.update(samples_sha256=sha256(run.gpu_samples)))
+
+
+def sa_bench_window(run):
+    for path in sorted(glob.glob(os.path.join(run.power, "windows", "*.json"))):
+        w = load(path)
+        if w["benchmark_type"] == "sa-bench":
+            return w
+    raise SystemExit("no sa-bench window in " + run.d)
+
+
+def gpu_consumer_edit(run, fn, digest=True):
+    run.edit_csv(run.gpu_samples, fn)
+    if digest:
+        redigest(run)
+
+
+def k_gpu_digest(run):  # one power_w cell changed, the digest left as it was
+    def fn(header, rows):
+        rows[0][6] = repr(float(rows[0][6]) + 1.0)
+        return rows
+    gpu_consumer_edit(run, fn, digest=False)
+
+
+def k_gpu_header_v3(run):  # rewritten with the v3 header (temperature_c appended)
+    def fn(header, rows):
+        header[:] = header + ["temperature_c"]
+        return [["3"] + r[1:] + ["40"] for r in rows]
+    gpu_consumer_edit(run, fn)
+
+
+def k_gpu_loss(run):  # inside the sa-bench window, every third scrape of one GPU dropped
+    w = sa_bench_window(run)
+
+    def fn(header, rows):
+        first = rows[0]
+        inside = [r for r in rows if r[3] == first[3] and r[4] == first[4]
+                  and w["benchmark_start_time_unix"] < float(r[1]) < w["benchmark_end_time_unix"]]
+        drop = {id(r) for r in inside[1::3]}
+        assert len(drop) >= 2, "window too short for the loss case"
+        return [r for r in rows if id(r) not in drop]
+    gpu_consumer_edit(run, fn)
+
+
+def k_gpu_result(run):  # the sa-bench result's duration changed, its window left as it was
+    rpath = os.path.join(run.d, sa_bench_window(run)["result_path"])
+    result = load(rpath)
+    result["duration"] = result["duration"] + 0.25
+    with open(rpath, "w") as f:
+        f.write(json.dumps(result))
+
+
+def k_gpu_equal_times(run):  # one GPU's second sample dated as its first (equal, not decreasing)
+    def fn(header, rows):
+        mine = [r for r in rows if r[3] == rows[0][3] and r[4] == rows[0][4]]
+        mine[1][1] = mine[0][1]
+        return rows
+    gpu_consumer_edit(run, fn)
+
+
+def k_cpu_header_v3(run):  # rewritten with the v3 header (module_w added)
+    def fn(header, rows):
+        header[:] = header[:10] + ["module_w"] + header[10:]
+        return [["3"] + r[1:10] + [""] + r[10:] for r in rows]
+    run.edit_csv(run.cpu_samples, fn)
+
+
+def k_cpu_socket_missing(run):  # every socket-1 row of the second host dropped
+    def fn(header, rows):
+        last = sorted({r[2] for r in rows})[-1]
+        return [r for r in rows if not (r[2] == last and r[5] == "1")]
+    run.edit_csv(run.cpu_samples, fn)
+
+
+def k_cpu_source_mixed(run):  # the first data row's source set to dcgm
+    def fn(header, rows):
+        rows[0][3] = "dcgm"
+        return rows
+    run.edit_csv(run.cpu_samples, fn)
+
+
+def k_cpu_gap(run):  # one socket's rows from 0.9 s before the window to 0.9 s after it dropped
+    w = sa_bench_window(run)
+    lo, hi = w["benchmark_start_time_unix"] - 0.9, w["benchmark_end_time_unix"] + 0.9
+
+    def fn(header, rows):
+        host, socket = rows[0][2], rows[0][5]
+        return [r for r in rows if not (r[2] == host and r[5] == socket and lo < float(r[1]) < hi)]
+    run.edit_csv(run.cpu_samples, fn)
+
+
+CONSUMER_CASES = {
+    "gpu-digest": k_gpu_digest,
+    "gpu-job-id": c_gpu_job_id,  # the same damage as cpu-power validate's case
+    "gpu-header-v3": k_gpu_header_v3,
+    # the first data row written twice
+    "gpu-duplicate-row": lambda run: gpu_consumer_edit(run, lambda h, rows: rows[:1] + rows),
+    "gpu-loss": k_gpu_loss,
+    "gpu-result": k_gpu_result,
+    "gpu-equal-times": k_gpu_equal_times,
+    "cpu-header-v3": k_cpu_header_v3,
+    "cpu-socket-missing": k_cpu_socket_missing,
+    "cpu-source-mixed": k_cpu_source_mixed,
+    "cpu-duplicate-time": lambda run: run.edit_csv(run.cpu_samples, lambda h, rows: rows[:1] + rows),
+    "cpu-gap": k_cpu_gap,
+}
+
+
 def main(argv):
     if argv[1:2] == ["clock-synced"] and len(argv) == 3:
         clock_synced(argv[2])
-    elif argv[1:2] == ["damage"] and len(argv) == 4 and argv[2] in CASES:
-        CASES[argv[2]](Run(argv[3]))
+    elif argv[1:2] == ["damage"] and len(argv) == 4 and argv[2] in {**CASES, **CONSUMER_CASES}:
+        {**CASES, **CONSUMER_CASES}[argv[2]](Run(argv[3]))
     elif argv[1:2] == ["all"] and len(argv) == 4:
         for name, fn in CASES.items():
             dst = os.path.join(argv[3], "case_" + name)

@@ -290,7 +290,8 @@ TEST(SimGpuPower, TraceErrorsNameTheLine) {
       {"time_s,all\n0,1\n0,2\n", "t.csv:3: time_s must increase"},
       {"time_s,all\n0,-5\n", "t.csv:2: '-5' is not a number of watts >= 0"},
       {"time_s,all\nx,5\n", "t.csv:2: time_s is not a number"},
-      {"time_s,all\n", "no header and rows"},
+      {"time_s,all\n", "t.csv: no data rows"},
+      {"# no header\n", "t.csv: no header"},
   };
   for (const auto& c : cases) {
     std::string error;

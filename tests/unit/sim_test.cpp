@@ -649,6 +649,10 @@ TEST(SimModel, BadTraceNamesFileAndLine) {
   EXPECT_NE(error.find("bad.csv:2"), std::string::npos) << error;
   error = try_trace("time_s,total:0\n");
   EXPECT_NE(error.find("no data"), std::string::npos) << error;
+  // Two rows at one time are refused, as the GPU simulator's traces (one reader for both).
+  error = try_trace("time_s,total:0\n0,100\n0.5,100\n0.5,120\n");
+  EXPECT_NE(error.find("bad.csv:4: time_s must increase from row to row"), std::string::npos)
+      << error;
 }
 
 TEST(SimModel, OverrideWinsAndReleases) {

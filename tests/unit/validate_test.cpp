@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "artifacts/cpu_samples_check.hpp"
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_samples_check.hpp"
 #include "artifacts/gpu_samples_out.hpp"
 #include "artifacts/gpu_windows.hpp"
+#include "artifacts/host_manifest.hpp"
 #include "artifacts/host_samples.hpp"
 #include "temp_dir.hpp"
 #include "validate/validate.hpp"
@@ -52,6 +54,46 @@ const ar::CpuSamplesIssue* issue(const ar::CpuSamplesCheck& c, std::string_view 
     if (i.code == code) return &i;
   }
   return nullptr;
+}
+
+// The manifests' typed readers, as validate uses them: what a writer wrote reads back, and a
+// key the file lacks is told apart from one it has.
+TEST(ManifestReaders, CpuManifestReadsBackWhatTheWriterWrote) {
+  ar::CpuManifest m;
+  m.producer = "someone";
+  m.nodes["n1"].resolved_mode = "acpi";
+  m.samples_schema_version = 2;
+  const auto back = ar::parse_cpu_manifest(ar::render_cpu_manifest(m));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->producer, "someone");
+  EXPECT_EQ(back->nodes.at("n1").resolved_mode, "acpi");
+  EXPECT_EQ(back->samples_schema_version, 2);
+  const auto old = ar::parse_cpu_manifest(R"({"producer": "p", "nodes": {"a": 1}})");
+  ASSERT_TRUE(old) << old.error();
+  EXPECT_FALSE(old->samples_schema_version);  // none in the file
+  EXPECT_EQ(old->nodes.count("a"), 1u);
+  EXPECT_EQ(ar::parse_cpu_manifest("{").error(), "not JSON");
+  EXPECT_EQ(ar::parse_cpu_manifest(R"({"producer": 1, "nodes": {}})").error(),
+            R"(not an object with "producer" and "nodes")");
+  EXPECT_FALSE(ar::parse_cpu_manifest(R"([{"producer": "p", "nodes": {}}])"));
+}
+
+TEST(ManifestReaders, HostManifestSaysWhichKeysItLacks) {
+  std::string error;
+  const auto none = ar::host::parse_host_manifest(R"({"job_id": "7"})", &error);
+  ASSERT_TRUE(none) << error;
+  EXPECT_EQ(none->job_id, "7");
+  EXPECT_EQ(none->status, "");
+  EXPECT_FALSE(none->sample_row_count);
+  const auto some =
+      ar::host::parse_host_manifest(R"({"status": "complete", "sample_row_count": 0})", &error);
+  ASSERT_TRUE(some) << error;
+  EXPECT_EQ(some->status, "complete");
+  EXPECT_EQ(some->sample_row_count, 0);
+  EXPECT_EQ(ar::host::parse_host_manifest(R"({"sample_row_count": -5})", &error)->sample_row_count,
+            -5);  // as the file says, so that a check can refuse it
+  EXPECT_FALSE(ar::host::parse_host_manifest("[]", &error));
+  EXPECT_EQ(error, "not a JSON object");
 }
 
 TEST(CpuSamplesCheck, NamesTheHeaderVersionOfEachLeg) {
