@@ -1,7 +1,5 @@
 #include "launch/gpu_leg.hpp"
 
-#include <sys/wait.h>
-
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -65,7 +63,7 @@ GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher)
 
 GpuLegRun::~GpuLegRun() {
   if (collector_) collector_->stop_and_finalize();
-  stop_exporters();
+  processes_.stop(milliseconds(5000));
 }
 
 std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadline,
@@ -73,19 +71,8 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
   const auto port = static_cast<std::uint16_t>(leg_.port);
   auto spawn = [&](const std::string& name, const std::vector<std::string>& argv,
                    const std::string& log_path, const std::string& node) {
-    SpawnOptions o;
-    o.argv = argv;
-    o.output_path = log_path;
-    o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
-    std::string error;
-    const auto child = spawn_process(o, &error);
-    if (!child) {
-      log()->warn("dcgm-exporter launch failed name={} error={}", name, common::quoted(error));
+    if (!processes_.spawn(name, argv, log_path, {node}))
       reasons_.add(reason::kExporterLaunchFailed);
-      return false;
-    }
-    processes_.push_back({name, child->pid, log_path, node});
-    return true;
   };
   // Where each node's exporter answers when it listens on the recipe's port: where the CPU
   // exporter leg's resolvers found the node, or, without that leg, where this leg's own
@@ -148,28 +135,16 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
           plan_.log_dir + "/telemetry_dcgm_exporter." + node + ".out", node);
   }
   std::vector<scrape::Endpoint> out;
-  for (auto& p : processes_) {
-    std::optional<long> listening;
-    while (!listening && Clock::now() < deadline && !give_up()) {
-      if (const auto text = common::read_small_file(p.log, nullptr, 1 << 20)) {
-        listening = listening_port(*text);
-      }
-      int status = 0;
-      if (!listening && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-        log()->warn("simulated dcgm-exporter exited at startup name={} status={} log={}", p.name,
-                    describe_status(status), p.log);
-        p.pid = -1;
-        reasons_.add(reason::kExporterLaunchFailed);
-        break;
-      }
-      if (!listening) std::this_thread::sleep_for(milliseconds(20));
-    }
-    if (listening) {
-      out.push_back({p.node, "127.0.0.1", static_cast<std::uint16_t>(*listening)});
+  for (auto& p : processes_.processes()) {
+    if (p.pid <= 0) continue;  // its launch failure is logged and reasoned
+    if (const auto port = processes_.wait_listening(p, deadline, give_up)) {
+      out.push_back({p.nodes.front(), "127.0.0.1", static_cast<std::uint16_t>(*port)});
     } else if (p.pid > 0) {
       log()->warn("simulated dcgm-exporter for {} never reported listening; it is left out",
-                  p.node);
+                  p.nodes.front());
       reasons_.add(reason::kExporterStartupTimeout);
+    } else {
+      reasons_.add(reason::kExporterLaunchFailed);  // it ended at startup
     }
   }
   return out;
@@ -336,16 +311,10 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
     }
     out.stats = collector_->stats();
   }
-  for (auto& p : processes_) {
-    int status = 0;
-    if (p.pid > 0 && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-      log()->warn("dcgm-exporter exited before the end name={} status={} log={}", p.name,
-                  describe_status(status), p.log);
-      p.pid = -1;
-      reasons_.add(reason::kExporterExited);
-    }
-  }
-  stop_exporters();
+  const auto failed_before = processes_.failed();
+  processes_.poll();  // an exporter that ended before the stop
+  if (processes_.failed() > failed_before) reasons_.add(reason::kExporterExited);
+  processes_.stop(milliseconds(5000));
   if (interrupted) reasons_.add(reason::kCollectorInterrupted);
 
   // Windows first: the manifest validates what is on disk.
@@ -477,15 +446,6 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
   out.sample_row_count = samples.row_count;
   out.devices = samples.devices.size();
   return out;
-}
-
-void GpuLegRun::stop_exporters() {
-  for (auto& p : processes_) {
-    if (p.pid <= 0) continue;
-    const int status = terminate_process(p.pid, milliseconds(5000), true);
-    log()->info("dcgm-exporter stopped name={} status={}", p.name, describe_status(status));
-    p.pid = -1;
-  }
 }
 
 }  // namespace cpupower::launch

@@ -10,8 +10,6 @@
 // running (exit 1) and an unpublishable result turns exit 0 into 1. A command's own failure
 // is never masked.
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -24,6 +22,7 @@
 #include "artifacts/gpu_contract.hpp"
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_windows.hpp"
+#include "launch/process.hpp"
 #include "launch/session_plan.hpp"
 #include "scrape/collector.hpp"
 #include "scrape/gpu_leg.hpp"
@@ -91,20 +90,13 @@ class GpuLegRun {
   }
 
  private:
-  struct Process {
-    std::string name;
-    pid_t pid = -1;
-    std::string log;
-    std::string node;  // simulated and local: its node
-  };
   std::vector<scrape::Endpoint> start_exporters(std::chrono::steady_clock::time_point deadline,
                                                 const std::function<bool()>& give_up);
-  void stop_exporters();
 
   const SessionPlan& plan_;
   Launcher& launcher_;
   const GpuLegPlan& leg_;
-  std::vector<Process> processes_;
+  ProcessSet processes_{"dcgm-exporter"};
   std::vector<scrape::Endpoint> endpoints_;
   std::unique_ptr<scrape::Collector> collector_;
   std::shared_ptr<scrape::GpuLegSummary> summary_ = std::make_shared<scrape::GpuLegSummary>();

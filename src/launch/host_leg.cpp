@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -75,45 +74,9 @@ std::optional<double> last_row_unix(const std::string& path) {
 HostLeg::HostLeg(const SessionPlan& plan, Launcher& launcher)
     : plan_(plan), launcher_(launcher), leg_(*plan.host_leg) {}
 
-HostLeg::~HostLeg() {
-  for (auto& p : processes_) {
-    if (p.pid > 0) terminate_process(p.pid, milliseconds(2000), true);
-  }
-}
-
-void HostLeg::spawn(const std::string& name, const std::vector<std::string>& argv,
-                    const std::string& log_path, std::vector<std::string> nodes) {
-  SpawnOptions o;
-  o.argv = argv;
-  o.output_path = log_path;
-  o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
-  std::string error;
-  const auto child = spawn_process(o, &error);
-  if (!child) {
-    log()->warn("CPU power collector launch failed name={} error={}", name, common::quoted(error));
-    processes_.push_back({name, -1, std::move(nodes), true});
-    return;
-  }
-  log()->info("CPU power collectors starting name={} nodes={} argv={}", name, nodes.size(),
-              common::quoted(shell_quote_argv(argv)));
-  processes_.push_back({name, child->pid, std::move(nodes), false});
-}
-
 bool HostLeg::any_failed() {
-  bool failed = false;
-  for (auto& p : processes_) {
-    if (p.pid > 0) {
-      int status = 0;
-      if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-        log()->warn("CPU power collector exited early name={} status={}", p.name,
-                    describe_status(status));
-        p.pid = -1;
-        p.failed = true;
-      }
-    }
-    failed = failed || p.failed;
-  }
-  return failed;
+  processes_.poll();
+  return processes_.failed() > 0;
 }
 
 void HostLeg::write_status(std::string_view status, const std::vector<std::string>& observed) {
@@ -141,6 +104,14 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
   std::filesystem::create_directories(leg_.cpu_dir + "/nodes", ec);
   std::filesystem::create_directories(leg_.cpu_dir + "/ready", ec);
   write_status(hostleg::kStatusStarting, {});
+  const auto spawn = [&](const std::string& name, const std::vector<std::string>& argv,
+                         std::string log_path, std::vector<std::string> nodes) {
+    const auto count = nodes.size();
+    if (processes_.spawn(name, argv, std::move(log_path), std::move(nodes))) {
+      log()->info("CPU power collectors starting name={} nodes={} argv={}", name, count,
+                  common::quoted(shell_quote_argv(argv)));
+    }
+  };
 
   if (plan_.mode == LaunchMode::slurm) {
     for (const auto& g : leg_.groups) {
@@ -223,24 +194,11 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
                   fmt::join(waiting, ","));
     }
   }
-  // All at once: a slow srun teardown must not add up over the groups. srun relays SIGUSR1
-  // to the collectors (a SIGTERM would make it kill the step), so each one finishes its
-  // sample and writes its final metadata; a local collector gets SIGTERM. Whatever is still
-  // running after the grace gets SIGTERM, then SIGKILL.
-  const int stop_signal = plan_.mode == LaunchMode::slurm ? SIGUSR1 : SIGTERM;
-  std::vector<std::thread> stoppers;
-  for (auto& p : processes_) {
-    if (p.pid <= 0) continue;
-    stoppers.emplace_back([&p, stop_signal] {
-      ::kill(p.pid, stop_signal);
-      const auto exited = wait_for_exit(p.pid, kStopGrace);
-      const int status =
-          exited ? *exited : terminate_process(p.pid, std::chrono::milliseconds(2000), true);
-      log()->info("CPU power collector stopped name={} status={}", p.name, describe_status(status));
-      p.pid = -1;
-    });
-  }
-  for (auto& t : stoppers) t.join();
+  // srun relays SIGUSR1 to the collectors (a SIGTERM would make it kill the step), so each
+  // one finishes its sample and writes its final metadata; a local collector gets SIGTERM.
+  // Whatever is still running after the grace gets SIGTERM, then SIGKILL.
+  processes_.stop(milliseconds(2000),
+                  std::pair{plan_.mode == LaunchMode::slurm ? SIGUSR1 : SIGTERM, kStopGrace});
 
   const auto& c = plan_.recipe.telemetry.cpu_power;
   hostleg::MergeSettings s;
@@ -249,7 +207,7 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
   s.required = c.required;
   s.interrupted = interrupted;
   if (!readiness_reason_.empty()) s.readiness_reasons = {readiness_reason_};
-  for (const auto& p : processes_) {
+  for (const auto& p : processes_.processes()) {
     if (p.failed) s.failed_processes.push_back(p.name);
   }
   // srun outlives a task killed under it (it waits for the others), so a collector that

@@ -8,8 +8,6 @@
 // manifest.json; with `required` a readiness failure keeps the command from running and an
 // unpublishable result turns exit 0 into 1. Nothing here ever masks a command's failure.
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -18,6 +16,7 @@
 
 #include "hostleg/manifest.hpp"
 #include "hostleg/merge.hpp"
+#include "launch/process.hpp"
 #include "launch/session_plan.hpp"
 
 namespace cpupower::launch {
@@ -30,7 +29,6 @@ inline constexpr std::string_view kReasonStartupTimeout = "cpu_power_startup_tim
 class HostLeg {
  public:
   HostLeg(const SessionPlan& plan, Launcher& launcher);
-  ~HostLeg();  // collectors still running get SIGTERM, then SIGKILL
   HostLeg(const HostLeg&) = delete;
   HostLeg& operator=(const HostLeg&) = delete;
 
@@ -49,21 +47,13 @@ class HostLeg {
   hostleg::MergeOutcome finish(bool interrupted, std::optional<double> end_unix);
 
  private:
-  struct Process {
-    std::string name;
-    pid_t pid = -1;
-    std::vector<std::string> nodes;
-    bool failed = false;  // ended before it was asked to stop
-  };
-  void spawn(const std::string& name, const std::vector<std::string>& argv, const std::string& log,
-             std::vector<std::string> nodes);
   bool any_failed();
   void write_status(std::string_view status, const std::vector<std::string>& observed);
 
   const SessionPlan& plan_;
   Launcher& launcher_;
   const HostLegPlan& leg_;
-  std::vector<Process> processes_;
+  ProcessSet processes_{"CPU power collector"};
   std::string readiness_reason_;
 };
 
