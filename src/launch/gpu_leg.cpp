@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "artifacts/gpu_manifest.hpp"
@@ -16,6 +17,9 @@
 #include "launch/launcher.hpp"
 #include "launch/node_address.hpp"
 #include "launch/process.hpp"
+#include "report/discovery.hpp"
+#include "report/window.hpp"
+#include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -24,42 +28,15 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace reason = artifacts::gpu_reason;
 
-constexpr std::size_t kSpreadAboveNodes = 64;
-
 std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
 }
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-milliseconds to_ms(double seconds) {
-  return milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
-}
-
-scrape::CollectorOptions collector_options(const SessionPlan& plan, const GpuLegPlan& leg) {
-  const auto& t = plan.recipe.telemetry;
-  scrape::CollectorOptions o;
-  o.out_dir = leg.power_dir;
-  o.collect_interval = milliseconds(t.collect_interval_ms);
-  o.request_timeout = to_ms(t.request_timeout_seconds);
-  o.join_timeout = to_ms(config::resolved_join_timeout_s(t));
-  o.spread_slots = plan.nodes.size() > kSpreadAboveNodes;
-  return o;
-}
-
-// How long to wait past the command's end for a row from every node: one interval and one
-// request, so that the window's end is bracketed.
-milliseconds row_wait(const SessionPlan& plan) {
-  const auto& t = plan.recipe.telemetry;
-  return milliseconds(t.collect_interval_ms) + to_ms(t.request_timeout_seconds) + milliseconds(250);
-}
-
 }  // namespace
 
-GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher)
-    : plan_(plan), launcher_(launcher), leg_(*plan.gpu_leg) {}
+GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher,
+                     std::optional<artifacts::ClockSyncCheck> clock_check)
+    : plan_(plan), launcher_(launcher), leg_(*plan.gpu_leg), clock_check_(std::move(clock_check)) {}
 
 GpuLegRun::~GpuLegRun() {
   if (collector_) collector_->stop_and_finalize();
@@ -150,14 +127,30 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
   return out;
 }
 
-bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& give_up) {
+std::optional<std::string> GpuLegRun::blocks() const {
+  if (ready_ || !leg_.required) return std::nullopt;
+  return fmt::format(
+      "telemetry.required is set and the GPU power telemetry is not ready (reason={}); the "
+      "command is not run",
+      readiness_reason_);
+}
+
+bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& give_up) {
+  std::string curl_error;
+  if (scrape::curl_api(&curl_error) == nullptr) {
+    log()->warn("GPU power telemetry skipped: {}", curl_error);
+    skipped_ = true;
+    readiness_reason_ = "libcurl unavailable";
+    return false;
+  }
+  const auto deadline = started + to_ms(plan_.recipe.telemetry.startup_timeout_seconds);
   started_at_unix_ = now_unix();
   std::error_code ec;
   std::filesystem::create_directories(leg_.power_dir + "/windows", ec);
   endpoints_ = start_exporters(deadline, give_up);
   std::vector<std::string> hostnames;
   for (const auto& e : endpoints_) hostnames.push_back(e.hostname);
-  auto options = collector_options(plan_, leg_);
+  auto options = collector_options(plan_, leg_.power_dir);
   options.on_scrape = [slowest = slowest_scrape_us_](const scrape::ScrapeEvent& e) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(e.finished - e.started);
     auto seen = slowest->load();
@@ -183,7 +176,7 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
     for (const auto& n : nodes) with_rows += n.first_sample_unix ? 1 : 0;
     if (with_rows == plan_.nodes.size()) {
       log()->info("GPU power first rows from every node count={}", with_rows);
-      return true;
+      return ready_ = true;
     }
     if (Clock::now() >= deadline || give_up()) {
       std::string waiting;
@@ -204,6 +197,21 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
 }
 
 namespace {
+
+// A benchmark window the session knows, for windows/<name>.json.
+struct GpuWindowInput {
+  std::string name;            // the file stem
+  std::string benchmark_type;  // session | sa-bench | aiperf
+  long long concurrency = 1;
+  std::string result_path;  // relative to the log directory; its stem is `name`
+  std::optional<double> start_unix;
+  std::optional<double> end_unix;
+  std::optional<double> duration_s;  // the monotonic duration when known
+  std::string failure;               // non-empty: the window's command failed
+  // Set when the benchmark's own result file lacks start, end and duration (aiperf): the
+  // result file written at result_path for the window to point at.
+  std::optional<artifacts::DerivedWindowResult> derived_result;
+};
 
 // --gpu-roles: the contract's expected_devices, as a JSON array or an object holding one
 // under "expected_devices" (a GPU leg manifest of an earlier run is such an object).
@@ -259,6 +267,92 @@ std::optional<std::vector<artifacts::GpuExpectedDevice>> read_gpu_roles(const st
   return out;
 }
 
+// An aiperf concurrency point's window. aiperf's files carry no start, end and duration the
+// window check could compare, so the window points at a result file derived from them by the
+// energy report's own code (<storage_subdir>/aiperf/aiperf_conc_<N>.json): start = the first
+// profiling request's start, end = start + benchmark_duration (or the last request's end,
+// when earlier), duration = aiperf's benchmark_duration when it has one.
+std::optional<GpuWindowInput> aiperf_window(const SessionPlan& plan, const report::RunInputs& run,
+                                            const report::WindowSource& source) {
+  const bool records = source.kind == report::SourceKind::aiperf_records;
+  const report::Window window = records ? report::load_aiperf_records_window(
+                                              source.path, source.concurrency, run.benchmark_out)
+                                        : report::load_aiperf_aggregate_window(
+                                              source.path, source.concurrency, run.benchmark_out);
+  if (!window.error.empty() || !(window.end_unix > window.start_unix)) {
+    common::logger("cpu_power::run")
+        ->warn("no GPU window for aiperf concurrency {}: {}", source.concurrency,
+               window.error.empty() ? "empty span" : window.error);
+    return std::nullopt;
+  }
+  const std::string name = "aiperf_conc_" + std::to_string(source.concurrency);
+  const std::filesystem::path dir(plan.gpu_leg->power_dir);
+  GpuWindowInput w;
+  w.name = name;
+  w.benchmark_type = "aiperf";
+  w.concurrency = source.concurrency;
+  w.result_path = (dir / "aiperf" / (name + ".json")).lexically_relative(plan.log_dir).string();
+  w.start_unix = window.start_unix;
+  w.end_unix = window.end_unix;
+  w.duration_s = window.reported.duration_seconds.value_or(window.end_unix - window.start_unix);
+  artifacts::DerivedWindowResult r;
+  r.benchmark_type = "aiperf";
+  r.concurrency = source.concurrency;
+  r.start_unix = *w.start_unix;
+  r.end_unix = *w.end_unix;
+  r.duration_s = *w.duration_s;
+  r.derived_from = std::filesystem::path(source.path).lexically_relative(plan.log_dir).string();
+  r.derivation =
+      records ? "start: first profiling request's start; end: start + benchmark_duration, or "
+                "the last profiling request's end when earlier; duration: benchmark_duration"
+              : "start and end: the aggregate's start_time and end_time; duration: "
+                "benchmark_duration";
+  w.derived_result = std::move(r);
+  return w;
+}
+
+// The windows the session knows: its command's (windows/session.json, pointing at
+// session.json), each sa-bench result the command left below the log directory, and each
+// aiperf concurrency point.
+std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRecord& record) {
+  std::vector<GpuWindowInput> out;
+  GpuWindowInput session;
+  session.name = "session";
+  session.benchmark_type = "session";
+  session.concurrency = 1;
+  session.result_path = "session.json";
+  session.start_unix = record.start_unix;
+  session.end_unix = record.end_unix;
+  session.duration_s = record.duration_s;
+  if (record.exit_code != 0) {
+    session.failure = "the command exited with code " + std::to_string(record.exit_code);
+  }
+  out.push_back(session);
+  const auto found = report::discover_run(plan.log_dir, std::nullopt);
+  if (!found.run) return out;
+  for (const auto& source : found.run->sources) {
+    if (source.kind == report::SourceKind::aiperf_records ||
+        source.kind == report::SourceKind::aiperf_aggregate) {
+      if (auto w = aiperf_window(plan, *found.run, source)) out.push_back(std::move(*w));
+      continue;
+    }
+    if (source.kind != report::SourceKind::sa_bench) continue;
+    const auto result = artifacts::read_gpu_window_result(source.path);
+    GpuWindowInput w;
+    const std::filesystem::path path(source.path);
+    w.name = path.stem().string();
+    w.benchmark_type = "sa-bench";
+    w.concurrency = source.concurrency;
+    w.result_path = path.lexically_relative(plan.log_dir).string();
+    w.start_unix = result.start_time_unix;
+    w.end_unix = result.end_time_unix;
+    w.duration_s = result.duration_s;
+    if (!w.start_unix || !w.end_unix) continue;  // not a result the contract can use
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) {
   artifacts::GpuWindowFile f;
   f.benchmark_type = w.benchmark_type;
@@ -281,23 +375,25 @@ artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) 
 
 }  // namespace
 
-GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool interrupted,
-                                std::optional<double> end_unix) {
-  GpuLegOutcome out;
-  out.power_dir = leg_.power_dir;
+LegVerdict GpuLegRun::finish(const SessionEnd& end) {
+  if (skipped_) return {};
+  const bool interrupted = end.interrupted;
+  std::vector<GpuWindowInput> windows;
+  std::optional<double> end_unix;
+  if (end.command) {
+    windows = gpu_windows(plan_, *end.command);
+    end_unix = end.command->end_unix;
+  }
   const auto& t = plan_.recipe.telemetry;
   if (collector_ && end_unix && !interrupted) {
     // An energy window needs a sample at or after its end from every node. Not after a
     // signal: the batch system that sent it kills the session after its own wait.
-    const auto until = Clock::now() + row_wait(plan_);
-    while (Clock::now() < until) {
-      bool all = true;
-      for (const auto& n : collector_->stats().nodes) {
-        all = all && (!n.last_sample_unix || *n.last_sample_unix >= *end_unix);
-      }
-      if (all) break;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
+    wait_for_rows(
+        *collector_, Clock::now() + row_wait(plan_),
+        [&](std::size_t, const scrape::NodeStats& n) {
+          return !n.last_sample_unix || *n.last_sample_unix >= *end_unix;
+        },
+        [] { return false; });
   }
   if (collector_) {
     std::string error;
@@ -309,7 +405,6 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
         reasons_.add(reason::kCollectorJoinTimeout);
       }
     }
-    out.stats = collector_->stats();
   }
   const auto failed_before = processes_.failed();
   processes_.poll();  // an exporter that ended before the stop
@@ -438,13 +533,18 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
     log()->warn("cannot write {} error={}", manifest_path, common::quoted(written.error()));
   }
 
-  out.status = std::string(artifacts::gpu_run_status_name(m.status));
-  out.publication_valid = publication.valid;
-  out.reason_codes = reasons.codes();
-  for (const auto rule : publication.failed_rules) out.failed_rules.emplace_back(rule);
-  out.exit_nonzero = artifacts::gpu_exit_nonzero(reasons, leg_.required, publication.valid);
-  out.sample_row_count = samples.row_count;
-  out.devices = samples.devices.size();
+  LegVerdict out{std::string(artifacts::gpu_run_status_name(m.status)), reasons, publication.valid,
+                 artifacts::gpu_exit_nonzero(reasons, leg_.required, publication.valid), ""};
+  out.summary =
+      fmt::format("GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n",
+                  samples.row_count, samples.devices.size(), leg_.power_dir, out.status,
+                  out.publishable ? "publishable" : "not publishable",
+                  reasons.empty() ? std::string() : fmt::format(" ({})", fmt::join(reasons, ", ")));
+  if (out.exit_nonzero && end.exit_code == 0) {
+    log()->error("GPU power artifacts are not publishable{} status={} reasons={} rules={}",
+                 leg_.required ? " and telemetry.required is set" : "", out.status,
+                 fmt::join(reasons, ","), fmt::join(publication.failed_rules, ","));
+  }
   return out;
 }
 

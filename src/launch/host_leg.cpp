@@ -14,7 +14,9 @@
 
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "hostleg/manifest.hpp"
 #include "hostleg/markers.hpp"
+#include "hostleg/merge.hpp"
 #include "launch/launcher.hpp"
 #include "launch/process.hpp"
 
@@ -30,10 +32,6 @@ constexpr milliseconds kStopGrace{10000};
 
 std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
-}
-
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Nodes whose collector wrote its first metadata (it started) but not the final one (it
@@ -98,7 +96,16 @@ void HostLeg::write_status(std::string_view status, const std::vector<std::strin
   }
 }
 
-bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& give_up) {
+std::optional<std::string> HostLeg::blocks() const {
+  if (ready_ || !plan_.recipe.telemetry.cpu_power.required) return std::nullopt;
+  return fmt::format(
+      "telemetry.cpu_power.required is set and the CPU power collectors are not ready "
+      "(reason={}); the command is not run",
+      readiness_reason_);
+}
+
+bool HostLeg::start(Clock::time_point started, const std::function<bool()>& give_up) {
+  const auto deadline = started + to_ms(plan_.recipe.telemetry.cpu_power.startup_timeout_seconds);
   ::umask(0002);
   std::error_code ec;
   std::filesystem::create_directories(leg_.cpu_dir + "/nodes", ec);
@@ -143,7 +150,7 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
     if (all) {
       write_status(hostleg::kStatusRunning, {scan.ready.begin(), scan.ready.end()});
       log()->info("CPU power telemetry ready (artifacts under {})", leg_.cpu_dir);
-      return true;
+      return ready_ = true;
     }
     // A node with an error marker will not turn ready. With `required` that decides the run
     // at once; best-effort, the other nodes are still waited for (until the deadline), so
@@ -171,9 +178,10 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
   return false;
 }
 
-hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> end_unix) {
+LegVerdict HostLeg::finish(const SessionEnd& end) {
   any_failed();  // processes that ended on their own before the stop are failures
-  if (end_unix) {
+  if (end.command) {
+    const double end_unix = end.command->end_unix;
     // A collector writes a row per new reading; give every node one read past the end
     // (bounded: two intervals and a second), as the exporter leg waits for its last scrape.
     const auto& c = plan_.recipe.telemetry.cpu_power;
@@ -184,7 +192,7 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
     while (!waiting.empty() && Clock::now() < deadline) {
       std::erase_if(waiting, [&](const std::string& n) {
         const auto t = last_row_unix(leg_.cpu_dir + "/nodes/" + n + ".csv");
-        return !t || *t >= *end_unix ||
+        return !t || *t >= end_unix ||
                !std::filesystem::exists(leg_.cpu_dir + "/ready/" + n + ".ready.json");
       });
       if (!waiting.empty()) std::this_thread::sleep_for(milliseconds(20));
@@ -205,7 +213,7 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
   s.cpu_dir = leg_.cpu_dir;
   s.expected_nodes = plan_.nodes;
   s.required = c.required;
-  s.interrupted = interrupted;
+  s.interrupted = end.interrupted;
   if (!readiness_reason_.empty()) s.readiness_reasons = {readiness_reason_};
   for (const auto& p : processes_.processes()) {
     if (p.failed) s.failed_processes.push_back(p.name);
@@ -224,9 +232,22 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
   s.run_name = std::filesystem::path(plan_.log_dir).filename().string();
   s.requested_source = c.source;
   s.sample_interval_seconds = c.sample_interval_seconds;
-  auto outcome = hostleg::merge_host_samples(s);
-  log()->info("{}", hostleg::summary_line(outcome));
-  return outcome;
+  const auto merged = hostleg::merge_host_samples(s);
+  log()->info("{}", hostleg::summary_line(merged));
+  LegVerdict out{merged.status, {}, merged.publication_valid, merged.exit_nonzero, ""};
+  for (const auto& code : merged.reason_codes) out.reasons.add(code);
+  out.summary = fmt::format("CPU power (host collectors): {} rows in {}/samples.csv, status {}{}\n",
+                            merged.sample_row_count, leg_.cpu_dir, merged.status,
+                            merged.reason_codes.empty()
+                                ? std::string()
+                                : fmt::format(" ({})", fmt::join(merged.reason_codes, ", ")));
+  if (out.exit_nonzero && end.exit_code == 0) {
+    log()->error(
+        "telemetry.cpu_power.required is set and CPU power artifacts are not publishable "
+        "reasons={}",
+        fmt::join(merged.reason_codes, ","));
+  }
+  return out;
 }
 
 }  // namespace cpupower::launch
