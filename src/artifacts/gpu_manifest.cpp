@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "artifacts/gpu_samples_check.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -446,6 +447,23 @@ GpuPublication gpu_manifest_publication(const GpuManifest& m, const GpuReasons* 
   in.samples_reasons = samples_reasons;
   in.artifact_errors = m.artifact_errors;
   return gpu_publication_valid(in);
+}
+
+GpuPublication settle_gpu_manifest(GpuManifest& m, GpuReasons reasons,
+                                   const GpuSamplesCheck& samples) {
+  m.observed_devices = samples.devices;
+  m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;
+  m.sample_row_count = samples.row_count;
+  m.samples_sha256 = samples.sha256_hex;
+  reasons.add_all(samples.reason_codes);
+  reasons.add_all(gpu_device_reasons(m.expected_devices, m.observed_devices));
+  for (const auto& v : m.window_validations) reasons.add_all(v.reason_codes);
+  for (const auto& e : m.artifact_errors) reasons.add_all(e.reason_codes);
+  m.status = gpu_terminal_status(reasons, m.required);
+  m.reason_codes = std::move(reasons);
+  const auto publication = gpu_manifest_publication(m, &samples.reason_codes);
+  m.publication_valid = publication.valid;
+  return publication;
 }
 
 }  // namespace cpupower::artifacts

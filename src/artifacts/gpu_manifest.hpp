@@ -117,6 +117,17 @@ Status write_gpu_manifest(const std::string& path, const GpuManifest& manifest);
 Result<GpuManifest> parse_gpu_manifest(std::string_view json_text);
 Result<GpuManifest> read_gpu_manifest(const std::string& path);
 
+struct GpuSamplesCheck;
+
+// Settles a terminal manifest from its evidence. `m` holds the producer's identity,
+// settings, expected devices and windows, and the window audit (window_validations,
+// artifact_errors); the strict samples check gives the observed devices, scrape and row
+// counts and the digest. The reason codes are `reasons` (the producer's own), then the
+// samples check's, the device check's, each window validation's and each artifact error's;
+// the status and publication_valid follow from them. Pure; returns the publication verdict.
+GpuPublication settle_gpu_manifest(GpuManifest& m, GpuReasons reasons,
+                                   const GpuSamplesCheck& samples);
+
 // publication_valid recomputed from what a manifest records, with the strict samples
 // check's reasons (null: none); a consumer compares it with the stored verdict.
 GpuPublication gpu_manifest_publication(const GpuManifest& manifest,

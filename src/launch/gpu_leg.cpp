@@ -373,18 +373,74 @@ artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) 
   return f;
 }
 
+// windows/<name>.json for each window (and the result file an aiperf window points at);
+// the keys the manifest expects.
+std::vector<artifacts::GpuWindowKey> write_windows(const SessionPlan& plan,
+                                                   const std::vector<GpuWindowInput>& windows,
+                                                   bool interrupted) {
+  std::vector<artifacts::GpuWindowKey> expected_windows;
+  for (const auto& w : windows) {
+    if (w.derived_result) {
+      const auto path = plan.log_dir + "/" + w.result_path;
+      if (const Status written = artifacts::write_derived_window_result(path, *w.derived_result);
+          !written) {
+        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
+      }
+    }
+    const auto path = plan.gpu_leg->power_dir + "/windows/" + w.name + ".json";
+    if (const Status written = artifacts::write_gpu_window(path, window_file(w, interrupted));
+        !written) {
+      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
+    }
+    expected_windows.push_back({w.benchmark_type, w.concurrency});
+  }
+  return expected_windows;
+}
+
 }  // namespace
 
 LegVerdict GpuLegRun::finish(const SessionEnd& end) {
   if (skipped_) return {};
-  const bool interrupted = end.interrupted;
   std::vector<GpuWindowInput> windows;
-  std::optional<double> end_unix;
-  if (end.command) {
-    windows = gpu_windows(plan_, *end.command);
-    end_unix = end.command->end_unix;
+  if (end.command) windows = gpu_windows(plan_, *end.command);
+  stop_collecting(end.command ? std::optional<double>(end.command->end_unix) : std::nullopt,
+                  end.interrupted);
+  // Windows first: the manifest validates what is on disk.
+  const auto expected_windows = write_windows(plan_, windows, end.interrupted);
+  // Strictly the schema this run wrote: a file with another header is not this run's.
+  const auto samples = artifacts::check_gpu_samples(
+      leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename), leg_.samples_schema);
+  auto expected = expected_devices();
+  auto m = manifest_head();
+  m.expected_devices = std::move(expected);
+  m.expected_windows = expected_windows;
+  m.window_validations = artifacts::validate_gpu_windows(
+      leg_.power_dir, plan_.log_dir, m.expected_windows,
+      {m.expected_devices, samples.devices, m.sample_interval_seconds}, m.artifact_errors);
+  artifacts::GpuReasons reasons = reasons_;
+  for (const auto& [code, count] : summary_->reason_counts) reasons.add(code);
+  const auto publication = artifacts::settle_gpu_manifest(m, std::move(reasons), samples);
+  const auto manifest_path = leg_.power_dir + "/" + std::string(artifacts::kGpuManifestFilename);
+  if (const Status written = artifacts::write_gpu_manifest(manifest_path, m); !written) {
+    log()->warn("cannot write {} error={}", manifest_path, common::quoted(written.error()));
   }
-  const auto& t = plan_.recipe.telemetry;
+  const auto& codes = m.reason_codes;
+  LegVerdict out{std::string(artifacts::gpu_run_status_name(m.status)), codes, publication.valid,
+                 artifacts::gpu_exit_nonzero(codes, leg_.required, publication.valid), ""};
+  out.summary =
+      fmt::format("GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n",
+                  samples.row_count, samples.devices.size(), leg_.power_dir, out.status,
+                  out.publishable ? "publishable" : "not publishable",
+                  codes.empty() ? std::string() : fmt::format(" ({})", fmt::join(codes, ", ")));
+  if (out.exit_nonzero && end.exit_code == 0) {
+    log()->error("GPU power artifacts are not publishable{} status={} reasons={} rules={}",
+                 leg_.required ? " and telemetry.required is set" : "", out.status,
+                 fmt::join(codes, ","), fmt::join(publication.failed_rules, ","));
+  }
+  return out;
+}
+
+void GpuLegRun::stop_collecting(std::optional<double> end_unix, bool interrupted) {
   if (collector_ && end_unix && !interrupted) {
     // An energy window needs a sample at or after its end from every node. Not after a
     // signal: the batch system that sent it kills the session after its own wait.
@@ -411,30 +467,18 @@ LegVerdict GpuLegRun::finish(const SessionEnd& end) {
   if (processes_.failed() > failed_before) reasons_.add(reason::kExporterExited);
   processes_.stop(milliseconds(5000));
   if (interrupted) reasons_.add(reason::kCollectorInterrupted);
+}
 
-  // Windows first: the manifest validates what is on disk.
-  std::vector<artifacts::GpuWindowKey> expected_windows;
-  for (const auto& w : windows) {
-    if (w.derived_result) {
-      const auto path = plan_.log_dir + "/" + w.result_path;
-      if (const Status written = artifacts::write_derived_window_result(path, *w.derived_result);
-          !written) {
-        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-      }
-    }
-    const auto path = leg_.power_dir + "/windows/" + w.name + ".json";
-    if (const Status written = artifacts::write_gpu_window(path, window_file(w, interrupted));
-        !written) {
-      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-    }
-    expected_windows.push_back({w.benchmark_type, w.concurrency});
-  }
-
-  const auto samples_path = leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename);
-  // Strictly the schema this run wrote: a file with another header is not this run's.
-  const auto samples = artifacts::check_gpu_samples(samples_path, leg_.samples_schema);
-
+std::vector<artifacts::GpuExpectedDevice> GpuLegRun::expected_devices() {
   std::vector<artifacts::GpuExpectedDevice> expected;
+  // Each GPU serving one aggregated worker per node (role agg; the contract wants exactly
+  // one role per GPU).
+  const auto agg = [&](std::size_t n, long long index) {
+    artifacts::GpuAssignment a;
+    a.worker_role = "agg";
+    a.worker_index = static_cast<long long>(n);
+    expected.push_back({plan_.nodes[n], index, {a}});
+  };
   if (leg_.roles_file) {
     std::string error;
     if (auto roles = read_gpu_roles(*leg_.roles_file, &error)) {
@@ -446,38 +490,25 @@ LegVerdict GpuLegRun::finish(const SessionEnd& end) {
   if (expected.empty() && leg_.read.only_indices) {
     // The visible-devices selection: those GPUs on every node, whether they answered or not.
     for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
-      for (const auto index : *leg_.read.only_indices) {
-        artifacts::GpuAssignment agg;
-        agg.worker_role = "agg";
-        agg.worker_index = static_cast<long long>(n);
-        expected.push_back({plan_.nodes[n], index, {agg}});
-      }
+      for (const auto index : *leg_.read.only_indices) agg(n, index);
     }
   }
   if (expected.empty()) {
-    // No topology given: every GPU a node showed when it became ready, each serving one
-    // aggregated worker per node (role agg; the contract wants exactly one role per GPU).
+    // No topology given: every GPU a node showed when it became ready.
     for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
-      const auto& node = plan_.nodes[n];
-      const auto it = summary_->first_devices.find(node);
+      const auto it = summary_->first_devices.find(plan_.nodes[n]);
       if (it == summary_->first_devices.end()) {
         reasons_.add(reason::kExpectedDeviceMissing);  // a node that never gave a row
         continue;
       }
-      for (const auto index : it->second) {
-        artifacts::GpuAssignment agg;
-        agg.worker_role = "agg";
-        agg.worker_index = static_cast<long long>(n);
-        expected.push_back({node, index, {agg}});
-      }
+      for (const auto index : it->second) agg(n, index);
     }
   }
+  return expected;
+}
 
-  artifacts::GpuReasons reasons = reasons_;
-  for (const auto& [code, count] : summary_->reason_counts) reasons.add(code);
-  reasons.add_all(samples.reason_codes);
-  reasons.add_all(artifacts::gpu_device_reasons(expected, samples.devices));
-
+artifacts::GpuManifest GpuLegRun::manifest_head() const {
+  const auto& t = plan_.recipe.telemetry;
   artifacts::GpuManifest m;
   m.job_id = plan_.artifact_job_id;
   m.samples_schema_version = leg_.samples_schema;
@@ -508,44 +539,9 @@ LegVerdict GpuLegRun::finish(const SessionEnd& end) {
     }
     m.utilization_metrics = std::move(used);
   }
-  m.expected_devices = expected;
   m.clock_sync_check = clock_check_;
   if (clock_check_) m.clock_sync_failures = clock_sync_failures(*clock_check_);
-  m.observed_devices = samples.devices;
-  m.expected_windows = expected_windows;
-  m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;
-  m.sample_row_count = samples.row_count;
-  m.samples_sha256 = samples.sha256_hex;
-  artifacts::GpuCoverageInputs coverage{m.expected_devices, m.observed_devices,
-                                        m.sample_interval_seconds};
-  m.window_validations = artifacts::validate_gpu_windows(
-      leg_.power_dir, plan_.log_dir, m.expected_windows, coverage, m.artifact_errors);
-  for (const auto& v : m.window_validations) reasons.add_all(v.reason_codes);
-  for (const auto& e : m.artifact_errors) reasons.add_all(e.reason_codes);
-  m.status = artifacts::gpu_terminal_status(reasons, leg_.required);
-  m.reason_codes = reasons;
-  const auto publication = artifacts::gpu_publication_valid(
-      {m.status, m.expected_devices, m.observed_devices, m.expected_windows, m.window_validations,
-       &samples.reason_codes, m.artifact_errors});
-  m.publication_valid = publication.valid;
-  const auto manifest_path = leg_.power_dir + "/" + std::string(artifacts::kGpuManifestFilename);
-  if (const Status written = artifacts::write_gpu_manifest(manifest_path, m); !written) {
-    log()->warn("cannot write {} error={}", manifest_path, common::quoted(written.error()));
-  }
-
-  LegVerdict out{std::string(artifacts::gpu_run_status_name(m.status)), reasons, publication.valid,
-                 artifacts::gpu_exit_nonzero(reasons, leg_.required, publication.valid), ""};
-  out.summary =
-      fmt::format("GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n",
-                  samples.row_count, samples.devices.size(), leg_.power_dir, out.status,
-                  out.publishable ? "publishable" : "not publishable",
-                  reasons.empty() ? std::string() : fmt::format(" ({})", fmt::join(reasons, ", ")));
-  if (out.exit_nonzero && end.exit_code == 0) {
-    log()->error("GPU power artifacts are not publishable{} status={} reasons={} rules={}",
-                 leg_.required ? " and telemetry.required is set" : "", out.status,
-                 fmt::join(reasons, ","), fmt::join(publication.failed_rules, ","));
-  }
-  return out;
+  return m;
 }
 
 }  // namespace cpupower::launch

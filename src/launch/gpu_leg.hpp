@@ -58,6 +58,14 @@ class GpuLegRun : public Leg {
  private:
   std::vector<scrape::Endpoint> start_exporters(std::chrono::steady_clock::time_point deadline,
                                                 const std::function<bool()>& give_up);
+  // Waits (bounded) for rows past `end_unix` unless interrupted, stops the collector and
+  // the exporters; the lifecycle reasons met on the way go to reasons_.
+  void stop_collecting(std::optional<double> end_unix, bool interrupted);
+  // The devices the manifest expects: --gpu-roles, else the visible-devices selection on
+  // every node, else every GPU each node showed when it became ready.
+  std::vector<artifacts::GpuExpectedDevice> expected_devices();
+  // The manifest's identity, settings and lifecycle, before its evidence.
+  artifacts::GpuManifest manifest_head() const;
 
   const SessionPlan& plan_;
   Launcher& launcher_;
