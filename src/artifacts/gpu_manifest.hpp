@@ -5,6 +5,7 @@
 // contract's manifest, in its order (docs/formats.md, "GPU leg").
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -116,6 +117,24 @@ Status write_gpu_manifest(const std::string& path, const GpuManifest& manifest);
 // the first key that is not. Keys beyond the contract's are ignored.
 Result<GpuManifest> parse_gpu_manifest(std::string_view json_text);
 Result<GpuManifest> read_gpu_manifest(const std::string& path);
+
+// One element of an expected_devices list, read leniently: `device` when it has a string
+// hostname and an integer gpu_index, with the assignments that have a string worker_role
+// (worker_index, worker_process and het_group where they are integers); `assignments`
+// whether it has an assignments array; `error` the first thing that keeps it from being a
+// whole device (": needs a string hostname and an integer gpu_index", ".assignments: not an
+// array", ".assignments: each needs a string worker_role"), empty when none.
+struct GpuExpectedDeviceEntry {
+  std::optional<GpuExpectedDevice> device;
+  bool assignments = false;
+  std::string error;
+};
+GpuExpectedDeviceEntry read_gpu_expected_device(const nlohmann::json& d);
+
+// `cpu-power run --gpu-roles FILE`: the expected devices, as a JSON array or an object
+// holding one under "expected_devices" (a GPU manifest of an earlier run is such an
+// object); every element a whole device, else the error names the file and the element.
+Result<std::vector<GpuExpectedDevice>> read_gpu_roles_file(const std::string& path);
 
 struct GpuSamplesCheck;
 

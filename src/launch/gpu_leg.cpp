@@ -5,7 +5,6 @@
 #include <thread>
 
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_reasons.hpp"
@@ -37,11 +36,6 @@ std::shared_ptr<spdlog::logger> log() {
 GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher,
                      std::optional<artifacts::ClockSyncCheck> clock_check)
     : plan_(plan), launcher_(launcher), leg_(*plan.gpu_leg), clock_check_(std::move(clock_check)) {}
-
-GpuLegRun::~GpuLegRun() {
-  if (collector_) collector_->stop_and_finalize();
-  processes_.stop(milliseconds(5000));
-}
 
 std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadline,
                                                          const std::function<bool()>& give_up) {
@@ -198,73 +192,27 @@ bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& gi
 
 namespace {
 
-// A benchmark window the session knows, for windows/<name>.json.
+// A benchmark window the session knows: windows/<name>.json, and for an aiperf window the
+// result file it points at (written at its result_path).
 struct GpuWindowInput {
-  std::string name;            // the file stem
-  std::string benchmark_type;  // session | sa-bench | aiperf
-  long long concurrency = 1;
-  std::string result_path;  // relative to the log directory; its stem is `name`
-  std::optional<double> start_unix;
-  std::optional<double> end_unix;
-  std::optional<double> duration_s;  // the monotonic duration when known
-  std::string failure;               // non-empty: the window's command failed
-  // Set when the benchmark's own result file lacks start, end and duration (aiperf): the
-  // result file written at result_path for the window to point at.
-  std::optional<artifacts::DerivedWindowResult> derived_result;
+  std::string name;  // the file stem
+  artifacts::GpuWindowFile file;
+  std::optional<artifacts::DerivedWindowResult> derived;
 };
 
-// --gpu-roles: the contract's expected_devices, as a JSON array or an object holding one
-// under "expected_devices" (a GPU leg manifest of an earlier run is such an object).
-std::optional<std::vector<artifacts::GpuExpectedDevice>> read_gpu_roles(const std::string& path,
-                                                                        std::string* error) {
-  const auto text = common::read_small_file(path, error, 16u << 20);
-  if (!text) return std::nullopt;
-  const auto json = nlohmann::json::parse(*text, nullptr, false);
-  const auto* list = &json;
-  if (json.is_object() && json.contains("expected_devices")) list = &json["expected_devices"];
-  if (!list->is_array()) {
-    *error = path + ": expected a JSON array of devices or an object with expected_devices";
-    return std::nullopt;
-  }
-  std::vector<artifacts::GpuExpectedDevice> out;
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const auto& d = (*list)[i];
-    const std::string where = path + ": expected_devices[" + std::to_string(i) + "]";
-    if (!d.is_object() || !d.contains("hostname") || !d["hostname"].is_string() ||
-        !d.contains("gpu_index") || !d["gpu_index"].is_number_integer()) {
-      *error = where + ": needs a string hostname and an integer gpu_index";
-      return std::nullopt;
-    }
-    artifacts::GpuExpectedDevice device;
-    device.hostname = d["hostname"].get<std::string>();
-    device.gpu_index = d["gpu_index"].get<long long>();
-    if (d.contains("assignments")) {
-      if (!d["assignments"].is_array()) {
-        *error = where + ".assignments: not an array";
-        return std::nullopt;
-      }
-      for (const auto& a : d["assignments"]) {
-        if (!a.is_object() || !a.contains("worker_role") || !a["worker_role"].is_string()) {
-          *error = where + ".assignments: each needs a string worker_role";
-          return std::nullopt;
-        }
-        artifacts::GpuAssignment assignment;
-        assignment.worker_role = a["worker_role"].get<std::string>();
-        if (a.contains("worker_index") && a["worker_index"].is_number_integer()) {
-          assignment.worker_index = a["worker_index"].get<long long>();
-        }
-        if (a.contains("worker_process") && a["worker_process"].is_number_integer()) {
-          assignment.worker_process = a["worker_process"].get<long long>();
-        }
-        if (a.contains("het_group") && a["het_group"].is_number_integer()) {
-          assignment.het_group = a["het_group"].get<long long>();
-        }
-        device.assignments.push_back(std::move(assignment));
-      }
-    }
-    out.push_back(std::move(device));
-  }
-  return out;
+// A completed window over [start, end]; `duration`, the monotonic one when known.
+GpuWindowInput completed_window(std::string name, std::string benchmark_type, long long concurrency,
+                                std::string result_path, double start, double end,
+                                std::optional<double> duration) {
+  GpuWindowInput w{std::move(name), {}, std::nullopt};
+  w.file.benchmark_type = std::move(benchmark_type);
+  w.file.result_path = std::move(result_path);
+  w.file.concurrency = concurrency;
+  w.file.benchmark_start_time_unix = start;
+  w.file.benchmark_end_time_unix = end;
+  w.file.duration_s = duration.value_or(end - start);
+  w.file.status = artifacts::GpuWindowStatus::completed;
+  return w;
 }
 
 // An aiperf concurrency point's window. aiperf's files carry no start, end and duration the
@@ -280,34 +228,27 @@ std::optional<GpuWindowInput> aiperf_window(const SessionPlan& plan, const repor
                                         : report::load_aiperf_aggregate_window(
                                               source.path, source.concurrency, run.benchmark_out);
   if (!window.error.empty() || !(window.end_unix > window.start_unix)) {
-    common::logger("cpu_power::run")
-        ->warn("no GPU window for aiperf concurrency {}: {}", source.concurrency,
-               window.error.empty() ? "empty span" : window.error);
+    log()->warn("no GPU window for aiperf concurrency {}: {}", source.concurrency,
+                window.error.empty() ? "empty span" : window.error);
     return std::nullopt;
   }
   const std::string name = "aiperf_conc_" + std::to_string(source.concurrency);
   const std::filesystem::path dir(plan.gpu_leg->power_dir);
-  GpuWindowInput w;
-  w.name = name;
-  w.benchmark_type = "aiperf";
-  w.concurrency = source.concurrency;
-  w.result_path = (dir / "aiperf" / (name + ".json")).lexically_relative(plan.log_dir).string();
-  w.start_unix = window.start_unix;
-  w.end_unix = window.end_unix;
-  w.duration_s = window.reported.duration_seconds.value_or(window.end_unix - window.start_unix);
-  artifacts::DerivedWindowResult r;
-  r.benchmark_type = "aiperf";
-  r.concurrency = source.concurrency;
-  r.start_unix = *w.start_unix;
-  r.end_unix = *w.end_unix;
-  r.duration_s = *w.duration_s;
-  r.derived_from = std::filesystem::path(source.path).lexically_relative(plan.log_dir).string();
-  r.derivation =
+  auto w = completed_window(
+      name, "aiperf", source.concurrency,
+      (dir / "aiperf" / (name + ".json")).lexically_relative(plan.log_dir).string(),
+      window.start_unix, window.end_unix, window.reported.duration_seconds);
+  w.derived = artifacts::DerivedWindowResult{
+      "aiperf",
+      source.concurrency,
+      window.start_unix,
+      window.end_unix,
+      *w.file.duration_s,
+      std::filesystem::path(source.path).lexically_relative(plan.log_dir).string(),
       records ? "start: first profiling request's start; end: start + benchmark_duration, or "
                 "the last profiling request's end when earlier; duration: benchmark_duration"
               : "start and end: the aggregate's start_time and end_time; duration: "
-                "benchmark_duration";
-  w.derived_result = std::move(r);
+                "benchmark_duration"};
   return w;
 }
 
@@ -315,19 +256,13 @@ std::optional<GpuWindowInput> aiperf_window(const SessionPlan& plan, const repor
 // session.json), each sa-bench result the command left below the log directory, and each
 // aiperf concurrency point.
 std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRecord& record) {
-  std::vector<GpuWindowInput> out;
-  GpuWindowInput session;
-  session.name = "session";
-  session.benchmark_type = "session";
-  session.concurrency = 1;
-  session.result_path = "session.json";
-  session.start_unix = record.start_unix;
-  session.end_unix = record.end_unix;
-  session.duration_s = record.duration_s;
+  std::vector<GpuWindowInput> out{completed_window("session", "session", 1, "session.json",
+                                                   record.start_unix, record.end_unix,
+                                                   record.duration_s)};
   if (record.exit_code != 0) {
-    session.failure = "the command exited with code " + std::to_string(record.exit_code);
+    out[0].file.status = artifacts::GpuWindowStatus::failed;
+    out[0].file.reason = "the command exited with code " + std::to_string(record.exit_code);
   }
-  out.push_back(session);
   const auto found = report::discover_run(plan.log_dir, std::nullopt);
   if (!found.run) return out;
   for (const auto& source : found.run->sources) {
@@ -338,61 +273,34 @@ std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRe
     }
     if (source.kind != report::SourceKind::sa_bench) continue;
     const auto result = artifacts::read_gpu_window_result(source.path);
-    GpuWindowInput w;
+    if (!result.start_time_unix || !result.end_time_unix) continue;  // not one the contract uses
     const std::filesystem::path path(source.path);
-    w.name = path.stem().string();
-    w.benchmark_type = "sa-bench";
-    w.concurrency = source.concurrency;
-    w.result_path = path.lexically_relative(plan.log_dir).string();
-    w.start_unix = result.start_time_unix;
-    w.end_unix = result.end_time_unix;
-    w.duration_s = result.duration_s;
-    if (!w.start_unix || !w.end_unix) continue;  // not a result the contract can use
-    out.push_back(std::move(w));
+    out.push_back(completed_window(path.stem().string(), "sa-bench", source.concurrency,
+                                   path.lexically_relative(plan.log_dir).string(),
+                                   *result.start_time_unix, *result.end_time_unix,
+                                   result.duration_s));
   }
   return out;
-}
-
-artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) {
-  artifacts::GpuWindowFile f;
-  f.benchmark_type = w.benchmark_type;
-  f.result_path = w.result_path;
-  f.concurrency = w.concurrency;
-  f.benchmark_start_time_unix = w.start_unix.value_or(0.0);
-  if (!w.end_unix) {
-    f.status =
-        interrupted ? artifacts::GpuWindowStatus::interrupted : artifacts::GpuWindowStatus::running;
-    if (interrupted) f.reason = "the session was interrupted";
-    return f;
-  }
-  f.benchmark_end_time_unix = w.end_unix;
-  f.duration_s = w.duration_s.value_or(*w.end_unix - f.benchmark_start_time_unix);
-  f.status = w.failure.empty() ? artifacts::GpuWindowStatus::completed
-                               : artifacts::GpuWindowStatus::failed;
-  if (!w.failure.empty()) f.reason = w.failure;
-  return f;
 }
 
 // windows/<name>.json for each window (and the result file an aiperf window points at);
 // the keys the manifest expects.
 std::vector<artifacts::GpuWindowKey> write_windows(const SessionPlan& plan,
-                                                   const std::vector<GpuWindowInput>& windows,
-                                                   bool interrupted) {
+                                                   const std::vector<GpuWindowInput>& windows) {
   std::vector<artifacts::GpuWindowKey> expected_windows;
   for (const auto& w : windows) {
-    if (w.derived_result) {
-      const auto path = plan.log_dir + "/" + w.result_path;
-      if (const Status written = artifacts::write_derived_window_result(path, *w.derived_result);
+    if (w.derived) {
+      const auto path = plan.log_dir + "/" + w.file.result_path;
+      if (const Status written = artifacts::write_derived_window_result(path, *w.derived);
           !written) {
         log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
       }
     }
     const auto path = plan.gpu_leg->power_dir + "/windows/" + w.name + ".json";
-    if (const Status written = artifacts::write_gpu_window(path, window_file(w, interrupted));
-        !written) {
+    if (const Status written = artifacts::write_gpu_window(path, w.file); !written) {
       log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
     }
-    expected_windows.push_back({w.benchmark_type, w.concurrency});
+    expected_windows.push_back(w.file.key());
   }
   return expected_windows;
 }
@@ -406,7 +314,7 @@ LegVerdict GpuLegRun::finish(const SessionEnd& end) {
   stop_collecting(end.command ? std::optional<double>(end.command->end_unix) : std::nullopt,
                   end.interrupted);
   // Windows first: the manifest validates what is on disk.
-  const auto expected_windows = write_windows(plan_, windows, end.interrupted);
+  const auto expected_windows = write_windows(plan_, windows);
   // Strictly the schema this run wrote: a file with another header is not this run's.
   const auto samples = artifacts::check_gpu_samples(
       leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename), leg_.samples_schema);
@@ -480,11 +388,10 @@ std::vector<artifacts::GpuExpectedDevice> GpuLegRun::expected_devices() {
     expected.push_back({plan_.nodes[n], index, {a}});
   };
   if (leg_.roles_file) {
-    std::string error;
-    if (auto roles = read_gpu_roles(*leg_.roles_file, &error)) {
+    if (auto roles = artifacts::read_gpu_roles_file(*leg_.roles_file)) {
       expected = std::move(*roles);
     } else {
-      log()->warn("--gpu-roles not used: {}", error);
+      log()->warn("--gpu-roles not used: {}", roles.error());
     }
   }
   if (expected.empty() && leg_.read.only_indices) {

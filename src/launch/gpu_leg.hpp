@@ -38,9 +38,6 @@ class GpuLegRun : public Leg {
   // clock_sync_failures (unset: none ran, the manifest's clock_sync_check is null).
   GpuLegRun(const SessionPlan& plan, Launcher& launcher,
             std::optional<artifacts::ClockSyncCheck> clock_check);
-  ~GpuLegRun() override;  // exporters still running get SIGTERM, then SIGKILL
-  GpuLegRun(const GpuLegRun&) = delete;
-  GpuLegRun& operator=(const GpuLegRun&) = delete;
 
   // Starts the exporters (when the plan starts them) and the collector, and waits until
   // every node has given rows, the startup deadline passes or `give_up` says so. True when

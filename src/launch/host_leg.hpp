@@ -28,8 +28,6 @@ inline constexpr std::string_view kReasonStartupTimeout = "cpu_power_startup_tim
 class HostLeg : public Leg {
  public:
   HostLeg(const SessionPlan& plan, Launcher& launcher);
-  HostLeg(const HostLeg&) = delete;
-  HostLeg& operator=(const HostLeg&) = delete;
 
   // Starts the collectors and waits until every node is ready, a node reports that it has no
   // source (error marker), a launch fails, the startup deadline passes or `give_up` says so.

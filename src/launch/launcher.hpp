@@ -42,8 +42,6 @@ class Launcher {
  public:
   explicit Launcher(const SessionPlan& plan);
   ~Launcher();  // stop() with the default grace
-  Launcher(const Launcher&) = delete;
-  Launcher& operator=(const Launcher&) = delete;
 
   // Starts the exporters and resolves their endpoints, all by `deadline`; `give_up` ends the
   // waiting early (a signal). Endpoints are in node order.

@@ -99,7 +99,7 @@ class ProcessSet {
   // any is still running.
   bool poll();
 
-  // Waits until p's log has a readiness line (launch/launcher.hpp listening_port) and
+  // Waits until p's log has a readiness line (listening_port) and
   // returns its port; nullopt at `deadline`, on `give_up`, or when p ends first ("<what>
   // exited at startup", reaped and marked failed).
   std::optional<long> wait_listening(Process& p, std::chrono::steady_clock::time_point deadline,
@@ -116,7 +116,6 @@ class ProcessSet {
   std::size_t failed() const;
 
   std::vector<Process>& processes() { return processes_; }
-  const std::vector<Process>& processes() const { return processes_; }
 
  private:
   bool reap(Process& p, std::string_view when);

@@ -251,7 +251,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   // out of the startup deadlines, which count from its end: a slow probe never costs a leg
   // its readiness.
   std::optional<artifacts::ClockSyncCheck> clocks;
-  if (plan.telemetry || plan.host_leg || plan.gpu_leg) {
+  if (plan.exporter_leg || plan.host_leg || plan.gpu_leg) {
     const auto probe_start = Clock::now();
     clocks = check_session_clocks(plan, kClockStepTimeout);
     started += Clock::now() - probe_start;
@@ -261,7 +261,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   Launcher launcher(plan);
   std::vector<std::unique_ptr<Leg>> legs;
   const auto give_up = [&signals] { return signals.interrupted(); };
-  if (plan.telemetry) legs.push_back(std::make_unique<ExporterLeg>(plan, launcher));
+  if (plan.exporter_leg) legs.push_back(std::make_unique<ExporterLeg>(plan, launcher));
   if (plan.gpu_leg) legs.push_back(std::make_unique<GpuLegRun>(plan, launcher, clocks));
   if (plan.host_leg) legs.push_back(std::make_unique<HostLeg>(plan, launcher));
   std::optional<std::string> blocked;
@@ -306,7 +306,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   launcher.stop();
   signals.set_on_signal({});  // before the legs go
   // The consumers' verdict on what the legs wrote (logged; the exit status stays the session's).
-  if (plan.telemetry || plan.gpu_leg || plan.host_leg) {
+  if (plan.exporter_leg || plan.gpu_leg || plan.host_leg) {
     validate::log_session_verdict(
         {.run_dir = plan.log_dir,
          .gpu_dir = plan.gpu_leg ? plan.gpu_leg->power_dir : plan.log_dir + "/power",

@@ -1,10 +1,10 @@
 #pragma once
-// The `cpu-power run` session: exporters up and resolved under the startup deadline, the
-// collector started, the command run to its end, then the collector finalized while the
-// exporters still answer (its last scrape), the exporters stopped, and session.json written.
-// The command's exit status is the session's: CPU telemetry never changes it, except the
-// host leg with telemetry.cpu_power.required: a readiness failure keeps the command from
-// running (exit 1), and an unpublishable result turns exit 0 into 1.
+// The `cpu-power run` session: the clock check, then each leg (launch/leg.hpp) started
+// under its startup deadline, the command run to its end and session.json written, then
+// each leg finished while the exporters still answer (its last scrape), and the exporters
+// stopped. The command's exit status is the session's; a leg the recipe requires changes it
+// only when it is not ready (the command is not run, exit 1) or its result is not
+// publishable (exit 0 becomes 1).
 
 #include <chrono>
 #include <string>

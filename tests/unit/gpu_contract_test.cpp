@@ -419,6 +419,31 @@ TEST(GpuPublication, ArtifactErrors) {
 // The terminal manifest from its evidence: counts from the samples check, the reasons in
 // their order (the producer's, the samples', the devices', the windows', the artifacts'),
 // and the status and verdict they call for.
+// --gpu-roles: an array, or a manifest's expected_devices; any element that is not a whole
+// device refuses the file, naming the element.
+TEST(GpuRolesFile, ArrayOrManifestAndTheFirstBadElement) {
+  TempDir dir;
+  const auto path = dir.path() + "/roles.json";
+  spit(path, R"({"expected_devices": [{"hostname": "a", "gpu_index": 1, "assignments":
+      [{"worker_role": "decode", "worker_index": 2, "het_group": 1}]}, {"hostname": "b",
+      "gpu_index": 0}]})");
+  const auto roles = read_gpu_roles_file(path);
+  ASSERT_TRUE(roles) << roles.error();
+  ASSERT_EQ(roles->size(), 2u);
+  EXPECT_EQ((*roles)[0], (GpuExpectedDevice{"a", 1, {{"decode", 2, 0, 1}}}));
+  EXPECT_EQ((*roles)[1], (GpuExpectedDevice{"b", 0, {}}));
+
+  spit(path, R"([{"hostname": "a", "gpu_index": 0, "assignments": [{"worker_index": 0}]}])");
+  EXPECT_EQ(read_gpu_roles_file(path).error(),
+            path + ": expected_devices[0].assignments: each needs a string worker_role");
+  spit(path, R"([{"hostname": "a", "gpu_index": 0}, {"hostname": "a"}])");
+  EXPECT_EQ(read_gpu_roles_file(path).error(),
+            path + ": expected_devices[1]: needs a string hostname and an integer gpu_index");
+  spit(path, R"({"devices": []})");
+  EXPECT_EQ(read_gpu_roles_file(path).error(),
+            path + ": expected a JSON array of devices or an object with expected_devices");
+}
+
 TEST(GpuPublication, SettledManifest) {
   const Publishable p;
   GpuManifest m;

@@ -265,7 +265,7 @@ TEST(SessionPlan, HostLegIsOneCollectorSrunPerGroup) {
   // The host leg alone: same nodes and groups, no exporter.
   r.recipe.telemetry.cpu_power_exporter.reset();
   plan = make_plan(r);
-  EXPECT_FALSE(plan.telemetry);
+  EXPECT_FALSE(plan.exporter_leg);
   EXPECT_TRUE(plan.groups.empty());
   EXPECT_TRUE(plan.exporter_command.empty());
   ASSERT_TRUE(plan.host_leg);
@@ -338,7 +338,7 @@ TEST(SessionPlan, TelemetryOffRunsTheCommandOnly) {
   auto r = request();
   r.recipe.telemetry.cpu_power_exporter.reset();
   const auto plan = make_plan(r);
-  EXPECT_FALSE(plan.telemetry);
+  EXPECT_FALSE(plan.exporter_leg);
   EXPECT_EQ(plan.error, "");
   EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("running the command only")));
 }
