@@ -119,11 +119,9 @@ Result<GpuManifest> parse_gpu_manifest(std::string_view json_text);
 Result<GpuManifest> read_gpu_manifest(const std::string& path);
 
 // One element of an expected_devices list, read leniently: `device` when it has a string
-// hostname and an integer gpu_index, with the assignments that have a string worker_role
-// (worker_index, worker_process and het_group where they are integers); `assignments`
-// whether it has an assignments array; `error` the first thing that keeps it from being a
-// whole device (": needs a string hostname and an integer gpu_index", ".assignments: not an
-// array", ".assignments: each needs a string worker_role"), empty when none.
+// hostname and an integer gpu_index, with each assignment that has a string worker_role
+// (the integers where they are integers); `assignments`: it has an assignments array;
+// `error`: the first thing that keeps it from being a whole device, empty when none.
 struct GpuExpectedDeviceEntry {
   std::optional<GpuExpectedDevice> device;
   bool assignments = false;

@@ -1,12 +1,10 @@
 #include "launch/gpu_leg.hpp"
 
-#include <cmath>
 #include <filesystem>
 #include <thread>
 
 #include <fmt/ranges.h>
 
-#include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/gpu_samples_check.hpp"
 #include "artifacts/gpu_windows.hpp"
@@ -15,7 +13,6 @@
 #include "launch/clock_check.hpp"
 #include "launch/launcher.hpp"
 #include "launch/node_address.hpp"
-#include "launch/process.hpp"
 #include "report/discovery.hpp"
 #include "report/window.hpp"
 #include "scrape/curl_api.hpp"

@@ -19,9 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "artifacts/gpu_contract.hpp"
 #include "artifacts/gpu_manifest.hpp"
-#include "artifacts/gpu_windows.hpp"
 #include "launch/leg.hpp"
 #include "launch/process.hpp"
 #include "launch/session_plan.hpp"

@@ -18,7 +18,6 @@
 #include "hostleg/markers.hpp"
 #include "hostleg/merge.hpp"
 #include "launch/launcher.hpp"
-#include "launch/process.hpp"
 
 namespace cpupower::launch {
 namespace {

@@ -14,10 +14,6 @@ namespace {
 constexpr std::size_t kSpreadAboveNodes = 64;
 }  // namespace
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 milliseconds to_ms(double seconds) {
   return milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
 }

@@ -58,7 +58,6 @@ class Leg {
 };
 
 // What the legs share.
-double now_unix();
 std::chrono::milliseconds to_ms(double seconds);  // rounded to the millisecond
 
 // A collector's options from the recipe, writing under `out_dir`.

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <cerrno>
-#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
@@ -144,12 +143,12 @@ class ExporterLeg : public Leg {
     if (!finalized) {
       log()->warn("CPU power collector finalize incomplete error={}", common::quoted(error));
     }
-    LegVerdict out;
-    out.status = finalized ? "complete" : "incomplete";
-    out.publishable = finalized;
-    out.summary = exporter_leg_summary(collector_->stats(), collector_->samples_path(),
-                                       collector_->manifest_path());
-    return out;
+    return {finalized ? "complete" : "incomplete",
+            {},
+            finalized,
+            false,
+            exporter_leg_summary(collector_->stats(), collector_->samples_path(),
+                                 collector_->manifest_path())};
   }
 
   // The targets go before the exporters do: Prometheus drops them instead of recording the
