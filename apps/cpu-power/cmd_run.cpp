@@ -66,7 +66,7 @@ std::string short_hostname() {
   return name.substr(0, name.find('.'));
 }
 
-// Without --config the scraper leg runs with every default, as if the recipe said
+// Without --config the exporter leg runs with every default, as if the recipe said
 // `telemetry: {enabled: true, cpu_power_exporter: {}}`.
 std::optional<config::Recipe> recipe_for(const RunArgs& args) {
   if (args.config.empty()) {
@@ -209,11 +209,11 @@ int run(const RunArgs& args) {
   signals.stop();
   common::retire_closed_stdout();
   std::cout << launch::summary_text(result) << std::flush;
-  if ((plan.telemetry || plan.host_leg || plan.gpu_leg) && result.command_started) {
+  if ((plan.exporter_leg || plan.host_leg || plan.gpu_leg) && result.command_started) {
     // With both legs the exporter leg's samples are the report's; the host leg's report is
     // `cpu-power report LOG_DIR --cpu-samples <storage_subdir>/samples.csv`.
     report::ReportOptions options;
-    if (plan.telemetry && plan.host_leg) options.cpu_samples = plan.cpu_dir + "/samples.csv";
+    if (plan.exporter_leg && plan.host_leg) options.cpu_samples = plan.cpu_dir + "/samples.csv";
     write_report(plan.log_dir, options);
   }
   return result.exit_code;

@@ -87,17 +87,17 @@ bool windows_valid(std::span<const GpuWindowKey> expected,
 
 // ---- reason codes ---------------------------------------------------------------------
 
-bool GpuReasons::add(std::string_view code) {
+bool ReasonSet::add(std::string_view code) {
   if (contains(code)) return false;
   codes_.emplace_back(code);
   return true;
 }
 
-bool GpuReasons::contains(std::string_view code) const {
+bool ReasonSet::contains(std::string_view code) const {
   return std::find(codes_.begin(), codes_.end(), code) != codes_.end();
 }
 
-bool GpuReasons::contains_any(std::span<const std::string_view> codes) const {
+bool ReasonSet::contains_any(std::span<const std::string_view> codes) const {
   return std::any_of(codes.begin(), codes.end(), [&](std::string_view c) { return contains(c); });
 }
 
@@ -142,7 +142,7 @@ bool is_terminal(GpuRunStatus status) {
          status == GpuRunStatus::failed;
 }
 
-GpuRunStatus gpu_terminal_status(const GpuReasons& reasons, bool required) {
+GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required) {
   if (reasons.contains_any(kFatalLifecycle)) return GpuRunStatus::incomplete;
   if (required && reasons.contains_any(kStartup)) return GpuRunStatus::failed;
   return GpuRunStatus::complete;
@@ -185,7 +185,7 @@ Status GpuStatusHolder::finish(GpuRunStatus terminal) {
   return Ok{};
 }
 
-Status GpuStatusHolder::finish(const GpuReasons& reasons, bool required) {
+Status GpuStatusHolder::finish(const ReasonSet& reasons, bool required) {
   return finish(gpu_terminal_status(reasons, required));
 }
 
@@ -205,9 +205,9 @@ void GpuObservedDevice::observe(std::string_view gpu_uuid, double time_unix) {
   sample_times_unix.insert(at, time_unix);
 }
 
-GpuReasons gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
-                              std::span<const GpuObservedDevice> observed) {
-  GpuReasons out;
+ReasonSet gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
+                             std::span<const GpuObservedDevice> observed) {
+  ReasonSet out;
   const auto want = expected_keys(expected);
   const auto have = observed_keys(observed);
   const bool missing =
@@ -247,7 +247,7 @@ GpuPublication gpu_publication_valid(const GpuPublicationInputs& in) {
   return out;
 }
 
-bool gpu_exit_nonzero(const GpuReasons& reasons, bool required, bool publication_valid) {
+bool gpu_exit_nonzero(const ReasonSet& reasons, bool required, bool publication_valid) {
   return reasons.contains_any(kOperational) || (required && !publication_valid);
 }
 

@@ -36,16 +36,17 @@ inline constexpr std::string_view kGpuClockSource = "head_node_unix_clock";
 
 // ---- reason codes ---------------------------------------------------------------------
 
-// Reason codes without repeats, in the order first added (how the manifest lists them).
-class GpuReasons {
+// Reason codes without repeats, in the order first added (how the manifests list them); the
+// verdict of every leg of a run carries one (launch/leg.hpp).
+class ReasonSet {
  public:
-  GpuReasons() = default;
-  GpuReasons(std::initializer_list<std::string_view> codes) {
+  ReasonSet() = default;
+  ReasonSet(std::initializer_list<std::string_view> codes) {
     for (auto c : codes) add(c);
   }
   // Adds `code` unless present; returns whether it was added.
   bool add(std::string_view code);
-  void add_all(const GpuReasons& other) {
+  void add_all(const ReasonSet& other) {
     for (const auto& c : other.codes_) add(c);
   }
   bool contains(std::string_view code) const;
@@ -55,11 +56,13 @@ class GpuReasons {
   const std::vector<std::string>& codes() const { return codes_; }
   auto begin() const { return codes_.begin(); }
   auto end() const { return codes_.end(); }
-  bool operator==(const GpuReasons&) const = default;
+  bool operator==(const ReasonSet&) const = default;
 
  private:
   std::vector<std::string> codes_;
 };
+
+using GpuReasons = ReasonSet;
 
 // A fatal lifecycle reason: collection was lost, so the run is `incomplete`.
 bool is_gpu_fatal_lifecycle_reason(std::string_view code);
@@ -82,7 +85,7 @@ bool is_terminal(GpuRunStatus status);
 //   2. `required` and any startup reason -> failed;
 //   3. otherwise complete (a best-effort run whose exporter was late still finishes; whether
 //      it can be published is publication_valid's question).
-GpuRunStatus gpu_terminal_status(const GpuReasons& reasons, bool required);
+GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required);
 
 // starting -> running -> one terminal status, or starting -> terminal (startup failed). The
 // status becomes terminal once: any later attempt is refused with an error saying so, and
@@ -95,7 +98,7 @@ class GpuStatusHolder {
   // Any non-terminal status -> `terminal` (which must be terminal).
   Status finish(GpuRunStatus terminal);
   // finish(gpu_terminal_status(reasons, required)).
-  Status finish(const GpuReasons& reasons, bool required);
+  Status finish(const ReasonSet& reasons, bool required);
   std::size_t refused_transitions() const;
 
  private:
@@ -154,8 +157,8 @@ struct GpuObservedDevice {
 //   conflicting_het_groups   an expected device whose assignments name other than exactly
 //                            one het_group (null counts as a value), or two devices of one
 //                            host in different het groups.
-GpuReasons gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
-                              std::span<const GpuObservedDevice> observed);
+ReasonSet gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
+                             std::span<const GpuObservedDevice> observed);
 
 // ---- windows and artifact errors (the manifest's records) -----------------------------
 
@@ -172,7 +175,7 @@ struct GpuWindowValidation {
   long long concurrency = 0;
   std::optional<std::string> window_file;  // "windows/<name>.json"; null when none was usable
   bool power_coverage_valid = false;
-  GpuReasons reason_codes;
+  ReasonSet reason_codes;
   // "<hostname>/<gpu_uuid>" -> largest gap in seconds, in expected-device key order; only
   // devices whose samples bracket the window.
   std::vector<std::pair<std::string, double>> per_device_max_sample_gap_seconds;
@@ -183,7 +186,7 @@ struct GpuWindowValidation {
 // A stale, malformed, duplicate or unsafe artifact file (manifest artifact_errors[]).
 struct GpuArtifactError {
   std::string path;  // relative to the power directory, e.g. "windows/x.json"
-  GpuReasons reason_codes;
+  ReasonSet reason_codes;
   bool operator==(const GpuArtifactError&) const = default;
 };
 
@@ -210,7 +213,7 @@ struct GpuPublicationInputs {
   std::span<const GpuObservedDevice> observed_devices;
   std::span<const GpuWindowKey> expected_windows;
   std::span<const GpuWindowValidation> window_validations;
-  const GpuReasons* samples_reasons = nullptr;  // the strict samples check's; null = none
+  const ReasonSet* samples_reasons = nullptr;  // the strict samples check's; null = none
   std::span<const GpuArtifactError> artifact_errors;
 };
 
@@ -228,6 +231,6 @@ GpuPublication gpu_publication_valid(const GpuPublicationInputs& in);
 // Whether telemetry fails the job: an operational failure reason
 // (benchmark_child_reap_timeout, collector_join_timeout) whatever `required` says, or
 // `required` and not publishable.
-bool gpu_exit_nonzero(const GpuReasons& reasons, bool required, bool publication_valid);
+bool gpu_exit_nonzero(const ReasonSet& reasons, bool required, bool publication_valid);
 
 }  // namespace cpupower::artifacts

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "artifacts/gpu_samples_check.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -446,6 +447,77 @@ GpuPublication gpu_manifest_publication(const GpuManifest& m, const GpuReasons* 
   in.samples_reasons = samples_reasons;
   in.artifact_errors = m.artifact_errors;
   return gpu_publication_valid(in);
+}
+
+GpuExpectedDeviceEntry read_gpu_expected_device(const nlohmann::json& d) {
+  GpuExpectedDeviceEntry out;
+  if (!d.is_object() || !d.contains("hostname") || !d["hostname"].is_string() ||
+      !d.contains("gpu_index") || !d["gpu_index"].is_number_integer()) {
+    out.error = ": needs a string hostname and an integer gpu_index";
+    return out;
+  }
+  auto& device = out.device.emplace();
+  device.hostname = d["hostname"].get<std::string>();
+  device.gpu_index = d["gpu_index"].get<long long>();
+  if (!d.contains("assignments")) return out;
+  out.assignments = d["assignments"].is_array();
+  if (!out.assignments) {
+    out.error = ".assignments: not an array";
+    return out;
+  }
+  const auto integer = [](const nlohmann::json& a, const char* key) {
+    return a.contains(key) && a[key].is_number_integer()
+               ? std::optional<long long>(a[key].get<long long>())
+               : std::nullopt;
+  };
+  for (const auto& a : d["assignments"]) {
+    if (!a.is_object() || !a.contains("worker_role") || !a["worker_role"].is_string()) {
+      if (out.error.empty()) out.error = ".assignments: each needs a string worker_role";
+      continue;
+    }
+    device.assignments.push_back(
+        {a["worker_role"].get<std::string>(), integer(a, "worker_index").value_or(0),
+         integer(a, "worker_process").value_or(0), integer(a, "het_group")});
+  }
+  return out;
+}
+
+Result<std::vector<GpuExpectedDevice>> read_gpu_roles_file(const std::string& path) {
+  std::string error;
+  const auto text = common::read_small_file(path, &error, 16u << 20);
+  if (!text) return Error{error};
+  const auto json = nlohmann::json::parse(*text, nullptr, false);
+  const auto* list = &json;
+  if (json.is_object() && json.contains("expected_devices")) list = &json["expected_devices"];
+  if (!list->is_array()) {
+    return Error{path + ": expected a JSON array of devices or an object with expected_devices"};
+  }
+  std::vector<GpuExpectedDevice> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto entry = read_gpu_expected_device((*list)[i]);
+    if (!entry.error.empty()) {
+      return Error{path + ": expected_devices[" + std::to_string(i) + "]" + entry.error};
+    }
+    out.push_back(std::move(*entry.device));
+  }
+  return out;
+}
+
+GpuPublication settle_gpu_manifest(GpuManifest& m, GpuReasons reasons,
+                                   const GpuSamplesCheck& samples) {
+  m.observed_devices = samples.devices;
+  m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;
+  m.sample_row_count = samples.row_count;
+  m.samples_sha256 = samples.sha256_hex;
+  reasons.add_all(samples.reason_codes);
+  reasons.add_all(gpu_device_reasons(m.expected_devices, m.observed_devices));
+  for (const auto& v : m.window_validations) reasons.add_all(v.reason_codes);
+  for (const auto& e : m.artifact_errors) reasons.add_all(e.reason_codes);
+  m.status = gpu_terminal_status(reasons, m.required);
+  m.reason_codes = std::move(reasons);
+  const auto publication = gpu_manifest_publication(m, &samples.reason_codes);
+  m.publication_valid = publication.valid;
+  return publication;
 }
 
 }  // namespace cpupower::artifacts

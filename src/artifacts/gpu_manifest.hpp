@@ -5,6 +5,7 @@
 // contract's manifest, in its order (docs/formats.md, "GPU leg").
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -116,6 +117,33 @@ Status write_gpu_manifest(const std::string& path, const GpuManifest& manifest);
 // the first key that is not. Keys beyond the contract's are ignored.
 Result<GpuManifest> parse_gpu_manifest(std::string_view json_text);
 Result<GpuManifest> read_gpu_manifest(const std::string& path);
+
+// One element of an expected_devices list, read leniently: `device` when it has a string
+// hostname and an integer gpu_index, with each assignment that has a string worker_role
+// (the integers where they are integers); `assignments`: it has an assignments array;
+// `error`: the first thing that keeps it from being a whole device, empty when none.
+struct GpuExpectedDeviceEntry {
+  std::optional<GpuExpectedDevice> device;
+  bool assignments = false;
+  std::string error;
+};
+GpuExpectedDeviceEntry read_gpu_expected_device(const nlohmann::json& d);
+
+// `cpu-power run --gpu-roles FILE`: the expected devices, as a JSON array or an object
+// holding one under "expected_devices" (a GPU manifest of an earlier run is such an
+// object); every element a whole device, else the error names the file and the element.
+Result<std::vector<GpuExpectedDevice>> read_gpu_roles_file(const std::string& path);
+
+struct GpuSamplesCheck;
+
+// Settles a terminal manifest from its evidence. `m` holds the producer's identity,
+// settings, expected devices and windows, and the window audit (window_validations,
+// artifact_errors); the strict samples check gives the observed devices, scrape and row
+// counts and the digest. The reason codes are `reasons` (the producer's own), then the
+// samples check's, the device check's, each window validation's and each artifact error's;
+// the status and publication_valid follow from them. Pure; returns the publication verdict.
+GpuPublication settle_gpu_manifest(GpuManifest& m, GpuReasons reasons,
+                                   const GpuSamplesCheck& samples);
 
 // publication_valid recomputed from what a manifest records, with the strict samples
 // check's reasons (null: none); a consumer compares it with the stored verdict.

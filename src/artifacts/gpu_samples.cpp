@@ -9,6 +9,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "artifacts/gpu_manifest.hpp"
 #include "artifacts/row_issues.hpp"
 
 namespace cpupower::artifacts {
@@ -247,22 +248,16 @@ GpuManifestRoles parse_gpu_manifest_roles(std::string_view json_text) {
   if (devices == doc.end() || !devices->is_array()) return out;
   out.expected_devices.emplace();
   for (const auto& d : *devices) {
-    const bool keyed = d.is_object() && d.contains("hostname") && d["hostname"].is_string() &&
-                       d.contains("gpu_index") && d["gpu_index"].is_number_integer();
-    if (keyed) {
-      out.expected_devices->emplace(d["hostname"].get<std::string>(),
-                                    d["gpu_index"].get<long long>());
+    const auto entry = read_gpu_expected_device(d);
+    if (entry.device) {
+      out.expected_devices->emplace(entry.device->hostname, entry.device->gpu_index);
     }
-    if (!keyed || !d.contains("assignments") || !d["assignments"].is_array()) {
+    if (!entry.device || !entry.assignments) {
       ++out.skipped_devices;
       continue;
     }
-    auto& roles = out.roles[{d["hostname"].get<std::string>(), d["gpu_index"].get<long long>()}];
-    for (const auto& a : d["assignments"]) {
-      if (a.is_object() && a.contains("worker_role") && a["worker_role"].is_string()) {
-        roles.insert(a["worker_role"].get<std::string>());
-      }
-    }
+    auto& roles = out.roles[{entry.device->hostname, entry.device->gpu_index}];
+    for (const auto& a : entry.device->assignments) roles.insert(a.worker_role);
   }
   return out;
 }

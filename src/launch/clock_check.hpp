@@ -1,6 +1,6 @@
 #pragma once
 // The clock check before the servers start. Row times come from each node's clock (the host
-// leg) or from the head node's clock less the exporter's sample ages (the scraper and GPU
+// leg) or from the head node's clock less the exporter's sample ages (the exporter and GPU
 // legs), and window bounds from the benchmark client's clock: an offset between them moves
 // every window edge. So each node of the session is probed once, with whatever time tool it
 // has (timedatectl, chronyc, ntpq, adjtimex, each with a short timeout) and the kernel's own

@@ -1,14 +1,10 @@
 #include "launch/gpu_leg.hpp"
 
-#include <sys/wait.h>
-
-#include <cmath>
 #include <filesystem>
 #include <thread>
 
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
-#include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/gpu_samples_check.hpp"
 #include "artifacts/gpu_windows.hpp"
@@ -17,7 +13,9 @@
 #include "launch/clock_check.hpp"
 #include "launch/launcher.hpp"
 #include "launch/node_address.hpp"
-#include "launch/process.hpp"
+#include "report/discovery.hpp"
+#include "report/window.hpp"
+#include "scrape/curl_api.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -26,66 +24,23 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace reason = artifacts::gpu_reason;
 
-constexpr std::size_t kSpreadAboveNodes = 64;
-
 std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
 }
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-milliseconds to_ms(double seconds) {
-  return milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
-}
-
-scrape::CollectorOptions collector_options(const SessionPlan& plan, const GpuLegPlan& leg) {
-  const auto& t = plan.recipe.telemetry;
-  scrape::CollectorOptions o;
-  o.out_dir = leg.power_dir;
-  o.collect_interval = milliseconds(t.collect_interval_ms);
-  o.request_timeout = to_ms(t.request_timeout_seconds);
-  o.join_timeout = to_ms(config::resolved_join_timeout_s(t));
-  o.spread_slots = plan.nodes.size() > kSpreadAboveNodes;
-  return o;
-}
-
-// How long to wait past the command's end for a row from every node: one interval and one
-// request, so that the window's end is bracketed.
-milliseconds row_wait(const SessionPlan& plan) {
-  const auto& t = plan.recipe.telemetry;
-  return milliseconds(t.collect_interval_ms) + to_ms(t.request_timeout_seconds) + milliseconds(250);
-}
-
 }  // namespace
 
-GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher)
-    : plan_(plan), launcher_(launcher), leg_(*plan.gpu_leg) {}
-
-GpuLegRun::~GpuLegRun() {
-  if (collector_) collector_->stop_and_finalize();
-  stop_exporters();
-}
+GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher,
+                     std::optional<artifacts::ClockSyncCheck> clock_check)
+    : plan_(plan), launcher_(launcher), leg_(*plan.gpu_leg), clock_check_(std::move(clock_check)) {}
 
 std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadline,
                                                          const std::function<bool()>& give_up) {
   const auto port = static_cast<std::uint16_t>(leg_.port);
   auto spawn = [&](const std::string& name, const std::vector<std::string>& argv,
                    const std::string& log_path, const std::string& node) {
-    SpawnOptions o;
-    o.argv = argv;
-    o.output_path = log_path;
-    o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
-    std::string error;
-    const auto child = spawn_process(o, &error);
-    if (!child) {
-      log()->warn("dcgm-exporter launch failed name={} error={}", name, common::quoted(error));
+    if (!processes_.spawn(name, argv, log_path, {node}))
       reasons_.add(reason::kExporterLaunchFailed);
-      return false;
-    }
-    processes_.push_back({name, child->pid, log_path, node});
-    return true;
   };
   // Where each node's exporter answers when it listens on the recipe's port: where the CPU
   // exporter leg's resolvers found the node, or, without that leg, where this leg's own
@@ -148,41 +103,45 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
           plan_.log_dir + "/telemetry_dcgm_exporter." + node + ".out", node);
   }
   std::vector<scrape::Endpoint> out;
-  for (auto& p : processes_) {
-    std::optional<long> listening;
-    while (!listening && Clock::now() < deadline && !give_up()) {
-      if (const auto text = common::read_small_file(p.log, nullptr, 1 << 20)) {
-        listening = listening_port(*text);
-      }
-      int status = 0;
-      if (!listening && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-        log()->warn("simulated dcgm-exporter exited at startup name={} status={} log={}", p.name,
-                    describe_status(status), p.log);
-        p.pid = -1;
-        reasons_.add(reason::kExporterLaunchFailed);
-        break;
-      }
-      if (!listening) std::this_thread::sleep_for(milliseconds(20));
-    }
-    if (listening) {
-      out.push_back({p.node, "127.0.0.1", static_cast<std::uint16_t>(*listening)});
+  for (auto& p : processes_.processes()) {
+    if (p.pid <= 0) continue;  // its launch failure is logged and reasoned
+    if (const auto port = processes_.wait_listening(p, deadline, give_up)) {
+      out.push_back({p.nodes.front(), "127.0.0.1", static_cast<std::uint16_t>(*port)});
     } else if (p.pid > 0) {
       log()->warn("simulated dcgm-exporter for {} never reported listening; it is left out",
-                  p.node);
+                  p.nodes.front());
       reasons_.add(reason::kExporterStartupTimeout);
+    } else {
+      reasons_.add(reason::kExporterLaunchFailed);  // it ended at startup
     }
   }
   return out;
 }
 
-bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& give_up) {
+std::optional<std::string> GpuLegRun::blocks() const {
+  if (ready_ || !leg_.required) return std::nullopt;
+  return fmt::format(
+      "telemetry.required is set and the GPU power telemetry is not ready (reason={}); the "
+      "command is not run",
+      readiness_reason_);
+}
+
+bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& give_up) {
+  std::string curl_error;
+  if (scrape::curl_api(&curl_error) == nullptr) {
+    log()->warn("GPU power telemetry skipped: {}", curl_error);
+    skipped_ = true;
+    readiness_reason_ = "libcurl unavailable";
+    return false;
+  }
+  const auto deadline = started + to_ms(plan_.recipe.telemetry.startup_timeout_seconds);
   started_at_unix_ = now_unix();
   std::error_code ec;
   std::filesystem::create_directories(leg_.power_dir + "/windows", ec);
   endpoints_ = start_exporters(deadline, give_up);
   std::vector<std::string> hostnames;
   for (const auto& e : endpoints_) hostnames.push_back(e.hostname);
-  auto options = collector_options(plan_, leg_);
+  auto options = collector_options(plan_, leg_.power_dir);
   options.on_scrape = [slowest = slowest_scrape_us_](const scrape::ScrapeEvent& e) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(e.finished - e.started);
     auto seen = slowest->load();
@@ -208,7 +167,7 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
     for (const auto& n : nodes) with_rows += n.first_sample_unix ? 1 : 0;
     if (with_rows == plan_.nodes.size()) {
       log()->info("GPU power first rows from every node count={}", with_rows);
-      return true;
+      return ready_ = true;
     }
     if (Clock::now() >= deadline || give_up()) {
       std::string waiting;
@@ -230,99 +189,172 @@ bool GpuLegRun::start(Clock::time_point deadline, const std::function<bool()>& g
 
 namespace {
 
-// --gpu-roles: the contract's expected_devices, as a JSON array or an object holding one
-// under "expected_devices" (a GPU leg manifest of an earlier run is such an object).
-std::optional<std::vector<artifacts::GpuExpectedDevice>> read_gpu_roles(const std::string& path,
-                                                                        std::string* error) {
-  const auto text = common::read_small_file(path, error, 16u << 20);
-  if (!text) return std::nullopt;
-  const auto json = nlohmann::json::parse(*text, nullptr, false);
-  const auto* list = &json;
-  if (json.is_object() && json.contains("expected_devices")) list = &json["expected_devices"];
-  if (!list->is_array()) {
-    *error = path + ": expected a JSON array of devices or an object with expected_devices";
+// A benchmark window the session knows: windows/<name>.json, and for an aiperf window the
+// result file it points at (written at its result_path).
+struct GpuWindowInput {
+  std::string name;  // the file stem
+  artifacts::GpuWindowFile file;
+  std::optional<artifacts::DerivedWindowResult> derived;
+};
+
+// A completed window over [start, end]; `duration`, the monotonic one when known.
+GpuWindowInput completed_window(std::string name, std::string benchmark_type, long long concurrency,
+                                std::string result_path, double start, double end,
+                                std::optional<double> duration) {
+  GpuWindowInput w{std::move(name), {}, std::nullopt};
+  w.file.benchmark_type = std::move(benchmark_type);
+  w.file.result_path = std::move(result_path);
+  w.file.concurrency = concurrency;
+  w.file.benchmark_start_time_unix = start;
+  w.file.benchmark_end_time_unix = end;
+  w.file.duration_s = duration.value_or(end - start);
+  w.file.status = artifacts::GpuWindowStatus::completed;
+  return w;
+}
+
+// An aiperf concurrency point's window. aiperf's files carry no start, end and duration the
+// window check could compare, so the window points at a result file derived from them by the
+// energy report's own code (<storage_subdir>/aiperf/aiperf_conc_<N>.json): start = the first
+// profiling request's start, end = start + benchmark_duration (or the last request's end,
+// when earlier), duration = aiperf's benchmark_duration when it has one.
+std::optional<GpuWindowInput> aiperf_window(const SessionPlan& plan, const report::RunInputs& run,
+                                            const report::WindowSource& source) {
+  const bool records = source.kind == report::SourceKind::aiperf_records;
+  const report::Window window = records ? report::load_aiperf_records_window(
+                                              source.path, source.concurrency, run.benchmark_out)
+                                        : report::load_aiperf_aggregate_window(
+                                              source.path, source.concurrency, run.benchmark_out);
+  if (!window.error.empty() || !(window.end_unix > window.start_unix)) {
+    log()->warn("no GPU window for aiperf concurrency {}: {}", source.concurrency,
+                window.error.empty() ? "empty span" : window.error);
     return std::nullopt;
   }
-  std::vector<artifacts::GpuExpectedDevice> out;
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const auto& d = (*list)[i];
-    const std::string where = path + ": expected_devices[" + std::to_string(i) + "]";
-    if (!d.is_object() || !d.contains("hostname") || !d["hostname"].is_string() ||
-        !d.contains("gpu_index") || !d["gpu_index"].is_number_integer()) {
-      *error = where + ": needs a string hostname and an integer gpu_index";
-      return std::nullopt;
+  const std::string name = "aiperf_conc_" + std::to_string(source.concurrency);
+  const std::filesystem::path dir(plan.gpu_leg->power_dir);
+  auto w = completed_window(
+      name, "aiperf", source.concurrency,
+      (dir / "aiperf" / (name + ".json")).lexically_relative(plan.log_dir).string(),
+      window.start_unix, window.end_unix, window.reported.duration_seconds);
+  w.derived = artifacts::DerivedWindowResult{
+      "aiperf",
+      source.concurrency,
+      window.start_unix,
+      window.end_unix,
+      *w.file.duration_s,
+      std::filesystem::path(source.path).lexically_relative(plan.log_dir).string(),
+      records ? "start: first profiling request's start; end: start + benchmark_duration, or "
+                "the last profiling request's end when earlier; duration: benchmark_duration"
+              : "start and end: the aggregate's start_time and end_time; duration: "
+                "benchmark_duration"};
+  return w;
+}
+
+// The windows the session knows: its command's (windows/session.json, pointing at
+// session.json), each sa-bench result the command left below the log directory, and each
+// aiperf concurrency point.
+std::vector<GpuWindowInput> gpu_windows(const SessionPlan& plan, const SessionRecord& record) {
+  std::vector<GpuWindowInput> out{completed_window("session", "session", 1, "session.json",
+                                                   record.start_unix, record.end_unix,
+                                                   record.duration_s)};
+  if (record.exit_code != 0) {
+    out[0].file.status = artifacts::GpuWindowStatus::failed;
+    out[0].file.reason = "the command exited with code " + std::to_string(record.exit_code);
+  }
+  const auto found = report::discover_run(plan.log_dir, std::nullopt);
+  if (!found.run) return out;
+  for (const auto& source : found.run->sources) {
+    if (source.kind == report::SourceKind::aiperf_records ||
+        source.kind == report::SourceKind::aiperf_aggregate) {
+      if (auto w = aiperf_window(plan, *found.run, source)) out.push_back(std::move(*w));
+      continue;
     }
-    artifacts::GpuExpectedDevice device;
-    device.hostname = d["hostname"].get<std::string>();
-    device.gpu_index = d["gpu_index"].get<long long>();
-    if (d.contains("assignments")) {
-      if (!d["assignments"].is_array()) {
-        *error = where + ".assignments: not an array";
-        return std::nullopt;
-      }
-      for (const auto& a : d["assignments"]) {
-        if (!a.is_object() || !a.contains("worker_role") || !a["worker_role"].is_string()) {
-          *error = where + ".assignments: each needs a string worker_role";
-          return std::nullopt;
-        }
-        artifacts::GpuAssignment assignment;
-        assignment.worker_role = a["worker_role"].get<std::string>();
-        if (a.contains("worker_index") && a["worker_index"].is_number_integer()) {
-          assignment.worker_index = a["worker_index"].get<long long>();
-        }
-        if (a.contains("worker_process") && a["worker_process"].is_number_integer()) {
-          assignment.worker_process = a["worker_process"].get<long long>();
-        }
-        if (a.contains("het_group") && a["het_group"].is_number_integer()) {
-          assignment.het_group = a["het_group"].get<long long>();
-        }
-        device.assignments.push_back(std::move(assignment));
-      }
-    }
-    out.push_back(std::move(device));
+    if (source.kind != report::SourceKind::sa_bench) continue;
+    const auto result = artifacts::read_gpu_window_result(source.path);
+    if (!result.start_time_unix || !result.end_time_unix) continue;  // not one the contract uses
+    const std::filesystem::path path(source.path);
+    out.push_back(completed_window(path.stem().string(), "sa-bench", source.concurrency,
+                                   path.lexically_relative(plan.log_dir).string(),
+                                   *result.start_time_unix, *result.end_time_unix,
+                                   result.duration_s));
   }
   return out;
 }
 
-artifacts::GpuWindowFile window_file(const GpuWindowInput& w, bool interrupted) {
-  artifacts::GpuWindowFile f;
-  f.benchmark_type = w.benchmark_type;
-  f.result_path = w.result_path;
-  f.concurrency = w.concurrency;
-  f.benchmark_start_time_unix = w.start_unix.value_or(0.0);
-  if (!w.end_unix) {
-    f.status =
-        interrupted ? artifacts::GpuWindowStatus::interrupted : artifacts::GpuWindowStatus::running;
-    if (interrupted) f.reason = "the session was interrupted";
-    return f;
+// windows/<name>.json for each window (and the result file an aiperf window points at);
+// the keys the manifest expects.
+std::vector<artifacts::GpuWindowKey> write_windows(const SessionPlan& plan,
+                                                   const std::vector<GpuWindowInput>& windows) {
+  std::vector<artifacts::GpuWindowKey> expected_windows;
+  for (const auto& w : windows) {
+    if (w.derived) {
+      const auto path = plan.log_dir + "/" + w.file.result_path;
+      if (const Status written = artifacts::write_derived_window_result(path, *w.derived);
+          !written) {
+        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
+      }
+    }
+    const auto path = plan.gpu_leg->power_dir + "/windows/" + w.name + ".json";
+    if (const Status written = artifacts::write_gpu_window(path, w.file); !written) {
+      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
+    }
+    expected_windows.push_back(w.file.key());
   }
-  f.benchmark_end_time_unix = w.end_unix;
-  f.duration_s = w.duration_s.value_or(*w.end_unix - f.benchmark_start_time_unix);
-  f.status = w.failure.empty() ? artifacts::GpuWindowStatus::completed
-                               : artifacts::GpuWindowStatus::failed;
-  if (!w.failure.empty()) f.reason = w.failure;
-  return f;
+  return expected_windows;
 }
 
 }  // namespace
 
-GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool interrupted,
-                                std::optional<double> end_unix) {
-  GpuLegOutcome out;
-  out.power_dir = leg_.power_dir;
-  const auto& t = plan_.recipe.telemetry;
+LegVerdict GpuLegRun::finish(const SessionEnd& end) {
+  if (skipped_) return {};
+  std::vector<GpuWindowInput> windows;
+  if (end.command) windows = gpu_windows(plan_, *end.command);
+  stop_collecting(end.command ? std::optional<double>(end.command->end_unix) : std::nullopt,
+                  end.interrupted);
+  // Windows first: the manifest validates what is on disk.
+  const auto expected_windows = write_windows(plan_, windows);
+  // Strictly the schema this run wrote: a file with another header is not this run's.
+  const auto samples = artifacts::check_gpu_samples(
+      leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename), leg_.samples_schema);
+  auto expected = expected_devices();
+  auto m = manifest_head();
+  m.expected_devices = std::move(expected);
+  m.expected_windows = expected_windows;
+  m.window_validations = artifacts::validate_gpu_windows(
+      leg_.power_dir, plan_.log_dir, m.expected_windows,
+      {m.expected_devices, samples.devices, m.sample_interval_seconds}, m.artifact_errors);
+  artifacts::GpuReasons reasons = reasons_;
+  for (const auto& [code, count] : summary_->reason_counts) reasons.add(code);
+  const auto publication = artifacts::settle_gpu_manifest(m, std::move(reasons), samples);
+  const auto manifest_path = leg_.power_dir + "/" + std::string(artifacts::kGpuManifestFilename);
+  if (const Status written = artifacts::write_gpu_manifest(manifest_path, m); !written) {
+    log()->warn("cannot write {} error={}", manifest_path, common::quoted(written.error()));
+  }
+  const auto& codes = m.reason_codes;
+  LegVerdict out{std::string(artifacts::gpu_run_status_name(m.status)), codes, publication.valid,
+                 artifacts::gpu_exit_nonzero(codes, leg_.required, publication.valid), ""};
+  out.summary =
+      fmt::format("GPU power: {} rows from {} GPUs in {}/samples.csv, status {}, {}{}\n",
+                  samples.row_count, samples.devices.size(), leg_.power_dir, out.status,
+                  out.publishable ? "publishable" : "not publishable",
+                  codes.empty() ? std::string() : fmt::format(" ({})", fmt::join(codes, ", ")));
+  if (out.exit_nonzero && end.exit_code == 0) {
+    log()->error("GPU power artifacts are not publishable{} status={} reasons={} rules={}",
+                 leg_.required ? " and telemetry.required is set" : "", out.status,
+                 fmt::join(codes, ","), fmt::join(publication.failed_rules, ","));
+  }
+  return out;
+}
+
+void GpuLegRun::stop_collecting(std::optional<double> end_unix, bool interrupted) {
   if (collector_ && end_unix && !interrupted) {
     // An energy window needs a sample at or after its end from every node. Not after a
     // signal: the batch system that sent it kills the session after its own wait.
-    const auto until = Clock::now() + row_wait(plan_);
-    while (Clock::now() < until) {
-      bool all = true;
-      for (const auto& n : collector_->stats().nodes) {
-        all = all && (!n.last_sample_unix || *n.last_sample_unix >= *end_unix);
-      }
-      if (all) break;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
+    wait_for_rows(
+        *collector_, Clock::now() + row_wait(plan_),
+        [&](std::size_t, const scrape::NodeStats& n) {
+          return !n.last_sample_unix || *n.last_sample_unix >= *end_unix;
+        },
+        [] { return false; });
   }
   if (collector_) {
     std::string error;
@@ -334,86 +366,53 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
         reasons_.add(reason::kCollectorJoinTimeout);
       }
     }
-    out.stats = collector_->stats();
   }
-  for (auto& p : processes_) {
-    int status = 0;
-    if (p.pid > 0 && ::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-      log()->warn("dcgm-exporter exited before the end name={} status={} log={}", p.name,
-                  describe_status(status), p.log);
-      p.pid = -1;
-      reasons_.add(reason::kExporterExited);
-    }
-  }
-  stop_exporters();
+  const auto failed_before = processes_.failed();
+  processes_.poll();  // an exporter that ended before the stop
+  if (processes_.failed() > failed_before) reasons_.add(reason::kExporterExited);
+  processes_.stop(milliseconds(5000));
   if (interrupted) reasons_.add(reason::kCollectorInterrupted);
+}
 
-  // Windows first: the manifest validates what is on disk.
-  std::vector<artifacts::GpuWindowKey> expected_windows;
-  for (const auto& w : windows) {
-    if (w.derived_result) {
-      const auto path = plan_.log_dir + "/" + w.result_path;
-      if (const Status written = artifacts::write_derived_window_result(path, *w.derived_result);
-          !written) {
-        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-      }
-    }
-    const auto path = leg_.power_dir + "/windows/" + w.name + ".json";
-    if (const Status written = artifacts::write_gpu_window(path, window_file(w, interrupted));
-        !written) {
-      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-    }
-    expected_windows.push_back({w.benchmark_type, w.concurrency});
-  }
-
-  const auto samples_path = leg_.power_dir + "/" + std::string(artifacts::kGpuSamplesFilename);
-  // Strictly the schema this run wrote: a file with another header is not this run's.
-  const auto samples = artifacts::check_gpu_samples(samples_path, leg_.samples_schema);
-
+std::vector<artifacts::GpuExpectedDevice> GpuLegRun::expected_devices() {
   std::vector<artifacts::GpuExpectedDevice> expected;
+  // Each GPU serving one aggregated worker per node (role agg; the contract wants exactly
+  // one role per GPU).
+  const auto agg = [&](std::size_t n, long long index) {
+    artifacts::GpuAssignment a;
+    a.worker_role = "agg";
+    a.worker_index = static_cast<long long>(n);
+    expected.push_back({plan_.nodes[n], index, {a}});
+  };
   if (leg_.roles_file) {
-    std::string error;
-    if (auto roles = read_gpu_roles(*leg_.roles_file, &error)) {
+    if (auto roles = artifacts::read_gpu_roles_file(*leg_.roles_file)) {
       expected = std::move(*roles);
     } else {
-      log()->warn("--gpu-roles not used: {}", error);
+      log()->warn("--gpu-roles not used: {}", roles.error());
     }
   }
   if (expected.empty() && leg_.read.only_indices) {
     // The visible-devices selection: those GPUs on every node, whether they answered or not.
     for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
-      for (const auto index : *leg_.read.only_indices) {
-        artifacts::GpuAssignment agg;
-        agg.worker_role = "agg";
-        agg.worker_index = static_cast<long long>(n);
-        expected.push_back({plan_.nodes[n], index, {agg}});
-      }
+      for (const auto index : *leg_.read.only_indices) agg(n, index);
     }
   }
   if (expected.empty()) {
-    // No topology given: every GPU a node showed when it became ready, each serving one
-    // aggregated worker per node (role agg; the contract wants exactly one role per GPU).
+    // No topology given: every GPU a node showed when it became ready.
     for (std::size_t n = 0; n < plan_.nodes.size(); ++n) {
-      const auto& node = plan_.nodes[n];
-      const auto it = summary_->first_devices.find(node);
+      const auto it = summary_->first_devices.find(plan_.nodes[n]);
       if (it == summary_->first_devices.end()) {
         reasons_.add(reason::kExpectedDeviceMissing);  // a node that never gave a row
         continue;
       }
-      for (const auto index : it->second) {
-        artifacts::GpuAssignment agg;
-        agg.worker_role = "agg";
-        agg.worker_index = static_cast<long long>(n);
-        expected.push_back({node, index, {agg}});
-      }
+      for (const auto index : it->second) agg(n, index);
     }
   }
+  return expected;
+}
 
-  artifacts::GpuReasons reasons = reasons_;
-  for (const auto& [code, count] : summary_->reason_counts) reasons.add(code);
-  reasons.add_all(samples.reason_codes);
-  reasons.add_all(artifacts::gpu_device_reasons(expected, samples.devices));
-
+artifacts::GpuManifest GpuLegRun::manifest_head() const {
+  const auto& t = plan_.recipe.telemetry;
   artifacts::GpuManifest m;
   m.job_id = plan_.artifact_job_id;
   m.samples_schema_version = leg_.samples_schema;
@@ -444,48 +443,9 @@ GpuLegOutcome GpuLegRun::finish(const std::vector<GpuWindowInput>& windows, bool
     }
     m.utilization_metrics = std::move(used);
   }
-  m.expected_devices = expected;
   m.clock_sync_check = clock_check_;
   if (clock_check_) m.clock_sync_failures = clock_sync_failures(*clock_check_);
-  m.observed_devices = samples.devices;
-  m.expected_windows = expected_windows;
-  m.scrape_count = samples.max_scrape_seq ? *samples.max_scrape_seq + 1 : 0;
-  m.sample_row_count = samples.row_count;
-  m.samples_sha256 = samples.sha256_hex;
-  artifacts::GpuCoverageInputs coverage{m.expected_devices, m.observed_devices,
-                                        m.sample_interval_seconds};
-  m.window_validations = artifacts::validate_gpu_windows(
-      leg_.power_dir, plan_.log_dir, m.expected_windows, coverage, m.artifact_errors);
-  for (const auto& v : m.window_validations) reasons.add_all(v.reason_codes);
-  for (const auto& e : m.artifact_errors) reasons.add_all(e.reason_codes);
-  m.status = artifacts::gpu_terminal_status(reasons, leg_.required);
-  m.reason_codes = reasons;
-  const auto publication = artifacts::gpu_publication_valid(
-      {m.status, m.expected_devices, m.observed_devices, m.expected_windows, m.window_validations,
-       &samples.reason_codes, m.artifact_errors});
-  m.publication_valid = publication.valid;
-  const auto manifest_path = leg_.power_dir + "/" + std::string(artifacts::kGpuManifestFilename);
-  if (const Status written = artifacts::write_gpu_manifest(manifest_path, m); !written) {
-    log()->warn("cannot write {} error={}", manifest_path, common::quoted(written.error()));
-  }
-
-  out.status = std::string(artifacts::gpu_run_status_name(m.status));
-  out.publication_valid = publication.valid;
-  out.reason_codes = reasons.codes();
-  for (const auto rule : publication.failed_rules) out.failed_rules.emplace_back(rule);
-  out.exit_nonzero = artifacts::gpu_exit_nonzero(reasons, leg_.required, publication.valid);
-  out.sample_row_count = samples.row_count;
-  out.devices = samples.devices.size();
-  return out;
-}
-
-void GpuLegRun::stop_exporters() {
-  for (auto& p : processes_) {
-    if (p.pid <= 0) continue;
-    const int status = terminate_process(p.pid, milliseconds(5000), true);
-    log()->info("dcgm-exporter stopped name={} status={}", p.name, describe_status(status));
-    p.pid = -1;
-  }
+  return m;
 }
 
 }  // namespace cpupower::launch

@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,9 +14,10 @@
 
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "hostleg/manifest.hpp"
 #include "hostleg/markers.hpp"
+#include "hostleg/merge.hpp"
 #include "launch/launcher.hpp"
-#include "launch/process.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -31,10 +31,6 @@ constexpr milliseconds kStopGrace{10000};
 
 std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
-}
-
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Nodes whose collector wrote its first metadata (it started) but not the final one (it
@@ -75,45 +71,9 @@ std::optional<double> last_row_unix(const std::string& path) {
 HostLeg::HostLeg(const SessionPlan& plan, Launcher& launcher)
     : plan_(plan), launcher_(launcher), leg_(*plan.host_leg) {}
 
-HostLeg::~HostLeg() {
-  for (auto& p : processes_) {
-    if (p.pid > 0) terminate_process(p.pid, milliseconds(2000), true);
-  }
-}
-
-void HostLeg::spawn(const std::string& name, const std::vector<std::string>& argv,
-                    const std::string& log_path, std::vector<std::string> nodes) {
-  SpawnOptions o;
-  o.argv = argv;
-  o.output_path = log_path;
-  o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
-  std::string error;
-  const auto child = spawn_process(o, &error);
-  if (!child) {
-    log()->warn("CPU power collector launch failed name={} error={}", name, common::quoted(error));
-    processes_.push_back({name, -1, std::move(nodes), true});
-    return;
-  }
-  log()->info("CPU power collectors starting name={} nodes={} argv={}", name, nodes.size(),
-              common::quoted(shell_quote_argv(argv)));
-  processes_.push_back({name, child->pid, std::move(nodes), false});
-}
-
 bool HostLeg::any_failed() {
-  bool failed = false;
-  for (auto& p : processes_) {
-    if (p.pid > 0) {
-      int status = 0;
-      if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-        log()->warn("CPU power collector exited early name={} status={}", p.name,
-                    describe_status(status));
-        p.pid = -1;
-        p.failed = true;
-      }
-    }
-    failed = failed || p.failed;
-  }
-  return failed;
+  processes_.poll();
+  return processes_.failed() > 0;
 }
 
 void HostLeg::write_status(std::string_view status, const std::vector<std::string>& observed) {
@@ -135,12 +95,29 @@ void HostLeg::write_status(std::string_view status, const std::vector<std::strin
   }
 }
 
-bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& give_up) {
+std::optional<std::string> HostLeg::blocks() const {
+  if (ready_ || !plan_.recipe.telemetry.cpu_power.required) return std::nullopt;
+  return fmt::format(
+      "telemetry.cpu_power.required is set and the CPU power collectors are not ready "
+      "(reason={}); the command is not run",
+      readiness_reason_);
+}
+
+bool HostLeg::start(Clock::time_point started, const std::function<bool()>& give_up) {
+  const auto deadline = started + to_ms(plan_.recipe.telemetry.cpu_power.startup_timeout_seconds);
   ::umask(0002);
   std::error_code ec;
   std::filesystem::create_directories(leg_.cpu_dir + "/nodes", ec);
   std::filesystem::create_directories(leg_.cpu_dir + "/ready", ec);
   write_status(hostleg::kStatusStarting, {});
+  const auto spawn = [&](const std::string& name, const std::vector<std::string>& argv,
+                         std::string log_path, std::vector<std::string> nodes) {
+    const auto count = nodes.size();
+    if (processes_.spawn(name, argv, std::move(log_path), std::move(nodes))) {
+      log()->info("CPU power collectors starting name={} nodes={} argv={}", name, count,
+                  common::quoted(shell_quote_argv(argv)));
+    }
+  };
 
   if (plan_.mode == LaunchMode::slurm) {
     for (const auto& g : leg_.groups) {
@@ -172,7 +149,7 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
     if (all) {
       write_status(hostleg::kStatusRunning, {scan.ready.begin(), scan.ready.end()});
       log()->info("CPU power telemetry ready (artifacts under {})", leg_.cpu_dir);
-      return true;
+      return ready_ = true;
     }
     // A node with an error marker will not turn ready. With `required` that decides the run
     // at once; best-effort, the other nodes are still waited for (until the deadline), so
@@ -200,9 +177,10 @@ bool HostLeg::start(Clock::time_point deadline, const std::function<bool()>& giv
   return false;
 }
 
-hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> end_unix) {
+LegVerdict HostLeg::finish(const SessionEnd& end) {
   any_failed();  // processes that ended on their own before the stop are failures
-  if (end_unix) {
+  if (end.command) {
+    const double end_unix = end.command->end_unix;
     // A collector writes a row per new reading; give every node one read past the end
     // (bounded: two intervals and a second), as the exporter leg waits for its last scrape.
     const auto& c = plan_.recipe.telemetry.cpu_power;
@@ -213,7 +191,7 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
     while (!waiting.empty() && Clock::now() < deadline) {
       std::erase_if(waiting, [&](const std::string& n) {
         const auto t = last_row_unix(leg_.cpu_dir + "/nodes/" + n + ".csv");
-        return !t || *t >= *end_unix ||
+        return !t || *t >= end_unix ||
                !std::filesystem::exists(leg_.cpu_dir + "/ready/" + n + ".ready.json");
       });
       if (!waiting.empty()) std::this_thread::sleep_for(milliseconds(20));
@@ -223,33 +201,20 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
                   fmt::join(waiting, ","));
     }
   }
-  // All at once: a slow srun teardown must not add up over the groups. srun relays SIGUSR1
-  // to the collectors (a SIGTERM would make it kill the step), so each one finishes its
-  // sample and writes its final metadata; a local collector gets SIGTERM. Whatever is still
-  // running after the grace gets SIGTERM, then SIGKILL.
-  const int stop_signal = plan_.mode == LaunchMode::slurm ? SIGUSR1 : SIGTERM;
-  std::vector<std::thread> stoppers;
-  for (auto& p : processes_) {
-    if (p.pid <= 0) continue;
-    stoppers.emplace_back([&p, stop_signal] {
-      ::kill(p.pid, stop_signal);
-      const auto exited = wait_for_exit(p.pid, kStopGrace);
-      const int status =
-          exited ? *exited : terminate_process(p.pid, std::chrono::milliseconds(2000), true);
-      log()->info("CPU power collector stopped name={} status={}", p.name, describe_status(status));
-      p.pid = -1;
-    });
-  }
-  for (auto& t : stoppers) t.join();
+  // srun relays SIGUSR1 to the collectors (a SIGTERM would make it kill the step), so each
+  // one finishes its sample and writes its final metadata; a local collector gets SIGTERM.
+  // Whatever is still running after the grace gets SIGTERM, then SIGKILL.
+  processes_.stop(milliseconds(2000),
+                  std::pair{plan_.mode == LaunchMode::slurm ? SIGUSR1 : SIGTERM, kStopGrace});
 
   const auto& c = plan_.recipe.telemetry.cpu_power;
   hostleg::MergeSettings s;
   s.cpu_dir = leg_.cpu_dir;
   s.expected_nodes = plan_.nodes;
   s.required = c.required;
-  s.interrupted = interrupted;
+  s.interrupted = end.interrupted;
   if (!readiness_reason_.empty()) s.readiness_reasons = {readiness_reason_};
-  for (const auto& p : processes_) {
+  for (const auto& p : processes_.processes()) {
     if (p.failed) s.failed_processes.push_back(p.name);
   }
   // srun outlives a task killed under it (it waits for the others), so a collector that
@@ -266,9 +231,22 @@ hostleg::MergeOutcome HostLeg::finish(bool interrupted, std::optional<double> en
   s.run_name = std::filesystem::path(plan_.log_dir).filename().string();
   s.requested_source = c.source;
   s.sample_interval_seconds = c.sample_interval_seconds;
-  auto outcome = hostleg::merge_host_samples(s);
-  log()->info("{}", hostleg::summary_line(outcome));
-  return outcome;
+  const auto merged = hostleg::merge_host_samples(s);
+  log()->info("{}", hostleg::summary_line(merged));
+  LegVerdict out{merged.status, {}, merged.publication_valid, merged.exit_nonzero, ""};
+  for (const auto& code : merged.reason_codes) out.reasons.add(code);
+  out.summary = fmt::format("CPU power (host collectors): {} rows in {}/samples.csv, status {}{}\n",
+                            merged.sample_row_count, leg_.cpu_dir, merged.status,
+                            merged.reason_codes.empty()
+                                ? std::string()
+                                : fmt::format(" ({})", fmt::join(merged.reason_codes, ", ")));
+  if (out.exit_nonzero && end.exit_code == 0) {
+    log()->error(
+        "telemetry.cpu_power.required is set and CPU power artifacts are not publishable "
+        "reasons={}",
+        fmt::join(merged.reason_codes, ","));
+  }
+  return out;
 }
 
 }  // namespace cpupower::launch

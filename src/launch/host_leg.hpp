@@ -8,16 +8,14 @@
 // manifest.json; with `required` a readiness failure keeps the command from running and an
 // unpublishable result turns exit 0 into 1. Nothing here ever masks a command's failure.
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "hostleg/manifest.hpp"
-#include "hostleg/merge.hpp"
+#include "launch/leg.hpp"
+#include "launch/process.hpp"
 #include "launch/session_plan.hpp"
 
 namespace cpupower::launch {
@@ -27,44 +25,33 @@ class Launcher;
 inline constexpr std::string_view kReasonSourceUnavailable = "cpu_power_source_unavailable";
 inline constexpr std::string_view kReasonStartupTimeout = "cpu_power_startup_timeout";
 
-class HostLeg {
+class HostLeg : public Leg {
  public:
   HostLeg(const SessionPlan& plan, Launcher& launcher);
-  ~HostLeg();  // collectors still running get SIGTERM, then SIGKILL
-  HostLeg(const HostLeg&) = delete;
-  HostLeg& operator=(const HostLeg&) = delete;
 
   // Starts the collectors and waits until every node is ready, a node reports that it has no
-  // source (error marker), a launch fails, `deadline` passes or `give_up` says so. Writes the
-  // starting, then the running or failed manifest. True when every node is ready.
-  bool start(std::chrono::steady_clock::time_point deadline, const std::function<bool()>& give_up);
+  // source (error marker), a launch fails, the startup deadline passes or `give_up` says so.
+  // Writes the starting, then the running or failed manifest. True when every node is ready.
+  bool start(std::chrono::steady_clock::time_point started,
+             const std::function<bool()>& give_up) override;
+  std::optional<std::string> blocks() const override;
 
-  // Why start() failed, as a reason code (empty when ready).
-  const std::string& readiness_reason() const { return readiness_reason_; }
-
-  // Waits (bounded) until every node's file has a row dated at or after `end_unix` (an
-  // energy window needs a sample at or after its end), then stops every collector (each
+  // Waits (bounded) until every node's file has a row dated at or after the command's end
+  // (an energy window needs a sample at or after its end), then stops every collector (each
   // finishes its sample and writes its metadata) and merges the node files into samples.csv
   // and manifest.json.
-  hostleg::MergeOutcome finish(bool interrupted, std::optional<double> end_unix);
+  LegVerdict finish(const SessionEnd& end) override;
 
  private:
-  struct Process {
-    std::string name;
-    pid_t pid = -1;
-    std::vector<std::string> nodes;
-    bool failed = false;  // ended before it was asked to stop
-  };
-  void spawn(const std::string& name, const std::vector<std::string>& argv, const std::string& log,
-             std::vector<std::string> nodes);
   bool any_failed();
   void write_status(std::string_view status, const std::vector<std::string>& observed);
 
   const SessionPlan& plan_;
   Launcher& launcher_;
   const HostLegPlan& leg_;
-  std::vector<Process> processes_;
-  std::string readiness_reason_;
+  ProcessSet processes_{"CPU power collector"};
+  bool ready_ = false;
+  std::string readiness_reason_;  // why not ready, as a reason code
 };
 
 }  // namespace cpupower::launch

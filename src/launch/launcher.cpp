@@ -1,7 +1,5 @@
 #include "launch/launcher.hpp"
 
-#include <sys/wait.h>
-
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -25,27 +23,6 @@ std::shared_ptr<spdlog::logger> log() {
 
 }  // namespace
 
-// The digits after the address's last colon.
-std::optional<long> listening_port(const std::string& text) {
-  // The exporter's "listening addr=<ip>:<port>"; sim-gpu's "listening on http://<ip>:<port>/".
-  std::size_t begin = std::string::npos;
-  for (const std::string_view key : {"listening addr=", "listening on http://"}) {
-    if (const auto at = text.find(key); at != std::string::npos) {
-      begin = at + key.size();
-      break;
-    }
-  }
-  if (begin == std::string::npos) return std::nullopt;
-  const std::string_view addr =
-      std::string_view(text).substr(begin, text.find_first_of(" /\t\r\n", begin) - begin);
-  const auto colon = addr.rfind(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  const std::string_view rest = addr.substr(colon + 1);
-  const auto digits = rest.substr(0, rest.find_first_not_of("0123456789"));
-  const auto port = common::parse_u64(std::string(digits));
-  return port ? std::optional<long>(static_cast<long>(*port)) : std::nullopt;
-}
-
 Launcher::Launcher(const SessionPlan& plan) : plan_(plan) {}
 
 std::optional<std::string> Launcher::node_address(const std::string& node) const {
@@ -56,22 +33,6 @@ std::optional<std::string> Launcher::node_address(const std::string& node) const
 
 Launcher::~Launcher() {
   stop();
-}
-
-std::optional<pid_t> Launcher::spawn(const std::string& name, const std::vector<std::string>& argv,
-                                     const std::string& log_path) {
-  SpawnOptions o;
-  o.argv = argv;
-  o.output_path = log_path;
-  o.die_with_parent = true;  // stopped with the session, even a SIGKILLed one
-  std::string error;
-  const auto child = spawn_process(o, &error);
-  if (!child) {
-    log()->warn("CPU power exporter launch failed name={} error={}", name, common::quoted(error));
-    return std::nullopt;
-  }
-  processes_.push_back({name, child->pid, log_path});
-  return child->pid;
 }
 
 std::vector<scrape::Endpoint> Launcher::start(Clock::time_point deadline,
@@ -90,13 +51,13 @@ std::vector<scrape::Endpoint> Launcher::start(Clock::time_point deadline,
       endpoints = start_slurm(deadline);
       break;
     case LaunchMode::local:
-      endpoints = start_local(deadline, give_up);
+      endpoints = start_local();
       break;
     case LaunchMode::simulate:
       endpoints = start_simulated(deadline, give_up);
       break;
   }
-  report_early_exits();
+  processes_.poll();  // an exporter that ended already is logged now
   return endpoints;
 }
 
@@ -156,7 +117,7 @@ std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) 
   for (const auto& g : plan_.groups) {
     log()->info("CPU power exporters starting name={} nodes={} argv={}", g.process_name,
                 g.group.nodes.size(), common::quoted(shell_quote_argv(g.exporter_srun)));
-    spawn(g.process_name, g.exporter_srun, g.srun_log);
+    processes_.spawn(g.process_name, g.exporter_srun, g.srun_log);
   }
   std::vector<ResolverStep> steps;
   for (const auto& g : plan_.groups) steps.push_back(g.resolver);
@@ -176,34 +137,15 @@ std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) 
   return endpoints;
 }
 
-std::optional<long> Launcher::wait_listening(Process& p, Clock::time_point deadline,
-                                             const std::function<bool()>& give_up) {
-  while (Clock::now() < deadline && !(give_up && give_up())) {
-    if (const auto text = common::read_small_file(p.log, nullptr, 1 << 20)) {
-      if (const auto port = listening_port(*text)) return port;
-    }
-    int status = 0;
-    if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-      log()->warn("CPU power exporter exited at startup name={} status={} log={}", p.name,
-                  describe_status(status), p.log);
-      p.pid = -1;  // reaped: nothing left to stop
-      return std::nullopt;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return std::nullopt;
-}
-
-std::vector<scrape::Endpoint> Launcher::start_local(Clock::time_point deadline,
-                                                    const std::function<bool()>& give_up) {
+std::vector<scrape::Endpoint> Launcher::start_local() {
   const auto& node = plan_.nodes.front();
   const auto log_path = exporter_log_for_node(plan_.log_dir, -1, false, node);
   log()->info("CPU power exporter starting locally argv={}",
               common::quoted(shell_quote_argv(plan_.exporter_command)));
-  if (!spawn("telemetry_cpu_power_exporter", plan_.exporter_command, log_path)) return {};
+  if (!processes_.spawn("telemetry_cpu_power_exporter", plan_.exporter_command, log_path)) {
+    return {};
+  }
   // Scraped over loopback: this host is the node. Readiness is /health, not the log line.
-  (void)deadline;
-  (void)give_up;
   return {{node, "127.0.0.1",
            static_cast<std::uint16_t>(plan_.recipe.telemetry.cpu_power_exporter->port)}};
 }
@@ -236,18 +178,17 @@ const std::vector<std::pair<std::string, std::string>>& Launcher::simulated_node
 
 std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadline,
                                                         const std::function<bool()>& give_up) {
-  std::vector<std::pair<std::string, std::size_t>> started;  // node, process index
   for (const auto& [node, root] : simulated_nodes()) {
     auto argv = plan_.exporter_command;
     argv.insert(argv.end(), {"--hwmon-root", root});
-    const auto log_path = exporter_log_for_node(plan_.log_dir, -1, false, node);
-    if (spawn("telemetry_cpu_power_exporter." + node, argv, log_path)) {
-      started.emplace_back(node, processes_.size() - 1);
-    }
+    processes_.spawn("telemetry_cpu_power_exporter." + node, argv,
+                     exporter_log_for_node(plan_.log_dir, -1, false, node), {node});
   }
   std::vector<scrape::Endpoint> endpoints;
-  for (const auto& [node, index] : started) {
-    const auto port = wait_listening(processes_[index], deadline, give_up);
+  for (auto& p : processes_.processes()) {
+    if (p.pid <= 0) continue;  // its launch failure is logged
+    const auto& node = p.nodes.front();
+    const auto port = processes_.wait_listening(p, deadline, give_up);
     if (!port) {
       log()->warn("CPU power exporter for {} never reported listening; it is left out", node);
       continue;
@@ -257,40 +198,14 @@ std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadli
   return endpoints;
 }
 
-void Launcher::report_early_exits() {
-  any_running();
-}
-
 bool Launcher::any_running() {
-  bool running = false;
-  for (auto& p : processes_) {
-    if (p.pid <= 0) continue;
-    int status = 0;
-    if (::waitpid(p.pid, &status, WNOHANG) == p.pid) {
-      log()->warn("CPU power exporter exited early name={} status={} log={}", p.name,
-                  describe_status(status), p.log);
-      p.pid = -1;
-    } else {
-      running = true;
-    }
-  }
-  return running;
+  return processes_.poll();
 }
 
 void Launcher::stop(milliseconds grace) {
   if (stopped_) return;
   stopped_ = true;
-  // All at once: a slow srun teardown must not add up over the groups.
-  std::vector<std::thread> stoppers;
-  for (auto& p : processes_) {
-    if (p.pid <= 0) continue;
-    stoppers.emplace_back([&p, grace] {
-      const int status = terminate_process(p.pid, grace, true);
-      log()->info("CPU power exporter stopped name={} status={}", p.name, describe_status(status));
-      p.pid = -1;
-    });
-  }
-  for (auto& t : stoppers) t.join();
+  processes_.stop(grace);
   for (auto& s : sims_) s->stop();
   sims_.clear();
   sim_roots_.clear();

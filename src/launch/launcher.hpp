@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "launch/process.hpp"
 #include "launch/session_plan.hpp"
 #include "scrape/endpoint.hpp"
 
@@ -23,11 +24,6 @@ class SimNode;
 }
 
 namespace cpupower::launch {
-
-// The port of a readiness line: the exporter's "listening addr=<ip>:<port>" (also
-// "[v6]:port"), or `cpu-power sim-gpu`'s "listening on http://<ip>:<port>/metrics";
-// nullopt when `text` has none.
-std::optional<long> listening_port(const std::string& text);
 
 // Where each of `nodes` answers (slurm mode): the resolver steps' answers, every step at
 // once, then name resolution on this host for the nodes no step answered for, all by
@@ -46,8 +42,6 @@ class Launcher {
  public:
   explicit Launcher(const SessionPlan& plan);
   ~Launcher();  // stop() with the default grace
-  Launcher(const Launcher&) = delete;
-  Launcher& operator=(const Launcher&) = delete;
 
   // Starts the exporters and resolves their endpoints, all by `deadline`; `give_up` ends the
   // waiting early (a signal). Endpoints are in node order.
@@ -71,26 +65,13 @@ class Launcher {
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
 
  private:
-  struct Process {
-    std::string name;
-    pid_t pid = -1;
-    std::string log;  // where its output goes, for the messages
-  };
-
   std::vector<scrape::Endpoint> start_slurm(std::chrono::steady_clock::time_point deadline);
-  std::vector<scrape::Endpoint> start_local(std::chrono::steady_clock::time_point deadline,
-                                            const std::function<bool()>& give_up);
+  std::vector<scrape::Endpoint> start_local();
   std::vector<scrape::Endpoint> start_simulated(std::chrono::steady_clock::time_point deadline,
                                                 const std::function<bool()>& give_up);
-  std::optional<pid_t> spawn(const std::string& name, const std::vector<std::string>& argv,
-                             const std::string& log);
-  // Waits for the exporter's "listening addr=<ip:port>" line; the port, or nullopt.
-  std::optional<long> wait_listening(Process& p, std::chrono::steady_clock::time_point deadline,
-                                     const std::function<bool()>& give_up);
-  void report_early_exits();
 
   const SessionPlan& plan_;
-  std::vector<Process> processes_;
+  ProcessSet processes_{"CPU power exporter"};
   std::vector<std::unique_ptr<sim::SimNode>> sims_;
   std::vector<std::pair<std::string, std::string>> sim_roots_;  // node, hwmon root
   std::map<std::string, std::string> addresses_;                // node -> address (slurm mode)

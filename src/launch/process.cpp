@@ -9,11 +9,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
+
+#include "common/log.hpp"
+#include "common/text.hpp"
 
 extern char** environ;
 
@@ -285,6 +289,97 @@ CaptureResult run_capture(const std::vector<std::string>& argv, Clock::time_poin
   result.status = wait_for_exit(child->pid, std::max(left, milliseconds(0)));
   if (!result.status) terminate_process(child->pid, milliseconds(1000), true);
   return result;
+}
+
+// The digits after the address's last colon.
+std::optional<long> listening_port(const std::string& text) {
+  // The exporter's "listening addr=<ip>:<port>"; sim-gpu's "listening on http://<ip>:<port>/".
+  std::size_t begin = std::string::npos;
+  for (const std::string_view key : {"listening addr=", "listening on http://"}) {
+    if (const auto at = text.find(key); at != std::string::npos) {
+      begin = at + key.size();
+      break;
+    }
+  }
+  if (begin == std::string::npos) return std::nullopt;
+  const std::string_view addr =
+      std::string_view(text).substr(begin, text.find_first_of(" /\t\r\n", begin) - begin);
+  const auto colon = addr.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = addr.substr(colon + 1);
+  const auto digits = rest.substr(0, rest.find_first_not_of("0123456789"));
+  const auto port = common::parse_u64(std::string(digits));
+  return port ? std::optional<long>(static_cast<long>(*port)) : std::nullopt;
+}
+
+bool ProcessSet::spawn(std::string name, const std::vector<std::string>& argv, std::string log,
+                       std::vector<std::string> nodes) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.output_path = log;
+  o.die_with_parent = true;
+  std::string error;
+  const auto child = spawn_process(o, &error);
+  if (!child) {
+    common::logger("cpu_power::run")
+        ->warn("{} launch failed name={} error={}", what_, name, common::quoted(error));
+  }
+  processes_.push_back(
+      {std::move(name), child ? child->pid : -1, std::move(log), std::move(nodes), !child});
+  return child.has_value();
+}
+
+bool ProcessSet::reap(Process& p, std::string_view when) {
+  int status = 0;
+  if (p.pid <= 0 || ::waitpid(p.pid, &status, WNOHANG) != p.pid) return false;
+  common::logger("cpu_power::run")
+      ->warn("{} exited {} name={} status={} log={}", what_, when, p.name, describe_status(status),
+             p.log);
+  p.pid = -1;
+  p.failed = true;
+  return true;
+}
+
+bool ProcessSet::poll() {
+  bool running = false;
+  for (auto& p : processes_) running = (!reap(p, "early") && p.pid > 0) || running;
+  return running;
+}
+
+std::size_t ProcessSet::failed() const {
+  return static_cast<std::size_t>(std::count_if(processes_.begin(), processes_.end(),
+                                                [](const Process& p) { return p.failed; }));
+}
+
+std::optional<long> ProcessSet::wait_listening(Process& p, Clock::time_point deadline,
+                                               const std::function<bool()>& give_up) {
+  while (p.pid > 0 && Clock::now() < deadline && !(give_up && give_up())) {
+    if (const auto text = common::read_small_file(p.log, nullptr, 1 << 20)) {
+      if (const auto port = listening_port(*text)) return port;
+    }
+    if (reap(p, "at startup")) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+void ProcessSet::stop(milliseconds grace, std::optional<std::pair<int, milliseconds>> ask) {
+  std::vector<std::thread> stoppers;
+  for (auto& p : processes_) {
+    if (p.pid <= 0) continue;
+    stoppers.emplace_back([&p, grace, ask, this] {
+      std::optional<int> status;
+      if (ask) {
+        ::kill(p.pid, ask->first);
+        status = wait_for_exit(p.pid, ask->second);
+      }
+      if (!status) status = terminate_process(p.pid, grace, true);
+      common::logger("cpu_power::run")
+          ->info("{} stopped name={} status={}", what_, p.name, describe_status(*status));
+      p.pid = -1;
+    });
+  }
+  for (auto& t : stoppers) t.join();
 }
 
 std::string shell_quote_argv(const std::vector<std::string>& argv) {

@@ -5,8 +5,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cpupower::launch {
@@ -62,6 +65,64 @@ struct CaptureResult {
 CaptureResult run_capture(const std::vector<std::string>& argv,
                           std::chrono::steady_clock::time_point deadline,
                           const std::optional<std::string>& stderr_path = std::nullopt);
+
+// The port of a readiness line: the exporter's "listening addr=<ip>:<port>" (also
+// "[v6]:port"), or `cpu-power sim-gpu`'s "listening on http://<ip>:<port>/metrics";
+// nullopt when `text` has none.
+std::optional<long> listening_port(const std::string& text);
+
+// The long-lived helpers of one leg (exporters, collectors, srun steps): each started with
+// its output to a file and die_with_parent (stopped with the session, even a SIGKILLed
+// one), reaped when it ends early, and stopped all at once. `what` begins every log line
+// ("CPU power exporter", "dcgm-exporter", "CPU power collector").
+class ProcessSet {
+ public:
+  struct Process {
+    std::string name;
+    pid_t pid = -1;  // -1: never started, or reaped
+    std::string log;
+    std::vector<std::string> nodes;  // the nodes it serves
+    bool failed = false;             // could not start, or ended before it was asked to stop
+  };
+
+  explicit ProcessSet(std::string what) : what_(std::move(what)) {}
+  ~ProcessSet() { stop(std::chrono::milliseconds(2000)); }
+  ProcessSet(const ProcessSet&) = delete;
+  ProcessSet& operator=(const ProcessSet&) = delete;
+
+  // Starts argv with stdout and stderr to `log`. False when it could not start ("<what>
+  // launch failed"); either way it is kept, as the last process.
+  bool spawn(std::string name, const std::vector<std::string>& argv, std::string log,
+             std::vector<std::string> nodes = {});
+
+  // Reaps every process that ended ("<what> exited early"), marking it failed; true when
+  // any is still running.
+  bool poll();
+
+  // Waits until p's log has a readiness line (listening_port) and
+  // returns its port; nullopt at `deadline`, on `give_up`, or when p ends first ("<what>
+  // exited at startup", reaped and marked failed).
+  std::optional<long> wait_listening(Process& p, std::chrono::steady_clock::time_point deadline,
+                                     const std::function<bool()>& give_up);
+
+  // Stops every process still running, all at once (a slow srun teardown must not add up
+  // over them), each logged "<what> stopped". With `ask`: that signal to the process alone
+  // first, and up to its wait for it to exit; then (or at once) SIGTERM to its group,
+  // SIGKILL after `grace`.
+  void stop(std::chrono::milliseconds grace,
+            std::optional<std::pair<int, std::chrono::milliseconds>> ask = std::nullopt);
+
+  // How many could not start or ended before they were asked to stop.
+  std::size_t failed() const;
+
+  std::vector<Process>& processes() { return processes_; }
+
+ private:
+  bool reap(Process& p, std::string_view when);
+
+  std::string what_;
+  std::vector<Process> processes_;
+};
 
 // argv joined for display, each word quoted for a POSIX shell only where needed.
 std::string shell_quote_argv(const std::vector<std::string>& argv);

@@ -1,17 +1,16 @@
 #pragma once
-// The `cpu-power run` session: exporters up and resolved under the startup deadline, the
-// collector started, the command run to its end, then the collector finalized while the
-// exporters still answer (its last scrape), the exporters stopped, and session.json written.
-// The command's exit status is the session's: CPU telemetry never changes it, except the
-// host leg with telemetry.cpu_power.required: a readiness failure keeps the command from
-// running (exit 1), and an unpublishable result turns exit 0 into 1.
+// The `cpu-power run` session: the clock check, then each leg (launch/leg.hpp) started
+// under its startup deadline, the command run to its end and session.json written, then
+// each leg finished while the exporters still answer (its last scrape), and the exporters
+// stopped. The command's exit status is the session's; a leg the recipe requires changes it
+// only when it is not ready (the command is not run, exit 1) or its result is not
+// publishable (exit 0 becomes 1).
 
 #include <chrono>
-#include <optional>
 #include <string>
+#include <vector>
 
-#include "hostleg/merge.hpp"
-#include "launch/gpu_leg.hpp"
+#include "launch/leg.hpp"
 #include "launch/session_plan.hpp"
 #include "launch/signal_forwarder.hpp"
 #include "scrape/collector.hpp"
@@ -22,13 +21,8 @@ struct SessionResult {
   int exit_code = 0;
   bool command_started = false;
   double command_seconds = 0;
-  std::optional<scrape::CollectorStats> stats;  // when the collector ran
-  std::string samples_path;
-  std::string manifest_path;
-  std::string session_path;                       // empty when not written
-  std::optional<hostleg::MergeOutcome> host_leg;  // when the host-collector leg ran
-  std::optional<GpuLegOutcome> gpu_leg;           // when the GPU leg ran
-  std::string host_leg_dir;
+  std::string session_path;      // empty when not written
+  std::vector<LegVerdict> legs;  // in the order they finished
 };
 
 // `signals` must already be started (before any thread exists). `started` is when the
@@ -36,7 +30,10 @@ struct SessionResult {
 SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
                           std::chrono::steady_clock::time_point started);
 
-// Rows per node from the collector's counters, for the end of a run.
+// Each leg's summary, with rows per node from the exporter leg's collector, for the end of
+// a run.
 std::string summary_text(const SessionResult& result);
+std::string exporter_leg_summary(const scrape::CollectorStats& stats,
+                                 const std::string& samples_path, const std::string& manifest_path);
 
 }  // namespace cpupower::launch

@@ -213,7 +213,7 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
     if (allocation) plan.job_id = allocation->job_id;
     const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
     const bool several = grouped.groups.size() > 1;
-    // Where each node answers: the CPU exporter leg's resolvers find it for both legs; without
+    // Where each node answers: the exporter leg's resolvers find it for both legs; without
     // that leg, the GPU leg runs the same resolver step itself.
     if (plan.groups.empty()) {
       for (const auto& g : grouped.groups) {
@@ -334,7 +334,7 @@ SessionPlan make_plan(const PlanRequest& r) {
   plan.command = r.command;
   plan.exporter = r.exporter;
   const auto& t = r.recipe.telemetry;
-  plan.telemetry = config::scraper_leg_enabled(t);
+  plan.exporter_leg = config::scraper_leg_enabled(t);
   plan.cpu_dir = r.log_dir + "/" + t.storage_subdir + "/cpu";
   plan.cpu_samples_schema = r.cpu_samples_schema;
   if (r.command.empty()) {
@@ -376,7 +376,7 @@ SessionPlan make_plan(const PlanRequest& r) {
   // The recipe's storage directories fit a path alone (config/validate.cpp); below this log
   // directory they must too, or every open under them fails and the run keeps nothing.
   for (const auto& [on, field, subdir] :
-       {std::tuple{plan.telemetry || gpu_leg, "telemetry.storage_subdir", t.storage_subdir},
+       {std::tuple{plan.exporter_leg || gpu_leg, "telemetry.storage_subdir", t.storage_subdir},
         std::tuple{host_leg, "telemetry.cpu_power.storage_subdir", t.cpu_power.storage_subdir}}) {
     if (!on) continue;
     const auto problem = config::path_length_problem(
@@ -386,7 +386,7 @@ SessionPlan make_plan(const PlanRequest& r) {
       return plan;
     }
   }
-  if (!plan.telemetry && !host_leg && !gpu_leg) {
+  if (!plan.exporter_leg && !host_leg && !gpu_leg) {
     plan.mode = r.simulate                ? LaunchMode::simulate
                 : (allocation || r.nodes) ? LaunchMode::slurm
                                           : LaunchMode::local;
@@ -397,7 +397,7 @@ SessionPlan make_plan(const PlanRequest& r) {
     return plan;
   }
 
-  if (plan.telemetry) {
+  if (plan.exporter_leg) {
     for (const auto& w : r.exporter.warnings) plan.warnings.push_back(w);
     if (r.exporter.kind == ExporterKind::none) {
       plan.warnings.push_back("CPU power exporter launch failed: no exporter to start");
@@ -411,7 +411,7 @@ SessionPlan make_plan(const PlanRequest& r) {
   if (exporter.web_config_file) {
     if (r.exporter.kind == ExporterKind::native) {
       web_args = {"--web.config.file", *exporter.web_config_file};
-    } else if (plan.telemetry && r.exporter.kind == ExporterKind::python_fallback) {
+    } else if (plan.exporter_leg && r.exporter.kind == ExporterKind::python_fallback) {
       plan.warnings.push_back(
           "telemetry.cpu_power_exporter.web_config_file is set, but the Python fallback "
           "exporter serves plain HTTP without authentication; it is started without it");
@@ -433,7 +433,7 @@ SessionPlan make_plan(const PlanRequest& r) {
     }
     plan.exporter_command =
         exporter_argv(r.exporter, exporter.port, exporter.source, web_args, &source_warning);
-    if (plan.telemetry && r.exporter.kind != ExporterKind::none) {
+    if (plan.exporter_leg && r.exporter.kind != ExporterKind::none) {
       plan_slurm(r, allocation, nodes, plan);
     } else {
       plan.nodes = nodes;
@@ -445,7 +445,7 @@ SessionPlan make_plan(const PlanRequest& r) {
         exporter_argv(r.exporter, exporter.port, exporter.source, web_args, &source_warning);
   }
   plan.scrape_security = r.scrape_security;
-  if (!plan.telemetry) plan.exporter_command.clear();
+  if (!plan.exporter_leg) plan.exporter_command.clear();
   // Node names name files in the log directory (logs, the host leg's rows and markers).
   for (const auto& n : plan.nodes) {
     if (!hostleg::is_file_name(n)) {
@@ -461,7 +461,7 @@ SessionPlan make_plan(const PlanRequest& r) {
     if (allocation) plan.job_id = allocation->job_id;
     plan_clock_steps(r, allocation, plan);
   }
-  if (plan.telemetry && !source_warning.empty()) plan.warnings.push_back(source_warning);
+  if (plan.exporter_leg && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;
 }
 
@@ -474,7 +474,7 @@ std::string describe_plan(const SessionPlan& p) {
   line("log dir", p.log_dir);
   line("job id", p.artifact_job_id + " (the artifacts')");
   line("command", shell_quote_argv(p.command));
-  if (!p.telemetry) {
+  if (!p.exporter_leg) {
     line("telemetry", p.host_leg || p.gpu_leg ? "CPU exporter leg off" : "off");
   } else {
     const auto& t = p.recipe.telemetry;
@@ -573,7 +573,7 @@ std::string describe_plan(const SessionPlan& p) {
       line("gpu devices", common::escape_untrusted(g.visible_devices) + " on every node");
     }
   }
-  if (p.telemetry || p.host_leg || p.gpu_leg) {
+  if (p.exporter_leg || p.host_leg || p.gpu_leg) {
     if (!p.clock_sync_check) {
       line("clock", "not checked (telemetry.clock_sync_check: false)");
     } else if (p.mode == LaunchMode::slurm) {

@@ -35,7 +35,7 @@ struct PlanRequest {
   std::string self_exe;        // this cpu-power, run on the nodes as the address resolver
   std::string local_hostname;  // the local mode's node name
   HostlistExpander expand;
-  int cpu_samples_schema = 3;  // --cpu-samples-schema: the scraper leg's samples.csv layout
+  int cpu_samples_schema = 3;  // --cpu-samples-schema: the exporter leg's samples.csv layout
   int gpu_samples_schema = 3;  // --gpu-samples-schema: the GPU leg's samples.csv layout
   // --job-id: the artifacts' job id outside Slurm (inside, Slurm's wins).
   std::optional<std::string> job_id;
@@ -105,7 +105,7 @@ struct GpuLegPlan {
   long port = 9400;                           // where each node's dcgm-exporter listens
   std::vector<std::string> exporter_command;  // as started on each node (started, simulated)
   std::vector<GpuLegGroup> groups;            // slurm mode, started
-  // Slurm mode without the CPU exporter leg, whose resolution serves both legs otherwise.
+  // Slurm mode without the exporter leg, whose resolution serves both legs otherwise.
   std::vector<ResolverStep> resolvers;
   std::optional<std::string> roles_file;  // --gpu-roles
   bool required = false;                  // telemetry.required
@@ -117,7 +117,7 @@ struct GpuLegPlan {
 
 struct SessionPlan {
   LaunchMode mode = LaunchMode::local;
-  bool telemetry = false;  // the scraper leg runs
+  bool exporter_leg = false;  // the exporter leg runs (telemetry.cpu_power_exporter)
   config::Recipe recipe;
   std::string log_dir;
   std::string cpu_dir;         // <log_dir>/<storage_subdir>/cpu

@@ -7,23 +7,19 @@
 #include "common/text.hpp"
 
 namespace cpupower::launch {
-namespace {
-
-double wall_now_s() {
+double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-}  // namespace
 
 double monotonic_now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-ClockStepWatch::ClockStepWatch() : last_offset_(wall_now_s() - monotonic_now_s()) {}
+ClockStepWatch::ClockStepWatch() : last_offset_(now_unix() - monotonic_now_s()) {}
 
 bool ClockStepWatch::observe() {
   const double mono = monotonic_now_s();
-  const double wall = wall_now_s();
+  const double wall = now_unix();
   const double offset = wall - mono;
   const double step = offset - last_offset_;
   last_offset_ = offset;

@@ -48,6 +48,7 @@ class ClockStepWatch {
 
 // The monotonic clock (CLOCK_MONOTONIC, which libfaketime and clock steps leave alone), s.
 double monotonic_now_s();
+double now_unix();  // the wall clock, seconds since the epoch
 
 struct SessionRecord {
   std::vector<std::string> command;

@@ -416,6 +416,69 @@ TEST(GpuPublication, ArtifactErrors) {
   expect_fails_only(p, rule::kArtifactErrors);
 }
 
+// The terminal manifest from its evidence: counts from the samples check, the reasons in
+// their order (the producer's, the samples', the devices', the windows', the artifacts'),
+// and the status and verdict they call for.
+// --gpu-roles: an array, or a manifest's expected_devices; any element that is not a whole
+// device refuses the file, naming the element.
+TEST(GpuRolesFile, ArrayOrManifestAndTheFirstBadElement) {
+  TempDir dir;
+  const auto path = dir.path() + "/roles.json";
+  spit(path, R"({"expected_devices": [{"hostname": "a", "gpu_index": 1, "assignments":
+      [{"worker_role": "decode", "worker_index": 2, "het_group": 1}]}, {"hostname": "b",
+      "gpu_index": 0}]})");
+  const auto roles = read_gpu_roles_file(path);
+  ASSERT_TRUE(roles) << roles.error();
+  ASSERT_EQ(roles->size(), 2u);
+  EXPECT_EQ((*roles)[0], (GpuExpectedDevice{"a", 1, {{"decode", 2, 0, 1}}}));
+  EXPECT_EQ((*roles)[1], (GpuExpectedDevice{"b", 0, {}}));
+
+  spit(path, R"([{"hostname": "a", "gpu_index": 0, "assignments": [{"worker_index": 0}]}])");
+  EXPECT_EQ(read_gpu_roles_file(path).error(),
+            path + ": expected_devices[0].assignments: each needs a string worker_role");
+  spit(path, R"([{"hostname": "a", "gpu_index": 0}, {"hostname": "a"}])");
+  EXPECT_EQ(read_gpu_roles_file(path).error(),
+            path + ": expected_devices[1]: needs a string hostname and an integer gpu_index");
+  spit(path, R"({"devices": []})");
+  EXPECT_EQ(read_gpu_roles_file(path).error(),
+            path + ": expected a JSON array of devices or an object with expected_devices");
+}
+
+TEST(GpuPublication, SettledManifest) {
+  const Publishable p;
+  GpuManifest m;
+  m.required = true;
+  m.expected_devices = p.devices.want;
+  m.expected_windows = p.windows;
+  m.window_validations = p.validations;
+  GpuSamplesCheck samples;
+  samples.devices = p.devices.have;
+  samples.row_count = 12;
+  samples.max_scrape_seq = 3;
+  samples.sha256_hex = "ab";
+  auto settled = m;
+  EXPECT_TRUE(settle_gpu_manifest(settled, {}, samples).valid);
+  EXPECT_EQ(settled.status, GpuRunStatus::complete);
+  EXPECT_EQ(settled.publication_valid, true);
+  EXPECT_EQ(settled.observed_devices, p.devices.have);
+  EXPECT_EQ(settled.scrape_count, 4u);
+  EXPECT_EQ(settled.sample_row_count, 12u);
+  EXPECT_EQ(settled.samples_sha256, "ab");
+
+  samples.reason_codes = reasons({reason::kSamplesCsvMalformed});
+  samples.devices.pop_back();
+  m.window_validations[1].reason_codes = reasons({reason::kSampleGapExceeded});
+  m.artifact_errors.push_back({"windows/x.json", reasons({reason::kWindowMalformed})});
+  const auto publication =
+      settle_gpu_manifest(m, reasons({reason::kExporterStartupTimeout}), samples);
+  EXPECT_FALSE(publication.valid);
+  EXPECT_EQ(m.publication_valid, false);
+  EXPECT_EQ(m.status, GpuRunStatus::failed);
+  EXPECT_EQ(m.reason_codes, reasons({reason::kExporterStartupTimeout, reason::kSamplesCsvMalformed,
+                                     reason::kExpectedDeviceMissing, reason::kSampleGapExceeded,
+                                     reason::kWindowMalformed}));
+}
+
 // ---- samples.csv rows -------------------------------------------------------------------
 
 GpuSampleOut sample(std::uint64_t seq, std::string host, long long index, std::string uuid,

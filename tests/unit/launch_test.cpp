@@ -265,7 +265,7 @@ TEST(SessionPlan, HostLegIsOneCollectorSrunPerGroup) {
   // The host leg alone: same nodes and groups, no exporter.
   r.recipe.telemetry.cpu_power_exporter.reset();
   plan = make_plan(r);
-  EXPECT_FALSE(plan.telemetry);
+  EXPECT_FALSE(plan.exporter_leg);
   EXPECT_TRUE(plan.groups.empty());
   EXPECT_TRUE(plan.exporter_command.empty());
   ASSERT_TRUE(plan.host_leg);
@@ -338,7 +338,7 @@ TEST(SessionPlan, TelemetryOffRunsTheCommandOnly) {
   auto r = request();
   r.recipe.telemetry.cpu_power_exporter.reset();
   const auto plan = make_plan(r);
-  EXPECT_FALSE(plan.telemetry);
+  EXPECT_FALSE(plan.exporter_leg);
   EXPECT_EQ(plan.error, "");
   EXPECT_THAT(plan.warnings, ElementsAre(HasSubstr("running the command only")));
 }
@@ -772,24 +772,29 @@ TEST(SessionRecord, ClockStepWatchSettlesWhatItDidNotSee) {
 }
 
 TEST(SessionSummary, SaysWhatWentWrongWithSamplesCsv) {
-  SessionResult r;
-  r.samples_path = "power/cpu/samples.csv";
-  r.manifest_path = "power/cpu/cpu_manifest.json";
   scrape::CollectorStats s;
   s.rows_written = 323;
   scrape::NodeStats n;
   n.hostname = "node-a";
   s.nodes.push_back(n);
-  r.stats = s;
-  EXPECT_EQ(summary_text(r).find("samples.csv FAILING"), std::string::npos) << summary_text(r);
-  EXPECT_EQ(summary_text(r).find("first error"), std::string::npos) << summary_text(r);
+  const auto summary = [&s] {
+    SessionResult r;
+    r.legs.push_back(
+        {"complete",
+         {},
+         true,
+         false,
+         exporter_leg_summary(s, "power/cpu/samples.csv", "power/cpu/cpu_manifest.json")});
+    return summary_text(r);
+  };
+  EXPECT_EQ(summary().find("samples.csv FAILING"), std::string::npos) << summary();
+  EXPECT_EQ(summary().find("first error"), std::string::npos) << summary();
 
   s.rows_dropped = 2391;
   s.samples_failing = "No space left on device";
   s.write_error_log.push_back(
       {"write power/cpu/samples.csv: No space left on device", 40, 1.0, 9.0});
-  r.stats = s;
-  const auto text = summary_text(r);
+  const auto text = summary();
   EXPECT_NE(text.find("CPU power: 323 rows in power/cpu/samples.csv (2391 dropped)"),
             std::string::npos)
       << text;
@@ -797,6 +802,8 @@ TEST(SessionSummary, SaysWhatWentWrongWithSamplesCsv) {
                       "first error: write power/cpu/samples.csv: No space left on device\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(summary_text(SessionResult{}).find("CPU power: no telemetry collected\n"),
+            std::string::npos);
 }
 
 TEST(PrometheusSd, OneTargetGroupPerNodeWithItsLabels) {
