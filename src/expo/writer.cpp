@@ -46,16 +46,15 @@ void append_uint(std::string& out, std::uint64_t value) {
   if (ec == std::errc()) out.append(buf, end);
 }
 
-void append_family_header(std::string& out, std::string_view name, std::string_view help,
-                          std::string_view type) {
+void append_family_header(std::string& out, const Family& family) {
   out += "# HELP ";
-  out += name;
+  out += family.name;
   out += ' ';
-  out += help;
+  out += family.help;
   out += "\n# TYPE ";
-  out += name;
+  out += family.name;
   out += ' ';
-  out += type;
+  out += family.type;
   out += '\n';
 }
 

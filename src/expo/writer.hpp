@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "expo/families.hpp"
+
 namespace cpupower::expo {
 
 // Label value escaping: \ -> \\, " -> \", newline -> \n.
@@ -18,8 +20,7 @@ void append_fixed6(std::string& out, double value);
 void append_uint(std::string& out, std::uint64_t value);
 
 // "# HELP name help\n# TYPE name type\n".
-void append_family_header(std::string& out, std::string_view name, std::string_view help,
-                          std::string_view type);
+void append_family_header(std::string& out, const Family& family);
 
 struct Label {
   std::string_view name;

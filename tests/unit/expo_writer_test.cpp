@@ -32,8 +32,7 @@ TEST(ExpoWriter, FixedSixMatchesPrintf) {
 
 TEST(ExpoWriter, SampleLineAsTheReferencePrintsIt) {
   std::string out;
-  append_family_header(out, "cpu_power_acpi_watts",
-                       "Grace CPU power rail reading from ACPI hwmon (W).", "gauge");
+  append_family_header(out, kAcpiWatts);
   append_sample(out, "cpu_power_acpi_watts",
                 {{"sensor", "hwmon0/power2"},
                  {"type", "other"},
