@@ -49,8 +49,17 @@ Result<std::unique_ptr<RowAppender>> RowAppender::open(const std::string& path,
   return appender;
 }
 
-Status RowAppender::open_fd() {
-  fd_ = ::open(path_.c_str(), kOpenFlags, 0644);
+Result<std::unique_ptr<RowAppender>> RowAppender::open_fresh(const std::string& path,
+                                                             std::string_view header, mode_t mode) {
+  std::unique_ptr<RowAppender> appender(new RowAppender(path, std::string(header)));
+  appender->mode_ = mode;
+  appender->whole_flushes_ = true;
+  if (Status opened = appender->open_fd(O_TRUNC); !opened) return Error{opened.error()};
+  return appender;
+}
+
+Status RowAppender::open_fd(int extra_flags) {
+  fd_ = ::open(path_.c_str(), kOpenFlags | extra_flags, mode_);
   if (fd_ < 0) {
     fail("open");
     return Error{last_error_};
@@ -213,7 +222,7 @@ bool RowAppender::flush() {
     // Keep the whole rows that made it; cut the partial one after them.
     const std::string_view out(pending_.data(), written);
     const auto nl = out.rfind('\n');
-    const std::size_t keep = nl == std::string_view::npos ? 0 : nl + 1;
+    const std::size_t keep = nl == std::string_view::npos || whole_flushes_ ? 0 : nl + 1;
     done = keep > prefix ? static_cast<std::uint64_t>(
                                std::count(out.begin() + static_cast<std::ptrdiff_t>(prefix),
                                           out.begin() + static_cast<std::ptrdiff_t>(keep), '\n'))

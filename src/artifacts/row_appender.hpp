@@ -40,6 +40,11 @@ class RowAppender {
   // killed writer) is cut off first.
   static Result<std::unique_ptr<RowAppender>> open(const std::string& path,
                                                    std::string_view header);
+  // A file started afresh (the host collector's, once per run): created with `mode`, any
+  // earlier content truncated away, and each flush's rows kept all or none, so a sample
+  // that does not fit whole is not left half written.
+  static Result<std::unique_ptr<RowAppender>> open_fresh(const std::string& path,
+                                                         std::string_view header, mode_t mode);
 
   virtual ~RowAppender();
   RowAppender(const RowAppender&) = delete;
@@ -90,7 +95,7 @@ class RowAppender {
 
  protected:
   RowAppender(std::string path, std::string header);
-  Status open_fd();  // opens path_ and checks or writes the header
+  Status open_fd(int extra_flags = 0);  // opens path_ and checks or writes the header
 
  private:
   Status start();
@@ -101,6 +106,8 @@ class RowAppender {
 
   std::string path_;
   std::string header_;
+  mode_t mode_ = 0644;
+  bool whole_flushes_ = false;  // a failed flush keeps none of its rows
   int fd_ = -1;
   off_t end_ = 0;                   // file size after our last write: the last whole row's end
   std::optional<off_t> repair_to_;  // a failed write's partial row still to truncate away

@@ -169,9 +169,16 @@ ResolvedSource resolve_source(const LadderOptions& options) {
   return out;
 }
 
-}  // namespace cpupower::sources
-
-namespace cpupower::sources {
+NodeSources open_node_sources(const LadderOptions& ladder, const NvmlOptions* nvml) {
+  NodeSources out{resolve_source(ladder), nullptr};
+  if (!out.base.source || !nvml) return out;
+  NvmlOptions n = *nvml;
+  n.cpu_sockets = out.base.cpu_sockets();
+  n.max_age = ladder.max_age;
+  out.nvml = std::make_unique<NvmlModuleReader>(std::move(n));
+  out.nvml->start();
+  return out;
+}
 
 std::set<std::uint32_t> ResolvedSource::cpu_sockets() const {
   std::set<std::uint32_t> out;

@@ -17,6 +17,7 @@
 
 #include "sources/acpi_reader.hpp"
 #include "sources/dcgm.hpp"
+#include "sources/nvml.hpp"
 #include "sources/source.hpp"
 
 namespace cpupower::sources {
@@ -65,5 +66,14 @@ struct ResolvedSource {
 
 // Walks the ladder, logging each rung's outcome and every step down at WARN.
 ResolvedSource resolve_source(const LadderOptions& options);
+
+// The node's sources, the same for both sinks (the exporter, the host collector): the base
+// source by the ladder, then NVML module power (unless `nvml` is null) for the base source's
+// sockets, with the ladder's maximum age.
+struct NodeSources {
+  ResolvedSource base;
+  std::unique_ptr<NvmlModuleReader> nvml;  // running; null when off or with no base source
+};
+NodeSources open_node_sources(const LadderOptions& ladder, const NvmlOptions* nvml);
 
 }  // namespace cpupower::sources
