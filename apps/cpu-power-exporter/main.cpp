@@ -10,6 +10,7 @@
 
 #include "common/version.hpp"
 #include "exporter/run.hpp"
+#include "sources/ladder.hpp"
 
 namespace {
 
@@ -21,8 +22,8 @@ bool is_ip_literal(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using cpupower::kVersion;
-  cpupower::exporter::Options o;
+  using namespace cpupower;
+  exporter::Options o;
   CLI::App app{"Grace CPU power exporter for Prometheus / AIPerf server-metrics"};
   app.name("cpu-power-exporter");
   app.set_version_flag("-V,--version", std::string("cpu-power-exporter ") + kVersion);
@@ -36,10 +37,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--pci-root", o.pci_root, "PCI devices directory, for GPU NUMA nodes")
       ->capture_default_str();
-  app.add_option("--source", o.source,
-                 "CPU power source: auto (live ACPI, then DCGM), acpi or dcgm")
+  app.add_option("--source", o.source, "CPU power source: " + sources::source_help())
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "acpi", "dcgm"}));
+      ->check(CLI::IsMember(sources::source_choices()));
   app.add_option("--read-interval-ms", o.read_interval_ms,
                  "Sensor read cadence, measured from the start of each cycle")
       ->capture_default_str()
@@ -75,5 +75,5 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  return cpupower::exporter::run(o, kVersion);
+  return exporter::run(o, kVersion);
 }

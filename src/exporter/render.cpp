@@ -7,19 +7,6 @@
 
 namespace cpupower::exporter {
 
-const expo::Family& family_of(std::string_view mode) {
-  static constexpr expo::Family kNone{};
-  static constexpr std::pair<std::string_view, const expo::Family*> kFamilies[] = {
-      {"acpi", &expo::kAcpiWatts},
-      {"dcgm", &expo::kDcgmWatts},
-      {"nvml", &expo::kNvmlWatts},
-  };
-  for (const auto& [m, family] : kFamilies) {
-    if (m == mode) return *family;
-  }
-  return kNone;
-}
-
 void render_family(std::string& out, const expo::Family& family,
                    const sources::Snapshot& snapshot) {
   expo::append_family_header(out, family);

@@ -14,10 +14,6 @@
 
 namespace cpupower::exporter {
 
-// The metric family a source's mode publishes (expo/families.hpp): acpi -> cpu_power_acpi_watts,
-// dcgm -> cpu_power_dcgm_watts, nvml -> cpu_power_nvml_watts.
-const expo::Family& family_of(std::string_view mode);
-
 // The most bytes one ACPI channel adds to a body: its cpu_power_acpi_watts sample, its
 // per-sensor self metrics and a socket_up sample, with every value at its widest.
 // `label_text` and `self_label_text` as in sources::Sensor.

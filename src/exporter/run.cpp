@@ -73,7 +73,7 @@ int run(const Options& o, std::string_view version) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request = *sources::parse_source_request(o.source);
+  ladder.request = o.source;
   ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval = std::chrono::milliseconds(o.read_interval_ms);
   ladder.max_age = std::chrono::milliseconds(static_cast<long>(o.max_age_s * 1000.0));

@@ -85,8 +85,7 @@ int run_host_collect(const HostCollectOptions& o) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request =
-      sources::parse_source_request(o.source).value_or(sources::SourceRequest::automatic);
+  ladder.request = sources::is_source_request(o.source) ? o.source : "auto";
   ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval =
       std::chrono::milliseconds(std::max<long>(1, std::lround(o.interval_seconds * 1000.0)));
