@@ -20,19 +20,10 @@ std::string errno_text(const char* what, const std::string& path) {
 }  // namespace
 
 std::string_view samples_file_change_name(SamplesFileChange change) {
-  switch (change) {
-    case SamplesFileChange::none:
-      return "none";
-    case SamplesFileChange::deleted:
-      return "deleted";
-    case SamplesFileChange::replaced:
-      return "replaced";
-    case SamplesFileChange::moved:
-      return "moved";
-    case SamplesFileChange::truncated:
-      return "truncated";
-  }
-  return "none";
+  // In the enum's order.
+  static constexpr std::string_view kNames[] = {"none", "deleted", "replaced", "moved",
+                                                "truncated"};
+  return kNames[static_cast<std::size_t>(change)];
 }
 
 RowAppender::RowAppender(std::string path, std::string header)
@@ -43,18 +34,14 @@ RowAppender::~RowAppender() {
 }
 
 Result<std::unique_ptr<RowAppender>> RowAppender::open(const std::string& path,
-                                                       std::string_view header) {
+                                                       std::string_view header,
+                                                       std::optional<mode_t> fresh_mode) {
   std::unique_ptr<RowAppender> appender(new RowAppender(path, std::string(header)));
-  if (Status opened = appender->open_fd(); !opened) return Error{opened.error()};
-  return appender;
-}
-
-Result<std::unique_ptr<RowAppender>> RowAppender::open_fresh(const std::string& path,
-                                                             std::string_view header, mode_t mode) {
-  std::unique_ptr<RowAppender> appender(new RowAppender(path, std::string(header)));
-  appender->mode_ = mode;
-  appender->whole_flushes_ = true;
-  if (Status opened = appender->open_fd(O_TRUNC); !opened) return Error{opened.error()};
+  appender->mode_ = fresh_mode.value_or(0644);
+  appender->whole_flushes_ = fresh_mode.has_value();
+  if (Status opened = appender->open_fd(fresh_mode ? O_TRUNC : 0); !opened) {
+    return Error{opened.error()};
+  }
   return appender;
 }
 

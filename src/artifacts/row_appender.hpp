@@ -38,13 +38,11 @@ class RowAppender {
   // empty. An existing file must start with the same header, so a restarted collector
   // continues the same file instead of mixing layouts; a partial last line it ends with (a
   // killed writer) is cut off first.
-  static Result<std::unique_ptr<RowAppender>> open(const std::string& path,
-                                                   std::string_view header);
-  // A file started afresh (the host collector's, once per run): created with `mode`, any
-  // earlier content truncated away, and each flush's rows kept all or none, so a sample
-  // that does not fit whole is not left half written.
-  static Result<std::unique_ptr<RowAppender>> open_fresh(const std::string& path,
-                                                         std::string_view header, mode_t mode);
+  // With `fresh_mode` (a file started afresh on every run, the host collector's) it is
+  // created with that mode, any earlier content is truncated away, and each flush's rows are
+  // kept all or none, so a sample that does not fit whole is not left half written.
+  static Result<std::unique_ptr<RowAppender>> open(const std::string& path, std::string_view header,
+                                                   std::optional<mode_t> fresh_mode = {});
 
   virtual ~RowAppender();
   RowAppender(const RowAppender&) = delete;

@@ -46,6 +46,16 @@ void append_uint(std::string& out, std::uint64_t value) {
   if (ec == std::errc()) out.append(buf, end);
 }
 
+std::string label_text(const Family& family, std::initializer_list<std::string_view> values) {
+  std::string out;
+  auto value = values.begin();
+  for (std::size_t i = 0; i < family.labels.size() && value != values.end(); ++i, ++value) {
+    out +=
+        (i ? "," : "") + std::string(family.labels[i]) + "=\"" + escape_label_value(*value) + '"';
+  }
+  return out;
+}
+
 void append_family_header(std::string& out, const Family& family) {
   out += "# HELP ";
   out += family.name;
@@ -55,27 +65,6 @@ void append_family_header(std::string& out, const Family& family) {
   out += family.name;
   out += ' ';
   out += family.type;
-  out += '\n';
-}
-
-void append_sample(std::string& out, std::string_view name, std::initializer_list<Label> labels,
-                   double value) {
-  out += name;
-  if (labels.size() > 0) {
-    out += '{';
-    bool first = true;
-    for (const auto& l : labels) {
-      if (!first) out += ',';
-      first = false;
-      out += l.name;
-      out += "=\"";
-      out += escape_label_value(l.value);
-      out += '"';
-    }
-    out += '}';
-  }
-  out += ' ';
-  append_fixed6(out, value);
   out += '\n';
 }
 

@@ -82,8 +82,7 @@ int run(const Options& o, std::string_view version) {
   // Every body must stay within the collector's cap, however many power meters there are.
   ladder.max_channel_bytes = kMaxChannelBytes;
   ladder.channel_bytes = [](const sources::AcpiChannel& c) {
-    return acpi_channel_bytes_bound(c.label_text,
-                                    "sensor=\"" + expo::escape_label_value(c.sensor) + "\"");
+    return acpi_channel_bytes_bound(c.label_text, expo::label_text(expo::kSampleAge, {c.sensor}));
   };
   sources::NvmlOptions nvml;
   nvml.library = o.nvml_lib;
@@ -109,7 +108,7 @@ int run(const Options& o, std::string_view version) {
   HttpSecurity security;
   std::unique_ptr<BasicAuth> auth;
   auto peers = std::make_shared<PeerLogLimiter>();
-  auto security_log = common::logger("cpu_power_security");
+  auto security_log = common::logger("cpu_power_exporter::security");
   if (web) {
     for (const auto& key : web->ignored) {
       log->warn("web config {}: {} is accepted and not applied by this exporter",

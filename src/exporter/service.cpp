@@ -38,7 +38,7 @@ std::string Service::render_metrics() {
       } else if (snap.readings[i].average_interval_s) {
         // No self metrics (NVML), but its averaging window is published.
         const auto& label = interval_labels.emplace_back(
-            "sensor=\"" + expo::escape_label_value(sensors[i].name) + "\"");
+            expo::label_text(expo::kAverageInterval, {sensors[i].name}));
         rows.push_back({label, snap.readings[i], true});
       }
     }

@@ -85,7 +85,7 @@ int run_host_collect(const HostCollectOptions& o) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request = sources::is_source_request(o.source) ? o.source : "auto";
+  ladder.request = o.source;
   ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval =
       std::chrono::milliseconds(std::max<long>(1, std::lround(o.interval_seconds * 1000.0)));
@@ -113,7 +113,7 @@ int run_host_collect(const HostCollectOptions& o) {
   const std::string csv_path = o.output_dir + "/" + host + ".csv";
   write_metadata(metadata_path, node_metadata(info, resolved));
 
-  auto opened = artifacts::RowAppender::open_fresh(csv_path, artifacts::kHostHeaderV5, 0664);
+  auto opened = artifacts::RowAppender::open(csv_path, artifacts::kHostHeaderV5, 0664);
   std::string error;
   if (!opened) {
     // errno is still the failed open's or header write's (a successful close keeps it).

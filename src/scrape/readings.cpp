@@ -226,15 +226,7 @@ std::uint64_t fingerprint_of(Mode mode, const std::vector<SocketRow>& rows,
 }  // namespace
 
 std::string_view mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::acpi:
-      return "acpi";
-    case Mode::dcgm:
-      return "dcgm";
-    case Mode::unknown:
-      break;
-  }
-  return "unknown";
+  return mode == Mode::acpi ? "acpi" : mode == Mode::dcgm ? "dcgm" : "unknown";
 }
 
 Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
@@ -267,16 +259,15 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
     if (!power_w) continue;  // a component or module never stands in for socket power
     SocketRow row;
     row.socket_id = s.socket_id;
+    row.source = mode_name(out.mode);
     row.power_w = *power_w;
     row.cpu_rail_w = s.watts[kind_slot(rails::Kind::cpu_rail)];
     row.soc_w = s.watts[kind_slot(rails::Kind::soc)];
     if (out.mode == Mode::acpi) {
-      row.source = "acpi";
       row.sensor = rails::acpi_sensor_name(rails::Kind::total, s.socket_id);
       row.dram_w = s.watts[kind_slot(rails::Kind::dram)];
       primary_sensor_labels.push_back(s.primary_sensor_label);
     } else {
-      row.source = "dcgm";
       row.sensor = rails::dcgm_sensor_name(s.socket_id);
     }
     row.module_w = nvml.at(s.socket_id).nvml_module_w;

@@ -159,11 +159,6 @@ std::span<const SourceEntry> registered_sources() {
   return kSources;
 }
 
-bool is_source_request(std::string_view text, std::span<const SourceEntry> table) {
-  return text == "auto" ||
-         std::any_of(table.begin(), table.end(), [&](const auto& e) { return e.name == text; });
-}
-
 std::vector<std::string> source_choices(std::span<const SourceEntry> table) {
   std::vector<std::string> out{"auto"};
   for (const auto* e : by_rank(table)) out.emplace_back(e->name);

@@ -80,9 +80,6 @@ struct SourceEntry {
 };
 std::span<const SourceEntry> registered_sources();
 
-// "auto" or a name in `table`.
-bool is_source_request(std::string_view text,
-                       std::span<const SourceEntry> table = registered_sources());
 // --source's choices ("auto", then every name by rank) and help text, "auto (live ACPI, then
 // DCGM), acpi or dcgm".
 std::vector<std::string> source_choices(std::span<const SourceEntry> table = registered_sources());

@@ -523,8 +523,6 @@ TEST(Ladder, ASourceRegisteredInATableIsParsedRankedAndPicked) {
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
   std::vector<SourceEntry> table(registered_sources().begin(), registered_sources().end());
   table.push_back({"fake", "Fake", "a fake", 0, open_fake});
-  EXPECT_TRUE(is_source_request("fake", table));
-  EXPECT_FALSE(is_source_request("fake"));
   EXPECT_EQ(source_choices(table), (std::vector<std::string>{"auto", "fake", "acpi", "dcgm"}));
   EXPECT_EQ(source_help(table), "auto (a fake, then live ACPI, then DCGM), fake, acpi or dcgm");
   EXPECT_EQ(source_help(), "auto (live ACPI, then DCGM), acpi or dcgm");

@@ -461,14 +461,14 @@ TEST(RowAppender, AFreshFileStartsOverWithItsModeAndKeepsAFailedFlushAllOrNothin
   TempDir dir;
   const auto created = dir.file("created.csv");
   const mode_t saved_umask = ::umask(0002);
-  EXPECT_TRUE(RowAppender::open_fresh(created, "h", 0664));
+  EXPECT_TRUE(RowAppender::open(created, "h", 0664));
   ::umask(saved_umask);
   EXPECT_EQ(fs::status(created).permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                 fs::perms::group_write | fs::perms::others_read);
   const auto path = dir.file("node.csv");
   spit(path, "h\r\nan earlier run's row\r\n");
-  auto opened = RowAppender::open_fresh(path, "h", 0664);
+  auto opened = RowAppender::open(path, "h", 0664);
   ASSERT_TRUE(opened) << opened.error();
   auto& w = *opened.value();
   EXPECT_EQ(slurp(path), "h\r\n");
