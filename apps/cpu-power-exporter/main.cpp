@@ -10,7 +10,6 @@
 
 #include "common/version.hpp"
 #include "exporter/run.hpp"
-#include "sources/ladder.hpp"
 
 namespace {
 

@@ -7,7 +7,6 @@
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "hostleg/host_collector.hpp"
-#include "sources/ladder.hpp"
 
 namespace cpupower::app {
 

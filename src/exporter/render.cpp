@@ -60,20 +60,14 @@ void each_row(std::string& out, const expo::Family& family, const std::vector<Se
   }
 }
 
-// A socket-labelled sample: family{socket="N"<rest>} with `rest` ending the line.
-void socket_prefix(std::string& out, const expo::Family& family, std::uint32_t socket) {
-  out += family.name;
-  out += "{socket=\"";
-  expo::append_uint(out, socket);
-}
-
 }  // namespace
 
 void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats) {
   expo::append_family_header(out, expo::kInfo);
-  out += "cpu_power_exporter_info{version=\"" + expo::escape_label_value(stats.version) +
-         "\",source=\"" + expo::escape_label_value(stats.source) + "\"} 1\n";
+  expo::append_sample_prefix(out, expo::kInfo.name,
+                             expo::label_text(expo::kInfo, {stats.version, stats.source}));
+  out += "1\n";
 
   auto optional_gauge = [](auto member, bool centred = false) {
     return [member, centred](std::string& out, const expo::Family& family, const SelfRow& row) {
@@ -105,7 +99,9 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
     expo::append_family_header(out, expo::kModuleWithheld);
     for (const auto& m : stats.modules) {
       for (const auto& [reason, set] : {std::pair{"stale", m.stale}, {"disagree", m.disagree}}) {
-        socket_prefix(out, expo::kModuleWithheld, m.socket);
+        out += expo::kModuleWithheld.name;
+        out += "{socket=\"";
+        expo::append_uint(out, m.socket);
         out += "\",reason=\"";
         out += reason;
         out += set ? "\"} 1\n" : "\"} 0\n";
@@ -122,7 +118,9 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   if (!stats.sockets.empty()) {
     expo::append_family_header(out, expo::kSocketUp);
     for (const auto& s : stats.sockets) {
-      socket_prefix(out, expo::kSocketUp, s.socket);
+      out += expo::kSocketUp.name;
+      out += "{socket=\"";
+      expo::append_uint(out, s.socket);
       out += s.up ? "\"} 1\n" : "\"} 0\n";
     }
   }

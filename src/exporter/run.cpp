@@ -15,7 +15,6 @@
 #include "exporter/service.hpp"
 #include "exporter/web_config.hpp"
 #include "sources/acpi_discovery.hpp"
-#include "sources/ladder.hpp"
 
 namespace cpupower::exporter {
 namespace {
@@ -73,21 +72,14 @@ int run(const Options& o, std::string_view version) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request = o.source;
-  ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval = std::chrono::milliseconds(o.read_interval_ms);
   ladder.max_age = std::chrono::milliseconds(static_cast<long>(o.max_age_s * 1000.0));
-  ladder.dcgm.library = o.dcgm_lib;
-  ladder.dcgm.max_age = ladder.max_age;
   // Every body must stay within the collector's cap, however many power meters there are.
   ladder.max_channel_bytes = kMaxChannelBytes;
   ladder.channel_bytes = [](const sources::AcpiChannel& c) {
     return acpi_channel_bytes_bound(c.label_text, expo::label_text(expo::kSampleAge, {c.sensor}));
   };
-  sources::NvmlOptions nvml;
-  nvml.library = o.nvml_lib;
-  nvml.pci_root = o.pci_root;
-  auto node = sources::open_node_sources(ladder, o.no_nvml ? nullptr : &nvml);
+  auto node = sources::open_node_sources(o, std::move(ladder));
   if (!node.base.source) return fail(node.base.error);
   std::vector<std::unique_ptr<sources::Source>> readers;
   readers.push_back(std::move(node.base.source));

@@ -4,29 +4,24 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "sources/ladder.hpp"
 
 namespace cpupower::exporter {
 
-struct Options {
+struct Options : sources::NodeFlags {
   std::uint16_t port = 9405;
   std::string bind = "0.0.0.0";
-  std::string hwmon_root = "/sys/class/hwmon";
-  std::string pci_root = "/sys/bus/pci/devices";
-  std::string source = "auto";
   unsigned read_interval_ms = 100;
-  double max_age_s = 3.0;
   std::string log_level = "info";
-  std::string dcgm_lib;
-  std::string nvml_lib;
-  bool no_nvml = false;
   unsigned set_average_interval_ms = 0;  // 0: leave the firmware's interval alone
   std::string web_config_file;           // empty: plain HTTP, no authentication
 };
 
-// Returns the exit status: 2 for a web config that cannot be used (nothing is served),
-// 1 with "Error: <message>" when no source or listener can be established, 0 after a
-// shutdown signal. Does not return once serving has begun: it exits without running the
-// destructors a reader thread stuck in a read would hold up.
+// 2 for a web config that cannot be used (nothing served), 1 with "Error: <message>" when no
+// source or listener can be established; once serving, it exits 0 after a shutdown signal
+// without running the destructors a reader thread stuck in a read would hold up.
 int run(const Options& options, std::string_view version);
 
 }  // namespace cpupower::exporter

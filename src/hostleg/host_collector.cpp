@@ -16,7 +16,6 @@
 #include "hostleg/markers.hpp"
 #include "hostleg/node_metadata.hpp"
 #include "hostleg/socket_rows.hpp"
-#include "sources/ladder.hpp"
 
 namespace cpupower::hostleg {
 
@@ -85,19 +84,12 @@ int run_host_collect(const HostCollectOptions& o) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request = o.source;
-  ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval =
       std::chrono::milliseconds(std::max<long>(1, std::lround(o.interval_seconds * 1000.0)));
   ladder.max_age = std::chrono::milliseconds(std::lround(o.max_age_s * 1000.0));
-  ladder.dcgm.library = o.dcgm_lib;
   ladder.dcgm.poll_interval = ladder.read_interval;
-  ladder.dcgm.max_age = ladder.max_age;
   ladder.dcgm.utilization = true;
-  sources::NvmlOptions nvml_options;
-  nvml_options.library = o.nvml_lib;
-  nvml_options.pci_root = o.pci_root;
-  auto [resolved, nvml] = sources::open_node_sources(ladder, o.no_nvml ? nullptr : &nvml_options);
+  auto [resolved, nvml] = sources::open_node_sources(o, std::move(ladder));
   if (!resolved.source) {
     log()->error("no CPU power source; writing the error marker error={}",
                  common::quoted(resolved.error));

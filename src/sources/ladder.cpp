@@ -178,12 +178,10 @@ std::string source_help(std::span<const SourceEntry> table) {
 ResolvedSource resolve_source(const LadderOptions& options, std::span<const SourceEntry> table) {
   auto log = common::logger("cpu_power_exporter");
   const bool automatic = options.request == "auto";
-  std::vector<const SourceEntry*> rungs;
-  for (const auto* e : by_rank(table)) {
-    if (automatic || e->name == options.request) rungs.push_back(e);
-  }
+  auto rungs = by_rank(table);
+  std::erase_if(rungs, [&](const auto* e) { return !automatic && e->name != options.request; });
   ResolvedSource out;
-  std::vector<std::string> reasons;
+  std::string reasons;
   for (std::size_t i = 0; i < rungs.size(); ++i) {
     auto rung = rungs[i]->open(options);
     if (rung.source) {
@@ -201,17 +199,22 @@ ResolvedSource resolve_source(const LadderOptions& options, std::span<const Sour
       log->warn("{} unusable; falling back to {} reason={}", rungs[i]->title, rungs[i + 1]->title,
                 common::quoted(rung.reason));
     }
-    reasons.push_back(std::string(rungs[i]->title) + ": " + rung.reason);
+    reasons += (i ? "; " : "") + std::string(rungs[i]->title) + ": " + rung.reason;
   }
-  out.error = "no CPU power source could be established: ";
-  for (std::size_t i = 0; i < reasons.size(); ++i) out.error += (i ? "; " : "") + reasons[i];
+  out.error = "no CPU power source could be established: " + reasons;
   return out;
 }
 
-NodeSources open_node_sources(const LadderOptions& ladder, const NvmlOptions* nvml) {
+NodeSources open_node_sources(const NodeFlags& flags, LadderOptions ladder) {
+  ladder.request = flags.source;
+  ladder.hwmon_root = flags.hwmon_root;
+  ladder.dcgm.library = flags.dcgm_lib;
+  ladder.dcgm.max_age = ladder.max_age;
   NodeSources out{resolve_source(ladder), nullptr};
-  if (!out.base.source || !nvml) return out;
-  NvmlOptions n = *nvml;
+  if (!out.base.source || flags.no_nvml) return out;
+  NvmlOptions n;
+  n.library = flags.nvml_lib;
+  n.pci_root = flags.pci_root;
   n.cpu_sockets = out.base.cpu_sockets();
   n.max_age = ladder.max_age;
   out.nvml = std::make_unique<NvmlModuleReader>(std::move(n));

@@ -1,12 +1,11 @@
 #pragma once
 // Resolving the CPU power source once at startup (--source auto|acpi|dcgm). Each rung must
 // prove itself before it is used: a node can expose channels that never report, and
-// publishing them would integrate to 0 J and pass for a measurement.
-//
-// The sources are rows of one registry table (registered_sources(), as node_exporter
-// registers its collectors): --source's choices and help, the `auto` ladder's order and the
-// resolved mode all come from it. auto: ACPI, live -> DCGM 1130 + 1132 -> DCGM 1130 alone ->
-// failure with the reasons of every rung. --source <name> runs only that source's rung.
+// publishing them would integrate to 0 J and pass for a measurement. The sources are rows of
+// one registry table (registered_sources(), as node_exporter registers its collectors):
+// --source's choices and help, the `auto` ladder's order and the mode come from it.
+// auto: ACPI, live -> DCGM 1130 + 1132 -> DCGM 1130 alone -> failure with the reasons of
+// every rung. --source <name> runs only that source's rung.
 
 #include <chrono>
 #include <functional>
@@ -89,13 +88,22 @@ std::string source_help(std::span<const SourceEntry> table = registered_sources(
 ResolvedSource resolve_source(const LadderOptions& options,
                               std::span<const SourceEntry> table = registered_sources());
 
-// The node's sources, the same for both sinks (the exporter, the host collector): the base
-// source by the ladder, then NVML module power (unless `nvml` is null) for the base source's
-// sockets, with the ladder's maximum age.
+// The node's sources, the same for both sinks (the exporter, cpu-power host-collect): the base
+// source by the ladder, then NVML module power (unless --no-nvml) for its sockets. `ladder`
+// brings the sink's intervals, the flags the rest; DCGM and NVML take the ladder's max age.
+struct NodeFlags {
+  std::string source = "auto";  // auto or a registered source's name
+  std::string hwmon_root = "/sys/class/hwmon";
+  std::string pci_root = "/sys/bus/pci/devices";
+  std::string dcgm_lib;
+  std::string nvml_lib;
+  bool no_nvml = false;
+  double max_age_s = 3.0;
+};
 struct NodeSources {
   ResolvedSource base;
   std::unique_ptr<NvmlModuleReader> nvml;  // running; null when off or with no base source
 };
-NodeSources open_node_sources(const LadderOptions& ladder, const NvmlOptions* nvml);
+NodeSources open_node_sources(const NodeFlags& flags, LadderOptions ladder);
 
 }  // namespace cpupower::sources
