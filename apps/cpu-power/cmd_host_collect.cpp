@@ -20,9 +20,9 @@ void add_host_collect_command(CLI::App& app, Action& action) {
       ->required();
   cmd->add_option("--ready-dir", o->ready_dir, "Directory for <host>.ready.json / .error.json")
       ->required();
-  cmd->add_option("--source", o->source, "auto (live ACPI, then DCGM), acpi or dcgm")
+  cmd->add_option("--source", o->source, sources::source_help())
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "acpi", "dcgm"}));
+      ->check(CLI::IsMember(sources::source_choices()));
   cmd->add_option("--interval-seconds", o->interval_seconds, "Sample period")
       ->capture_default_str()
       ->check([](const std::string& text) -> std::string {

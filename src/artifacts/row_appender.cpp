@@ -20,19 +20,10 @@ std::string errno_text(const char* what, const std::string& path) {
 }  // namespace
 
 std::string_view samples_file_change_name(SamplesFileChange change) {
-  switch (change) {
-    case SamplesFileChange::none:
-      return "none";
-    case SamplesFileChange::deleted:
-      return "deleted";
-    case SamplesFileChange::replaced:
-      return "replaced";
-    case SamplesFileChange::moved:
-      return "moved";
-    case SamplesFileChange::truncated:
-      return "truncated";
-  }
-  return "none";
+  // In the enum's order.
+  static constexpr std::string_view kNames[] = {"none", "deleted", "replaced", "moved",
+                                                "truncated"};
+  return kNames[static_cast<std::size_t>(change)];
 }
 
 RowAppender::RowAppender(std::string path, std::string header)
@@ -43,14 +34,19 @@ RowAppender::~RowAppender() {
 }
 
 Result<std::unique_ptr<RowAppender>> RowAppender::open(const std::string& path,
-                                                       std::string_view header) {
+                                                       std::string_view header,
+                                                       std::optional<mode_t> fresh_mode) {
   std::unique_ptr<RowAppender> appender(new RowAppender(path, std::string(header)));
-  if (Status opened = appender->open_fd(); !opened) return Error{opened.error()};
+  appender->mode_ = fresh_mode.value_or(0644);
+  appender->whole_flushes_ = fresh_mode.has_value();
+  if (Status opened = appender->open_fd(fresh_mode ? O_TRUNC : 0); !opened) {
+    return Error{opened.error()};
+  }
   return appender;
 }
 
-Status RowAppender::open_fd() {
-  fd_ = ::open(path_.c_str(), kOpenFlags, 0644);
+Status RowAppender::open_fd(int extra_flags) {
+  fd_ = ::open(path_.c_str(), kOpenFlags | extra_flags, mode_);
   if (fd_ < 0) {
     fail("open");
     return Error{last_error_};
@@ -213,7 +209,7 @@ bool RowAppender::flush() {
     // Keep the whole rows that made it; cut the partial one after them.
     const std::string_view out(pending_.data(), written);
     const auto nl = out.rfind('\n');
-    const std::size_t keep = nl == std::string_view::npos ? 0 : nl + 1;
+    const std::size_t keep = nl == std::string_view::npos || whole_flushes_ ? 0 : nl + 1;
     done = keep > prefix ? static_cast<std::uint64_t>(
                                std::count(out.begin() + static_cast<std::ptrdiff_t>(prefix),
                                           out.begin() + static_cast<std::ptrdiff_t>(keep), '\n'))

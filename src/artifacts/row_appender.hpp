@@ -38,8 +38,11 @@ class RowAppender {
   // empty. An existing file must start with the same header, so a restarted collector
   // continues the same file instead of mixing layouts; a partial last line it ends with (a
   // killed writer) is cut off first.
-  static Result<std::unique_ptr<RowAppender>> open(const std::string& path,
-                                                   std::string_view header);
+  // With `fresh_mode` (a file started afresh on every run, the host collector's) it is
+  // created with that mode, any earlier content is truncated away, and each flush's rows are
+  // kept all or none, so a sample that does not fit whole is not left half written.
+  static Result<std::unique_ptr<RowAppender>> open(const std::string& path, std::string_view header,
+                                                   std::optional<mode_t> fresh_mode = {});
 
   virtual ~RowAppender();
   RowAppender(const RowAppender&) = delete;
@@ -90,7 +93,7 @@ class RowAppender {
 
  protected:
   RowAppender(std::string path, std::string header);
-  Status open_fd();  // opens path_ and checks or writes the header
+  Status open_fd(int extra_flags = 0);  // opens path_ and checks or writes the header
 
  private:
   Status start();
@@ -101,6 +104,8 @@ class RowAppender {
 
   std::string path_;
   std::string header_;
+  mode_t mode_ = 0644;
+  bool whole_flushes_ = false;  // a failed flush keeps none of its rows
   int fd_ = -1;
   off_t end_ = 0;                   // file size after our last write: the last whole row's end
   std::optional<off_t> repair_to_;  // a failed write's partial row still to truncate away

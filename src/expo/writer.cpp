@@ -46,37 +46,25 @@ void append_uint(std::string& out, std::uint64_t value) {
   if (ec == std::errc()) out.append(buf, end);
 }
 
-void append_family_header(std::string& out, std::string_view name, std::string_view help,
-                          std::string_view type) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
+std::string label_text(const Family& family, std::initializer_list<std::string_view> values) {
+  std::string out;
+  auto value = values.begin();
+  for (std::size_t i = 0; i < family.labels.size() && value != values.end(); ++i, ++value) {
+    out +=
+        (i ? "," : "") + std::string(family.labels[i]) + "=\"" + escape_label_value(*value) + '"';
+  }
+  return out;
 }
 
-void append_sample(std::string& out, std::string_view name, std::initializer_list<Label> labels,
-                   double value) {
-  out += name;
-  if (labels.size() > 0) {
-    out += '{';
-    bool first = true;
-    for (const auto& l : labels) {
-      if (!first) out += ',';
-      first = false;
-      out += l.name;
-      out += "=\"";
-      out += escape_label_value(l.value);
-      out += '"';
-    }
-    out += '}';
-  }
+void append_family_header(std::string& out, const Family& family) {
+  out += "# HELP ";
+  out += family.name;
   out += ' ';
-  append_fixed6(out, value);
+  out += family.help;
+  out += "\n# TYPE ";
+  out += family.name;
+  out += ' ';
+  out += family.type;
   out += '\n';
 }
 

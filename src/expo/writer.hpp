@@ -7,10 +7,16 @@
 #include <string>
 #include <string_view>
 
+#include "expo/families.hpp"
+
 namespace cpupower::expo {
 
 // Label value escaping: \ -> \\, " -> \", newline -> \n.
 std::string escape_label_value(std::string_view value);
+
+// The label text of one sample of `family`: its label names in order, each with its value
+// from `values` (raw; escaped here), as name="value" pairs joined by commas.
+std::string label_text(const Family& family, std::initializer_list<std::string_view> values);
 
 // Fixed-point with six decimals, exactly like C's "%.6f" (never an exponent), as the
 // reference prints every watt value.
@@ -18,17 +24,7 @@ void append_fixed6(std::string& out, double value);
 void append_uint(std::string& out, std::uint64_t value);
 
 // "# HELP name help\n# TYPE name type\n".
-void append_family_header(std::string& out, std::string_view name, std::string_view help,
-                          std::string_view type);
-
-struct Label {
-  std::string_view name;
-  std::string_view value;  // raw; escaped on output
-};
-
-// `name{l1="v1",...} value\n` with the value in fixed six-decimal form.
-void append_sample(std::string& out, std::string_view name, std::initializer_list<Label> labels,
-                   double value);
+void append_family_header(std::string& out, const Family& family);
 
 // Appends `name{` + prebuilt, already escaped label text + `} `; callers that render the
 // same label set on every scrape build the text once.

@@ -587,24 +587,21 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   const bool v6 = bind_ip.find(':') != std::string::npos;
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  auto* a4 = reinterpret_cast<sockaddr_in*>(&addr);
   if (v6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(port);
-    if (inet_pton(AF_INET6, bind_ip.c_str(), &a->sin6_addr) != 1) {
-      *error = "invalid bind address " + bind_ip;
-      return false;
-    }
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
     addr_len = sizeof(sockaddr_in6);
   } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(port);
-    if (inet_pton(AF_INET, bind_ip.c_str(), &a->sin_addr) != 1) {
-      *error = "invalid bind address " + bind_ip;
-      return false;
-    }
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(port);
     addr_len = sizeof(sockaddr_in);
+  }
+  if (inet_pton(v6 ? AF_INET6 : AF_INET, bind_ip.c_str(),
+                v6 ? static_cast<void*>(&a6->sin6_addr) : &a4->sin_addr) != 1) {
+    *error = "invalid bind address " + bind_ip;
+    return false;
   }
   const std::string requested = format_host_port(bind_ip, port);
   listen_fd_ = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

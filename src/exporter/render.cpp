@@ -7,20 +7,9 @@
 
 namespace cpupower::exporter {
 
-Family family_of(std::string_view mode) {
-  static constexpr std::pair<std::string_view, Family> kFamilies[] = {
-      {"acpi", {kAcpiFamily, kAcpiHelp}},
-      {"dcgm", {kDcgmFamily, kDcgmHelp}},
-      {"nvml", {kNvmlFamily, kNvmlHelp}},
-  };
-  for (const auto& [m, family] : kFamilies) {
-    if (m == mode) return family;
-  }
-  return {};
-}
-
-void render_family(std::string& out, const Family& family, const sources::Snapshot& snapshot) {
-  expo::append_family_header(out, family.name, family.help, "gauge");
+void render_family(std::string& out, const expo::Family& family,
+                   const sources::Snapshot& snapshot) {
+  expo::append_family_header(out, family);
   const auto& sensors = *snapshot.sensors;
   for (std::size_t i = 0; i < sensors.size() && i < snapshot.readings.size(); ++i) {
     const auto& watts = snapshot.readings[i].watts;
@@ -33,12 +22,6 @@ void render_family(std::string& out, const Family& family, const sources::Snapsh
 
 namespace {
 
-// The self-metric families with one sample per sensor (render_self_metrics).
-constexpr std::string_view kPerSensorFamilies[] = {
-    "cpu_power_exporter_sample_age_seconds",    "cpu_power_exporter_average_interval_seconds",
-    "cpu_power_exporter_read_duration_seconds", "cpu_power_exporter_stale",
-    "cpu_power_exporter_reads_total",           "cpu_power_exporter_read_errors_total",
-};
 static_assert(kMaxChannelBytes + 256 * 1024 <= expo::kMaxBodyBytes,
               "the collector's cap must hold the channels and the rest of a body");
 // The widest value text: a uint64 counter (20 digits), or a %.6f number of a few days' age.
@@ -49,9 +32,9 @@ constexpr std::size_t kWidestValue = 24;
 std::size_t acpi_channel_bytes_bound(std::string_view label_text,
                                      std::string_view self_label_text) {
   // name{labels} value\n
-  std::size_t n = kAcpiFamily.size() + 1 + label_text.size() + 2 + kWidestValue + 1;
-  for (const auto family : kPerSensorFamilies) {
-    n += family.size() + 1 + self_label_text.size() + 2 + kWidestValue + 1;
+  std::size_t n = expo::kAcpiWatts.name.size() + 1 + label_text.size() + 2 + kWidestValue + 1;
+  for (const auto* family : expo::kPerSensorFamilies) {
+    n += family->name.size() + 1 + self_label_text.size() + 2 + kWidestValue + 1;
   }
   // cpu_power_exporter_socket_up{socket="4294967295"} 1\n, should the channel be a total.
   return n + 56;
@@ -59,19 +42,21 @@ std::size_t acpi_channel_bytes_bound(std::string_view label_text,
 
 namespace {
 
-void row_prefix(std::string& out, std::string_view family, const SelfRow& row) {
-  out += family;
+void row_prefix(std::string& out, const expo::Family& family, const SelfRow& row) {
+  out += family.name;
   out += '{';
   out += row.label_text;
   out += "} ";
 }
 
+// HELP and TYPE, then value(out, family, row) for every row; rows that carry only an
+// averaging interval are in that family alone.
 template <class Value>
-void each_row(std::string& out, std::string_view family, std::string_view help,
-              std::string_view type, const std::vector<SelfRow>& rows, Value value) {
-  expo::append_family_header(out, family, help, type);
+void each_row(std::string& out, const expo::Family& family, const std::vector<SelfRow>& rows,
+              Value value, bool interval_only_rows = false) {
+  expo::append_family_header(out, family);
   for (const auto& row : rows) {
-    if (!row.interval_only) value(out, family, row);
+    if (interval_only_rows || !row.interval_only) value(out, family, row);
   }
 }
 
@@ -79,74 +64,42 @@ void each_row(std::string& out, std::string_view family, std::string_view help,
 
 void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
                          const SelfStats& stats) {
-  expo::append_family_header(out, "cpu_power_exporter_info",
-                             "Exporter version and the CPU power source resolved at startup.",
-                             "gauge");
-  out += "cpu_power_exporter_info{version=\"" + expo::escape_label_value(stats.version) +
-         "\",source=\"" + expo::escape_label_value(stats.source) + "\"} 1\n";
+  expo::append_family_header(out, expo::kInfo);
+  expo::append_sample_prefix(out, expo::kInfo.name,
+                             expo::label_text(expo::kInfo, {stats.version, stats.source}));
+  out += "1\n";
 
-  auto optional_gauge = [](auto member) {
-    return [member](std::string& out, std::string_view family, const SelfRow& row) {
+  auto optional_gauge = [](auto member, bool centred = false) {
+    return [member, centred](std::string& out, const expo::Family& family, const SelfRow& row) {
       if (const auto v = row.reading.*member) {
         row_prefix(out, family, row);
-        expo::append_fixed6(out, *v);
+        expo::append_fixed6(out, centred ? *v + row.reading.centre_offset_s : *v);
         out += '\n';
       }
     };
   };
   auto count = [](auto member) {
-    return [member](std::string& out, std::string_view family, const SelfRow& row) {
+    return [member](std::string& out, const expo::Family& family, const SelfRow& row) {
       row_prefix(out, family, row);
       expo::append_uint(out, row.reading.*member);
       out += '\n';
     };
   };
   using R = sources::ChannelReading;
-  each_row(out, "cpu_power_exporter_sample_age_seconds",
-           "Age of each sensor's last good reading when this scrape was served, counted from the "
-           "centre of the interval the reading averages (read time minus half the averaging "
-           "interval) (s).",
-           "gauge", rows, [](std::string& out, std::string_view family, const SelfRow& row) {
-             if (const auto age = row.reading.age_s) {
-               row_prefix(out, family, row);
-               expo::append_fixed6(out, *age + row.reading.centre_offset_s);
-               out += '\n';
-             }
-           });
-  constexpr std::string_view kIntervalFamily = "cpu_power_exporter_average_interval_seconds";
-  expo::append_family_header(out, kIntervalFamily,
-                             "Averaging interval of each sensor's readings (s): ACPI "
-                             "power*_average_interval, NVML's 1 s; each value is the mean power "
-                             "over this interval before it was read.",
-                             "gauge");
-  for (const auto& row : rows) {
-    if (const auto v = row.reading.average_interval_s) {
-      row_prefix(out, kIntervalFamily, row);
-      expo::append_fixed6(out, *v);
-      out += '\n';
-    }
-  }
-  each_row(out, "cpu_power_exporter_read_duration_seconds",
-           "Duration of each sensor's last completed read (s).", "gauge", rows,
-           optional_gauge(&R::read_duration_s));
-  each_row(out, "cpu_power_exporter_stale",
-           "1 when a sensor's reading is withheld because it is older than --max-age-s or never "
-           "arrived, else 0.",
-           "gauge", rows, [](std::string& out, std::string_view family, const SelfRow& row) {
+  // The age counts from the centre of the interval the reading averages.
+  each_row(out, expo::kSampleAge, rows, optional_gauge(&R::age_s, true));
+  each_row(out, expo::kAverageInterval, rows, optional_gauge(&R::average_interval_s), true);
+  each_row(out, expo::kReadDuration, rows, optional_gauge(&R::read_duration_s));
+  each_row(out, expo::kStale, rows,
+           [](std::string& out, const expo::Family& family, const SelfRow& row) {
              row_prefix(out, family, row);
              out += row.reading.stale ? "1\n" : "0\n";
            });
   if (!stats.modules.empty()) {
-    constexpr std::string_view kWithheld = "cpu_power_exporter_module_withheld";
-    expo::append_family_header(
-        out, kWithheld,
-        "1 when a socket's superchip module power is withheld for this reason, else 0: "
-        "reason=\"stale\" (its latest NVML reading is older than 3 s), reason=\"disagree\" "
-        "(its GPUs' readings differ by more than 5 % of their mean).",
-        "gauge");
+    expo::append_family_header(out, expo::kModuleWithheld);
     for (const auto& m : stats.modules) {
       for (const auto& [reason, set] : {std::pair{"stale", m.stale}, {"disagree", m.disagree}}) {
-        out += kWithheld;
+        out += expo::kModuleWithheld.name;
         out += "{socket=\"";
         expo::append_uint(out, m.socket);
         out += "\",reason=\"";
@@ -155,25 +108,17 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
       }
     }
   }
-  each_row(out, "cpu_power_exporter_reads_total", "Sensor reads completed.", "counter", rows,
-           count(&R::reads_total));
-  each_row(out, "cpu_power_exporter_read_errors_total",
-           "Sensor reads that gave no value (failed, empty, invalid, zero or negative).", "counter",
-           rows, count(&R::read_errors_total));
-  expo::append_family_header(out, "cpu_power_exporter_scrapes_total",
-                             "Requests for /metrics served, this one included.", "counter");
-  out += "cpu_power_exporter_scrapes_total ";
+  each_row(out, expo::kReadsTotal, rows, count(&R::reads_total));
+  each_row(out, expo::kReadErrorsTotal, rows, count(&R::read_errors_total));
+  expo::append_family_header(out, expo::kScrapesTotal);
+  out += expo::kScrapesTotal.name;
+  out += ' ';
   expo::append_uint(out, stats.scrapes_total);
   out += '\n';
   if (!stats.sockets.empty()) {
-    constexpr std::string_view kSocketUp = "cpu_power_exporter_socket_up";
-    expo::append_family_header(
-        out, kSocketUp,
-        "1 while the socket's primary power reading (ACPI socket total, DCGM field 1130) is "
-        "served, 0 while it is withheld or missing; one sample per socket found at discovery.",
-        "gauge");
+    expo::append_family_header(out, expo::kSocketUp);
     for (const auto& s : stats.sockets) {
-      out += kSocketUp;
+      out += expo::kSocketUp.name;
       out += "{socket=\"";
       expo::append_uint(out, s.socket);
       out += s.up ? "\"} 1\n" : "\"} 0\n";

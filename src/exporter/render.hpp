@@ -1,39 +1,18 @@
 #pragma once
-// Rendering a source snapshot to the exposition body. The reference families come first,
-// exactly as the reference prints them; our own diagnostics follow under the distinct
-// cpu_power_exporter_ prefix, so parsers of the reference families are unaffected.
+// Rendering a source snapshot to the exposition body, from the family descriptors of
+// expo/families.hpp: the reference families first, then our cpu_power_exporter_ diagnostics,
+// so parsers of the reference families are unaffected.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "expo/families.hpp"
 #include "sources/socket_watch.hpp"
 #include "sources/source.hpp"
 
 namespace cpupower::exporter {
-
-inline constexpr std::string_view kAcpiFamily = "cpu_power_acpi_watts";
-inline constexpr std::string_view kAcpiHelp = "Grace CPU power rail reading from ACPI hwmon (W).";
-inline constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
-inline constexpr std::string_view kDcgmHelp =
-    "Grace CPU power via DCGM CPU-entity fields (W): field_id=1130 is the CPU rail (ACPI 'CPU "
-    "Power Socket N'), 1132 the SysIO rail; DCGM has no socket-envelope field.";
-inline constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
-inline constexpr std::string_view kNvmlHelp =
-    "Superchip module power from NVML field 185 (1 s average) at module scope (W): Grace, its "
-    "GPUs and the rest of the module; the mean of the socket's GPUs, never to be added to GPU "
-    "power.";
-
-struct Family {
-  std::string_view name;
-  std::string_view help;
-};
-
-// The metric family a source's mode publishes: acpi -> cpu_power_acpi_watts{sensor,type,
-// socket,oem_info,source}, dcgm -> cpu_power_dcgm_watts{socket,field_id,source},
-// nvml -> cpu_power_nvml_watts{type,socket,gpus,source}.
-Family family_of(std::string_view mode);
 
 // The most bytes one ACPI channel adds to a body: its cpu_power_acpi_watts sample, its
 // per-sensor self metrics and a socket_up sample, with every value at its widest.
@@ -47,7 +26,7 @@ inline constexpr std::size_t kMaxChannelBytes = 768 * 1024;
 
 // One family: HELP and TYPE always, then one sample per power sensor holding a fresh value,
 // in the source's order, labelled with the sensor's label text.
-void render_family(std::string& out, const Family& family, const sources::Snapshot& snapshot);
+void render_family(std::string& out, const expo::Family& family, const sources::Snapshot& snapshot);
 
 // One sensor row of the self metrics: its escaped label text and its reading.
 struct SelfRow {

@@ -29,7 +29,7 @@ std::string Service::render_metrics() {
     auto& snap = snapshots.emplace_back(source->snapshot(now));
     if (!snap.available) continue;
     stats.modules.insert(stats.modules.end(), snap.modules.begin(), snap.modules.end());
-    render_family(out, family_of(source->mode()), snap);
+    render_family(out, source->family(), snap);
     const auto& sensors = *snap.sensors;
     for (std::size_t i = 0; i < sensors.size() && i < snap.readings.size(); ++i) {
       if (!sensors[i].power) continue;
@@ -38,7 +38,7 @@ std::string Service::render_metrics() {
       } else if (snap.readings[i].average_interval_s) {
         // No self metrics (NVML), but its averaging window is published.
         const auto& label = interval_labels.emplace_back(
-            "sensor=\"" + expo::escape_label_value(sensors[i].name) + "\"");
+            expo::label_text(expo::kAverageInterval, {sensors[i].name}));
         rows.push_back({label, snap.readings[i], true});
       }
     }

@@ -16,6 +16,11 @@ namespace {
 // Certificates, keys and CA bundles are small; a larger file is a mistake (a wrong path).
 constexpr std::size_t kMaxPemBytes = 1u << 20;
 constexpr std::size_t kMaxConfigBytes = 1u << 20;
+// The web config's spellings, in the order of the enums (TLS10 is tls10, the first version).
+constexpr std::string_view kClientAuthNames[] = {"NoClientCert", "RequestClientCert",
+                                                 "RequireAnyClientCert", "VerifyClientCertIfGiven",
+                                                 "RequireAndVerifyClientCert"};
+constexpr std::string_view kTlsVersionNames[] = {"TLS10", "TLS11", "TLS12", "TLS13"};
 
 struct Failure {
   std::string message;
@@ -124,22 +129,21 @@ class Parser {
 
   TlsVersion version_of(const std::string& path, const YAML::Node& v) {
     const std::string s = string_of(path, v);
-    if (s == "TLS10") return TlsVersion::tls10;
-    if (s == "TLS11") return TlsVersion::tls11;
-    if (s == "TLS12") return TlsVersion::tls12;
-    if (s == "TLS13") return TlsVersion::tls13;
+    for (std::size_t i = 0; i < std::size(kTlsVersionNames); ++i) {
+      if (s == kTlsVersionNames[i]) return TlsVersion(static_cast<int>(TlsVersion::tls10) + i);
+    }
     fail(path, "unknown TLS version \"" + common::escape_untrusted(s) +
                    "\" (expected TLS10, TLS11, TLS12 or TLS13)");
   }
 
   ClientAuth client_auth_of(const std::string& path, const YAML::Node& v) {
     const std::string s = string_of(path, v);
-    if (s.empty() || s == "NoClientCert") return ClientAuth::none;
-    if (s == "RequestClientCert") return ClientAuth::request;
+    if (s.empty()) return ClientAuth::none;
     // RequireClientCert: exporter-toolkit's older spelling, still accepted there.
-    if (s == "RequireAnyClientCert" || s == "RequireClientCert") return ClientAuth::require_any;
-    if (s == "VerifyClientCertIfGiven") return ClientAuth::verify_if_given;
-    if (s == "RequireAndVerifyClientCert") return ClientAuth::require_and_verify;
+    if (s == "RequireClientCert") return ClientAuth::require_any;
+    for (std::size_t i = 0; i < std::size(kClientAuthNames); ++i) {
+      if (s == kClientAuthNames[i]) return ClientAuth(i);
+    }
     fail(path, "unknown client auth type \"" + common::escape_untrusted(s) +
                    "\" (expected NoClientCert, RequestClientCert, RequireAnyClientCert, "
                    "VerifyClientCertIfGiven or RequireAndVerifyClientCert)");
@@ -346,33 +350,12 @@ class Parser {
 }  // namespace
 
 std::string_view client_auth_name(ClientAuth a) {
-  switch (a) {
-    case ClientAuth::none:
-      return "NoClientCert";
-    case ClientAuth::request:
-      return "RequestClientCert";
-    case ClientAuth::require_any:
-      return "RequireAnyClientCert";
-    case ClientAuth::verify_if_given:
-      return "VerifyClientCertIfGiven";
-    case ClientAuth::require_and_verify:
-      return "RequireAndVerifyClientCert";
-  }
-  return "?";
+  return kClientAuthNames[static_cast<std::size_t>(a)];
 }
 
 std::string_view tls_version_name(TlsVersion v) {
-  switch (v) {
-    case TlsVersion::tls10:
-      return "TLS10";
-    case TlsVersion::tls11:
-      return "TLS11";
-    case TlsVersion::tls12:
-      return "TLS12";
-    case TlsVersion::tls13:
-      return "TLS13";
-  }
-  return "?";
+  return kTlsVersionNames[static_cast<std::size_t>(v) -
+                          static_cast<std::size_t>(TlsVersion::tls10)];
 }
 
 std::string gnutls_priorities(TlsVersion min, TlsVersion max) {

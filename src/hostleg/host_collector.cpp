@@ -1,6 +1,5 @@
 #include "hostleg/host_collector.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,14 +9,13 @@
 #include <filesystem>
 
 #include "artifacts/host_samples.hpp"
+#include "artifacts/row_appender.hpp"
 #include "common/log.hpp"
 #include "common/signals.hpp"
 #include "common/text.hpp"
 #include "hostleg/markers.hpp"
 #include "hostleg/node_metadata.hpp"
 #include "hostleg/socket_rows.hpp"
-#include "sources/ladder.hpp"
-#include "sources/nvml.hpp"
 
 namespace cpupower::hostleg {
 
@@ -32,50 +30,6 @@ double unix_now() {
 auto log() {
   return common::logger("cpu_power::host_collect");
 }
-
-bool write_all(int fd, std::string_view bytes, std::string* error) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *error = std::strerror(errno);
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// The rows file, written in whole rows: `end` is where the last complete row ends. A write
-// that fails part way (disk full, a file size limit) is cut back to `end` at once, and again
-// before the next write while that fails, so a partial row never stays in the middle of the
-// file, where a reader could take a cut value for a real one.
-struct RowFile {
-  int fd = -1;
-  off_t end = 0;
-  bool torn = false;
-
-  bool append(std::string_view text, std::string* error) {
-    if (torn && ::ftruncate(fd, end) != 0) {
-      *error = std::string("cannot cut back a partial row: ") + std::strerror(errno);
-      return false;
-    }
-    torn = false;
-    for (std::size_t done = 0; done < text.size();) {
-      const ssize_t n =
-          ::pwrite(fd, text.data() + done, text.size() - done, end + static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        *error = std::strerror(errno);
-        torn = ::ftruncate(fd, end) != 0;
-        return false;
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    end += static_cast<off_t>(text.size());
-    return true;
-  }
-};
 
 bool write_metadata(const std::string& path, const nlohmann::json& j) {
   std::string error;
@@ -130,17 +84,12 @@ int run_host_collect(const HostCollectOptions& o) {
   }
 
   sources::LadderOptions ladder;
-  ladder.request =
-      sources::parse_source_request(o.source).value_or(sources::SourceRequest::automatic);
-  ladder.hwmon_root = o.hwmon_root;
   ladder.read_interval =
       std::chrono::milliseconds(std::max<long>(1, std::lround(o.interval_seconds * 1000.0)));
   ladder.max_age = std::chrono::milliseconds(std::lround(o.max_age_s * 1000.0));
-  ladder.dcgm.library = o.dcgm_lib;
   ladder.dcgm.poll_interval = ladder.read_interval;
-  ladder.dcgm.max_age = ladder.max_age;
   ladder.dcgm.utilization = true;
-  auto resolved = sources::resolve_source(ladder);
+  auto [resolved, nvml] = sources::open_node_sources(o, std::move(ladder));
   if (!resolved.source) {
     log()->error("no CPU power source; writing the error marker error={}",
                  common::quoted(resolved.error));
@@ -151,38 +100,27 @@ int run_host_collect(const HostCollectOptions& o) {
     return kExitNoSource;
   }
 
-  std::unique_ptr<sources::NvmlModuleReader> nvml;
-  if (!o.no_nvml) {
-    sources::NvmlOptions n;
-    n.library = o.nvml_lib;
-    n.pci_root = o.pci_root;
-    n.cpu_sockets = resolved.cpu_sockets();
-    n.max_age = ladder.max_age;
-    nvml = std::make_unique<sources::NvmlModuleReader>(std::move(n));
-    nvml->start();
-  }
-
   RunInfo info{host, o.source, o.interval_seconds, unix_now(), nvml != nullptr};
   const std::string metadata_path = o.output_dir + "/" + host + ".metadata.json";
   const std::string csv_path = o.output_dir + "/" + host + ".csv";
   write_metadata(metadata_path, node_metadata(info, resolved));
 
-  const int fd = ::open(csv_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  auto opened = artifacts::RowAppender::open(csv_path, artifacts::kHostHeaderV5, 0664);
   std::string error;
-  if (fd < 0 || !write_all(fd, std::string(artifacts::kHostHeaderV5) + "\r\n", &error)) {
-    const std::string why =
-        "cannot write " + csv_path + ": " + (fd < 0 ? std::strerror(errno) : error);
+  if (!opened) {
+    // errno is still the failed open's or header write's (a successful close keeps it).
+    const std::string why = "cannot write " + csv_path + ": " + std::strerror(errno);
     log()->error("{}", why);
     write_error_marker(o.ready_dir, host, why, &error);
     return kExitNoSource;
   }
+  auto& rows = **opened;
   log()->info("collecting host={} source={} interval_s={} csv={}", host, resolved.mode,
               o.interval_seconds, common::quoted(csv_path));
   bool ready = false;
 
   RunOutcome outcome;
-  RowFile rows{fd, static_cast<off_t>(artifacts::kHostHeaderV5.size() + 2)};
-  std::uint64_t write_errors = 0, failing_writes = 0, rows_lost = 0, failing_rows = 0;
+  std::uint64_t failing_writes = 0, failing_rows = 0;
   double last_time = -1;
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.interval_seconds));
@@ -199,7 +137,8 @@ int run_host_collect(const HostCollectOptions& o) {
       last_time = sample.timestamp_unix;
       std::string text;
       for (const auto& row : sample.rows) text += artifacts::format_host_v5_row(row);
-      if (rows.append(text, &error)) {
+      rows.append_rows(text, sample.rows.size());
+      if (rows.flush()) {
         if (failing_writes > 0) {
           log()->info("writes recovered path={} failed_writes={} rows_lost={}",
                       common::quoted(csv_path), failing_writes, failing_rows);
@@ -217,11 +156,9 @@ int run_host_collect(const HostCollectOptions& o) {
         // Once when writes start failing, once when they recover: never a line per sample.
         if (failing_writes++ == 0) {
           log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
-                      common::quoted(csv_path), common::quoted(error));
+                      common::quoted(csv_path), common::quoted(std::strerror(rows.last_errno())));
         }
-        ++write_errors;
         failing_rows += sample.rows.size();
-        rows_lost += sample.rows.size();
       }
     }
     // Fixed rate: a late wake-up is not made up with a burst of samples.
@@ -232,13 +169,14 @@ int run_host_collect(const HostCollectOptions& o) {
                                        /*relayed=*/true);
   }
   log()->info("received {}, finishing", common::signal_name(sig));
-  ::close(fd);
+  rows.close();
   outcome.ended_at_unix = unix_now();
   write_metadata(metadata_path, node_metadata(info, resolved, outcome));
   if (nvml) nvml->stop(std::chrono::milliseconds(500));
   resolved.source->stop(std::chrono::milliseconds(500));
   log()->info("stopped rows={} read_failures={} write_errors={} rows_lost={}",
-              outcome.sample_row_count, outcome.read_failure_count, write_errors, rows_lost);
+              outcome.sample_row_count, outcome.read_failure_count, rows.write_errors(),
+              rows.rows_dropped());
   return outcome.sample_row_count > 0 ? 0 : kExitNoRows;
 }
 

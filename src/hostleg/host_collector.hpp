@@ -13,19 +13,14 @@
 
 #include <string>
 
+#include "sources/ladder.hpp"
+
 namespace cpupower::hostleg {
 
-struct HostCollectOptions {
+struct HostCollectOptions : sources::NodeFlags {
   std::string output_dir;
   std::string ready_dir;
-  std::string source = "auto";  // auto | acpi | dcgm
   double interval_seconds = 0.1;
-  std::string hwmon_root = "/sys/class/hwmon";
-  std::string pci_root = "/sys/bus/pci/devices";
-  std::string dcgm_lib;
-  std::string nvml_lib;
-  bool no_nvml = false;
-  double max_age_s = 3.0;
   std::string hostname;  // empty: $SLURMD_NODENAME, else the short host name
 };
 

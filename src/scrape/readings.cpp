@@ -7,16 +7,11 @@
 #include <cmath>
 
 #include "artifacts/limits.hpp"
+#include "expo/families.hpp"
 #include "rails/rails.hpp"
 
 namespace cpupower::scrape {
 namespace {
-
-constexpr std::string_view kAcpiFamily = "cpu_power_acpi_watts";
-constexpr std::string_view kDcgmFamily = "cpu_power_dcgm_watts";
-constexpr std::string_view kNvmlFamily = "cpu_power_nvml_watts";
-constexpr std::string_view kAgeFamily = "cpu_power_exporter_sample_age_seconds";
-constexpr std::string_view kSocketUpFamily = "cpu_power_exporter_socket_up";
 
 // Zero is missing: a sensor that reads 0 W is not reporting, a Grace socket never idles at 0.
 // Above the physical bound a reading is an error, and so is no reading either (two sockets at
@@ -127,7 +122,7 @@ void add_nvml(const expo::Sample& sample, SocketTable& table) {
 }
 
 std::optional<double> age_value(const expo::Sample& sample) {
-  if (sample.name != kAgeFamily || !std::isfinite(sample.value) || sample.value < 0) {
+  if (sample.name != expo::kSampleAge.name || !std::isfinite(sample.value) || sample.value < 0) {
     return std::nullopt;
   }
   return sample.value;
@@ -197,7 +192,7 @@ class Fingerprint {
 std::vector<Readings::SocketUp> socket_up_of(const std::vector<expo::Sample>& samples) {
   std::vector<Readings::SocketUp> out;
   for (const auto& sample : samples) {
-    if (sample.name != kSocketUpFamily) continue;
+    if (sample.name != expo::kSocketUp.name) continue;
     const auto socket = socket_label(sample);
     if (!socket || (sample.value != 0 && sample.value != 1)) continue;
     if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.socket == *socket; })) {
@@ -231,28 +226,20 @@ std::uint64_t fingerprint_of(Mode mode, const std::vector<SocketRow>& rows,
 }  // namespace
 
 std::string_view mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::acpi:
-      return "acpi";
-    case Mode::dcgm:
-      return "dcgm";
-    case Mode::unknown:
-      break;
-  }
-  return "unknown";
+  return mode == Mode::acpi ? "acpi" : mode == Mode::dcgm ? "dcgm" : "unknown";
 }
 
 Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
   SocketTable acpi, dcgm, nvml;
   bool any_acpi = false;
   for (const auto& sample : samples) {
-    if (sample.name == kAcpiFamily) any_acpi = add_acpi(sample, acpi) || any_acpi;
-    if (sample.name == kNvmlFamily) add_nvml(sample, nvml);
+    if (sample.name == expo::kAcpiWatts.name) any_acpi = add_acpi(sample, acpi) || any_acpi;
+    if (sample.name == expo::kNvmlWatts.name) add_nvml(sample, nvml);
   }
   bool any_dcgm = false;
   if (!any_acpi) {
     for (const auto& sample : samples) {
-      if (sample.name == kDcgmFamily) any_dcgm = add_dcgm(sample, dcgm) || any_dcgm;
+      if (sample.name == expo::kDcgmWatts.name) any_dcgm = add_dcgm(sample, dcgm) || any_dcgm;
     }
   }
 
@@ -272,16 +259,15 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
     if (!power_w) continue;  // a component or module never stands in for socket power
     SocketRow row;
     row.socket_id = s.socket_id;
+    row.source = mode_name(out.mode);
     row.power_w = *power_w;
     row.cpu_rail_w = s.watts[kind_slot(rails::Kind::cpu_rail)];
     row.soc_w = s.watts[kind_slot(rails::Kind::soc)];
     if (out.mode == Mode::acpi) {
-      row.source = "acpi";
       row.sensor = rails::acpi_sensor_name(rails::Kind::total, s.socket_id);
       row.dram_w = s.watts[kind_slot(rails::Kind::dram)];
       primary_sensor_labels.push_back(s.primary_sensor_label);
     } else {
-      row.source = "dcgm";
       row.sensor = rails::dcgm_sensor_name(s.socket_id);
     }
     row.module_w = nvml.at(s.socket_id).nvml_module_w;
@@ -307,7 +293,8 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
 Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
   // The families read above; every other line is still checked (expo::ParseOptions).
   static constexpr std::array<std::string_view, 5> kFamilies = {
-      kAcpiFamily, kDcgmFamily, kNvmlFamily, kAgeFamily, kSocketUpFamily};
+      expo::kAcpiWatts.name, expo::kDcgmWatts.name, expo::kNvmlWatts.name, expo::kSampleAge.name,
+      expo::kSocketUp.name};
   expo::ParseOptions options;
   options.only_names = kFamilies;
   expo::parse_into(body, scratch, options);

@@ -90,14 +90,6 @@ std::map<std::string, std::string> value_files(const std::string& dir,
   return out;
 }
 
-std::string build_label_text(const AcpiChannel& c) {
-  std::string out = "sensor=\"" + expo::escape_label_value(c.sensor) + "\",type=\"";
-  out += rails::kind_name(c.cls.kind);
-  out += "\",socket=\"" + c.cls.socket + "\",oem_info=\"" + expo::escape_label_value(c.oem_info);
-  out += "\",source=\"acpi\"";
-  return out;
-}
-
 }  // namespace
 
 AcpiDiscovery discover_acpi(const std::string& hwmon_root) {
@@ -160,7 +152,8 @@ AcpiDiscovery discover_acpi(const std::string& hwmon_root) {
                    });
   for (auto& c : result.channels) {
     c.cls = rails::classify_oem(c.oem_info);
-    c.label_text = build_label_text(c);
+    c.label_text = expo::label_text(expo::kAcpiWatts, {c.sensor, rails::kind_name(c.cls.kind),
+                                                       c.cls.socket, c.oem_info, "acpi"});
   }
   return result;
 }

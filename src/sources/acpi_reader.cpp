@@ -137,7 +137,7 @@ std::vector<Sensor> sensors_of(const std::vector<AcpiChannel>& channels) {
     s.socket = rails::socket_index(c.cls.socket);
     s.primary = c.cls.kind == rails::Kind::total && s.socket.has_value();
     s.label_text = c.label_text;
-    s.self_label_text = "sensor=\"" + expo::escape_label_value(c.sensor) + "\"";
+    s.self_label_text = expo::label_text(expo::kSampleAge, {c.sensor});
     out.push_back(std::move(s));
   }
   return out;

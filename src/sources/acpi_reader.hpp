@@ -39,7 +39,9 @@ class AcpiReader final : public Source {
              std::chrono::milliseconds max_age, std::string hwmon_root = {});
   ~AcpiReader() override;
 
-  std::string_view mode() const override { return "acpi"; }
+  static constexpr std::string_view kMode = "acpi";
+  std::string_view mode() const override { return kMode; }
+  const expo::Family& family() const override { return expo::kAcpiWatts; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;

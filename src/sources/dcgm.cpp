@@ -8,6 +8,7 @@
 #include "artifacts/limits.hpp"
 #include "common/dynamic_library.hpp"
 #include "common/log.hpp"
+#include "expo/writer.hpp"
 #include "rails/rails.hpp"
 #include "sources/nvidia_abi.hpp"
 
@@ -286,7 +287,7 @@ std::vector<Sensor> sensors_of(const std::vector<DcgmRow>& rows) {
     s.socket = r.entity;
     s.field_id = r.field;
     const auto e = std::to_string(r.entity), f = std::to_string(r.field);
-    s.label_text = "socket=\"" + e + "\",field_id=\"" + f + "\",source=\"dcgm\"";
+    s.label_text = expo::label_text(expo::kDcgmWatts, {e, f, "dcgm"});
     s.self_label_text = "sensor=\"" + s.name + "\"," + s.label_text;
     out.push_back(std::move(s));
   }

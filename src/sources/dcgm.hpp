@@ -49,7 +49,9 @@ class DcgmReader final : public Source {
              std::chrono::milliseconds max_age);
   ~DcgmReader() override;
 
-  std::string_view mode() const override { return "dcgm"; }
+  static constexpr std::string_view kMode = "dcgm";
+  std::string_view mode() const override { return kMode; }
+  const expo::Family& family() const override { return expo::kDcgmWatts; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;

@@ -1,5 +1,6 @@
 #include "sources/ladder.hpp"
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -8,13 +9,6 @@
 namespace cpupower::sources {
 
 using Clock = std::chrono::steady_clock;
-
-std::optional<SourceRequest> parse_source_request(std::string_view text) {
-  if (text == "auto") return SourceRequest::automatic;
-  if (text == "acpi") return SourceRequest::acpi;
-  if (text == "dcgm") return SourceRequest::dcgm;
-  return std::nullopt;
-}
 
 AcpiRung try_acpi(const LadderOptions& options) {
   AcpiRung rung;
@@ -121,57 +115,112 @@ AcpiRung try_acpi(const LadderOptions& options) {
   return rung;
 }
 
-ResolvedSource resolve_source(const LadderOptions& options) {
+namespace {
+
+SourceRung open_acpi(const LadderOptions& options) {
   auto log = common::logger("cpu_power_exporter");
-  ResolvedSource out;
-  std::vector<std::string> reasons;
-
-  if (options.request != SourceRequest::dcgm) {
-    auto acpi = try_acpi(options);
-    for (const auto& w : acpi.warnings) log->warn("{}", w);
-    if (acpi.reader) {
-      log->info("discovered ACPI sensors count={}", acpi.reader->channels().size());
-      for (const auto& c : acpi.reader->channels()) {
-        log->debug("sensor sensor={} kind={} socket={} oem_info={} path={} average_interval_ms={}",
-                   c.sensor, rails::kind_name(c.cls.kind), common::quoted(c.cls.socket),
-                   common::quoted(c.oem_info), common::quoted(c.value_path),
-                   c.average_interval ? std::to_string(c.average_interval->count())
-                                      : std::string("unknown"));
-      }
-      out.mode = "acpi";
-      out.acpi = acpi.reader.get();
-      out.source = std::move(acpi.reader);
-      return out;
-    }
-    if (options.request == SourceRequest::acpi) {
-      out.error = acpi.reason;
-      return out;
-    }
-    log->warn("ACPI unusable; falling back to DCGM reason={}", common::quoted(acpi.reason));
-    reasons.push_back("ACPI: " + acpi.reason);
+  auto acpi = try_acpi(options);
+  for (const auto& w : acpi.warnings) log->warn("{}", w);
+  if (!acpi.reader) return {nullptr, acpi.reason};
+  log->info("discovered ACPI sensors count={}", acpi.reader->channels().size());
+  for (const auto& c : acpi.reader->channels()) {
+    log->debug(
+        "sensor sensor={} kind={} socket={} oem_info={} path={} average_interval_ms={}", c.sensor,
+        rails::kind_name(c.cls.kind), common::quoted(c.cls.socket), common::quoted(c.oem_info),
+        common::quoted(c.value_path),
+        c.average_interval ? std::to_string(c.average_interval->count()) : std::string("unknown"));
   }
+  return {std::move(acpi.reader), {}};
+}
 
+SourceRung open_dcgm(const LadderOptions& options) {
   auto dcgm = try_dcgm(options.dcgm);
-  if (dcgm.reader) {
-    dcgm.reader->start();
-    out.mode = "dcgm";
-    out.dcgm = dcgm.reader.get();
-    out.source = std::move(dcgm.reader);
-    return out;
-  }
-  if (options.request == SourceRequest::dcgm) {
-    out.error = dcgm.reason;
-    return out;
-  }
-  reasons.push_back("DCGM: " + dcgm.reason);
-  out.error = "no CPU power source could be established: ";
-  for (std::size_t i = 0; i < reasons.size(); ++i) out.error += (i ? "; " : "") + reasons[i];
+  if (!dcgm.reader) return {nullptr, dcgm.reason};
+  dcgm.reader->start();
+  return {std::move(dcgm.reader), {}};
+}
+
+// The registry: every source the node side can read CPU power from.
+constexpr SourceEntry kSources[] = {
+    {AcpiReader::kMode, "ACPI", "live ACPI", 1, open_acpi},
+    {DcgmReader::kMode, "DCGM", "DCGM", 2, open_dcgm},
+};
+
+std::vector<const SourceEntry*> by_rank(std::span<const SourceEntry> table) {
+  std::vector<const SourceEntry*> out;
+  for (const auto& e : table) out.push_back(&e);
+  std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
   return out;
 }
 
-}  // namespace cpupower::sources
+}  // namespace
 
-namespace cpupower::sources {
+std::span<const SourceEntry> registered_sources() {
+  return kSources;
+}
+
+std::vector<std::string> source_choices(std::span<const SourceEntry> table) {
+  std::vector<std::string> out{"auto"};
+  for (const auto* e : by_rank(table)) out.emplace_back(e->name);
+  return out;
+}
+
+std::string source_help(std::span<const SourceEntry> table) {
+  const auto rungs = by_rank(table);
+  std::string ladder, names;
+  for (std::size_t i = 0; i < rungs.size(); ++i) {
+    ladder += (i ? ", then " : "") + std::string(rungs[i]->auto_help);
+    names += (i == 0 ? "" : i + 1 == rungs.size() ? " or " : ", ") + std::string(rungs[i]->name);
+  }
+  return "auto (" + ladder + "), " + names;
+}
+
+ResolvedSource resolve_source(const LadderOptions& options, std::span<const SourceEntry> table) {
+  auto log = common::logger("cpu_power_exporter");
+  const bool automatic = options.request == "auto";
+  auto rungs = by_rank(table);
+  std::erase_if(rungs, [&](const auto* e) { return !automatic && e->name != options.request; });
+  ResolvedSource out;
+  std::string reasons;
+  for (std::size_t i = 0; i < rungs.size(); ++i) {
+    auto rung = rungs[i]->open(options);
+    if (rung.source) {
+      out.mode = std::string(rungs[i]->name);
+      out.source = std::move(rung.source);
+      out.acpi = dynamic_cast<const AcpiReader*>(out.source.get());
+      out.dcgm = dynamic_cast<const DcgmReader*>(out.source.get());
+      return out;
+    }
+    if (!automatic) {
+      out.error = rung.reason;
+      return out;
+    }
+    if (i + 1 < rungs.size()) {
+      log->warn("{} unusable; falling back to {} reason={}", rungs[i]->title, rungs[i + 1]->title,
+                common::quoted(rung.reason));
+    }
+    reasons += (i ? "; " : "") + std::string(rungs[i]->title) + ": " + rung.reason;
+  }
+  out.error = "no CPU power source could be established: " + reasons;
+  return out;
+}
+
+NodeSources open_node_sources(const NodeFlags& flags, LadderOptions ladder) {
+  ladder.request = flags.source;
+  ladder.hwmon_root = flags.hwmon_root;
+  ladder.dcgm.library = flags.dcgm_lib;
+  ladder.dcgm.max_age = ladder.max_age;
+  NodeSources out{resolve_source(ladder), nullptr};
+  if (!out.base.source || flags.no_nvml) return out;
+  NvmlOptions n;
+  n.library = flags.nvml_lib;
+  n.pci_root = flags.pci_root;
+  n.cpu_sockets = out.base.cpu_sockets();
+  n.max_age = ladder.max_age;
+  out.nvml = std::make_unique<NvmlModuleReader>(std::move(n));
+  out.nvml->start();
+  return out;
+}
 
 std::set<std::uint32_t> ResolvedSource::cpu_sockets() const {
   std::set<std::uint32_t> out;

@@ -10,6 +10,7 @@
 #include "common/dynamic_library.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "expo/writer.hpp"
 #include "sources/nvidia_abi.hpp"
 
 namespace cpupower::sources {
@@ -327,8 +328,8 @@ Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
     sensor.name = "nvml/socket" + std::to_string(socket);
     sensor.kind = rails::Kind::module;
     sensor.socket = socket;
-    sensor.label_text = "type=\"module\",socket=\"" + std::to_string(socket) + "\",gpus=\"" +
-                        join(st.gpus) + "\",source=\"nvml\"";
+    sensor.label_text = expo::label_text(expo::kNvmlWatts,
+                                         {"module", std::to_string(socket), join(st.gpus), "nvml"});
     sensors->push_back(std::move(sensor));
     ChannelReading r;
     const double age_s = std::max(0.0, std::chrono::duration<double>(now - st.read_at).count());

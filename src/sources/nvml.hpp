@@ -47,6 +47,7 @@ class NvmlModuleReader final : public Source {
   ~NvmlModuleReader() override;
 
   std::string_view mode() const override { return "nvml"; }
+  const expo::Family& family() const override { return expo::kNvmlWatts; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   // One row per socket with a fresh, agreeing reading, ascending; labels type="module",

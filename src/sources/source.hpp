@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "expo/families.hpp"
 #include "rails/rails.hpp"
 #include "sources/sample_table.hpp"
 
@@ -49,8 +50,10 @@ struct Snapshot {
 class Source {
  public:
   virtual ~Source() = default;
-  // "acpi", "dcgm" or "nvml": the exposition family and the CSV `source` column follow it.
+  // "acpi", "dcgm" or "nvml": the CSV `source` column and the exporter's info metric say it.
   virtual std::string_view mode() const = 0;
+  // The exposition family its readings are served in (expo/families.hpp).
+  virtual const expo::Family& family() const = 0;
   virtual void start() = 0;
   // Stops every thread; waits up to `grace`, then leaves threads still blocked in a read
   // behind (they own their state and exit when the read returns).

@@ -46,6 +46,7 @@ class StandInSource : public sources::Source {
         std::vector<sources::Sensor>{std::move(s)});
   }
   std::string_view mode() const override { return "acpi"; }
+  const cpupower::expo::Family& family() const override { return cpupower::expo::kAcpiWatts; }
   void start() override {}
   void stop(std::chrono::milliseconds) override {}
   sources::Snapshot snapshot(sources::SteadyTime) const override {

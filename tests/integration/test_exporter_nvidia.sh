@@ -183,6 +183,19 @@ grep -qxF 'cpu_power_exporter_module_withheld{socket="0",reason="stale"} 1' <<<"
 ok "NVML read hanging 10 s: HTTP worst $worst ms, stale module power withheld (reason=stale) with a WARN (no scrape needed)"
 stop "$EXPORTER_PID"
 
+# --max-age-s is NVML's maximum age too: a read hanging 5 s is still fresh under 12 s.
+sed -i 's/^gpu.0.mw=.*/gpu.0.mw=498720/' "$FAKE_NVML_CONTROL"
+start_exporter nvml_age --hwmon-root "$WORK/gb200" --pci-root "$PCI" --nvml-lib "$NVML" --max-age-s 12
+wait_until 5 "NVML module power of both sockets" both_sockets
+sed -i 's/^gpu.0.mw=.*/gpu.0.mw=hang:8000/' "$FAKE_NVML_CONTROL"
+sleep 5
+body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
+grep -qxF 'cpu_power_exporter_module_withheld{socket="0",reason="stale"} 0' <<<"$body" ||
+  { echo "$body"; fail "module power withheld as stale within --max-age-s 12"; }
+grep -q 'missing or stale' "$WORK/nvml_age.log" && fail "stale WARN within --max-age-s 12"
+ok "NVML takes --max-age-s: a 5 s old module reading is served under --max-age-s 12"
+stop "$EXPORTER_PID"
+
 cat >"$FAKE_NVML_CONTROL" <<CTL
 init=hang:4500
 gpus=1

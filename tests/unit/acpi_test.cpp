@@ -371,7 +371,7 @@ TEST(AcpiReader, StopReturnsPromptlyWhileAReadHangs) {
   std::this_thread::sleep_for(20ms);
 }
 
-LadderOptions fast(const std::string& root, SourceRequest request = SourceRequest::automatic) {
+LadderOptions fast(const std::string& root, std::string request = "auto") {
   LadderOptions o;
   o.request = request;
   o.hwmon_root = root;
@@ -452,7 +452,7 @@ TEST(Ladder, AHungTotalCostsOnlyTheDeadline) {
 
 TEST(Ladder, ExplicitAcpiFailsInsteadOfFallingBack) {
   TestTree t;
-  const auto r = resolve_source(fast(t.root(), SourceRequest::acpi));
+  const auto r = resolve_source(fast(t.root(), "acpi"));
   EXPECT_EQ(r.error, "no ACPI power_meter hwmon sensors found under " + t.root());
   EXPECT_FALSE(r.source);
 }
@@ -472,7 +472,7 @@ TEST(Ladder, ExplicitDcgmNeverConsultsAcpi) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
   t.fifo("hwmon2/power1_average");
-  const auto r = resolve_source(fast(t.root(), SourceRequest::dcgm));
+  const auto r = resolve_source(fast(t.root(), "dcgm"));
   EXPECT_FALSE(r.source);
   EXPECT_FALSE(reader_waiting(t.path("hwmon2/power1_average")));
   // The same tree under auto does open the channel.
@@ -481,6 +481,67 @@ TEST(Ladder, ExplicitDcgmNeverConsultsAcpi) {
   auto a = resolve_source(o);
   EXPECT_TRUE(reader_waiting(t.path("hwmon2/power1_average")));
   answer(t.path("hwmon2/power1_average"), "1\n");
+}
+
+// A source registered in the test's own table, as a new source is in ladder.cpp's: one
+// socket total at 100 W, or no source at all.
+class FakeSource final : public Source {
+ public:
+  FakeSource() {
+    Sensor s;
+    s.name = "fake/0";
+    s.kind = rails::Kind::total;
+    s.socket = 0;
+    s.primary = true;
+    sensors_ = std::make_shared<const std::vector<Sensor>>(std::vector<Sensor>{s});
+  }
+  std::string_view mode() const override { return "fake"; }
+  const expo::Family& family() const override { return expo::kAcpiWatts; }
+  void start() override {}
+  void stop(std::chrono::milliseconds) override {}
+  Snapshot snapshot(SteadyTime) const override {
+    Snapshot out;
+    out.sensors = sensors_;
+    out.readings.resize(1);
+    out.readings[0].watts = 100.0;
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<Sensor>> sensors_;
+};
+
+SourceRung open_fake(const LadderOptions&) {
+  return {std::make_unique<FakeSource>(), {}};
+}
+SourceRung refuse_fake(const LadderOptions&) {
+  return {nullptr, "no fake here"};
+}
+
+TEST(Ladder, ASourceRegisteredInATableIsParsedRankedAndPicked) {
+  TestTree t;
+  t.meter("hwmon2", "Grace Power Socket 0", "98029000");
+  std::vector<SourceEntry> table(registered_sources().begin(), registered_sources().end());
+  table.push_back({"fake", "Fake", "a fake", 0, open_fake});
+  EXPECT_EQ(source_choices(table), (std::vector<std::string>{"auto", "fake", "acpi", "dcgm"}));
+  EXPECT_EQ(source_help(table), "auto (a fake, then live ACPI, then DCGM), fake, acpi or dcgm");
+  EXPECT_EQ(source_help(), "auto (live ACPI, then DCGM), acpi or dcgm");
+
+  // Ranked first, `auto` picks it over the live ACPI total.
+  auto r = resolve_source(fast(t.root()), table);
+  ASSERT_TRUE(r.source) << r.error;
+  EXPECT_EQ(r.mode, "fake");
+  EXPECT_EQ(r.cpu_sockets(), (std::set<std::uint32_t>{0}));
+  EXPECT_FALSE(r.acpi);
+
+  // Unusable, it is one rung of the ladder like any other: auto steps down to ACPI.
+  table.back().open = refuse_fake;
+  r = resolve_source(fast(t.root()), table);
+  ASSERT_TRUE(r.acpi) << r.error;
+  EXPECT_EQ(r.mode, "acpi");
+  r.source->stop(std::chrono::milliseconds(200));
+  r = resolve_source(fast(t.root(), "fake"), table);
+  EXPECT_EQ(r.error, "no fake here");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
+#include "artifacts/row_appender.hpp"
 #include "report/cpu_data.hpp"
 #include "temp_dir.hpp"
 #include "v3_rows.hpp"
@@ -453,6 +455,35 @@ TEST(CpuSamplesWriter, AFailedWriteKeepsItsWholeRowsAndCutsThePartialOne) {
   ASSERT_TRUE(w->append(one));
   EXPECT_TRUE(w->flush());
   EXPECT_EQ(slurp(path), kHeaderV3 + "\r\n" + first + format_v3_row(acpi_row()));
+}
+
+TEST(RowAppender, AFreshFileStartsOverWithItsModeAndKeepsAFailedFlushAllOrNothing) {
+  TempDir dir;
+  const auto created = dir.file("created.csv");
+  const mode_t saved_umask = ::umask(0002);
+  EXPECT_TRUE(RowAppender::open(created, "h", 0664));
+  ::umask(saved_umask);
+  EXPECT_EQ(fs::status(created).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::group_write | fs::perms::others_read);
+  const auto path = dir.file("node.csv");
+  spit(path, "h\r\nan earlier run's row\r\n");
+  auto opened = RowAppender::open(path, "h", 0664);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& w = *opened.value();
+  EXPECT_EQ(slurp(path), "h\r\n");
+  w.append_rows("row one\r\nrow two\r\n", 2);
+  {
+    // Room for the first row: a plain appender keeps it, a fresh one keeps neither.
+    const FileSizeLimit limit(fs::file_size(path) + 12);
+    EXPECT_FALSE(w.flush());
+  }
+  EXPECT_EQ(slurp(path), "h\r\n");
+  EXPECT_EQ(w.rows_dropped(), 2u);
+  EXPECT_EQ(w.last_errno(), EFBIG);
+  w.append_rows("row three\r\n", 1);
+  EXPECT_TRUE(w.flush());
+  EXPECT_EQ(slurp(path), "h\r\nrow three\r\n");
 }
 
 TEST(CpuSamplesWriter, AHeaderCutByAFullDiskIsNotLeftBehind) {

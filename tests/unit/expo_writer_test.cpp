@@ -32,15 +32,12 @@ TEST(ExpoWriter, FixedSixMatchesPrintf) {
 
 TEST(ExpoWriter, SampleLineAsTheReferencePrintsIt) {
   std::string out;
-  append_family_header(out, "cpu_power_acpi_watts",
-                       "Grace CPU power rail reading from ACPI hwmon (W).", "gauge");
-  append_sample(out, "cpu_power_acpi_watts",
-                {{"sensor", "hwmon0/power2"},
-                 {"type", "other"},
-                 {"socket", ""},
-                 {"oem_info", R"(Odd "rail")"},
-                 {"source", "acpi"}},
-                1.0);
+  append_family_header(out, kAcpiWatts);
+  append_sample_prefix(
+      out, kAcpiWatts.name,
+      label_text(kAcpiWatts, {"hwmon0/power2", "other", "", R"(Odd "rail")", "acpi"}));
+  append_fixed6(out, 1.0);
+  out += '\n';
   EXPECT_EQ(out,
             "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
             "# TYPE cpu_power_acpi_watts gauge\n"

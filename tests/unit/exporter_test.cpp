@@ -62,7 +62,7 @@ TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
   readings[0].watts = 150.0;
   readings[1].watts = 1.0;
   std::string out;
-  render_family(out, family_of("acpi"), acpi_snapshot(d.channels, readings));
+  render_family(out, expo::kAcpiWatts, acpi_snapshot(d.channels, readings));
   EXPECT_EQ(out,
             "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
             "# TYPE cpu_power_acpi_watts gauge\n"
@@ -74,7 +74,7 @@ TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
 
 TEST(ExporterRender, HeaderOnlyWithoutReadings) {
   std::string out;
-  render_family(out, family_of("acpi"), acpi_snapshot({}, {}));
+  render_family(out, expo::kAcpiWatts, acpi_snapshot({}, {}));
   EXPECT_EQ(out,
             "# HELP cpu_power_acpi_watts Grace CPU power rail reading from ACPI hwmon (W).\n"
             "# TYPE cpu_power_acpi_watts gauge\n");
