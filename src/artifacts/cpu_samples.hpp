@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "artifacts/layout.hpp"
 #include "artifacts/row_appender.hpp"
 #include "common/result.hpp"
 
@@ -23,14 +24,9 @@ inline constexpr int kCpuSchemaVersionV1 = 1;
 inline constexpr int kCpuSchemaVersionV2 = 2;
 inline constexpr int kCpuSchemaVersion = 3;
 
-inline constexpr std::string_view kCpuHeaderV1 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w";
-inline constexpr std::string_view kCpuHeaderV2 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-    "dram_w,total_power_w";
-inline constexpr std::string_view kCpuHeaderV3 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-    "dram_w,module_w,total_power_w";
+inline const std::string kCpuHeaderV1 = csv_header(kCpuColumns, 1);
+inline const std::string kCpuHeaderV2 = csv_header(kCpuColumns, 2);
+inline const std::string kCpuHeaderV3 = csv_header(kCpuColumns, 3);
 
 // One row of any version. v1 rows are one rail each: `sensor` is the raw label (e.g. "Grace
 // Power Socket 0"), power_w that rail's value, and the rail columns are absent.

@@ -17,12 +17,6 @@ inline constexpr int kGpuSamplesSchemaV2 = 2;
 inline constexpr int kGpuSamplesSchemaV3 = 3;
 inline constexpr int kGpuSamplesSchemaVersion = kGpuSamplesSchemaV3;  // what we write
 
-// The valid ranges of the optional readings; a value outside is an empty cell.
-inline constexpr double kGpuUtilPctMax = 100.0;         // DCGM_FI_DEV_GPU_UTIL, percent
-inline constexpr double kGpuSmActiveMax = 1.0;          // DCGM_FI_PROF_SM_ACTIVE, fraction
-inline constexpr double kGpuTemperatureMinC = -273.15;  // DCGM_FI_DEV_GPU_TEMP, Celsius
-inline constexpr double kGpuTemperatureMaxC = 200.0;
-
 struct GpuSampleOut {
   double timestamp_unix = 0;     // head-node clock, shared by every GPU of a host in a scrape
   std::uint64_t scrape_seq = 0;  // shared by every host in a collection cycle
@@ -43,7 +37,8 @@ std::optional<std::string_view> gpu_samples_header(int schema_version);
 // gpu_uuid, finite timestamp_unix, finite power_w >= 0, gpu_index >= 0.
 bool gpu_sample_writable(const GpuSampleOut& row);
 
-// Whether an optional reading is one the strict reader accepts (finite, in its range).
+// Whether an optional reading is one the strict reader accepts: finite, in its column's range
+// (artifacts/layout.hpp; a value outside is an empty cell).
 bool gpu_util_pct_valid(double value);
 bool gpu_sm_active_valid(double value);
 bool gpu_temperature_c_valid(double value);
