@@ -50,16 +50,17 @@ struct CpuSampleRow {
 // Shortest text that reads back to the same double (std::to_chars), e.g. 94.29, 1e-05, 94.
 std::string format_double(double value);
 
-// One v3 line with its "\r\n" terminator (the csv module's default dialect). Missing or
-// non-finite optional values are empty cells; cells holding , " CR or LF are quoted.
-// schema_version is always written as 3, whatever the row says.
-std::string format_v3_row(const CpuSampleRow& row);
-
-// The same as a v2 line: the v3 cells without module_w, schema_version written as 2.
-std::string format_v2_row(const CpuSampleRow& row);
-
-// A v2 or v3 line (anything but 2 is v3).
+// A v2 or v3 line (anything but 2 is v3) with its "\r\n" terminator (the csv module's
+// default dialect): schema_version is the version written, whatever the row says; v2 is v3
+// without module_w. Missing or non-finite optional values are empty cells; cells holding , "
+// CR or LF are quoted.
 std::string format_cpu_row(const CpuSampleRow& row, int schema_version);
+inline std::string format_v3_row(const CpuSampleRow& row) {
+  return format_cpu_row(row, kCpuSchemaVersion);
+}
+inline std::string format_v2_row(const CpuSampleRow& row) {
+  return format_cpu_row(row, kCpuSchemaVersionV2);
+}
 
 // The versions CpuSamplesWriter can write: 2 and 3.
 bool is_writable_cpu_schema(int version);

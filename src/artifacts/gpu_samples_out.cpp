@@ -26,16 +26,6 @@ bool gpu_sample_writable(const GpuSampleOut& row) {
          std::isfinite(row.power_w) && row.power_w >= 0 && row.gpu_index >= 0;
 }
 
-bool gpu_util_pct_valid(double value) {
-  return in_bounds(kGpuColumns[kUtilPct], value);
-}
-bool gpu_sm_active_valid(double value) {
-  return in_bounds(kGpuColumns[kSmActive], value);
-}
-bool gpu_temperature_c_valid(double value) {
-  return in_bounds(kGpuColumns[kTemperatureC], value);
-}
-
 std::string format_gpu_row(const GpuSampleOut& row, int schema_version) {
   std::string out;
   out.reserve(128);

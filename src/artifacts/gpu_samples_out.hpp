@@ -37,17 +37,12 @@ std::optional<std::string_view> gpu_samples_header(int schema_version);
 // gpu_uuid, finite timestamp_unix, finite power_w >= 0, gpu_index >= 0.
 bool gpu_sample_writable(const GpuSampleOut& row);
 
-// Whether an optional reading is one the strict reader accepts: finite, in its column's range
-// (artifacts/layout.hpp; a value outside is an empty cell).
-bool gpu_util_pct_valid(double value);
-bool gpu_sm_active_valid(double value);
-bool gpu_temperature_c_valid(double value);
-
 // One row of `schema_version` (1, 2 or 3; anything else is 3) with its "\r\n": the first
 // cell is the version, the columns are those of the version's header (v1 drops the
-// utilization and temperature readings, v2 the temperature). A missing, non-finite or
-// out-of-range optional reading is an empty cell; hostname and gpu_uuid are quoted when
-// they hold , " CR or LF. Rows that are not gpu_sample_writable are the caller's to refuse.
+// utilization and temperature readings, v2 the temperature). An optional reading missing,
+// not finite or out of its column's range (artifacts/layout.hpp) is an empty cell; hostname
+// and gpu_uuid are quoted when they hold , " CR or LF. Rows that are not gpu_sample_writable
+// are the caller's to refuse.
 std::string format_gpu_row(const GpuSampleOut& row, int schema_version);
 // The same row appended to `out` (the collector's buffer for a scrape's rows: no string of
 // its own per row).

@@ -27,18 +27,6 @@ static_assert(follow(host_column::kUtil, kCpuUtilColumns));
 
 }  // namespace
 
-std::string format_host_v5_row(const HostSampleRow& row) {
-  std::string out;
-  out.reserve(192);
-  const auto& u = row.cpu_util;
-  const std::optional<double> power_w = row.power_w;  // a missing (NaN) one is an empty cell
-  append_row(out, kHostColumns, kHostSchemaVersion, kHostSchemaVersion, row.timestamp_unix,
-             row.timestamp_local, row.hostname, row.source, row.sensor, row.socket_id, power_w,
-             row.cpu_rail_w, row.soc_w, row.dram_w, row.module_w, row.total_power_w, u[0], u[1],
-             u[2], u[3], u[4]);
-  return out;
-}
-
 int host_schema_version(const std::vector<std::string>& header) {
   return header_version(kHostColumns, join(header));
 }

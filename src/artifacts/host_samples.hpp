@@ -23,6 +23,7 @@ inline const std::string kHostHeaderV2 = csv_header(kHostColumns, 2);
 inline const std::string kHostHeaderV3 = csv_header(kHostColumns, 3);
 inline const std::string kHostHeaderV4 = csv_header(kHostColumns, 4);
 inline const std::string kHostHeaderV5 = csv_header(kHostColumns, 5);
+inline const std::string kHostHeader = csv_header(kHostColumns, newest_version(kHostColumns));
 
 // DCGM CPU-entity fields 1100..1104, fractions 0-1 of socket CPU time (host leg v3+).
 inline constexpr std::size_t kUtils = 5;
@@ -55,8 +56,19 @@ struct HostSampleRow {
   bool operator==(const HostSampleRow&) const = default;
 };
 
-// One v5 line with its "\r\n" terminator; missing or non-finite values are empty cells.
-std::string format_host_v5_row(const HostSampleRow& row);
+// One line of the newest version (v5) with its "\r\n" terminator, the cells in kHostColumns
+// order; missing or non-finite values are empty cells.
+inline std::string format_host_v5_row(const HostSampleRow& row) {
+  std::string out;
+  out.reserve(192);
+  const auto& u = row.cpu_util;
+  const std::optional<double> power_w = row.power_w;  // a missing (NaN) one is an empty cell
+  append_row(out, kHostColumns, kHostSchemaVersion, kHostSchemaVersion, row.timestamp_unix,
+             row.timestamp_local, row.hostname, row.source, row.sensor, row.socket_id, power_w,
+             row.cpu_rail_w, row.soc_w, row.dram_w, row.module_w, row.total_power_w, u[0], u[1],
+             u[2], u[3], u[4]);
+  return out;
+}
 
 // Which header this is, for messages: "exporter v3", "host v4", or "unrecognised" when the
 // header matches no known version exactly (it is still read by column name).

@@ -33,7 +33,7 @@ std::vector<std::optional<std::size_t>> find_columns(CsvLayout layout,
 std::optional<std::string_view> missing_key(CsvLayout layout,
                                             std::span<const std::optional<std::size_t>> found) {
   for (std::size_t i = 0; i < layout.size(); ++i) {
-    if (layout[i].key && !found[i]) return layout[i].name;
+    if (layout[i].key() && !found[i]) return layout[i].name;
   }
   return std::nullopt;
 }
@@ -43,9 +43,9 @@ bool in_bounds(const CsvColumn& column, double value) {
 }
 
 std::optional<std::string> cell_problem(const CsvColumn& c, std::string_view cell, int version) {
-  if (c.optional && cell.empty()) return std::nullopt;
+  if (c.optional() && cell.empty()) return std::nullopt;
   const auto bad = [&](const std::string& wanted) {
-    return describe_bad_cell(c.name, cell, (c.optional ? "empty or " : "") + wanted);
+    return describe_bad_cell(c.name, cell, (c.optional() ? "empty or " : "") + wanted);
   };
   switch (c.cell) {
     case Cell::version: {

@@ -29,90 +29,73 @@ enum class Cell {
   range,    // a number in [lo, hi]
 };
 
+inline constexpr unsigned kOptional = 1;  // an empty cell is a missing value
+inline constexpr unsigned kKey = 2;       // the report refuses a header without the column
+
 struct CsvColumn {
   std::string_view name;
   int since = 1;  // the schema version that added it
   Cell cell = Cell::text;
-  bool optional = false;  // an empty cell is a missing value
-  bool key = false;       // the report refuses a header without it
+  unsigned flags = 0;     // kOptional, kKey
   double lo = 0, hi = 0;  // range's bounds; watts: hi is the physical bound (limits.hpp)
+  constexpr bool optional() const { return (flags & kOptional) != 0; }
+  constexpr bool key() const { return (flags & kKey) != 0; }
 };
 using CsvLayout = std::span<const CsvColumn>;
 
 // GPU leg power/samples.csv, v1..v3 (docs/formats.md, "GPU leg").
 inline constexpr CsvColumn kGpuColumns[] = {
-    {.name = "schema_version", .cell = Cell::version},
-    {.name = "timestamp_unix", .cell = Cell::finite, .key = true},
-    {.name = "scrape_seq", .cell = Cell::count},
-    {.name = "hostname", .cell = Cell::name, .key = true},
-    {.name = "gpu_index", .cell = Cell::count, .key = true},
-    {.name = "gpu_uuid", .cell = Cell::name},
-    {.name = "power_w", .cell = Cell::watts, .key = true, .hi = kMaxSocketWatts},
-    {.name = "gpu_util_pct", .since = 2, .cell = Cell::range, .optional = true, .hi = 100},
-    {.name = "sm_active", .since = 2, .cell = Cell::range, .optional = true, .hi = 1},
-    {.name = "temperature_c",
-     .since = 3,
-     .cell = Cell::range,
-     .optional = true,
-     .lo = -273.15,
-     .hi = 200},
+    {"schema_version", 1, Cell::version},
+    {"timestamp_unix", 1, Cell::finite, kKey},
+    {"scrape_seq", 1, Cell::count},
+    {"hostname", 1, Cell::name, kKey},
+    {"gpu_index", 1, Cell::count, kKey},
+    {"gpu_uuid", 1, Cell::name},
+    {"power_w", 1, Cell::watts, kKey, 0, kMaxSocketWatts},
+    {"gpu_util_pct", 2, Cell::range, kOptional, 0, 100},
+    {"sm_active", 2, Cell::range, kOptional, 0, 1},
+    {"temperature_c", 3, Cell::range, kOptional, -273.15, 200},
 };
 
 // Exporter leg power/cpu/samples.csv, v1..v3 (v1: one row per rail).
 inline constexpr CsvColumn kCpuColumns[] = {
-    {.name = "schema_version", .cell = Cell::version},
-    {.name = "timestamp_unix", .cell = Cell::finite, .key = true},
-    {.name = "hostname", .cell = Cell::name, .key = true},
-    {.name = "source", .cell = Cell::name},
-    {.name = "sensor", .cell = Cell::name},
-    {.name = "socket_id", .cell = Cell::count, .key = true},
-    {.name = "power_w", .cell = Cell::watts, .key = true, .hi = kMaxSocketWatts},
-    {.name = "cpu_rail_w",
-     .since = 2,
-     .cell = Cell::watts,
-     .optional = true,
-     .hi = kMaxSocketWatts},
-    {.name = "soc_w", .since = 2, .cell = Cell::watts, .optional = true, .hi = kMaxSocketWatts},
-    {.name = "dram_w", .since = 2, .cell = Cell::watts, .optional = true, .hi = kMaxSocketWatts},
-    {.name = "module_w", .since = 3, .cell = Cell::watts, .optional = true, .hi = kMaxSocketWatts},
-    {.name = "total_power_w",
-     .cell = Cell::watts,
-     .optional = true,
-     .key = true,
-     .hi = kMaxNodeWatts},
+    {"schema_version", 1, Cell::version},
+    {"timestamp_unix", 1, Cell::finite, kKey},
+    {"hostname", 1, Cell::name, kKey},
+    {"source", 1, Cell::name},
+    {"sensor", 1, Cell::name},
+    {"socket_id", 1, Cell::count, kKey},
+    {"power_w", 1, Cell::watts, kKey, 0, kMaxSocketWatts},
+    {"cpu_rail_w", 2, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"soc_w", 2, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"dram_w", 2, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"module_w", 3, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"total_power_w", 1, Cell::watts, kOptional | kKey, 0, kMaxNodeWatts},
 };
 
 // Host-collector leg nodes/<host>.csv and the merged samples.csv, v1..v5 (v1..v3: one row per
 // rail). The report reads the exporter leg's files by these names too: its columns are a
 // subset.
 inline constexpr CsvColumn kHostColumns[] = {
-    {.name = "schema_version", .cell = Cell::version},
-    {.name = "timestamp_unix", .cell = Cell::finite, .key = true},
-    {.name = "timestamp_local", .since = 2, .cell = Cell::text},
-    {.name = "hostname", .cell = Cell::name, .key = true},
-    {.name = "source", .cell = Cell::name},
-    {.name = "sensor", .cell = Cell::name},
-    {.name = "socket_id", .cell = Cell::count, .key = true},
-    {.name = "power_w", .cell = Cell::watts, .key = true, .hi = kMaxSocketWatts},
-    {.name = "cpu_rail_w",
-     .since = 4,
-     .cell = Cell::watts,
-     .optional = true,
-     .hi = kMaxSocketWatts},
-    {.name = "soc_w", .since = 4, .cell = Cell::watts, .optional = true, .hi = kMaxSocketWatts},
-    {.name = "dram_w", .since = 4, .cell = Cell::watts, .optional = true, .hi = kMaxSocketWatts},
-    {.name = "module_w", .since = 5, .cell = Cell::watts, .optional = true, .hi = kMaxSocketWatts},
-    {.name = "total_power_w",
-     .cell = Cell::watts,
-     .optional = true,
-     .key = true,
-     .hi = kMaxNodeWatts},
+    {"schema_version", 1, Cell::version},
+    {"timestamp_unix", 1, Cell::finite, kKey},
+    {"timestamp_local", 2, Cell::text},
+    {"hostname", 1, Cell::name, kKey},
+    {"source", 1, Cell::name},
+    {"sensor", 1, Cell::name},
+    {"socket_id", 1, Cell::count, kKey},
+    {"power_w", 1, Cell::watts, kKey, 0, kMaxSocketWatts},
+    {"cpu_rail_w", 4, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"soc_w", 4, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"dram_w", 4, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"module_w", 5, Cell::watts, kOptional, 0, kMaxSocketWatts},
+    {"total_power_w", 1, Cell::watts, kOptional | kKey, 0, kMaxNodeWatts},
     // DCGM CPU-entity fields 1100..1104, fractions 0-1 of socket CPU time.
-    {.name = "cpu_util_total", .since = 3, .cell = Cell::finite, .optional = true},
-    {.name = "cpu_util_user", .since = 3, .cell = Cell::finite, .optional = true},
-    {.name = "cpu_util_nice", .since = 3, .cell = Cell::finite, .optional = true},
-    {.name = "cpu_util_sys", .since = 3, .cell = Cell::finite, .optional = true},
-    {.name = "cpu_util_irq", .since = 3, .cell = Cell::finite, .optional = true},
+    {"cpu_util_total", 3, Cell::finite, kOptional},
+    {"cpu_util_user", 3, Cell::finite, kOptional},
+    {"cpu_util_nice", 3, Cell::finite, kOptional},
+    {"cpu_util_sys", 3, Cell::finite, kOptional},
+    {"cpu_util_irq", 3, Cell::finite, kOptional},
 };
 
 // The position of `name` in `layout`; a name that is not there does not compile.

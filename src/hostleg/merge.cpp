@@ -37,21 +37,13 @@ struct Group {
   std::array<std::optional<double>, artifacts::kUtils> util;
 };
 
-class Problems {
- public:
-  explicit Problems(MergeOutcome& out) : out_(out) {}
-  void add(std::string message) {
-    if (out_.problems.size() < MergeOutcome::kMaxProblems) {
-      out_.problems.push_back(std::move(message));
-    }
-  }
-
- private:
-  MergeOutcome& out_;
-};
+// Human messages naming file:line and what was wrong; the first kMaxProblems only.
+void add_problem(MergeOutcome& out, std::string message) {
+  if (out.problems.size() < MergeOutcome::kMaxProblems) out.problems.push_back(std::move(message));
+}
 
 struct FileTally {
-  std::uint64_t malformed = 0, torn = 0, dropped = 0, unknown_sensors = 0;
+  std::uint64_t torn = 0, dropped = 0, unknown_sensors = 0;
 };
 
 std::optional<std::string> read_whole_file(const std::string& path, std::string* error) {
@@ -79,9 +71,8 @@ std::optional<double> present(double v) {
 // when its header is none of the host versions.
 class NodeFileReader {
  public:
-  NodeFileReader(std::string name, MergeOutcome& out, Problems& problems,
-                 std::vector<HostSampleRow>& rows)
-      : name_(std::move(name)), out_(out), problems_(problems), rows_(rows) {}
+  NodeFileReader(std::string name, MergeOutcome& out, std::vector<HostSampleRow>& rows)
+      : name_(std::move(name)), out_(out), rows_(rows) {}
 
   void read(const std::string& path) {
     std::string why;
@@ -92,7 +83,7 @@ class NodeFileReader {
     }
     if (text->empty()) {
       // The collector died before its header: no rows, and nothing wrong with the bytes.
-      problems_.add(name_ + ": empty file (no header)");
+      add_problem(out_, name_ + ": empty file (no header)");
       return;
     }
     // Collectors flush every row, so a SIGKILL can leave the last line cut short: its last
@@ -105,7 +96,7 @@ class NodeFileReader {
       body_end = nl == std::string::npos ? 0 : nl + 1;
       ++tally_.torn;
       if (body_end == 0) {
-        problems_.add(name_ + ":1: header line torn (writer stopped mid-line)");
+        add_problem(out_, name_ + ":1: header line torn (writer stopped mid-line)");
         return;
       }
       torn_message = name_ + ":" + std::to_string(line_at(*text, body_end)) +
@@ -124,16 +115,15 @@ class NodeFileReader {
       }
     }
     issues_.add_damage(damage);
-    for (auto& w : issues_.warnings(name_, rows_read_)) problems_.add(std::move(w));
-    if (!torn_message.empty()) problems_.add(torn_message);
+    for (auto& w : issues_.warnings(name_, rows_read_)) add_problem(out_, std::move(w));
+    if (!torn_message.empty()) add_problem(out_, torn_message);
     flush_groups();
-    tally_.malformed = issues_.skipped_rows();
-    out_.malformed_rows += tally_.malformed;
+    out_.malformed_rows += issues_.skipped_rows();
     out_.torn_rows += tally_.torn;
     out_.dropped_groups += tally_.dropped;
     if (tally_.unknown_sensors > 0) {
-      problems_.add(name_ + ": " + std::to_string(tally_.unknown_sensors) +
-                    " rows of unrecognised sensors ignored");
+      add_problem(out_, name_ + ": " + std::to_string(tally_.unknown_sensors) +
+                            " rows of unrecognised sensors ignored");
     }
   }
 
@@ -258,12 +248,11 @@ class NodeFileReader {
 
   void malformed_file(const std::string& message) {
     bad_file_ = true;
-    problems_.add(message);
+    add_problem(out_, message);
   }
 
   std::string name_;
   MergeOutcome& out_;
-  Problems& problems_;
   std::vector<HostSampleRow>& rows_;
   artifacts::CpuCsvColumns columns_;
   std::size_t width_ = 0;
@@ -300,7 +289,7 @@ std::string stem(const std::string& name, std::string_view suffix) {
 }
 
 nlohmann::ordered_json read_metadata(const std::string& path, const std::string& name,
-                                     Problems& problems, std::uint64_t& bad) {
+                                     MergeOutcome& out, std::uint64_t& bad) {
   using Json = nlohmann::ordered_json;
   std::string why;
   const auto text = common::read_small_file(path, &why, 16u << 20);
@@ -317,7 +306,7 @@ nlohmann::ordered_json read_metadata(const std::string& path, const std::string&
     }
   }
   ++bad;
-  problems.add(error);
+  add_problem(out, error);
   return Json{{"error", error}};
 }
 
@@ -343,7 +332,6 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 
 MergeOutcome merge(const MergeSettings& settings) {
   MergeOutcome out;
-  Problems problems(out);
   auto log = common::logger("cpu_power::merge");
   const fs::path cpu_dir(settings.cpu_dir);
   const std::string nodes_dir = (cpu_dir / kNodesDir).string();
@@ -352,7 +340,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   std::vector<HostSampleRow> rows;
   std::uint64_t unknown_sensor_rows = 0;
   for (const auto& name : files_ending(nodes_dir, ".csv")) {
-    NodeFileReader reader(nodes_prefix + name, out, problems, rows);
+    NodeFileReader reader(nodes_prefix + name, out, rows);
     reader.read((fs::path(nodes_dir) / name).string());
     unknown_sensor_rows += reader.tally().unknown_sensors;
     if (reader.bad_file()) out.malformed_files.push_back(nodes_prefix + name);
@@ -375,7 +363,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   }
   out.sample_row_count = rows.size();
 
-  std::string body(artifacts::kHostHeaderV5);
+  std::string body(artifacts::kHostHeader);
   body += "\r\n";
   body.reserve(body.size() + rows.size() * 160);
   for (const auto& r : rows) body += artifacts::format_host_v5_row(r);
@@ -389,7 +377,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   std::uint64_t bad_metadata = 0;
   for (const auto& name : files_ending(nodes_dir, kMetadataSuffix)) {
     manifest.node_metadata[stem(name, kMetadataSuffix)] = read_metadata(
-        (fs::path(nodes_dir) / name).string(), nodes_prefix + name, problems, bad_metadata);
+        (fs::path(nodes_dir) / name).string(), nodes_prefix + name, out, bad_metadata);
   }
   manifest.ready_errors = scan_markers((cpu_dir / kReadyDir).string()).errors;
 

@@ -64,21 +64,9 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::string_view kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::total:
-      return "total";
-    case Kind::cpu_rail:
-      return "cpu_rail";
-    case Kind::soc:
-      return "soc";
-    case Kind::dram:
-      return "dram";
-    case Kind::module:
-      return "module";
-    case Kind::other:
-      break;
-  }
-  return "other";
+  static constexpr std::string_view kNames[] = {"total", "cpu_rail", "soc",
+                                                "dram",  "module",   "other"};  // Kind order
+  return kNames[static_cast<int>(kind)];
 }
 
 std::optional<Kind> parse_kind(std::string_view name) {

@@ -182,17 +182,10 @@ struct Part {
   }
 };
 
+// A rail's index in kCpuRailColumns (cpu_rail, soc, dram: consecutive kinds), or -1.
 int rail_slot(SensorKind kind) {
-  switch (kind) {
-    case SensorKind::cpu_rail:
-      return 0;
-    case SensorKind::soc:
-      return 1;
-    case SensorKind::dram:
-      return 2;
-    default:
-      return -1;
-  }
+  const int slot = static_cast<int>(kind) - static_cast<int>(SensorKind::cpu_rail);
+  return slot >= 0 && slot < static_cast<int>(artifacts::kRails) ? slot : -1;
 }
 
 // Reads records into a Part by the columns' names.
