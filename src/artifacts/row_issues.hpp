@@ -144,24 +144,8 @@ inline bool read_socket_id(std::string_view cell, std::size_t line, RowIssues& i
   return false;
 }
 
-// A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
-// finite; all but blank are counted), or false when it is above `bound`: an error that
-// skips the row (counted by the caller's reason).
-bool refuse_watts(std::string_view cell, std::string_view column, double bound, std::size_t line,
-                  RowIssues& issues, double* out);
-inline bool read_watts(std::string_view cell, std::string_view column, double bound,
-                       std::size_t line, RowIssues& issues, double* out) {
-  if (!cell.empty() && parse_double(cell, out) && *out > 0 && *out <= bound) return true;
-  return refuse_watts(cell, column, bound, line, issues, out);
-}
-
-// The same for a watts column of a layout table, within its bound.
-inline bool read_watts(std::string_view cell, const CsvColumn& column, std::size_t line,
-                       RowIssues& issues, double* out) {
-  return read_watts(cell, column.name, column.hi, line, issues, out);
-}
-
-// The rest of read_watts: a blank, impossible or absurd reading.
+// read_watts for a cell that is not plainly a reading in (0, bound]: a blank, impossible or
+// absurd reading.
 inline bool refuse_watts(std::string_view cell, std::string_view column, double bound,
                          std::size_t line, RowIssues& issues, double* out) {
   *out = std::numeric_limits<double>::quiet_NaN();
@@ -181,6 +165,21 @@ inline bool refuse_watts(std::string_view cell, std::string_view column, double 
   }
   *out = v;
   return true;
+}
+
+// A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
+// finite; all but blank are counted), or false when it is above `bound`: an error that
+// skips the row (counted by the caller's reason).
+inline bool read_watts(std::string_view cell, std::string_view column, double bound,
+                       std::size_t line, RowIssues& issues, double* out) {
+  if (!cell.empty() && parse_double(cell, out) && *out > 0 && *out <= bound) return true;
+  return refuse_watts(cell, column, bound, line, issues, out);
+}
+
+// The same for a watts column of a layout table, within its bound.
+inline bool read_watts(std::string_view cell, const CsvColumn& column, std::size_t line,
+                       RowIssues& issues, double* out) {
+  return read_watts(cell, column.name, column.hi, line, issues, out);
 }
 
 }  // namespace cpupower::artifacts
