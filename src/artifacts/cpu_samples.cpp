@@ -12,42 +12,14 @@ std::string format_double(double value) {
   return out;
 }
 
-namespace {
-
-// v2 and v3 rows differ only in the schema_version cell and v3's module_w cell.
-std::string format_row(const CpuSampleRow& row, int version) {
+std::string format_cpu_row(const CpuSampleRow& row, int version) {
+  if (version != kCpuSchemaVersionV2) version = kCpuSchemaVersion;
   std::string out;
   out.reserve(128);
-  out += version == kCpuSchemaVersionV2 ? '2' : '3';
-  out += ',';
-  append_number(out, row.timestamp_unix);
-  out += ',';
-  append_cell(out, row.hostname);
-  out += ',';
-  append_cell(out, row.source);
-  out += ',';
-  append_cell(out, row.sensor);
-  out += ',';
-  out += std::to_string(row.socket_id);
-  out += ',';
-  append_number(out, row.power_w);
-  append_optional(out, row.cpu_rail_w);
-  append_optional(out, row.soc_w);
-  append_optional(out, row.dram_w);
-  if (version != kCpuSchemaVersionV2) append_optional(out, row.module_w);
-  append_optional(out, row.total_power_w);
-  out += "\r\n";
+  append_row(out, kCpuColumns, version, version, row.timestamp_unix, row.hostname, row.source,
+             row.sensor, row.socket_id, row.power_w, row.cpu_rail_w, row.soc_w, row.dram_w,
+             row.module_w, row.total_power_w);
   return out;
-}
-
-}  // namespace
-
-std::string format_v3_row(const CpuSampleRow& row) {
-  return format_row(row, kCpuSchemaVersion);
-}
-
-std::string format_v2_row(const CpuSampleRow& row) {
-  return format_row(row, kCpuSchemaVersionV2);
 }
 
 bool is_writable_cpu_schema(int version) {
@@ -55,20 +27,9 @@ bool is_writable_cpu_schema(int version) {
 }
 
 std::string_view cpu_header(int version) {
-  switch (version) {
-    case kCpuSchemaVersionV1:
-      return kCpuHeaderV1;
-    case kCpuSchemaVersionV2:
-      return kCpuHeaderV2;
-    case kCpuSchemaVersion:
-      return kCpuHeaderV3;
-    default:
-      return {};
-  }
-}
-
-std::string format_cpu_row(const CpuSampleRow& row, int schema_version) {
-  return format_row(row, schema_version);
+  static const std::string_view known[] = {kCpuHeaderV1, kCpuHeaderV2, kCpuHeaderV3};
+  if (version < 1 || version > kCpuSchemaVersion) return {};
+  return known[version - 1];
 }
 
 std::optional<std::string> cpu_row_problem(const CpuSampleRow& row) {
@@ -98,7 +59,7 @@ bool CpuSamplesWriter::append(std::span<const CpuSampleRow> rows) {
       refuse(std::move(*problem));
       all_ok = false;
     } else {
-      all_ok = append_rows(format_row(row, schema_version_), 1) && all_ok;
+      all_ok = append_rows(format_cpu_row(row, schema_version_), 1) && all_ok;
     }
   }
   return all_ok;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "artifacts/layout.hpp"
 #include "artifacts/row_appender.hpp"
 #include "common/result.hpp"
 
@@ -23,14 +24,9 @@ inline constexpr int kCpuSchemaVersionV1 = 1;
 inline constexpr int kCpuSchemaVersionV2 = 2;
 inline constexpr int kCpuSchemaVersion = 3;
 
-inline constexpr std::string_view kCpuHeaderV1 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w";
-inline constexpr std::string_view kCpuHeaderV2 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-    "dram_w,total_power_w";
-inline constexpr std::string_view kCpuHeaderV3 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-    "dram_w,module_w,total_power_w";
+inline const std::string kCpuHeaderV1 = csv_header(kCpuColumns, 1);
+inline const std::string kCpuHeaderV2 = csv_header(kCpuColumns, 2);
+inline const std::string kCpuHeaderV3 = csv_header(kCpuColumns, 3);
 
 // One row of any version. v1 rows are one rail each: `sensor` is the raw label (e.g. "Grace
 // Power Socket 0"), power_w that rail's value, and the rail columns are absent.
@@ -54,16 +50,17 @@ struct CpuSampleRow {
 // Shortest text that reads back to the same double (std::to_chars), e.g. 94.29, 1e-05, 94.
 std::string format_double(double value);
 
-// One v3 line with its "\r\n" terminator (the csv module's default dialect). Missing or
-// non-finite optional values are empty cells; cells holding , " CR or LF are quoted.
-// schema_version is always written as 3, whatever the row says.
-std::string format_v3_row(const CpuSampleRow& row);
-
-// The same as a v2 line: the v3 cells without module_w, schema_version written as 2.
-std::string format_v2_row(const CpuSampleRow& row);
-
-// A v2 or v3 line (anything but 2 is v3).
+// A v2 or v3 line (anything but 2 is v3) with its "\r\n" terminator (the csv module's
+// default dialect): schema_version is the version written, whatever the row says; v2 is v3
+// without module_w. Missing or non-finite optional values are empty cells; cells holding , "
+// CR or LF are quoted.
 std::string format_cpu_row(const CpuSampleRow& row, int schema_version);
+inline std::string format_v3_row(const CpuSampleRow& row) {
+  return format_cpu_row(row, kCpuSchemaVersion);
+}
+inline std::string format_v2_row(const CpuSampleRow& row) {
+  return format_cpu_row(row, kCpuSchemaVersionV2);
+}
 
 // The versions CpuSamplesWriter can write: 2 and 3.
 bool is_writable_cpu_schema(int version);

@@ -88,14 +88,8 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
     return out;
   }
   out.header = join(rec.cells);
-  for (int v = 1; v <= 3; ++v) {
-    if (out.header == cpu_header(v)) out.exporter_version = v;
-  }
-  const std::string_view host_headers[] = {kHostHeaderV1, kHostHeaderV2, kHostHeaderV3,
-                                           kHostHeaderV4, kHostHeaderV5};
-  for (int v = 1; v <= 5; ++v) {
-    if (out.header == host_headers[v - 1]) out.host_version = v;
-  }
+  out.exporter_version = header_version(kCpuColumns, out.header);
+  out.host_version = header_version(kHostColumns, out.header);
   const int version = cpu_samples_version(out);
   if (version == 0) return out;
   out.wide = out.exporter_version >= 2 || out.host_version >= 4;

@@ -227,12 +227,11 @@ std::string describe_bad_cell(std::string_view column, std::string_view cell,
                               std::string_view wanted = "a number");
 
 // Writers: one cell in the csv module's default dialect (quoted only when it holds , " CR or
-// LF), the shortest text that reads back to the same double, and ",value" or "," for an
-// optional number (non-finite values are empty cells).
+// LF), the shortest text that reads back to the same double, and an optional number (a
+// missing or non-finite value is an empty cell).
 void append_cell(std::string& out, std::string_view cell);
 void append_number(std::string& out, double value);
 inline void append_optional(std::string& out, const std::optional<double>& value) {
-  out += ',';
   if (value && std::isfinite(*value)) append_number(out, *value);
 }
 

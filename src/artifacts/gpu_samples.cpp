@@ -37,30 +37,27 @@ std::string shown_header(std::span<const std::string_view> cells) {
   return out + (line.size() > 80 ? "..." : "");
 }
 
+constexpr std::size_t kTimestampUnix = column_of(kGpuColumns, "timestamp_unix");
+constexpr std::size_t kHostname = column_of(kGpuColumns, "hostname");
+constexpr std::size_t kGpuIndex = column_of(kGpuColumns, "gpu_index");
+constexpr std::size_t kPowerW = column_of(kGpuColumns, "power_w");
+constexpr std::size_t kUtil = column_of(kGpuColumns, kGpuUtilColumns[0]);  // then the others
+static_assert(kGpuColumns[kUtil + 1].name == kGpuUtilColumns[1]);
+
 class GpuRowCollector {
  public:
   explicit GpuRowCollector(GpuSamplesFile& out) : out_(out) {}
 
-  // The columns by name; an error names the first required column the header lacks.
+  // The columns by name; an error names the first key column the header lacks.
   std::string header(std::span<const std::string_view> cells, std::size_t line) {
     header_.assign(cells.begin(), cells.end());
-    timestamp_unix_ = column_index(header_, "timestamp_unix");
-    hostname_ = column_index(header_, "hostname");
-    gpu_index_ = column_index(header_, "gpu_index");
-    power_w_ = column_index(header_, "power_w");
-    for (std::size_t i = 0; i < kGpuUtils; ++i) {
-      util_[i] = column_index(header_, kGpuUtilColumns[i]);
-      out_.has_util_column[i] = util_[i].has_value();
-    }
-    for (const auto& [name, index] : {std::pair{"timestamp_unix", timestamp_unix_},
-                                      {"hostname", hostname_},
-                                      {"gpu_index", gpu_index_},
-                                      {"power_w", power_w_}}) {
-      if (!index) {
-        return "line " + std::to_string(line) + ": the header has no '" + name + "' column (" +
-               std::to_string(cells.size()) + (cells.size() == 1 ? " cell: '" : " cells: '") +
-               shown_header(cells) + "')";
-      }
+    at_ = find_columns(kGpuColumns, header_);
+    for (std::size_t i = 0; i < kGpuUtils; ++i)
+      out_.has_util_column[i] = at_[kUtil + i].has_value();
+    if (const auto missing = missing_key(kGpuColumns, at_)) {
+      return "line " + std::to_string(line) + ": the header has no '" + std::string(*missing) +
+             "' column (" + std::to_string(cells.size()) +
+             (cells.size() == 1 ? " cell: '" : " cells: '") + shown_header(cells) + "')";
     }
     return "";
   }
@@ -68,26 +65,21 @@ class GpuRowCollector {
   void record(const CsvRecord& r) {
     ++out_.rows_read;
     if (!whole_record(r, header_.size(), out_.issues)) return;
-    const auto cell = [&](const std::optional<std::size_t>& i) -> std::string_view {
-      return i ? r.cells[*i] : std::string_view{};
-    };
-    const auto skip = [&](std::string_view reason, std::string detail) {
-      out_.issues.add(reason, true, r.line, [&] { return detail; });
+    const auto cell = [&](std::size_t column) -> std::string_view {
+      return at_[column] ? r.cells[*at_[column]] : std::string_view{};
     };
     double t = 0;
-    if (!parse_double(cell(timestamp_unix_), &t) || !std::isfinite(t)) {
-      return skip("timestamp_unix is not a finite number",
-                  describe_bad_cell("timestamp_unix", cell(timestamp_unix_), "a finite number"));
-    }
-    const auto idx = parse_int(cell(gpu_index_));
+    if (!read_time(cell(kTimestampUnix), r.line, out_.issues, &t)) return;
+    const auto idx = parse_int(cell(kGpuIndex));
     if (!idx || *idx < 0) {
-      return skip("gpu_index is not a non-negative integer",
-                  describe_bad_cell("gpu_index", cell(gpu_index_), "a non-negative integer"));
+      return out_.issues.add("gpu_index is not a non-negative integer", true, r.line, [&] {
+        return describe_bad_cell("gpu_index", cell(kGpuIndex), "a non-negative integer");
+      });
     }
-    const std::string_view host = cell(hostname_);
-    if (host.empty()) return skip("hostname is blank", "hostname is blank");
+    const std::string_view host = cell(kHostname);
+    if (!read_hostname(host, r.line, out_.issues)) return;
     double watts = 0;
-    if (!read_watts(cell(power_w_), "power_w", kMaxSocketWatts, r.line, out_.issues, &watts)) {
+    if (!read_watts(cell(kPowerW), kGpuColumns[kPowerW], r.line, out_.issues, &watts)) {
       return;
     }
     GpuSampleRow row;
@@ -98,7 +90,7 @@ class GpuRowCollector {
     if (!std::isnan(watts)) row.power_w = watts;
     for (std::size_t i = 0; i < kGpuUtils; ++i) {
       double u = 0;
-      if (parse_double(cell(util_[i]), &u) && std::isfinite(u)) row.util[i] = u;
+      if (parse_double(cell(kUtil + i), &u) && std::isfinite(u)) row.util[i] = u;
     }
     out_.rows.push_back(row);
   }
@@ -114,7 +106,7 @@ class GpuRowCollector {
 
   GpuSamplesFile& out_;
   std::vector<std::string> header_;
-  std::optional<std::size_t> timestamp_unix_, hostname_, gpu_index_, power_w_, util_[kGpuUtils];
+  std::vector<std::optional<std::size_t>> at_;  // kGpuColumns positions in the header
   std::unordered_map<std::string, std::size_t> index_;
 };
 

@@ -14,19 +14,15 @@
 #include <utility>
 #include <vector>
 
+#include "artifacts/layout.hpp"
 #include "artifacts/row_issues.hpp"
 #include "common/result.hpp"
 
 namespace cpupower::artifacts {
 
-inline constexpr std::string_view kGpuHeaderV1 =
-    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w";
-inline constexpr std::string_view kGpuHeaderV2 =
-    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"
-    "sm_active";
-inline constexpr std::string_view kGpuHeaderV3 =
-    "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w,gpu_util_pct,"
-    "sm_active,temperature_c";
+inline const std::string kGpuHeaderV1 = csv_header(kGpuColumns, 1);
+inline const std::string kGpuHeaderV2 = csv_header(kGpuColumns, 2);
+inline const std::string kGpuHeaderV3 = csv_header(kGpuColumns, 3);
 
 // Utilization columns the report summarises, in name order.
 inline constexpr std::string_view kGpuUtilColumns[] = {"gpu_util_pct", "sm_active"};

@@ -13,6 +13,7 @@
 
 #include "artifacts/csv.hpp"
 #include "artifacts/gpu_reasons.hpp"
+#include "artifacts/layout.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -23,18 +24,11 @@ constexpr std::size_t kMaxProblems = 20;
 constexpr std::size_t kDigestBlockBytes = 1u << 20;
 
 // Column positions, the same in every version (later versions only append).
-enum Column : std::size_t {
-  kSchemaVersion,
-  kTimestampUnix,
-  kScrapeSeq,
-  kHostname,
-  kGpuIndex,
-  kGpuUuid,
-  kPowerW,
-  kGpuUtilPct,
-  kSmActive,
-  kTemperatureC,
-};
+constexpr std::size_t kTimestampUnix = column_of(kGpuColumns, "timestamp_unix");
+constexpr std::size_t kScrapeSeq = column_of(kGpuColumns, "scrape_seq");
+constexpr std::size_t kHostname = column_of(kGpuColumns, "hostname");
+constexpr std::size_t kGpuIndex = column_of(kGpuColumns, "gpu_index");
+constexpr std::size_t kGpuUuid = column_of(kGpuColumns, "gpu_uuid");
 
 std::string hex(const std::uint8_t* bytes, std::size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -81,34 +75,13 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-std::vector<std::string_view> header_columns(int version) {
-  std::vector<std::string_view> out;
-  const std::string_view h = *gpu_samples_header(version);
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = h.find(',', start);
-    out.push_back(h.substr(start, comma == std::string_view::npos ? comma : comma - start));
-    if (comma == std::string_view::npos) return out;
-    start = comma + 1;
-  }
-}
-
-bool header_is(std::span<const std::string_view> cells, int version) {
-  const auto want = header_columns(version);
-  return std::equal(cells.begin(), cells.end(), want.begin(), want.end());
-}
-
 // The version whose header `cells` are, among those accepted; 0 when none.
-int header_version(std::span<const std::string_view> cells, std::optional<int> expected) {
-  if (expected) return gpu_samples_header(*expected) && header_is(cells, *expected) ? *expected : 0;
-  for (int v : {kGpuSamplesSchemaV1, kGpuSamplesSchemaV2, kGpuSamplesSchemaV3}) {
-    if (header_is(cells, v)) return v;
-  }
-  return 0;
-}
-
-std::size_t column_count(int version) {
-  return version == kGpuSamplesSchemaV1 ? 7 : version == kGpuSamplesSchemaV2 ? 9 : 10;
+int accepted_version(std::span<const std::string_view> cells, std::optional<int> expected) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) line.append(i ? "," : "").append(cells[i]);
+  const int v = header_version(kGpuColumns, line);
+  if (v == 0 || cells.size() != csv_width(kGpuColumns, v)) return 0;
+  return !expected || v == *expected ? v : 0;
 }
 
 // One well-formed row, before duplicates and ordering are looked at.
@@ -120,51 +93,20 @@ struct ParsedRow {
   std::string_view gpu_uuid;
 };
 
-bool optional_reading_ok(std::string_view cell, bool (*valid)(double)) {
-  if (cell.empty()) return true;
-  const auto v = parse_double(cell);
-  return v && valid(*v);
-}
-
-// Why the row breaks a cell rule, or empty when it does not.
+// Why the row breaks a cell rule (the first, in column order), or empty when it does not.
 std::string row_problem(std::span<const std::string_view> c, int version, ParsedRow* out) {
-  if (c.size() != column_count(version)) {
-    return std::to_string(c.size()) + " cells, the header has " +
-           std::to_string(column_count(version));
+  const std::size_t width = csv_width(kGpuColumns, version);
+  if (c.size() != width) {
+    return std::to_string(c.size()) + " cells, the header has " + std::to_string(width);
   }
-  const auto schema = parse_int(c[kSchemaVersion]);
-  if (!schema || *schema != version) {
-    return describe_bad_cell("schema_version", c[kSchemaVersion], std::to_string(version));
+  for (std::size_t i = 0; i < width; ++i) {
+    if (auto why = cell_problem(kGpuColumns[i], c[i], version)) return std::move(*why);
+    if (i == kGpuUuid && (!valid_utf8(c[kHostname]) || !valid_utf8(c[kGpuUuid]))) {
+      return "invalid UTF-8";
+    }
   }
-  const auto t = parse_double(c[kTimestampUnix]);
-  if (!t || !std::isfinite(*t)) {
-    return describe_bad_cell("timestamp_unix", c[kTimestampUnix], "a finite number");
-  }
-  const auto seq = parse_int(c[kScrapeSeq]);
-  if (!seq || *seq < 0) {
-    return describe_bad_cell("scrape_seq", c[kScrapeSeq], "an integer >= 0");
-  }
-  if (c[kHostname].empty()) return "hostname is empty";
-  const auto idx = parse_int(c[kGpuIndex]);
-  if (!idx || *idx < 0) return describe_bad_cell("gpu_index", c[kGpuIndex], "an integer >= 0");
-  if (c[kGpuUuid].empty()) return "gpu_uuid is empty";
-  if (!valid_utf8(c[kHostname]) || !valid_utf8(c[kGpuUuid])) return "invalid UTF-8";
-  const auto w = parse_double(c[kPowerW]);
-  if (!w || !std::isfinite(*w) || *w < 0) {
-    return describe_bad_cell("power_w", c[kPowerW], "a finite number >= 0");
-  }
-  if (version >= kGpuSamplesSchemaV2 && !optional_reading_ok(c[kGpuUtilPct], gpu_util_pct_valid)) {
-    return describe_bad_cell("gpu_util_pct", c[kGpuUtilPct], "empty or a number in 0..100");
-  }
-  if (version >= kGpuSamplesSchemaV2 && !optional_reading_ok(c[kSmActive], gpu_sm_active_valid)) {
-    return describe_bad_cell("sm_active", c[kSmActive], "empty or a number in 0..1");
-  }
-  if (version >= kGpuSamplesSchemaV3 &&
-      !optional_reading_ok(c[kTemperatureC], gpu_temperature_c_valid)) {
-    return describe_bad_cell("temperature_c", c[kTemperatureC],
-                             "empty or a number in -273.15..200");
-  }
-  *out = {static_cast<std::uint64_t>(*seq), *idx, *t, c[kHostname], c[kGpuUuid]};
+  *out = {static_cast<std::uint64_t>(*parse_int(c[kScrapeSeq])), *parse_int(c[kGpuIndex]),
+          *parse_double(c[kTimestampUnix]), c[kHostname], c[kGpuUuid]};
   return {};
 }
 
@@ -266,7 +208,7 @@ class StrictReader {
 
  private:
   bool header(const CsvRecord& r, bool damaged) {
-    out_.schema_version = damaged || r.line != 1 ? 0 : header_version(r.cells, expected_);
+    out_.schema_version = damaged || r.line != 1 ? 0 : accepted_version(r.cells, expected_);
     if (out_.schema_version == 0) {
       out_.reason_codes.add(reason::kSamplesCsvHeaderMismatch);
       problem(r.line, "the header is not the samples.csv header of " +

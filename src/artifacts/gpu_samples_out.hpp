@@ -17,12 +17,6 @@ inline constexpr int kGpuSamplesSchemaV2 = 2;
 inline constexpr int kGpuSamplesSchemaV3 = 3;
 inline constexpr int kGpuSamplesSchemaVersion = kGpuSamplesSchemaV3;  // what we write
 
-// The valid ranges of the optional readings; a value outside is an empty cell.
-inline constexpr double kGpuUtilPctMax = 100.0;         // DCGM_FI_DEV_GPU_UTIL, percent
-inline constexpr double kGpuSmActiveMax = 1.0;          // DCGM_FI_PROF_SM_ACTIVE, fraction
-inline constexpr double kGpuTemperatureMinC = -273.15;  // DCGM_FI_DEV_GPU_TEMP, Celsius
-inline constexpr double kGpuTemperatureMaxC = 200.0;
-
 struct GpuSampleOut {
   double timestamp_unix = 0;     // head-node clock, shared by every GPU of a host in a scrape
   std::uint64_t scrape_seq = 0;  // shared by every host in a collection cycle
@@ -43,16 +37,12 @@ std::optional<std::string_view> gpu_samples_header(int schema_version);
 // gpu_uuid, finite timestamp_unix, finite power_w >= 0, gpu_index >= 0.
 bool gpu_sample_writable(const GpuSampleOut& row);
 
-// Whether an optional reading is one the strict reader accepts (finite, in its range).
-bool gpu_util_pct_valid(double value);
-bool gpu_sm_active_valid(double value);
-bool gpu_temperature_c_valid(double value);
-
 // One row of `schema_version` (1, 2 or 3; anything else is 3) with its "\r\n": the first
 // cell is the version, the columns are those of the version's header (v1 drops the
-// utilization and temperature readings, v2 the temperature). A missing, non-finite or
-// out-of-range optional reading is an empty cell; hostname and gpu_uuid are quoted when
-// they hold , " CR or LF. Rows that are not gpu_sample_writable are the caller's to refuse.
+// utilization and temperature readings, v2 the temperature). An optional reading missing,
+// not finite or out of its column's range (artifacts/layout.hpp) is an empty cell; hostname
+// and gpu_uuid are quoted when they hold , " CR or LF. Rows that are not gpu_sample_writable
+// are the caller's to refuse.
 std::string format_gpu_row(const GpuSampleOut& row, int schema_version);
 // The same row appended to `out` (the collector's buffer for a scrape's rows: no string of
 // its own per row).

@@ -15,82 +15,42 @@ std::string join(const std::vector<std::string>& cells) {
   return out;
 }
 
+// The rail and utilization columns follow their first in the table, in the arrays' order.
+constexpr bool follow(std::size_t first, std::span<const std::string_view> names) {
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (kHostColumns[first + k].name != names[k]) return false;
+  }
+  return true;
+}
+static_assert(follow(host_column::kRail, kCpuRailColumns));
+static_assert(follow(host_column::kUtil, kCpuUtilColumns));
+
 }  // namespace
 
-std::string format_host_v5_row(const HostSampleRow& row) {
-  std::string out;
-  out.reserve(192);
-  out += "5,";
-  append_number(out, row.timestamp_unix);
-  out += ',';
-  append_cell(out, row.timestamp_local);
-  out += ',';
-  append_cell(out, row.hostname);
-  out += ',';
-  append_cell(out, row.source);
-  out += ',';
-  append_cell(out, row.sensor);
-  out += ',';
-  out += std::to_string(row.socket_id);
-  out += ',';
-  append_number(out, row.power_w);
-  for (const auto* v :
-       {&row.cpu_rail_w, &row.soc_w, &row.dram_w, &row.module_w, &row.total_power_w}) {
-    append_optional(out, *v);
-  }
-  for (const auto& u : row.cpu_util) append_optional(out, u);
-  out += "\r\n";
-  return out;
-}
-
 int host_schema_version(const std::vector<std::string>& header) {
-  const std::string line = join(header);
-  const std::string_view known[] = {kHostHeaderV1, kHostHeaderV2, kHostHeaderV3, kHostHeaderV4,
-                                    kHostHeaderV5};
-  for (int v = 1; v <= 5; ++v) {
-    if (line == known[v - 1]) return v;
-  }
-  return 0;
+  return header_version(kHostColumns, join(header));
 }
 
 std::string describe_cpu_header(const std::vector<std::string>& header) {
   const std::string line = join(header);
   if (line == kCpuHeaderV1) return "exporter v1 / host v1";
-  if (line == kCpuHeaderV2) return "exporter v2";
-  if (line == kCpuHeaderV3) return "exporter v3";
-  const int v = host_schema_version(header);
+  if (const int v = header_version(kCpuColumns, line); v > 0)
+    return "exporter v" + std::to_string(v);
+  const int v = header_version(kHostColumns, line);
   if (v > 0) return "host v" + std::to_string(v);
   return "unrecognised";
 }
 
 CpuCsvColumns CpuCsvColumns::from_header(const std::vector<std::string>& header) {
   CpuCsvColumns c;
-  c.timestamp_unix = column_index(header, "timestamp_unix");
-  c.hostname = column_index(header, "hostname");
-  c.source = column_index(header, "source");
-  c.sensor = column_index(header, "sensor");
-  c.socket_id = column_index(header, "socket_id");
-  c.power_w = column_index(header, "power_w");
-  c.total_power_w = column_index(header, "total_power_w");
-  c.module_w = column_index(header, "module_w");
+  c.at = find_columns(kHostColumns, header);
   c.wide = true;
-  for (std::size_t i = 0; i < kCpuRailColumns.size(); ++i) {
-    c.rails[i] = column_index(header, kCpuRailColumns[i]);
-    c.wide = c.wide && c.rails[i].has_value();
-  }
-  for (std::size_t i = 0; i < kCpuUtilColumns.size(); ++i) {
-    c.util[i] = column_index(header, kCpuUtilColumns[i]);
-  }
+  for (std::size_t k = 0; k < kRails; ++k) c.wide = c.wide && c.at[host_column::kRail + k];
   return c;
 }
 
 std::string CpuCsvColumns::missing_required() const {
-  if (!timestamp_unix) return "timestamp_unix";
-  if (!hostname) return "hostname";
-  if (!socket_id) return "socket_id";
-  if (!power_w) return "power_w";
-  if (!total_power_w) return "total_power_w";
-  return "";
+  return std::string(missing_key(kHostColumns, at).value_or(""));
 }
 
 }  // namespace cpupower::artifacts

@@ -9,28 +9,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "artifacts/layout.hpp"
+
 namespace cpupower::artifacts {
 
-inline constexpr std::string_view kHostHeaderV1 =
-    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w";
-inline constexpr std::string_view kHostHeaderV2 =
-    "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,"
-    "total_power_w";
-inline constexpr std::string_view kHostHeaderV3 =
-    "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,"
-    "total_power_w,cpu_util_total,cpu_util_user,cpu_util_nice,cpu_util_sys,cpu_util_irq";
-inline constexpr std::string_view kHostHeaderV4 =
-    "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,"
-    "cpu_rail_w,soc_w,dram_w,total_power_w,cpu_util_total,cpu_util_user,cpu_util_nice,"
-    "cpu_util_sys,cpu_util_irq";
-inline constexpr std::string_view kHostHeaderV5 =
-    "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,power_w,"
-    "cpu_rail_w,soc_w,dram_w,module_w,total_power_w,cpu_util_total,cpu_util_user,"
-    "cpu_util_nice,cpu_util_sys,cpu_util_irq";
+inline const std::string kHostHeaderV1 = csv_header(kHostColumns, 1);
+inline const std::string kHostHeaderV2 = csv_header(kHostColumns, 2);
+inline const std::string kHostHeaderV3 = csv_header(kHostColumns, 3);
+inline const std::string kHostHeaderV4 = csv_header(kHostColumns, 4);
+inline const std::string kHostHeaderV5 = csv_header(kHostColumns, 5);
+inline const std::string kHostHeader = csv_header(kHostColumns, newest_version(kHostColumns));
 
 // DCGM CPU-entity fields 1100..1104, fractions 0-1 of socket CPU time (host leg v3+).
 inline constexpr std::size_t kUtils = 5;
@@ -42,11 +35,13 @@ inline constexpr std::size_t kRails = 3;
 inline constexpr std::array<std::string_view, kRails> kCpuRailColumns = {"cpu_rail_w", "soc_w",
                                                                          "dram_w"};
 
-inline constexpr int kHostSchemaVersion = 5;
+inline constexpr int kHostSchemaVersion = newest_version(kHostColumns);
 
 // One row of the host leg's wide layout (v4/v5): one socket of one sample. power_w is the
-// socket's primary reading (ACPI envelope, DCGM field 1130); total_power_w the node total,
-// present only when every discovered socket total read back; module_w NVML module power.
+// socket's primary reading (ACPI envelope, DCGM field 1130), NaN when missing (an empty
+// cell: the merge keeps a node file's row whose reading the report reads as missing);
+// total_power_w the node total, present only when every discovered socket total read back;
+// module_w NVML module power.
 struct HostSampleRow {
   double timestamp_unix = 0;
   std::string timestamp_local;  // ISO 8601 with the node's UTC offset
@@ -61,8 +56,19 @@ struct HostSampleRow {
   bool operator==(const HostSampleRow&) const = default;
 };
 
-// One v5 line with its "\r\n" terminator; missing or non-finite values are empty cells.
-std::string format_host_v5_row(const HostSampleRow& row);
+// One line of the newest version (v5) with its "\r\n" terminator, the cells in kHostColumns
+// order; missing or non-finite values are empty cells.
+inline std::string format_host_v5_row(const HostSampleRow& row) {
+  std::string out;
+  out.reserve(192);
+  const auto& u = row.cpu_util;
+  const std::optional<double> power_w = row.power_w;  // a missing (NaN) one is an empty cell
+  append_row(out, kHostColumns, kHostSchemaVersion, kHostSchemaVersion, row.timestamp_unix,
+             row.timestamp_local, row.hostname, row.source, row.sensor, row.socket_id, power_w,
+             row.cpu_rail_w, row.soc_w, row.dram_w, row.module_w, row.total_power_w, u[0], u[1],
+             u[2], u[3], u[4]);
+  return out;
+}
 
 // Which header this is, for messages: "exporter v3", "host v4", or "unrecognised" when the
 // header matches no known version exactly (it is still read by column name).
@@ -71,20 +77,38 @@ std::string describe_cpu_header(const std::vector<std::string>& header);
 // Host-leg schema version (1..5) whose header this is exactly, else 0.
 int host_schema_version(const std::vector<std::string>& header);
 
-// Column positions by name; a column the header lacks is nullopt.
+// Positions in kHostColumns of the columns the readers use.
+namespace host_column {
+inline constexpr std::size_t kTimestampUnix = column_of(kHostColumns, "timestamp_unix");
+inline constexpr std::size_t kTimestampLocal = column_of(kHostColumns, "timestamp_local");
+inline constexpr std::size_t kHostname = column_of(kHostColumns, "hostname");
+inline constexpr std::size_t kSource = column_of(kHostColumns, "source");
+inline constexpr std::size_t kSensor = column_of(kHostColumns, "sensor");
+inline constexpr std::size_t kSocketId = column_of(kHostColumns, "socket_id");
+inline constexpr std::size_t kPowerW = column_of(kHostColumns, "power_w");
+inline constexpr std::size_t kRail = column_of(kHostColumns, kCpuRailColumns[0]);  // then soc, dram
+inline constexpr std::size_t kModuleW = column_of(kHostColumns, "module_w");
+inline constexpr std::size_t kTotalPowerW = column_of(kHostColumns, "total_power_w");
+inline constexpr std::size_t kUtil =
+    column_of(kHostColumns, kCpuUtilColumns[0]);  // then the others
+}  // namespace host_column
+
+// Where each kHostColumns column is in a file's header, by name: the host leg's layouts, and
+// the exporter leg's, whose columns are among them.
 struct CpuCsvColumns {
-  std::optional<std::size_t> timestamp_unix, hostname, source, sensor, socket_id, power_w,
-      total_power_w, module_w;
-  std::array<std::optional<std::size_t>, kRails> rails;  // kCpuRailColumns order
-  std::array<std::optional<std::size_t>, kUtils> util;   // kCpuUtilColumns order
+  std::vector<std::optional<std::size_t>> at;  // by kHostColumns position; nullopt: absent
   // One row per socket when every rail column is present (the reference's rule); else one
   // row per rail or sensor.
   bool wide = false;
 
   static CpuCsvColumns from_header(const std::vector<std::string>& header);
-  // The columns every row needs: timestamp_unix, hostname, socket_id, power_w, total_power_w.
-  // Empty when all are there, else the first missing name.
+  // The key columns every row needs: timestamp_unix, hostname, socket_id, power_w,
+  // total_power_w. Empty when all are there, else the first missing name.
   std::string missing_required() const;
+  // The record's cell of a column; empty when the header lacks it.
+  std::string_view cell(std::span<const std::string_view> cells, std::size_t column) const {
+    return at[column] ? cells[*at[column]] : std::string_view{};
+  }
 };
 
 }  // namespace cpupower::artifacts

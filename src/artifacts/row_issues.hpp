@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "artifacts/csv.hpp"
-#include "artifacts/limits.hpp"
+#include "artifacts/layout.hpp"
 
 namespace cpupower::artifacts {
 
@@ -115,18 +116,36 @@ inline std::optional<std::string> record_damage(const CsvRecord& r, std::size_t 
   return std::nullopt;
 }
 
-// A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
-// finite; all but blank are counted), or false when it is above `bound`: an error that
-// skips the row (counted by the caller's reason).
-bool refuse_watts(std::string_view cell, std::string_view column, double bound, std::size_t line,
-                  RowIssues& issues, double* out);
-inline bool read_watts(std::string_view cell, std::string_view column, double bound,
-                       std::size_t line, RowIssues& issues, double* out) {
-  if (!cell.empty() && parse_double(cell, out) && *out > 0 && *out <= bound) return true;
-  return refuse_watts(cell, column, bound, line, issues, out);
+// The key cells of a samples row, in the words every reader counts a skipped row under: a
+// finite timestamp_unix, a non-blank hostname, a socket_id in 0..2^32-1. False (the row
+// skipped and counted) when the cell breaks its rule.
+inline bool read_time(std::string_view cell, std::size_t line, RowIssues& issues, double* out) {
+  if (parse_double(cell, out) && std::isfinite(*out)) return true;
+  issues.add("timestamp_unix is not a finite number", true, line,
+             [&] { return describe_bad_cell("timestamp_unix", cell, "a finite number"); });
+  return false;
+}
+inline bool read_hostname(std::string_view cell, std::size_t line, RowIssues& issues) {
+  if (!cell.empty()) return true;
+  issues.add("hostname is blank", true, line, [] { return std::string("hostname is blank"); });
+  return false;
+}
+inline bool read_socket_id(std::string_view cell, std::size_t line, RowIssues& issues,
+                           std::uint32_t* out) {
+  const auto v = cell.size() == 1 && cell[0] >= '0' && cell[0] <= '9'
+                     ? std::optional<long long>(cell[0] - '0')  // the common case, no parse
+                     : parse_int(cell);
+  if (v && *v >= 0 && *v <= 0xFFFFFFFFLL) {
+    *out = static_cast<std::uint32_t>(*v);
+    return true;
+  }
+  issues.add("socket_id is not an integer in 0..4294967295", true, line,
+             [&] { return describe_bad_cell("socket_id", cell, "an integer in 0..4294967295"); });
+  return false;
 }
 
-// The rest of read_watts: a blank, impossible or absurd reading.
+// read_watts for a cell that is not plainly a reading in (0, bound]: a blank, impossible or
+// absurd reading.
 inline bool refuse_watts(std::string_view cell, std::string_view column, double bound,
                          std::size_t line, RowIssues& issues, double* out) {
   *out = std::numeric_limits<double>::quiet_NaN();
@@ -146,6 +165,21 @@ inline bool refuse_watts(std::string_view cell, std::string_view column, double 
   }
   *out = v;
   return true;
+}
+
+// A power reading: its value, NaN when missing (blank, unparsable, zero, negative or not
+// finite; all but blank are counted), or false when it is above `bound`: an error that
+// skips the row (counted by the caller's reason).
+inline bool read_watts(std::string_view cell, std::string_view column, double bound,
+                       std::size_t line, RowIssues& issues, double* out) {
+  if (!cell.empty() && parse_double(cell, out) && *out > 0 && *out <= bound) return true;
+  return refuse_watts(cell, column, bound, line, issues, out);
+}
+
+// The same for a watts column of a layout table, within its bound.
+inline bool read_watts(std::string_view cell, const CsvColumn& column, std::size_t line,
+                       RowIssues& issues, double* out) {
+  return read_watts(cell, column.name, column.hi, line, issues, out);
 }
 
 }  // namespace cpupower::artifacts

@@ -15,62 +15,35 @@
 
 #include "artifacts/csv.hpp"
 #include "artifacts/host_samples.hpp"
-#include "artifacts/limits.hpp"
+#include "artifacts/row_issues.hpp"
 #include "common/log.hpp"
 #include "common/text.hpp"
 #include "hostleg/manifest.hpp"
 #include "hostleg/markers.hpp"
+#include "rails/rails.hpp"
 
 namespace cpupower::hostleg {
 namespace {
 
 namespace fs = std::filesystem;
 using artifacts::HostSampleRow;
-
-// What a long-layout (v1..v3) sensor contributes to its socket's v5 row.
-enum class Rail { side_total, dcgm_cpu, cpu_rail, soc, dram, module, unknown };
-
-Rail classify(std::string_view sensor) {
-  const auto colon = sensor.find(':');
-  if (colon == std::string_view::npos || sensor.substr(0, 3) != "CPU") return Rail::unknown;
-  const std::string_view suffix = sensor.substr(colon + 1);
-  if (suffix == "cpuSidePowerUsageW") return Rail::side_total;
-  if (suffix == "cpuPowerUsageW") return Rail::dcgm_cpu;
-  if (suffix == "cpuRailPowerUsageW") return Rail::cpu_rail;
-  if (suffix == "socPowerUsageW") return Rail::soc;
-  if (suffix == "dramPowerUsageW") return Rail::dram;
-  if (suffix == "modulePowerUsageW") return Rail::module;
-  return Rail::unknown;
-}
-
-// One long row, validated; `row.power_w` is that rail's own reading.
-struct LongRow {
-  HostSampleRow row;
-  Rail rail = Rail::unknown;
-};
+namespace col = artifacts::host_column;
 
 // The rows of one (timestamp_unix, hostname, socket_id) in a long file.
 struct Group {
-  std::optional<LongRow> side, dcgm;  // primary candidates: the ACPI total wins
-  std::optional<double> cpu_rail, soc, dram, module, total;
-  std::array<std::optional<double>, 5> util;
+  std::optional<HostSampleRow> side, dcgm;     // primary candidates: the ACPI total wins
+  std::array<std::optional<double>, 5> rails;  // by rails::Kind: cpu_rail, soc, dram, module
+  std::optional<double> total;
+  std::array<std::optional<double>, artifacts::kUtils> util;
 };
 
-class Problems {
- public:
-  explicit Problems(MergeOutcome& out) : out_(out) {}
-  void add(std::string message) {
-    if (out_.problems.size() < MergeOutcome::kMaxProblems) {
-      out_.problems.push_back(std::move(message));
-    }
-  }
-
- private:
-  MergeOutcome& out_;
-};
+// Human messages naming file:line and what was wrong; the first kMaxProblems only.
+void add_problem(MergeOutcome& out, std::string message) {
+  if (out.problems.size() < MergeOutcome::kMaxProblems) out.problems.push_back(std::move(message));
+}
 
 struct FileTally {
-  std::uint64_t malformed = 0, torn = 0, dropped = 0, unknown_sensors = 0;
+  std::uint64_t torn = 0, dropped = 0, unknown_sensors = 0;
 };
 
 std::optional<std::string> read_whole_file(const std::string& path, std::string* error) {
@@ -88,27 +61,18 @@ std::optional<std::string> read_whole_file(const std::string& path, std::string*
   return std::move(ss).str();
 }
 
-std::optional<double> finite_cell(std::string_view cell) {
-  const auto v = artifacts::parse_double(cell);
-  if (!v || !std::isfinite(*v)) return std::nullopt;
-  return v;
+std::optional<double> present(double v) {
+  return std::isnan(v) ? std::nullopt : std::optional<double>(v);
 }
 
-// An optional power reading: positive and finite, or missing (blank, garbled, zero or
-// negative: what a writer leaves blank, and what the report would read as missing).
-std::optional<double> watts_cell(std::string_view cell) {
-  const auto v = finite_cell(cell);
-  if (!v || !(*v > 0)) return std::nullopt;
-  return v;
-}
-
-// Reads one node file into v5 rows. Malformed rows are skipped and counted; the file as a
-// whole is refused only when its header is none of the host versions.
+// Reads one node file into v5 rows by the report's row rules (artifacts/row_issues.hpp), so
+// that the merged file reads as the node files do: rows the report skips are skipped and
+// counted, readings it reads as missing are empty cells. The file as a whole is refused only
+// when its header is none of the host versions.
 class NodeFileReader {
  public:
-  NodeFileReader(std::string name, MergeOutcome& out, Problems& problems,
-                 std::vector<HostSampleRow>& rows)
-      : name_(std::move(name)), out_(out), problems_(problems), rows_(rows) {}
+  NodeFileReader(std::string name, MergeOutcome& out, std::vector<HostSampleRow>& rows)
+      : name_(std::move(name)), out_(out), rows_(rows) {}
 
   void read(const std::string& path) {
     std::string why;
@@ -119,7 +83,7 @@ class NodeFileReader {
     }
     if (text->empty()) {
       // The collector died before its header: no rows, and nothing wrong with the bytes.
-      problems_.add(name_ + ": empty file (no header)");
+      add_problem(out_, name_ + ": empty file (no header)");
       return;
     }
     // Collectors flush every row, so a SIGKILL can leave the last line cut short: its last
@@ -132,7 +96,7 @@ class NodeFileReader {
       body_end = nl == std::string::npos ? 0 : nl + 1;
       ++tally_.torn;
       if (body_end == 0) {
-        problems_.add(name_ + ":1: header line torn (writer stopped mid-line)");
+        add_problem(out_, name_ + ":1: header line torn (writer stopped mid-line)");
         return;
       }
       torn_message = name_ + ":" + std::to_string(line_at(*text, body_end)) +
@@ -143,8 +107,6 @@ class NodeFileReader {
     std::vector<artifacts::CsvDamage> damage;
     bool header = true;
     while (reader.next(record, damage)) {
-      for (const auto& d : damage) bad_row(d.line, d.what);
-      damage.clear();
       if (header) {
         header = false;
         if (!on_header(std::vector<std::string>(record.cells.begin(), record.cells.end()))) break;
@@ -152,15 +114,16 @@ class NodeFileReader {
         on_record(record);
       }
     }
-    for (const auto& d : damage) bad_row(d.line, d.what);
-    if (!torn_message.empty()) problems_.add(torn_message);
+    issues_.add_damage(damage);
+    for (auto& w : issues_.warnings(name_, rows_read_)) add_problem(out_, std::move(w));
+    if (!torn_message.empty()) add_problem(out_, torn_message);
     flush_groups();
-    out_.malformed_rows += tally_.malformed;
+    out_.malformed_rows += issues_.skipped_rows();
     out_.torn_rows += tally_.torn;
     out_.dropped_groups += tally_.dropped;
     if (tally_.unknown_sensors > 0) {
-      problems_.add(name_ + ": " + std::to_string(tally_.unknown_sensors) +
-                    " rows of unrecognised sensors ignored");
+      add_problem(out_, name_ + ": " + std::to_string(tally_.unknown_sensors) +
+                            " rows of unrecognised sensors ignored");
     }
   }
 
@@ -174,8 +137,7 @@ class NodeFileReader {
   }
 
   bool on_header(const std::vector<std::string>& header) {
-    version_ = artifacts::host_schema_version(header);
-    if (version_ == 0) {
+    if (artifacts::host_schema_version(header) == 0) {
       std::string shown;
       for (std::size_t i = 0; i < header.size(); ++i) shown += (i ? "," : "") + header[i];
       if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
@@ -183,76 +145,46 @@ class NodeFileReader {
       return false;
     }
     columns_ = artifacts::CpuCsvColumns::from_header(header);
-    timestamp_local_ = artifacts::column_index(header, "timestamp_local");
     width_ = header.size();
     return true;
   }
 
-  void bad_row(std::size_t line, const std::string& message) {
-    ++tally_.malformed;
-    problems_.add(name_ + ":" + std::to_string(line) + ": " + message);
-  }
-
-  void above_bound(std::size_t line, std::string_view column, double v, double bound) {
-    bad_row(line, fmt::format("{} {} W is above the physical bound of {} W", column, v, bound));
-  }
-
-  void on_record(const artifacts::CsvRecord& record) {
-    const std::size_t line = record.line;
-    const auto& c = record.cells;
-    if (c.size() != width_) {
-      return bad_row(line,
-                     std::to_string(c.size()) + " cells, the header has " + std::to_string(width_));
-    }
+  void on_record(const artifacts::CsvRecord& r) {
+    ++rows_read_;
+    if (!artifacts::whole_record(r, width_, issues_)) return;
+    const auto cell = [&](std::size_t column) { return columns_.cell(r.cells, column); };
     HostSampleRow row;
-    double value = 0;
-    if (!artifacts::parse_double(c[*columns_.timestamp_unix], &value) || !std::isfinite(value)) {
-      return bad_row(line, artifacts::describe_bad_cell(
-                               "timestamp_unix", c[*columns_.timestamp_unix], "a finite number"));
+    if (!artifacts::read_time(cell(col::kTimestampUnix), r.line, issues_, &row.timestamp_unix) ||
+        !artifacts::read_hostname(cell(col::kHostname), r.line, issues_) ||
+        !artifacts::read_socket_id(cell(col::kSocketId), r.line, issues_, &row.socket_id)) {
+      return;
     }
-    row.timestamp_unix = value;
-    row.hostname = std::string(c[*columns_.hostname]);
-    if (row.hostname.empty()) return bad_row(line, "hostname is blank");
-    const auto socket = artifacts::parse_int(c[*columns_.socket_id]);
-    if (!socket || *socket < 0 || *socket > std::numeric_limits<std::uint32_t>::max()) {
-      return bad_row(line, artifacts::describe_bad_cell("socket_id", c[*columns_.socket_id],
-                                                        "a non-negative integer"));
+    // Every reading in the report's order: one above its physical bound skips the row.
+    double total = 0, module = 0;
+    std::array<double, artifacts::kRails> rail_w{};
+    const auto watts = [&](std::size_t column, double* out) {
+      return artifacts::read_watts(cell(column), artifacts::kHostColumns[column], r.line, issues_,
+                                   out);
+    };
+    if (!watts(col::kTotalPowerW, &total) || !watts(col::kPowerW, &row.power_w) ||
+        !watts(col::kModuleW, &module)) {
+      return;
     }
-    row.socket_id = static_cast<std::uint32_t>(*socket);
-    if (!artifacts::parse_double(c[*columns_.power_w], &value) || !std::isfinite(value) ||
-        !(value > 0)) {
-      return bad_row(line, artifacts::describe_bad_cell("power_w", c[*columns_.power_w],
-                                                        "a positive finite number"));
+    for (std::size_t k = 0; k < artifacts::kRails; ++k) {
+      if (!watts(col::kRail + k, &rail_w[k])) return;
     }
-    row.power_w = value;
-    if (columns_.source) row.source = std::string(c[*columns_.source]);
-    if (columns_.sensor) row.sensor = std::string(c[*columns_.sensor]);
-    if (timestamp_local_) row.timestamp_local = std::string(c[*timestamp_local_]);
-    // Optional values that are blank or garbled are missing, as the writer would have left
-    // them: the row's time and primary power are what make it a sample.
-    row.total_power_w = watts_cell(c[*columns_.total_power_w]);
-    for (std::size_t i = 0; i < columns_.util.size(); ++i) {
-      if (columns_.util[i]) row.cpu_util[i] = finite_cell(c[*columns_.util[i]]);
-    }
-    if (columns_.wide) {
-      row.cpu_rail_w = watts_cell(c[*columns_.rails[0]]);
-      row.soc_w = watts_cell(c[*columns_.rails[1]]);
-      row.dram_w = watts_cell(c[*columns_.rails[2]]);
-      if (columns_.module_w) row.module_w = watts_cell(c[*columns_.module_w]);
-    }
-    // A reading above its physical bound is an error, never a value (artifacts/limits.hpp):
-    // the row goes, as the report would skip it.
-    using Reading = std::pair<std::string_view, std::optional<double>>;
-    for (const auto& [column, reading] :
-         {Reading{"power_w", row.power_w}, Reading{"cpu_rail_w", row.cpu_rail_w},
-          Reading{"soc_w", row.soc_w}, Reading{"dram_w", row.dram_w},
-          Reading{"module_w", row.module_w}}) {
-      if (reading.value_or(0) > artifacts::kMaxSocketWatts) {
-        return above_bound(line, column, *reading, artifacts::kMaxSocketWatts);
-      }
-    }
-    if (row.total_power_w.value_or(0) > artifacts::kMaxNodeWatts) {
-      return above_bound(line, "total_power_w", *row.total_power_w, artifacts::kMaxNodeWatts);
+    row.hostname = cell(col::kHostname);
+    row.timestamp_local = cell(col::kTimestampLocal);
+    row.source = cell(col::kSource);
+    row.sensor = cell(col::kSensor);
+    row.total_power_w = present(total);
+    row.module_w = present(module);
+    row.cpu_rail_w = present(rail_w[0]);
+    row.soc_w = present(rail_w[1]);
+    row.dram_w = present(rail_w[2]);
+    for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
+      const auto u = artifacts::parse_double(cell(col::kUtil + k));
+      if (u && std::isfinite(*u)) row.cpu_util[k] = u;
     }
     if (columns_.wide) {
       rows_.push_back(std::move(row));
@@ -262,8 +194,9 @@ class NodeFileReader {
   }
 
   void add_long(HostSampleRow row) {
-    const Rail rail = classify(row.sensor);
-    if (rail == Rail::unknown) {
+    const auto named =
+        row.sensor.starts_with("CPU") ? rails::parse_sensor_name(row.sensor) : std::nullopt;
+    if (!named) {
       ++tally_.unknown_sensors;
       return;
     }
@@ -276,34 +209,19 @@ class NodeFileReader {
     };
     take(g.total, row.total_power_w);
     for (std::size_t i = 0; i < g.util.size(); ++i) take(g.util[i], row.cpu_util[i]);
-    const std::optional<double> reading = row.power_w;
-    switch (rail) {
-      case Rail::side_total:
-        if (!g.side) g.side = LongRow{std::move(row), rail};
-        break;
-      case Rail::dcgm_cpu:
-        if (!g.dcgm) g.dcgm = LongRow{std::move(row), rail};
-        break;
-      case Rail::cpu_rail:
-        take(g.cpu_rail, reading);
-        break;
-      case Rail::soc:
-        take(g.soc, reading);
-        break;
-      case Rail::dram:
-        take(g.dram, reading);
-        break;
-      case Rail::module:
-        take(g.module, reading);
-        break;
-      case Rail::unknown:
-        break;
+    const std::optional<double> reading = present(row.power_w);
+    if (!reading) return;  // the report too takes only its total and utilization
+    if (named->dcgm || named->kind == rails::Kind::total) {
+      auto& primary = named->dcgm ? g.dcgm : g.side;
+      if (!primary) primary = std::move(row);
+    } else {
+      take(g.rails[static_cast<std::size_t>(named->kind)], reading);
     }
   }
 
   void flush_groups() {
     for (auto& g : groups_) {
-      std::optional<LongRow>& primary = g.side ? g.side : g.dcgm;
+      std::optional<HostSampleRow>& primary = g.side ? g.side : g.dcgm;
       if (!primary) {
         ++tally_.dropped;
         continue;
@@ -311,12 +229,13 @@ class NodeFileReader {
       // DCGM field 1130 is the CPU rail itself, so it fills both columns, as v4+ writers do.
       // Read before the primary's row is moved from: it may be the DCGM row.
       std::optional<double> dcgm_rail;
-      if (g.dcgm && g.dcgm->row.source == "dcgm") dcgm_rail = g.dcgm->row.power_w;
-      HostSampleRow row = std::move(primary->row);
-      row.cpu_rail_w = g.cpu_rail ? g.cpu_rail : dcgm_rail;
-      row.soc_w = g.soc;
-      row.dram_w = g.dram;
-      row.module_w = g.module;
+      if (g.dcgm && g.dcgm->source == "dcgm") dcgm_rail = g.dcgm->power_w;
+      HostSampleRow row = std::move(*primary);
+      const auto rail = [&](rails::Kind k) { return g.rails[static_cast<std::size_t>(k)]; };
+      row.cpu_rail_w = rail(rails::Kind::cpu_rail) ? rail(rails::Kind::cpu_rail) : dcgm_rail;
+      row.soc_w = rail(rails::Kind::soc);
+      row.dram_w = rail(rails::Kind::dram);
+      row.module_w = rail(rails::Kind::module);
       if (!row.total_power_w) row.total_power_w = g.total;
       for (std::size_t i = 0; i < row.cpu_util.size(); ++i) {
         if (!row.cpu_util[i]) row.cpu_util[i] = g.util[i];
@@ -329,17 +248,16 @@ class NodeFileReader {
 
   void malformed_file(const std::string& message) {
     bad_file_ = true;
-    problems_.add(message);
+    add_problem(out_, message);
   }
 
   std::string name_;
   MergeOutcome& out_;
-  Problems& problems_;
   std::vector<HostSampleRow>& rows_;
-  int version_ = 0;
   artifacts::CpuCsvColumns columns_;
-  std::optional<std::size_t> timestamp_local_;
   std::size_t width_ = 0;
+  std::size_t rows_read_ = 0;  // records after the header
+  artifacts::RowIssues issues_;
   std::vector<Group> groups_;
   std::map<std::tuple<double, std::string, std::uint32_t>, std::size_t> group_index_;
   FileTally tally_;
@@ -371,7 +289,7 @@ std::string stem(const std::string& name, std::string_view suffix) {
 }
 
 nlohmann::ordered_json read_metadata(const std::string& path, const std::string& name,
-                                     Problems& problems, std::uint64_t& bad) {
+                                     MergeOutcome& out, std::uint64_t& bad) {
   using Json = nlohmann::ordered_json;
   std::string why;
   const auto text = common::read_small_file(path, &why, 16u << 20);
@@ -388,7 +306,7 @@ nlohmann::ordered_json read_metadata(const std::string& path, const std::string&
     }
   }
   ++bad;
-  problems.add(error);
+  add_problem(out, error);
   return Json{{"error", error}};
 }
 
@@ -414,7 +332,6 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 
 MergeOutcome merge(const MergeSettings& settings) {
   MergeOutcome out;
-  Problems problems(out);
   auto log = common::logger("cpu_power::merge");
   const fs::path cpu_dir(settings.cpu_dir);
   const std::string nodes_dir = (cpu_dir / kNodesDir).string();
@@ -423,7 +340,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   std::vector<HostSampleRow> rows;
   std::uint64_t unknown_sensor_rows = 0;
   for (const auto& name : files_ending(nodes_dir, ".csv")) {
-    NodeFileReader reader(nodes_prefix + name, out, problems, rows);
+    NodeFileReader reader(nodes_prefix + name, out, rows);
     reader.read((fs::path(nodes_dir) / name).string());
     unknown_sensor_rows += reader.tally().unknown_sensors;
     if (reader.bad_file()) out.malformed_files.push_back(nodes_prefix + name);
@@ -446,7 +363,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   }
   out.sample_row_count = rows.size();
 
-  std::string body(artifacts::kHostHeaderV5);
+  std::string body(artifacts::kHostHeader);
   body += "\r\n";
   body.reserve(body.size() + rows.size() * 160);
   for (const auto& r : rows) body += artifacts::format_host_v5_row(r);
@@ -460,7 +377,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   std::uint64_t bad_metadata = 0;
   for (const auto& name : files_ending(nodes_dir, kMetadataSuffix)) {
     manifest.node_metadata[stem(name, kMetadataSuffix)] = read_metadata(
-        (fs::path(nodes_dir) / name).string(), nodes_prefix + name, problems, bad_metadata);
+        (fs::path(nodes_dir) / name).string(), nodes_prefix + name, out, bad_metadata);
   }
   manifest.ready_errors = scan_markers((cpu_dir / kReadyDir).string()).errors;
 

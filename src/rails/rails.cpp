@@ -39,6 +39,20 @@ constexpr std::array kPhrases = {
     // unclassified, and NVML is the only source of module power (docs/compatibility.md).
 };
 
+// The suffixes of the canonical sensor names, after "CPU<n>:"; DCGM's last.
+struct SensorSuffix {
+  SensorName name;
+  std::string_view text;
+};
+constexpr std::array kSensorSuffixes = {
+    SensorSuffix{{Kind::total}, "cpuSidePowerUsageW"},
+    SensorSuffix{{Kind::cpu_rail}, "cpuRailPowerUsageW"},
+    SensorSuffix{{Kind::soc}, "socPowerUsageW"},
+    SensorSuffix{{Kind::dram}, "dramPowerUsageW"},
+    SensorSuffix{{Kind::module}, "modulePowerUsageW"},
+    SensorSuffix{{Kind::cpu_rail, true}, "cpuPowerUsageW"},
+};
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (auto& c : out) {
@@ -50,21 +64,9 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::string_view kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::total:
-      return "total";
-    case Kind::cpu_rail:
-      return "cpu_rail";
-    case Kind::soc:
-      return "soc";
-    case Kind::dram:
-      return "dram";
-    case Kind::module:
-      return "module";
-    case Kind::other:
-      break;
-  }
-  return "other";
+  static constexpr std::string_view kNames[] = {"total", "cpu_rail", "soc",
+                                                "dram",  "module",   "other"};  // Kind order
+  return kNames[static_cast<int>(kind)];
 }
 
 std::optional<Kind> parse_kind(std::string_view name) {
@@ -99,30 +101,23 @@ std::optional<std::uint32_t> socket_index(std::string_view socket) {
 
 std::string acpi_sensor_name(Kind kind, std::uint32_t socket) {
   std::string_view suffix = "otherPowerUsageW";
-  switch (kind) {
-    case Kind::total:
-      suffix = "cpuSidePowerUsageW";
-      break;
-    case Kind::cpu_rail:
-      suffix = "cpuRailPowerUsageW";
-      break;
-    case Kind::soc:
-      suffix = "socPowerUsageW";
-      break;
-    case Kind::dram:
-      suffix = "dramPowerUsageW";
-      break;
-    case Kind::module:
-      suffix = "modulePowerUsageW";
-      break;
-    case Kind::other:
-      break;
+  for (const auto& s : kSensorSuffixes) {
+    if (s.name.kind == kind && !s.name.dcgm) suffix = s.text;
   }
   return "CPU" + std::to_string(socket) + ":" + std::string(suffix);
 }
 
 std::string dcgm_sensor_name(std::uint32_t socket) {
-  return "CPU" + std::to_string(socket) + ":cpuPowerUsageW";
+  return "CPU" + std::to_string(socket) + ":" + std::string(kSensorSuffixes.back().text);
+}
+
+std::optional<SensorName> parse_sensor_name(std::string_view name) {
+  const auto colon = name.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  for (const auto& s : kSensorSuffixes) {
+    if (name.substr(colon + 1) == s.text) return s.name;
+  }
+  return std::nullopt;
 }
 
 std::optional<Kind> dcgm_field_kind(std::uint16_t field_id) {

@@ -40,6 +40,15 @@ std::optional<std::uint32_t> socket_index(std::string_view socket);
 std::string acpi_sensor_name(Kind kind, std::uint32_t socket);
 std::string dcgm_sensor_name(std::uint32_t socket);
 
+// What a canonical sensor name names, read back from its suffix after the first ':': the
+// rail, and whether it is DCGM field 1130 (CPU<n>:cpuPowerUsageW, the cpu_rail). nullopt for
+// any other name, otherPowerUsageW included.
+struct SensorName {
+  Kind kind = Kind::other;
+  bool dcgm = false;
+};
+std::optional<SensorName> parse_sensor_name(std::string_view name);
+
 // DCGM CPU-entity power fields. DCGM has no CPU power backend of its own: its sysmon module
 // reads the same hwmon channels by label, so each field is one ACPI rail.
 inline constexpr std::uint16_t kDcgmCpuPowerField = 1130;     // CPU Power Socket N -> cpu_rail

@@ -34,6 +34,7 @@ namespace {
 
 using artifacts::CsvRecord;
 using artifacts::RowIssues;
+namespace col = artifacts::host_column;
 using Column = std::vector<double>;  // empty until the first value: absent columns cost nothing
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -181,17 +182,10 @@ struct Part {
   }
 };
 
+// A rail's index in kCpuRailColumns (cpu_rail, soc, dram: consecutive kinds), or -1.
 int rail_slot(SensorKind kind) {
-  switch (kind) {
-    case SensorKind::cpu_rail:
-      return 0;
-    case SensorKind::soc:
-      return 1;
-    case SensorKind::dram:
-      return 2;
-    default:
-      return -1;
-  }
+  const int slot = static_cast<int>(kind) - static_cast<int>(SensorKind::cpu_rail);
+  return slot >= 0 && slot < static_cast<int>(artifacts::kRails) ? slot : -1;
 }
 
 // Reads records into a Part by the columns' names.
@@ -203,60 +197,40 @@ class RowReader {
   void add(const CsvRecord& r) {
     ++part_.rows;
     if (!artifacts::whole_record(r, header_cells_, part_.issues)) return;
-    const auto cell = [&](const std::optional<std::size_t>& i) {
-      return i ? r.cells[*i] : std::string_view{};
-    };
-    const auto skip = [&](std::string_view reason, std::string_view column, std::string_view text,
-                          std::string_view wanted) {
-      part_.issues.add(reason, true, r.line,
-                       [&] { return artifacts::describe_bad_cell(column, text, wanted); });
-    };
-    const std::string_view time_text = cell(c_.timestamp_unix);
+    const auto cell = [&](std::size_t column) { return c_.cell(r.cells, column); };
+    const std::string_view time_text = cell(col::kTimestampUnix);
     double t = 0;
     if (!last_time_.lookup(time_text, &t)) {
-      if (!artifacts::parse_double(time_text, &t) || !std::isfinite(t)) {
-        return skip("timestamp_unix is not a finite number", "timestamp_unix", time_text,
-                    "a finite number");
-      }
+      if (!artifacts::read_time(time_text, r.line, part_.issues, &t)) return;
       last_time_.store(time_text, t);
     }
-    const std::string_view host_name = cell(c_.hostname);
-    if (host_name.empty()) return skip("hostname is blank", "hostname", host_name, "");
-    const std::string_view socket_text = cell(c_.socket_id);
-    const auto socket = socket_text.size() == 1 && socket_text[0] >= '0' && socket_text[0] <= '9'
-                            ? std::optional<long long>(socket_text[0] - '0')
-                            : artifacts::parse_int(socket_text);
-    if (!socket || *socket < 0 || *socket > 0xFFFFFFFFLL) {
-      return skip("socket_id is not an integer in 0..4294967295", "socket_id", socket_text,
-                  "an integer in 0..4294967295");
+    const std::string_view host_name = cell(col::kHostname);
+    std::uint32_t socket = 0;
+    if (!artifacts::read_hostname(host_name, r.line, part_.issues) ||
+        !artifacts::read_socket_id(cell(col::kSocketId), r.line, part_.issues, &socket)) {
+      return;
     }
     // Every reading first: a reading above its physical bound skips the whole row.
     double power = 0, total = 0, module = 0;
     std::array<double, artifacts::kRails> rails;
     rails.fill(kNaN);
-    const auto watts = [&](const std::optional<std::size_t>& i, std::string_view name, double bound,
-                           double* out) {
-      return artifacts::read_watts(cell(i), name, bound, r.line, part_.issues, out);
+    const auto watts = [&](std::size_t column, double* out) {
+      return artifacts::read_watts(cell(column), artifacts::kHostColumns[column], r.line,
+                                   part_.issues, out);
     };
-    const std::string_view total_text = cell(c_.total_power_w);
+    const std::string_view total_text = cell(col::kTotalPowerW);
     if (!last_total_.lookup(total_text, &total)) {
-      if (!watts(c_.total_power_w, "total_power_w", artifacts::kMaxNodeWatts, &total)) return;
+      if (!watts(col::kTotalPowerW, &total)) return;
       if (!std::isnan(total)) last_total_.store(total_text, total);
     }
-    if (!watts(c_.power_w, "power_w", artifacts::kMaxSocketWatts, &power) ||
-        !watts(c_.module_w, "module_w", artifacts::kMaxSocketWatts, &module)) {
-      return;
-    }
+    if (!watts(col::kPowerW, &power) || !watts(col::kModuleW, &module)) return;
     for (std::size_t k = 0; k < artifacts::kRails; ++k) {
-      if (!watts(c_.rails[k], artifacts::kCpuRailColumns[k], artifacts::kMaxSocketWatts,
-                 &rails[k])) {
-        return;
-      }
+      if (!watts(col::kRail + k, &rails[k])) return;
     }
     Host& h = part_.host(host_name);
     if (h.t.empty() || h.t.back() != t) h.t.push_back(t);
     const std::size_t entry = h.t.size() - 1;
-    Socket& s = h.socket(*socket);
+    Socket& s = h.socket(socket);
     if (c_.wide) {
       if (s.power.size() > entry) ++h.repeats;  // this socket already has a row at this time
       put(s.power, entry, power);
@@ -264,15 +238,15 @@ class RowReader {
       for (std::size_t k = 0; k < artifacts::kRails; ++k) put(s.rails[k], entry, rails[k]);
       put(s.module, entry, module);
       if (!s.first_sensor) {
-        const std::string_view sensor = cell(c_.sensor);
+        const std::string_view sensor = cell(col::kSensor);
         s.first_sensor = sensor.empty() ? "power_w" : std::string(sensor);
       }
     } else if (!std::isnan(power)) {
-      h.repeats += add_long(s, cell(c_.sensor), t, power) ? 1 : 0;
+      h.repeats += add_long(s, cell(col::kSensor), t, power) ? 1 : 0;
     }
-    s.note_source(cell(c_.source));
+    s.note_source(cell(col::kSource));
     for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
-      const std::string_view text = cell(c_.util[k]);
+      const std::string_view text = cell(col::kUtil + k);
       double u = 0;
       if (!text.empty() && artifacts::parse_double(text, &u) && std::isfinite(u)) {
         s.util[k].push(t, u);
@@ -580,30 +554,14 @@ Part read_range(const std::string& path, const artifacts::CpuCsvColumns& c,
 }  // namespace
 
 SensorKind classify_sensor(std::string_view sensor) {
-  const auto colon = sensor.find(':');
-  if (colon != std::string_view::npos) {
-    const std::string_view suffix = sensor.substr(colon + 1);
-    if (suffix == "cpuSidePowerUsageW") return SensorKind::total;
-    if (suffix == "cpuRailPowerUsageW") return SensorKind::cpu_rail;
-    if (suffix == "socPowerUsageW") return SensorKind::soc;
-    if (suffix == "dramPowerUsageW") return SensorKind::dram;
-    if (suffix == "modulePowerUsageW") return SensorKind::module;
-    if (suffix == "cpuPowerUsageW") return SensorKind::dcgm;
+  // rails::Kind order; a firmware "Module Power Socket N" label is other (module power is
+  // NVML's alone: a file names it CPU<n>:modulePowerUsageW or carries it in module_w).
+  constexpr SensorKind kOf[] = {SensorKind::total, SensorKind::cpu_rail, SensorKind::soc,
+                                SensorKind::dram,  SensorKind::module,   SensorKind::other};
+  if (const auto named = rails::parse_sensor_name(sensor)) {
+    return named->dcgm ? SensorKind::dcgm : kOf[static_cast<int>(named->kind)];
   }
-  switch (rails::classify_oem(sensor).kind) {
-    case rails::Kind::total:
-      return SensorKind::total;
-    case rails::Kind::cpu_rail:
-      return SensorKind::cpu_rail;
-    case rails::Kind::soc:
-      return SensorKind::soc;
-    case rails::Kind::dram:
-      return SensorKind::dram;
-    default:
-      // A firmware "Module Power Socket N" label included: module power is NVML's alone, and a
-      // file names it CPU<n>:modulePowerUsageW (above) or carries it in module_w.
-      return SensorKind::other;
-  }
+  return kOf[static_cast<int>(rails::classify_oem(sensor).kind)];
 }
 
 std::vector<long long> expected_sockets(const CpuData& cpu, const std::string& host,

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <limits>
 
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,10 @@
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "artifacts/row_appender.hpp"
+#include "artifacts/gpu_samples.hpp"
+#include "artifacts/gpu_samples_out.hpp"
+#include "artifacts/host_samples.hpp"
+#include "artifacts/layout.hpp"
 #include "report/cpu_data.hpp"
 #include "temp_dir.hpp"
 #include "v3_rows.hpp"
@@ -78,6 +84,72 @@ TEST(CpuSamplesFormat, HeadersAreExactlyTheReferenceOnes) {
   EXPECT_EQ(v2, kCpuHeaderV3);
   EXPECT_EQ(kCpuSamplesFilename, "samples.csv");
   EXPECT_EQ(kCpuManifestFilename, "cpu_manifest.json");
+}
+
+// Every header the layout tables make is byte for byte the one written before they existed.
+TEST(CsvLayouts, HeadersAreTheLiteralOnesOfEveryVersion) {
+  const std::string gpu =
+      "schema_version,timestamp_unix,scrape_seq,hostname,gpu_index,gpu_uuid,power_w";
+  EXPECT_EQ(kGpuHeaderV1, gpu);
+  EXPECT_EQ(kGpuHeaderV2, gpu + ",gpu_util_pct,sm_active");
+  EXPECT_EQ(kGpuHeaderV3, gpu + ",gpu_util_pct,sm_active,temperature_c");
+  EXPECT_EQ(kHostHeaderV1,
+            "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w");
+  EXPECT_EQ(kHostHeaderV2,
+            "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,"
+            "power_w,total_power_w");
+  EXPECT_EQ(kHostHeaderV3,
+            "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,"
+            "power_w,total_power_w,cpu_util_total,cpu_util_user,cpu_util_nice,cpu_util_sys,"
+            "cpu_util_irq");
+  EXPECT_EQ(kHostHeaderV4,
+            "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,"
+            "power_w,cpu_rail_w,soc_w,dram_w,total_power_w,cpu_util_total,cpu_util_user,"
+            "cpu_util_nice,cpu_util_sys,cpu_util_irq");
+  EXPECT_EQ(kHostHeaderV5,
+            "schema_version,timestamp_unix,timestamp_local,hostname,source,sensor,socket_id,"
+            "power_w,cpu_rail_w,soc_w,dram_w,module_w,total_power_w,cpu_util_total,"
+            "cpu_util_user,cpu_util_nice,cpu_util_sys,cpu_util_irq");
+  EXPECT_EQ(newest_version(kGpuColumns), 3);
+  EXPECT_EQ(newest_version(kCpuColumns), 3);
+  EXPECT_EQ(newest_version(kHostColumns), 5);
+  // Widths, and every version found again from its own header.
+  for (const auto& [layout, widths] :
+       {std::pair{CsvLayout(kGpuColumns), std::vector<std::size_t>{7, 9, 10}},
+        {CsvLayout(kCpuColumns), {8, 11, 12}},
+        {CsvLayout(kHostColumns), {8, 9, 14, 17, 18}}}) {
+    for (int v = 1; v <= newest_version(layout); ++v) {
+      EXPECT_EQ(csv_width(layout, v), widths[static_cast<std::size_t>(v - 1)]);
+      EXPECT_EQ(header_version(layout, csv_header(layout, v)), v);
+    }
+    EXPECT_EQ(header_version(layout, csv_header(layout, 1) + ",extra"), 0);
+  }
+}
+
+// A row of each version has the cells of that version's header, in its order.
+TEST(CsvLayouts, RowsOfEveryVersionHaveTheirHeadersCells) {
+  const auto cells = [](const std::string& line) {
+    return static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1;
+  };
+  for (int v : {2, 3}) {
+    EXPECT_EQ(format_cpu_row(dcgm_row(), v),
+              (v == 2 ? format_v2_row(dcgm_row()) : format_v3_row(dcgm_row())));
+    EXPECT_EQ(cells(format_cpu_row(dcgm_row(), v)), csv_width(kCpuColumns, v));
+  }
+  GpuSampleOut gpu;
+  gpu.hostname = "h";
+  gpu.gpu_uuid = "GPU-1";
+  gpu.power_w = 100;
+  gpu.gpu_util_pct = 50;
+  gpu.sm_active = 2;  // out of its range: an empty cell
+  gpu.temperature_c = 40;
+  EXPECT_EQ(format_gpu_row(gpu, 1), "1,0,0,h,0,GPU-1,100\r\n");
+  EXPECT_EQ(format_gpu_row(gpu, 2), "2,0,0,h,0,GPU-1,100,50,\r\n");
+  EXPECT_EQ(format_gpu_row(gpu, 3), "3,0,0,h,0,GPU-1,100,50,,40\r\n");
+  HostSampleRow host;
+  host.power_w = std::numeric_limits<double>::quiet_NaN();  // missing: an empty cell
+  EXPECT_EQ(format_host_v5_row(host), "5,0,,,,,0,,,,,,,,,,,\r\n");
+  EXPECT_EQ(cells(format_host_v5_row(host)), csv_width(kHostColumns, 5));
 }
 
 TEST(CpuSamplesFormat, AcpiComponentRailsLineIsExact) {

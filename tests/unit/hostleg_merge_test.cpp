@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "hostleg/manifest.hpp"
 #include "hostleg/markers.hpp"
 #include "hostleg/merge.hpp"
+#include "report/cpu_data.hpp"
 #include "temp_dir.hpp"
 
 namespace cpupower::hostleg {
@@ -366,20 +368,29 @@ TEST(HostMerge, NonNumericTimestampIsMalformedNotAnException) {
   spit(dir.file("nodes/n1.csv"), text);
   MergeOutcome out;
   ASSERT_NO_THROW(out = merge_host_samples(settings_for(dir, {"n1"})));
-  EXPECT_EQ(out.malformed_rows, 6u);
+  // The nan power_w is a missing reading (its row kept, as the report keeps it); the other
+  // five rows are skipped, one problem per reason, with the first line.
+  EXPECT_EQ(out.malformed_rows, 5u);
   EXPECT_EQ(out.torn_rows, 0u);
-  EXPECT_EQ(out.sample_row_count, 2u);
+  EXPECT_EQ(out.sample_row_count, 3u);
   EXPECT_EQ(out.reason_codes, std::vector<std::string>{"cpu_samples_malformed"});
   EXPECT_FALSE(out.exit_nonzero);
-  ASSERT_GE(out.problems.size(), 6u);
-  EXPECT_EQ(out.problems[0], "nodes/n1.csv:3: timestamp_unix 'not-a-time' is not a finite number");
-  EXPECT_NE(out.problems[5].find("nodes/n1.csv:8: 8 cells"), std::string::npos) << out.problems[5];
+  EXPECT_EQ(out.problems,
+            (std::vector<std::string>{
+                "nodes/n1.csv: 2 of 8 rows skipped: timestamp_unix is not a finite number (first "
+                "at line 3: timestamp_unix 'not-a-time' is not a finite number)",
+                "nodes/n1.csv: 2 of 8 rows skipped: socket_id is not an integer in 0..4294967295 "
+                "(first at line 5: socket_id 'zero' is not an integer in 0..4294967295)",
+                "nodes/n1.csv: 1 reading read as missing: power_w is not a positive finite number "
+                "(first at line 7: power_w 'nan' is not a positive finite number)",
+                "nodes/n1.csv: 1 of 8 rows skipped: wrong number of cells (first at line 8: 8 "
+                "cells where the header has 18)"}));
 }
 
-// Readings are held to the report's rules (artifacts/limits.hpp), so that whatever the merge
-// writes the report reads whole: a primary reading that is not positive, or any reading above
-// its physical bound, makes the row malformed; an optional reading that is zero or negative is
-// missing, as a writer would have left it.
+// Readings are held to the report's rules (artifacts/row_issues.hpp), so that whatever the
+// merge writes the report reads whole: any reading above its physical bound makes the row
+// malformed; a reading that is zero or negative is missing (an empty cell), as a writer would
+// have left it.
 TEST(HostMerge, ReadingsOutsideTheirBoundsAreMalformedOrMissing) {
   TempDir dir;
   write_v5(dir, "n1", {v5_row(1.0, "n1", 0, 90)});
@@ -399,21 +410,32 @@ TEST(HostMerge, ReadingsOutsideTheirBoundsAreMalformedOrMissing) {
            "2,2.5,2026-01-01T00:00:02Z,n2,acpi,CPU0:socPowerUsageW,0,-10,90\r\n");
 
   const auto out = merge_host_samples(settings_for(dir, {"n1", "n2"}));
-  EXPECT_EQ(out.malformed_rows, 7u);
-  EXPECT_EQ(out.sample_row_count, 3u);
-  ASSERT_GE(out.problems.size(), 7u);
-  EXPECT_EQ(out.problems[0], "nodes/n1.csv:3: power_w '0' is not a positive finite number");
-  EXPECT_EQ(out.problems[1], "nodes/n1.csv:4: power_w '-90' is not a positive finite number");
+  EXPECT_EQ(out.malformed_rows, 4u);
+  EXPECT_EQ(out.sample_row_count, 5u);
+  ASSERT_EQ(out.problems.size(), 10u);
+  EXPECT_EQ(out.problems[0],
+            "nodes/n1.csv: 2 readings read as missing: power_w is not a positive finite number "
+            "(first at line 3: power_w '0' is not a positive finite number)");
+  EXPECT_EQ(out.problems[1],
+            "nodes/n1.csv: 1 of 7 rows skipped: power_w is above the physical bound (first at "
+            "line 5: power_w 10001 W above 10000 W)");
   EXPECT_EQ(out.problems[2],
-            "nodes/n1.csv:5: power_w 10001 W is above the physical bound of 10000 W");
+            "nodes/n1.csv: 1 of 7 rows skipped: module_w is above the physical bound (first at "
+            "line 6: module_w 40008 W above 10000 W)");
   EXPECT_EQ(out.problems[3],
-            "nodes/n1.csv:6: module_w 40008 W is above the physical bound of 10000 W");
-  EXPECT_EQ(out.problems[4],
-            "nodes/n1.csv:7: total_power_w 100001 W is above the physical bound of 100000 W");
-  EXPECT_EQ(out.problems[5],
-            "nodes/n2.csv:3: power_w 20000 W is above the physical bound of 10000 W");
-  EXPECT_EQ(out.problems[6], "nodes/n2.csv:4: power_w '-10' is not a positive finite number");
+            "nodes/n1.csv: 1 of 7 rows skipped: total_power_w is above the physical bound (first "
+            "at line 7: total_power_w 100001 W above 100000 W)");
+  EXPECT_EQ(out.problems[8],
+            "nodes/n2.csv: 1 of 3 rows skipped: power_w is above the physical bound (first at "
+            "line 3: power_w 20000 W above 10000 W)");
+  EXPECT_EQ(out.problems[9],
+            "nodes/n2.csv: 1 reading read as missing: power_w is not a positive finite number "
+            "(first at line 4: power_w '-10' is not a positive finite number)");
 
+  HostSampleRow missing = v5_row(2.0, "n1", 0, std::numeric_limits<double>::quiet_NaN());
+  missing.timestamp_local = "x";
+  missing.cpu_rail_w = missing.soc_w = missing.dram_w = missing.module_w = std::nullopt;
+  missing.total_power_w = 180;
   HostSampleRow blanks = v5_row(3.0, "n1", 0, 90);
   blanks.timestamp_local = "x";
   blanks.cpu_rail_w = blanks.soc_w = blanks.module_w = blanks.total_power_w = std::nullopt;
@@ -422,7 +444,42 @@ TEST(HostMerge, ReadingsOutsideTheirBoundsAreMalformedOrMissing) {
   two.cpu_rail_w = two.soc_w = two.dram_w = two.module_w = std::nullopt;
   two.total_power_w = 90;
   EXPECT_EQ(slurp(dir.file("samples.csv")),
-            expected_samples({v5_row(1.0, "n1", 0, 90), two, blanks}));
+            expected_samples({v5_row(1.0, "n1", 0, 90), missing, missing, two, blanks}));
+}
+
+// A power_w of 0 or -1 is a missing reading to the report, which keeps the row's total; the
+// merge keeps the row too, its power_w an empty cell, so that the merged file and the node file
+// read alike.
+TEST(HostMerge, NonPositivePowerIsMissingAsTheReportReadsIt) {
+  TempDir dir;
+  write_v5(dir, "n1", {v5_row(1.0, "n1", 0, 90)});
+  std::string text = slurp(dir.file("nodes/n1.csv"));
+  text += "5,2.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,0,45,10,5,,180,,,,,\r\n";
+  text += "5,3.0,x,n1,acpi,CPU0:cpuSidePowerUsageW,0,-1,45,10,5,,190,,,,,\r\n";
+  spit(dir.file("nodes/n1.csv"), text);
+  const auto out = merge_host_samples(settings_for(dir, {"n1"}));
+  EXPECT_EQ(out.malformed_rows, 0u);
+  EXPECT_EQ(out.sample_row_count, 3u);
+  EXPECT_TRUE(out.publication_valid) << summary_line(out);
+
+  const auto node = report::parse_cpu_samples_text(text);
+  const auto merged = report::parse_cpu_samples_text(slurp(dir.file("samples.csv")));
+  ASSERT_TRUE(node && merged);
+  ASSERT_EQ(node->sockets.size(), 1u);
+  ASSERT_EQ(merged->sockets.size(), 1u);
+  ASSERT_EQ(node->nodes.size(), 1u);
+  ASSERT_EQ(merged->nodes.size(), 1u);
+  const auto values = [](const report::Track& t) {
+    std::vector<std::pair<double, double>> out;
+    for (std::size_t i = 0; i < t.size(); ++i) out.emplace_back(t.time(i), t.has(i) ? t.v[i] : -1);
+    return out;
+  };
+  EXPECT_EQ(values(merged->sockets[0].power), values(node->sockets[0].power));
+  EXPECT_EQ(values(merged->nodes[0].total), values(node->nodes[0].total));
+  EXPECT_EQ(values(merged->nodes[0].total),
+            (std::vector<std::pair<double, double>>{{1, 180}, {2, 180}, {3, 190}}));
+  EXPECT_EQ(merged->issues.skipped_rows(), 0u);
+  EXPECT_TRUE(merged->issues.items().empty());  // an empty cell is no reading, and no warning
 }
 
 TEST(HostMerge, EmptyRunGetsAHeaderOnlySamplesFile) {

@@ -644,7 +644,8 @@ TEST(ReportHostSamples, HeaderVersions) {
   EXPECT_EQ(artifacts::describe_cpu_header(split(artifacts::kHostHeaderV3)), "host v3");
   EXPECT_TRUE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV4)).wide);
   EXPECT_FALSE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV3)).wide);
-  EXPECT_TRUE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV5)).module_w);
+  EXPECT_TRUE(artifacts::CpuCsvColumns::from_header(split(artifacts::kHostHeaderV5))
+                  .at[artifacts::host_column::kModuleW]);
 }
 
 TEST(ReportGpuLoad, RolesAndPerRoleSums) {
