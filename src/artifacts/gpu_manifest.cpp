@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "artifacts/gpu_samples_check.hpp"
+#include "common/json_fields.hpp"
 #include "common/text.hpp"
 #include "common/version.hpp"
 
@@ -17,20 +18,8 @@ using Json = nlohmann::ordered_json;
 
 // ---- writing --------------------------------------------------------------------------
 
-Json number_or_null(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v)) return nullptr;
-  return *v;
-}
-
-Json finite_or_null(double v) {
-  return number_or_null(v);
-}
-
-template <typename T>
-Json or_null(const std::optional<T>& v) {
-  if (!v) return nullptr;
-  return *v;
-}
+using common::number_or_null;
+using common::or_null;
 
 Json reasons_json(const GpuReasons& reasons) {
   Json out = Json::array();
@@ -57,14 +46,14 @@ Json observed_device_json(const GpuObservedDevice& d) {
   return Json{{"hostname", d.hostname},
               {"gpu_index", d.gpu_index},
               {"gpu_uuids", d.gpu_uuids},
-              {"first_sample_time_unix", finite_or_null(d.first_sample_time_unix)},
-              {"last_sample_time_unix", finite_or_null(d.last_sample_time_unix)}};
+              {"first_sample_time_unix", number_or_null(d.first_sample_time_unix)},
+              {"last_sample_time_unix", number_or_null(d.last_sample_time_unix)}};
 }
 
 Json validation_json(const GpuWindowValidation& v) {
   Json gaps = Json::object();
   for (const auto& [device, gap_s] : v.per_device_max_sample_gap_seconds) {
-    gaps[device] = finite_or_null(gap_s);
+    gaps[device] = number_or_null(gap_s);
   }
   return Json{{"benchmark_type", v.benchmark_type},
               {"concurrency", v.concurrency},
@@ -83,7 +72,7 @@ Json array_of(const std::vector<T>& items, F&& to_json) {
 
 Json clock_sync_json_value(const ClockSyncCheck& c) {
   return Json{{"schema_version", c.schema_version},
-              {"max_offset_seconds", finite_or_null(c.max_offset_seconds)},
+              {"max_offset_seconds", number_or_null(c.max_offset_seconds)},
               {"nodes", array_of(c.nodes, [](const ClockSyncNode& n) {
                  return Json{{"hostname", n.hostname},
                              {"synchronized", n.synchronized},
@@ -364,11 +353,11 @@ std::string gpu_manifest_json(const GpuManifest& m) {
       {"timestamp_source", m.timestamp_source},
       {"job_id", m.job_id},
       {"run_name", m.run_name},
-      {"sample_interval_seconds", finite_or_null(m.sample_interval_seconds)},
-      {"request_timeout_seconds", finite_or_null(m.request_timeout_seconds)},
+      {"sample_interval_seconds", number_or_null(m.sample_interval_seconds)},
+      {"request_timeout_seconds", number_or_null(m.request_timeout_seconds)},
       {"max_scrape_duration_seconds", number_or_null(m.max_scrape_duration_seconds)},
       {"required", m.required},
-      {"started_at_unix", finite_or_null(m.started_at_unix)},
+      {"started_at_unix", number_or_null(m.started_at_unix)},
       {"stopped_at_unix", number_or_null(m.stopped_at_unix)},
       {"status", gpu_run_status_name(m.status)},
       {"publication_valid", or_null(m.publication_valid)},

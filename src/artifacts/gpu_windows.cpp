@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "artifacts/gpu_reasons.hpp"
+#include "common/json_fields.hpp"
 #include "common/text.hpp"
 
 namespace cpupower::artifacts {
@@ -19,10 +20,7 @@ namespace reason = gpu_reason;
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-OrderedJson number_or_null(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v)) return nullptr;
-  return *v;
-}
+using common::number_or_null;
 
 // The member `key` of an object, or null when absent (Python's dict.get).
 const Json& member(const Json& obj, const char* key) {

@@ -56,9 +56,9 @@ struct HostSampleRow {
   bool operator==(const HostSampleRow&) const = default;
 };
 
-// One line of the newest version (v5) with its "\r\n" terminator, the cells in kHostColumns
-// order; missing or non-finite values are empty cells.
-inline std::string format_host_v5_row(const HostSampleRow& row) {
+// One line of the newest version (kHostSchemaVersion) with its "\r\n" terminator, the cells in
+// kHostColumns order; missing or non-finite values are empty cells.
+inline std::string format_host_row(const HostSampleRow& row) {
   std::string out;
   out.reserve(192);
   const auto& u = row.cpu_util;

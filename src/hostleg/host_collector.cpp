@@ -105,7 +105,7 @@ int run_host_collect(const HostCollectOptions& o) {
   const std::string csv_path = o.output_dir + "/" + host + ".csv";
   write_metadata(metadata_path, node_metadata(info, resolved));
 
-  auto opened = artifacts::RowAppender::open(csv_path, artifacts::kHostHeaderV5, 0664);
+  auto opened = artifacts::RowAppender::open(csv_path, artifacts::kHostHeader, 0664);
   std::string error;
   if (!opened) {
     // errno is still the failed open's or header write's (a successful close keeps it).
@@ -136,7 +136,7 @@ int run_host_collect(const HostCollectOptions& o) {
     } else if (sample.timestamp_unix != last_time) {  // a new reading, not the last one again
       last_time = sample.timestamp_unix;
       std::string text;
-      for (const auto& row : sample.rows) text += artifacts::format_host_v5_row(row);
+      for (const auto& row : sample.rows) text += artifacts::format_host_row(row);
       rows.append_rows(text, sample.rows.size());
       if (rows.flush()) {
         if (failing_writes > 0) {

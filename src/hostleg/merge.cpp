@@ -366,7 +366,7 @@ MergeOutcome merge(const MergeSettings& settings) {
   std::string body(artifacts::kHostHeader);
   body += "\r\n";
   body.reserve(body.size() + rows.size() * 160);
-  for (const auto& r : rows) body += artifacts::format_host_v5_row(r);
+  for (const auto& r : rows) body += artifacts::format_host_row(r);
   std::string write_error;
   const std::string samples_path = (cpu_dir / kSamplesFilename).string();
   if (!common::write_file_atomic(samples_path, body, &write_error, true)) {

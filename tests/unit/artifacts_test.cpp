@@ -148,8 +148,8 @@ TEST(CsvLayouts, RowsOfEveryVersionHaveTheirHeadersCells) {
   EXPECT_EQ(format_gpu_row(gpu, 3), "3,0,0,h,0,GPU-1,100,50,,40\r\n");
   HostSampleRow host;
   host.power_w = std::numeric_limits<double>::quiet_NaN();  // missing: an empty cell
-  EXPECT_EQ(format_host_v5_row(host), "5,0,,,,,0,,,,,,,,,,,\r\n");
-  EXPECT_EQ(cells(format_host_v5_row(host)), csv_width(kHostColumns, 5));
+  EXPECT_EQ(format_host_row(host), "5,0,,,,,0,,,,,,,,,,,\r\n");
+  EXPECT_EQ(cells(format_host_row(host)), csv_width(kHostColumns, 5));
 }
 
 TEST(CpuSamplesFormat, AcpiComponentRailsLineIsExact) {

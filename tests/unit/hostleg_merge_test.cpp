@@ -59,13 +59,13 @@ HostSampleRow v5_row(double t, const std::string& host, std::uint32_t socket, do
 void write_v5(const TempDir& dir, const std::string& host, const std::vector<HostSampleRow>& rows,
               const std::string& tail = "") {
   std::string text = crlf(artifacts::kHostHeaderV5);
-  for (const auto& r : rows) text += artifacts::format_host_v5_row(r);
+  for (const auto& r : rows) text += artifacts::format_host_row(r);
   spit(dir.file("nodes/" + host + ".csv"), text + tail);
 }
 
 std::string expected_samples(const std::vector<HostSampleRow>& rows) {
   std::string text = crlf(artifacts::kHostHeaderV5);
-  for (const auto& r : rows) text += artifacts::format_host_v5_row(r);
+  for (const auto& r : rows) text += artifacts::format_host_row(r);
   return text;
 }
 
@@ -340,7 +340,7 @@ TEST(HostMerge, TornLastLineIsDroppedAndNotMalformed) {
   TempDir dir;
   write_v5(dir, "n1", {v5_row(1.0, "n1", 0, 90), v5_row(2.0, "n1", 0, 91)}, "5,3.0,n1,ac");
   // A whole row without its line break is torn too: its last cell may be cut short.
-  const std::string whole = artifacts::format_host_v5_row(v5_row(3.0, "n2", 0, 80));
+  const std::string whole = artifacts::format_host_row(v5_row(3.0, "n2", 0, 80));
   write_v5(dir, "n2", {v5_row(1.0, "n2", 0, 79)}, whole.substr(0, whole.size() - 2));
   const auto out = merge_host_samples(settings_for(dir, {"n1", "n2"}));
   EXPECT_TRUE(out.publication_valid) << summary_line(out);

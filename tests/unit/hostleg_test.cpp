@@ -117,7 +117,7 @@ TEST(SocketRows, DcgmFillsRailsUtilizationAndTheNodeTotal) {
   EXPECT_EQ(sample.rows[1].total_power_w, 96.5);
   EXPECT_FALSE(sample.rows[1].cpu_util[0]);  // missing: blank
   EXPECT_EQ(r0.timestamp_local, "1970-01-01T00:01:40.100000+00:00");
-  EXPECT_EQ(artifacts::format_host_v5_row(r0),
+  EXPECT_EQ(artifacts::format_host_row(r0),
             "5,100.1,1970-01-01T00:01:40.100000+00:00,n1,dcgm,CPU0:cpuPowerUsageW,0,50.5,50.5,"
             "6.25,,,96.5,0,,,0.125,\r\n");
 }
