@@ -17,11 +17,11 @@
 
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
-#include "artifacts/row_appender.hpp"
 #include "artifacts/gpu_samples.hpp"
 #include "artifacts/gpu_samples_out.hpp"
 #include "artifacts/host_samples.hpp"
 #include "artifacts/layout.hpp"
+#include "artifacts/row_appender.hpp"
 #include "report/cpu_data.hpp"
 #include "temp_dir.hpp"
 #include "v3_rows.hpp"
