@@ -177,20 +177,16 @@ int run(const RunArgs& args) {
       spec.username = e->basic_auth->username;
       spec.password_file = e->basic_auth->password_file;
     }
-    std::string error;
-    const auto security = scrape::resolve_client_security(
-        spec,
-        [](std::string_view key) {
-          const bool auth = key == "username" || key == "password_file";
-          return std::string("telemetry.cpu_power_exporter.") +
-                 (auth ? "basic_auth." : "tls_config.") + std::string(key);
-        },
-        &error);
-    if (!security) {
-      std::cerr << "Error: " << args.config << ": " << error << std::endl;
+    const auto resolved = scrape::resolve_client_security(spec);
+    if (!resolved.security) {
+      const auto key = resolved.refused_key;
+      const bool auth = key == "username" || key == "password_file";
+      std::cerr << "Error: " << args.config << ": telemetry.cpu_power_exporter."
+                << (auth ? "basic_auth." : "tls_config.") << key << ": " << resolved.why
+                << std::endl;
       return 2;
     }
-    request.scrape_security = *security;
+    request.scrape_security = *resolved.security;
   }
   const auto plan = launch::make_plan(request);
   if (!plan.error.empty()) {

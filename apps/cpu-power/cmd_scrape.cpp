@@ -103,22 +103,17 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
   spec.key_file = given(args.tls_key_file);
   spec.username = given(args.basic_auth_username);
   spec.password_file = given(args.basic_auth_password_file);
-  std::string flag, why;
-  const auto security = scrape::resolve_client_security(
-      spec,
-      [&flag](std::string_view key) {
-        static const std::map<std::string_view, std::string> flags = {
-            {"ca_file", "--tls-ca-file"},
-            {"cert_file", "--tls-cert-file"},
-            {"key_file", "--tls-key-file"},
-            {"username", "--basic-auth-username"},
-            {"password_file", "--basic-auth-password-file"}};
-        flag = flags.at(key);
-        return flag;
-      },
-      &why);
-  if (!security) throw CLI::ValidationError(flag, why.substr(why.find(": ") + 2));
-  plan.options.security = *security;
+  const auto resolved = scrape::resolve_client_security(spec);
+  if (!resolved.security) {
+    static const std::map<std::string_view, std::string> flags = {
+        {"ca_file", "--tls-ca-file"},
+        {"cert_file", "--tls-cert-file"},
+        {"key_file", "--tls-key-file"},
+        {"username", "--basic-auth-username"},
+        {"password_file", "--basic-auth-password-file"}};
+    throw CLI::ValidationError(flags.at(resolved.refused_key), resolved.why);
+  }
+  plan.options.security = *resolved.security;
   plan.options.out_dir = args.out;
   // This collector has no GPU leg: of a profile only the CPU schema applies.
   const auto schemas =
@@ -167,9 +162,8 @@ int run_scrape(const ScrapePlan& plan) {
   auto log = common::logger("cpu_power::scrape");
   if (!plan.interval_warning.empty()) log->warn("{}", plan.interval_warning);
   scrape::Collector collector(plan.endpoints, plan.options);
-  std::string error;
-  if (!collector.start(&error)) {
-    std::cerr << "Error: " << error << std::endl;
+  if (const Status started = collector.start(); !started) {
+    std::cerr << "Error: " << started.error() << std::endl;
     return 1;
   }
 
@@ -206,7 +200,7 @@ int run_scrape(const ScrapePlan& plan) {
   log->info("stopping reason={}", reason);
   // A signal's stop must not wait out a request in flight (up to its timeout): the batch
   // system that sent it sends SIGKILL after its own wait, and the manifest would be lost.
-  bool finalized = false;
+  scrape::Finalized finalized;
   if (reason == "duration") {
     // A signal during this stop's drain still hurries it.
     std::atomic<bool> finalizing{true};
@@ -215,12 +209,13 @@ int run_scrape(const ScrapePlan& plan) {
         if (common::wait_shutdown_signal(milliseconds(100))) collector.interrupt();
       }
     });
-    finalized = collector.stop_and_finalize(&error);
+    finalized = collector.stop_and_finalize();
     finalizing.store(false);
     hurry.join();
   } else {
-    finalized = collector.stop_and_finalize_interrupted(&error);
+    finalized = collector.stop_and_finalize_interrupted();
   }
+  const std::string& error = finalized.problems;
   if (!finalized) log->warn("finalize incomplete error={}", common::quoted(error));
   // The last line names only files that are there: a path that could not be written is said
   // to be missing, with why.

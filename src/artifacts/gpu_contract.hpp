@@ -17,13 +17,10 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "common/sample_gap.hpp"
 
 namespace cpupower::artifacts {
 
-// The largest gap between two samples of one GPU that still covers a window, seconds. Must
-// agree with config::kMaxSampleGapS (the recipe's ceiling on the sample interval) and with
-// report::kMaxSampleGapS; artifacts cannot depend on config, so the value is repeated here.
-inline constexpr double kGpuMaxSampleGapS = 3.0;
 // The largest share of a device's expected sample intervals a window may miss.
 inline constexpr double kGpuMaxMissingSampleFraction = 0.05;
 // A completed window's wall span (end - start) must agree with its monotonic `duration`

@@ -379,7 +379,7 @@ GpuWindowCoverage gpu_window_coverage(double start_unix, double end_unix,
     const double gap_s = largest_sample_gap_s(*seq);
     out.per_device_max_sample_gap_seconds.emplace_back(
         device->hostname + "/" + device->gpu_uuids.front(), gap_s);
-    if (gap_s > kGpuMaxSampleGapS) out.reason_codes.add(reason::kSampleGapExceeded);
+    if (gap_s > common::kMaxSampleGapS) out.reason_codes.add(reason::kSampleGapExceeded);
     if (sample_loss_exceeded(*seq, in.sample_interval_s)) {
       out.reason_codes.add(reason::kSampleLossExceeded);
     }

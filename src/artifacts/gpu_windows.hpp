@@ -133,7 +133,7 @@ struct GpuWindowCoverage {
 //                                     none at or after end;
 //   gpu_uuid_changed                  the device has other than exactly one UUID;
 //   sample_gap_exceeded               the largest gap between consecutive bracketing
-//                                     samples exceeds kGpuMaxSampleGapS (3.0 s passes);
+//                                     samples exceeds common::kMaxSampleGapS (3.0 s passes);
 //   sample_loss_exceeded              with expected = floor((last - first bracketing sample)
 //                                     / sample_interval_s) and observed = distinct bracketing
 //                                     sample times - 1, (expected - observed) / expected

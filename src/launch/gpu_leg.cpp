@@ -127,9 +127,8 @@ std::optional<std::string> GpuLegRun::blocks() const {
 }
 
 bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& give_up) {
-  std::string curl_error;
-  if (scrape::curl_api(&curl_error) == nullptr) {
-    log()->warn("GPU power telemetry skipped: {}", curl_error);
+  if (const auto curl = scrape::curl_api(); !curl) {
+    log()->warn("GPU power telemetry skipped: {}", curl.error());
     skipped_ = true;
     readiness_reason_ = "libcurl unavailable";
     return false;
@@ -151,9 +150,8 @@ bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& gi
   collector_ = std::make_unique<scrape::Collector>(
       endpoints_, std::move(options),
       std::make_unique<scrape::GpuLeg>(hostnames, summary_, leg_.read, leg_.samples_schema));
-  std::string error;
-  if (!collector_->start(&error)) {
-    log()->warn("GPU power collector did not start error={}", common::quoted(error));
+  if (const Status started = collector_->start(); !started) {
+    log()->warn("GPU power collector did not start error={}", common::quoted(started.error()));
     reasons_.add(reason::kCollectorException);
     collector_.reset();
     readiness_reason_ = std::string(reason::kCollectorException);
@@ -357,15 +355,13 @@ void GpuLegRun::stop_collecting(std::optional<double> end_unix, bool interrupted
         [] { return false; });
   }
   if (collector_) {
-    std::string error;
-    const bool finalized = interrupted ? collector_->stop_and_finalize_interrupted(&error)
-                                       : collector_->stop_and_finalize(&error);
+    const auto finalized =
+        interrupted ? collector_->stop_and_finalize_interrupted() : collector_->stop_and_finalize();
     if (!finalized) {
-      log()->warn("GPU power collector finalize incomplete error={}", common::quoted(error));
-      if (error.find("did not stop") != std::string::npos) {
-        reasons_.add(reason::kCollectorJoinTimeout);
-      }
+      log()->warn("GPU power collector finalize incomplete error={}",
+                  common::quoted(finalized.problems));
     }
+    if (finalized.loop_left_behind) reasons_.add(reason::kCollectorJoinTimeout);
   }
   const auto failed_before = processes_.failed();
   processes_.poll();  // an exporter that ended before the stop

@@ -60,9 +60,8 @@ class ExporterLeg : public Leg {
   // Ready when the collector started (nodes without rows are logged).
   bool start(Clock::time_point started, const std::function<bool()>& give_up) override {
     // libcurl is loaded (and its global state set up) while this is still the only thread.
-    std::string curl_error;
-    if (scrape::curl_api(&curl_error) == nullptr) {
-      log()->warn("CPU power telemetry skipped: {}", curl_error);
+    if (const auto curl = scrape::curl_api(); !curl) {
+      log()->warn("CPU power telemetry skipped: {}", curl.error());
       return false;
     }
     give_up_ = give_up;
@@ -96,9 +95,8 @@ class ExporterLeg : public Leg {
     options.cpu_samples_schema = plan_.cpu_samples_schema;
     options.security = plan_.scrape_security;
     collector_ = std::make_unique<scrape::Collector>(endpoints, std::move(options));
-    std::string error;
-    if (!collector_->start(&error)) {
-      log()->warn("CPU power collector did not start error={}", common::quoted(error));
+    if (const Status started = collector_->start(); !started) {
+      log()->warn("CPU power collector did not start error={}", common::quoted(started.error()));
       collector_.reset();
       return false;
     }
@@ -137,15 +135,15 @@ class ExporterLeg : public Leg {
           give_up_);  // bounded; the artifacts are worth it
       if (!last_rows) log()->warn("CPU power rows after the command's end missing for some nodes");
     }
-    std::string error;
-    const bool finalized = end.interrupted ? collector_->stop_and_finalize_interrupted(&error)
-                                           : collector_->stop_and_finalize(&error);
+    const auto finalized = end.interrupted ? collector_->stop_and_finalize_interrupted()
+                                           : collector_->stop_and_finalize();
     if (!finalized) {
-      log()->warn("CPU power collector finalize incomplete error={}", common::quoted(error));
+      log()->warn("CPU power collector finalize incomplete error={}",
+                  common::quoted(finalized.problems));
     }
     return {finalized ? "complete" : "incomplete",
             {},
-            finalized,
+            finalized.ok(),
             false,
             exporter_leg_summary(collector_->stats(), collector_->samples_path(),
                                  collector_->manifest_path())};

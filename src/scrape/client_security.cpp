@@ -11,43 +11,31 @@ namespace {
 
 constexpr std::size_t kMaxPasswordFileBytes = 64 * 1024;
 
-bool readable(const std::string& path, std::string* why) {
+// Empty when `path` can be read, else why not.
+std::string unreadable(const std::string& path) {
   std::string error;
-  if (!common::read_small_file(path, &error, 1)) {
-    *why = "cannot read " + path + ": " + error;
-    return false;
-  }
-  return true;
+  if (common::read_small_file(path, &error, 1)) return {};
+  return "cannot read " + path + ": " + error;
 }
 
 }  // namespace
 
-std::optional<std::string> read_password_file(const std::string& path, std::string* error) {
+Result<std::string> read_password_file(const std::string& path) {
   std::string why;
   const auto text = common::read_small_file(path, &why, kMaxPasswordFileBytes);
-  if (!text) {
-    *error = "cannot read " + path + ": " + why;
-    return std::nullopt;
-  }
+  if (!text) return Error{"cannot read " + path + ": " + why};
   std::string password = text->substr(0, text->find('\n'));
   if (!password.empty() && password.back() == '\r') password.pop_back();
-  if (password.empty()) {
-    *error = path + " holds no password on its first line";
-    return std::nullopt;
-  }
+  if (password.empty()) return Error{path + " holds no password on its first line"};
   if (password.find('\0') != std::string::npos) {
-    *error = path + ": the password holds a NUL byte";
-    return std::nullopt;
+    return Error{path + ": the password holds a NUL byte"};
   }
   return password;
 }
 
-std::optional<ClientSecurity> resolve_client_security(
-    const ClientSecuritySpec& spec, const std::function<std::string(std::string_view)>& name,
-    std::string* error) {
-  const auto fail = [&](std::string_view key, const std::string& what) {
-    *error = name(key) + ": " + what;
-    return std::nullopt;
+ResolvedSecurity resolve_client_security(const ClientSecuritySpec& spec) {
+  const auto fail = [](std::string_view key, std::string what) {
+    return ResolvedSecurity{std::nullopt, key, std::move(what)};
   };
   ClientSecurity out;
   for (const auto& [key, value, field] : {std::tuple{"ca_file", &spec.ca_file, &out.ca_file},
@@ -55,8 +43,7 @@ std::optional<ClientSecurity> resolve_client_security(
                                           std::tuple{"key_file", &spec.key_file, &out.key_file}}) {
     if (!*value) continue;
     if ((*value)->empty()) return fail(key, "empty path");
-    std::string why;
-    if (!readable(**value, &why)) return fail(key, why);
+    if (auto why = unreadable(**value); !why.empty()) return fail(key, std::move(why));
     *field = **value;
     out.https = true;
   }
@@ -77,13 +64,12 @@ std::optional<ClientSecurity> resolve_client_security(
                   "missing: username is given (the password is read from a "
                   "file, never given on the command line)");
     }
-    std::string why;
-    const auto password = read_password_file(*spec.password_file, &why);
-    if (!password) return fail("password_file", why);
+    const auto password = read_password_file(*spec.password_file);
+    if (!password) return fail("password_file", password.error());
     out.username = *spec.username;
     out.password = *password;
   }
-  return out;
+  return {out, {}, {}};
 }
 
 void apply_client_security(const CurlApi& curl, CURL* easy, const ClientSecurity& s) {

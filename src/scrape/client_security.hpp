@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.hpp"
 #include "scrape/curl_api.hpp"
 
 namespace cpupower::scrape {
@@ -36,19 +37,24 @@ struct ClientSecuritySpec {
   std::optional<std::string> password_file;
 };
 
+// A spec's outcome: the security to use, or the setting it was refused for, by its key
+// (ca_file, cert_file, key_file, username, password_file; the caller spells it as its user
+// knows it, --tls-ca-file or telemetry.cpu_power_exporter.tls_config.ca_file) and what is
+// wrong with it (never the password).
+struct ResolvedSecurity {
+  std::optional<ClientSecurity> security;
+  std::string_view refused_key;
+  std::string why;
+};
+
 // Checks the spec and reads the password file: the files must be readable, cert and key come
-// together, a user needs a password file and the other way round. `name` spells a setting's
-// key (ca_file, cert_file, key_file, username, password_file) as the caller's user knows it
-// (--tls-ca-file, telemetry.cpu_power_exporter.tls_config.ca_file). nullopt with `error` =
-// "<name>: what is wrong" (never the password).
-std::optional<ClientSecurity> resolve_client_security(
-    const ClientSecuritySpec& spec, const std::function<std::string(std::string_view)>& name,
-    std::string* error);
+// together, a user needs a password file and the other way round.
+ResolvedSecurity resolve_client_security(const ClientSecuritySpec& spec);
 
 // The password in a password file: its first line, without the line ending (as Prometheus'
 // basic_auth.password_file, which trims surrounding white space; here only the line end goes,
 // so a password may begin or end with a blank).
-std::optional<std::string> read_password_file(const std::string& path, std::string* error);
+Result<std::string> read_password_file(const std::string& path);
 
 // Sets the TLS and authentication options on a transfer (nothing for a default spec).
 void apply_client_security(const CurlApi& curl, CURL* easy, const ClientSecurity& security);

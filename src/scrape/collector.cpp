@@ -303,7 +303,7 @@ class Loop {
   Loop(const Loop&) = delete;
   Loop& operator=(const Loop&) = delete;
 
-  bool setup(std::string* error);
+  Status setup();
   void run();
 
  private:
@@ -397,18 +397,16 @@ int Loop::on_timer(CURLM*, long timeout_ms, void* shard_ptr) {
   return 0;
 }
 
-bool Loop::setup(std::string* error) {
+Status Loop::setup() {
   ep_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (ep_ < 0) {
-    *error = std::string("epoll_create1: ") + std::strerror(errno);
-    return false;
+    return Error{std::string("epoll_create1: ") + std::strerror(errno)};
   }
   epoll_event wake{};
   wake.events = EPOLLIN;
   wake.data.fd = s_->wake_fd;
   if (::epoll_ctl(ep_, EPOLL_CTL_ADD, s_->wake_fd, &wake) != 0) {
-    *error = std::string("epoll_ctl: ") + std::strerror(errno);
-    return false;
+    return Error{std::string("epoll_ctl: ") + std::strerror(errno)};
   }
   shards_.resize((transfers_.size() + kShardSize - 1) / kShardSize);
   for (std::size_t k = 0; k < shards_.size(); ++k) {
@@ -417,8 +415,7 @@ bool Loop::setup(std::string* error) {
     shard.index = k;
     shard.multi = curl_.multi_init();
     if (!shard.multi) {
-      *error = "curl_multi_init failed";
-      return false;
+      return Error{"curl_multi_init failed"};
     }
     curl_.multi_setopt(shard.multi, CURLMOPT_SOCKETFUNCTION, &Loop::on_socket);
     curl_.multi_setopt(shard.multi, CURLMOPT_SOCKETDATA, &shard);
@@ -435,8 +432,7 @@ bool Loop::setup(std::string* error) {
     t.max_body_bytes = s_->options.max_body_bytes;
     t.easy = curl_.easy_init();
     if (!t.easy) {
-      *error = "curl_easy_init failed";
-      return false;
+      return Error{"curl_easy_init failed"};
     }
     CURL* e = t.easy;
     curl_.easy_setopt(e, CURLOPT_URL, t.url.c_str());
@@ -470,7 +466,7 @@ bool Loop::setup(std::string* error) {
       curl_.easy_setopt(e, CURLOPT_HAPPY_EYEBALLS_TIMEOUT_MS, 0L);
     }
   }
-  return true;
+  return Ok{};
 }
 
 void Loop::run() {
@@ -1002,7 +998,7 @@ Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options,
 }
 
 Collector::~Collector() {
-  if (started_ && !finalized_) stop_and_finalize();
+  if (started_ && !finalized_) (void)stop_and_finalize();
 }
 
 std::string Collector::samples_path() const {
@@ -1017,11 +1013,8 @@ bool Collector::manifest_written() const {
   return state_->manifest_written;
 }
 
-bool Collector::start(std::string* error) {
-  auto fail = [&](std::string message) {
-    if (error) *error = std::move(message);
-    return false;
-  };
+Status Collector::start() {
+  auto fail = [](std::string message) -> Status { return Error{std::move(message)}; };
   if (started_) return fail("collector already started");
   const auto& o = state_->options;
   if (o.collect_interval.count() <= 0) return fail("collect interval must be positive");
@@ -1036,14 +1029,12 @@ bool Collector::start(std::string* error) {
     if (!hosts.insert(e.hostname).second) return fail("duplicate hostname '" + e.hostname + "'");
   }
   // Loaded (and curl_global_init run) before our thread exists.
-  std::string curl_error;
-  const CurlApi* curl = curl_api(&curl_error);
-  if (!curl) return fail(curl_error);
+  const auto curl = curl_api();
+  if (!curl) return fail(curl.error());
   if (state_->wake_fd < 0) state_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (state_->wake_fd < 0) return fail(std::string("eventfd: ") + std::strerror(errno));
-  auto loop = std::make_unique<Loop>(state_, *curl);
-  std::string why;
-  if (!loop->setup(&why)) return fail(why);
+  auto loop = std::make_unique<Loop>(state_, **curl);
+  if (const Status set_up = loop->setup(); !set_up) return set_up;
 
   {
     std::lock_guard lock(state_->writer_mutex);
@@ -1066,7 +1057,7 @@ bool Collector::start(std::string* error) {
     state->done_cv.notify_all();
   });
   started_ = true;
-  return true;
+  return Ok{};
 }
 
 CollectorStats Collector::stats() const {
@@ -1095,20 +1086,18 @@ void Collector::interrupt() {
   }
 }
 
-bool Collector::stop_and_finalize_interrupted(std::string* error) {
+Finalized Collector::stop_and_finalize_interrupted() {
   state_->interrupted.store(true);
-  return stop_and_finalize(error);
+  return stop_and_finalize();
 }
 
-bool Collector::stop_and_finalize(std::string* error) {
-  if (finalized_) return true;
+Finalized Collector::stop_and_finalize() {
+  Finalized out;
+  if (finalized_) return out;
   finalized_ = true;
   auto& s = *state_;
-  bool ok = true;
-  std::string problems;
   auto problem = [&](const std::string& text) {
-    ok = false;
-    problems += (problems.empty() ? "" : "; ") + text;
+    out.problems += (out.problems.empty() ? "" : "; ") + text;
   };
 
   if (thread_.joinable()) {
@@ -1127,6 +1116,7 @@ bool Collector::stop_and_finalize(std::string* error) {
       thread_.detach();
       s.log->warn("collector thread did not stop within {}s; leaving it behind",
                   std::chrono::duration<double>(join_timeout).count());
+      out.loop_left_behind = true;
       problem("collector thread did not stop in time");
     }
   }
@@ -1166,8 +1156,7 @@ bool Collector::stop_and_finalize(std::string* error) {
       "errors={} unchanged={} missed_slots={}",
       stats.rows_written, stats.rows_dropped, stats.write_errors, stats.rows_lost(), scrapes,
       errors, unchanged, missed);
-  if (!ok && error) *error = problems;
-  return ok;
+  return out;
 }
 
 }  // namespace cpupower::scrape

@@ -167,6 +167,14 @@ namespace detail {
 struct CollectorState;  // shared with the loop thread
 }  // namespace detail
 
+// What a stop left undone; ok when every row was flushed and the manifest written.
+struct [[nodiscard]] Finalized {
+  bool loop_left_behind = false;  // the loop did not stop within the join timeout
+  std::string problems;           // each thing left undone, "; "-joined
+  bool ok() const { return problems.empty(); }
+  explicit operator bool() const { return ok(); }
+};
+
 class Collector {
  public:
   // `leg` null: the CPU leg, with the options' interval and producer commit.
@@ -176,25 +184,25 @@ class Collector {
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
 
-  // Starts the loop thread. False with `error` for options that cannot work (duplicate
-  // hostnames, a non-positive interval or timeout) or when libcurl cannot be set up. A
-  // samples.csv that cannot be opened is not fatal: it is retried every interval.
-  bool start(std::string* error = nullptr);
+  // Starts the loop thread. An error for options that cannot work (duplicate hostnames, a
+  // non-positive interval or timeout) or when libcurl cannot be set up. A samples.csv that
+  // cannot be opened is not fatal: it is retried every interval.
+  Status start();
 
   CollectorStats stats() const;
 
   // Stops the schedule, scrapes every endpoint that is not busy once more, waits for the
-  // loop within the join timeout, closes samples.csv and writes cpu_manifest.json. False
-  // with `error` when the loop had to be left behind or the manifest could not be written.
-  // Safe to call once; later calls return true and do nothing.
-  bool stop_and_finalize(std::string* error = nullptr);
+  // loop within the join timeout, closes samples.csv and writes cpu_manifest.json. Not ok
+  // when the loop had to be left behind or a file could not be closed or written. Safe to
+  // call once; later calls return ok and do nothing.
+  Finalized stop_and_finalize();
 
   // stop_and_finalize for a stop that a signal asked for (SIGTERM from a batch system, which
   // sends SIGKILL after its own wait): the final cycle and every request still in flight get
   // kInterruptedDrain at most instead of the request timeout, so that the rows are flushed and
   // the manifest written well within that wait however long the timeout. A request cut off
   // this way gives no row and is not counted as a scrape.
-  bool stop_and_finalize_interrupted(std::string* error = nullptr);
+  Finalized stop_and_finalize_interrupted();
   static constexpr std::chrono::milliseconds kInterruptedDrain{500};
 
   // Makes the stop interrupted, also one already draining: its drain ends within

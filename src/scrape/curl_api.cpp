@@ -61,14 +61,11 @@ Loaded load() {
 
 }  // namespace
 
-const CurlApi* curl_api(std::string* error) {
+Result<const CurlApi*> curl_api() {
   static std::once_flag once;
   static Loaded loaded;
   std::call_once(once, [] { loaded = load(); });
-  if (!loaded.error.empty()) {
-    if (error) *error = loaded.error;
-    return nullptr;
-  }
+  if (!loaded.error.empty()) return Error{loaded.error};
   return &loaded.api;
 }
 

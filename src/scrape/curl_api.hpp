@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include <string>
+#include "common/result.hpp"
 
 namespace cpupower::scrape {
 
@@ -36,7 +37,7 @@ inline constexpr const char* kCurlLibraryEnv = "CPU_POWER_LIBCURL";
 
 // libcurl ($CPU_POWER_LIBCURL, else libcurl.so.4), loaded and globally initialised once for
 // the process; call it before starting threads that use curl (curl_global_init is not
-// thread-safe). nullptr when it cannot be loaded, with the reason in `error`.
-const CurlApi* curl_api(std::string* error = nullptr);
+// thread-safe). An error naming the reason when it cannot be loaded.
+Result<const CurlApi*> curl_api();
 
 }  // namespace cpupower::scrape

@@ -98,7 +98,8 @@ void check_cpu_coverage(Checker& k, Package P, const std::string& rel,
         continue;
       }
       const double gap = ar::largest_sample_gap_s(*seq);
-      if (gap > ar::kGpuMaxSampleGapS) gaps.push_back(fmt::format("{} {:.3f} s", key.label(), gap));
+      if (gap > common::kMaxSampleGapS)
+        gaps.push_back(fmt::format("{} {:.3f} s", key.label(), gap));
     }
     if (!unbracketed.empty()) {
       k.add(P, reason::kWindowNotBracketed, rel,

@@ -212,7 +212,7 @@ void gpu_windows(Checker& k, const ar::GpuManifest& m, const ar::GpuSamplesCheck
       if (c == reason::kSampleGapExceeded) {
         std::vector<std::string> over;
         for (const auto& [dev, gap] : v.per_device_max_sample_gap_seconds) {
-          if (gap > ar::kGpuMaxSampleGapS) over.push_back(fmt::format("{} {:.3f} s", dev, gap));
+          if (gap > common::kMaxSampleGapS) over.push_back(fmt::format("{} {:.3f} s", dev, gap));
         }
         if (!over.empty()) detail += " (" + list_text(over) + ")";
       }

@@ -52,7 +52,7 @@ GPU_HEADERS = {
 UTILIZATION_COLUMNS = (("gpu_util_pct", "DCGM_FI_DEV_GPU_UTIL", "percent", 100.0),
                        ("sm_active", "DCGM_FI_PROF_SM_ACTIVE", "fraction", 1.0))
 
-# "The 3.0 s gap limit is kGpuMaxSampleGapS"
+# "The 3.0 s gap limit is common::kMaxSampleGapS"
 MAX_SAMPLE_GAP_SECONDS = 3.0
 # "more than 5% of the expected intervals missing: sample_loss_exceeded"
 MAX_MISSING_SAMPLE_FRACTION = 0.05

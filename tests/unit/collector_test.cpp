@@ -339,10 +339,9 @@ bool wait_until(const std::function<bool()>& done, milliseconds limit = millisec
 
 // Starts the collector, waits until `done` holds for its stats, and finalizes it.
 void run_until(Collector& c, const std::function<bool(const CollectorStats&)>& done) {
-  std::string error;
-  ASSERT_TRUE(c.start(&error)) << error;
+  ASSERT_EQ(c.start().error(), "");
   const bool reached = wait_until([&] { return done(c.stats()); });
-  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+  ASSERT_TRUE(c.stop_and_finalize().ok());
   ASSERT_TRUE(reached) << "the collector never reached the state the test waits for";
 }
 
@@ -799,8 +798,7 @@ TEST(Collector, WriteFailuresAreCountedAndCollectionRecovers) {
   const std::string samples = dir.path() + "/samples.csv";
   fs::create_symlink("/dev/full", samples);  // every write: ENOSPC, as on a full disk
   Collector c({local("node-a", server.port())}, options_for(dir, milliseconds(50)));
-  std::string error;
-  ASSERT_TRUE(c.start(&error)) << error;
+  ASSERT_EQ(c.start().error(), "");
   ASSERT_TRUE(wait_until([&] {
     const auto s = c.stats();
     return s.rows_dropped >= 4 && s.nodes[0].scrape_count >= 4;  // scraping goes on
@@ -812,7 +810,7 @@ TEST(Collector, WriteFailuresAreCountedAndCollectionRecovers) {
 
   fs::remove(samples);  // space again
   ASSERT_TRUE(wait_until([&] { return c.stats().rows_written >= 10; }));
-  ASSERT_TRUE(c.stop_and_finalize(&error)) << error;
+  ASSERT_TRUE(c.stop_and_finalize().ok());
   const auto after = c.stats();
   EXPECT_FALSE(after.samples_failing);
   const auto file = testing::read_v3(samples);
@@ -1303,13 +1301,13 @@ TEST(Collector, InterruptedStopDoesNotWaitOutARequestInFlight) {
   const milliseconds timeout(30000);
   Collector c({local("silent", silent.port()), local("healthy", healthy.port())},
               options_for(dir, milliseconds(10000), timeout));
-  std::string error;
-  ASSERT_TRUE(c.start(&error)) << error;
+  ASSERT_EQ(c.start().error(), "");
   // The silent endpoint's first request is in flight; the healthy one has its first row.
   ASSERT_TRUE(
       wait_until([&] { return silent.requests() >= 1 && c.stats().nodes[1].scrape_count >= 1; }));
   const auto stopping = Clock::now();
-  EXPECT_TRUE(c.stop_and_finalize_interrupted(&error)) << error;
+  const auto finalized = c.stop_and_finalize_interrupted();
+  EXPECT_TRUE(finalized.ok()) << finalized.problems;
   const auto took = Clock::now() - stopping;
   EXPECT_LT(took, timeout / 3) << "the stop waited out the request timeout";
   const auto stats = c.stats();
@@ -1331,25 +1329,48 @@ TEST(Collector, InterruptShortensAStopAlreadyDraining) {
   TempDir dir;
   const milliseconds timeout(30000);
   Collector c({local("silent", silent.port())}, options_for(dir, milliseconds(10000), timeout));
-  std::string error;
-  ASSERT_TRUE(c.start(&error)) << error;
+  ASSERT_EQ(c.start().error(), "");
   ASSERT_TRUE(wait_until([&] { return silent.requests() >= 1; }));
   const auto stopping = Clock::now();
-  bool finalized = false;
-  std::thread stopper([&] { finalized = c.stop_and_finalize(&error); });
+  cpupower::scrape::Finalized finalized;
+  std::thread stopper([&] { finalized = c.stop_and_finalize(); });
   c.interrupt();
   stopper.join();
-  EXPECT_TRUE(finalized) << error;
+  EXPECT_TRUE(finalized.ok()) << finalized.problems;
+  EXPECT_FALSE(finalized.loop_left_behind);
   EXPECT_LT(Clock::now() - stopping, timeout / 3) << "the stop waited out the request timeout";
   EXPECT_TRUE(c.manifest_written());
+}
+
+// A loop that does not stop within the join timeout (a request still in flight, the
+// stop not interrupted) is left behind, and the stop says so as a fact the GPU leg's
+// collector_join_timeout reason is taken from, not only as text.
+TEST(Collector, ALoopNotStoppedInTheJoinTimeoutIsLeftBehindAndSaidSo) {
+  StandIn silent([](const Request&) {
+    Reply r;
+    r.never = true;
+    return r;
+  });
+  TempDir dir;
+  auto options = options_for(dir, milliseconds(10000), milliseconds(30000));
+  options.join_timeout = milliseconds(100);
+  Collector c({local("silent", silent.port())}, options);
+  ASSERT_EQ(c.start().error(), "");
+  ASSERT_TRUE(wait_until([&] { return silent.requests() >= 1; }));
+  const auto finalized = c.stop_and_finalize();
+  EXPECT_FALSE(finalized.ok());
+  EXPECT_TRUE(finalized.loop_left_behind);
+  EXPECT_NE(finalized.problems.find("did not stop"), std::string::npos) << finalized.problems;
+  EXPECT_TRUE(c.manifest_written()) << "the manifest is written all the same";
+  // The stand-in's end closes the request, and the loop left behind ends with it.
 }
 
 TEST(Collector, RefusesDuplicateHostnames) {
   TempDir dir;
   Collector c({local("a", 1), local("a", 2)}, options_for(dir, milliseconds(100)));
-  std::string error;
-  EXPECT_FALSE(c.start(&error));
-  EXPECT_NE(error.find("duplicate hostname 'a'"), std::string::npos) << error;
+  const Status started = c.start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("duplicate hostname 'a'"), std::string::npos) << started.error();
 }
 
 TEST(Collector, SigkillLeavesACsvTheReaderLoads) {

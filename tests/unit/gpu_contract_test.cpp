@@ -1054,8 +1054,8 @@ TEST(GpuCoverage, GapOfExactlyThreeSecondsPasses) {
   only_b.want = {expected("node-b", 0)};
   const auto b = only_b.check(999, 1004);
   EXPECT_EQ(b.reason_codes, reasons({reason::kSampleGapExceeded}));
-  EXPECT_GT(b.per_device_max_sample_gap_seconds.front().second, kGpuMaxSampleGapS);
-  EXPECT_EQ(kGpuMaxSampleGapS, 3.0);
+  EXPECT_GT(b.per_device_max_sample_gap_seconds.front().second, common::kMaxSampleGapS);
+  EXPECT_EQ(common::kMaxSampleGapS, 3.0);
 }
 
 TEST(GpuCoverage, UuidChangedDevice) {

@@ -431,23 +431,24 @@ TEST(ClientSecurity, ReadsThePasswordFileAndNamesEachMistake) {
   write(dir.file("pw"), "s3 cret\nsecond line\n");
   write(dir.file("empty"), "\n");
   write(dir.file("ca.crt"), "x");
-  const auto name = [](std::string_view key) { return "--" + std::string(key); };
-  std::string error;
   cpupower::scrape::ClientSecuritySpec spec;
   spec.username = "alice";
   spec.password_file = dir.file("pw");
-  auto s = cpupower::scrape::resolve_client_security(spec, name, &error);
-  ASSERT_TRUE(s) << error;
-  EXPECT_EQ(s->password, "s3 cret");
-  EXPECT_FALSE(s->https);
+  auto s = cpupower::scrape::resolve_client_security(spec);
+  ASSERT_TRUE(s.security) << s.why;
+  EXPECT_EQ(s.security->password, "s3 cret");
+  EXPECT_FALSE(s.security->https);
   spec.ca_file = dir.file("ca.crt");
-  s = cpupower::scrape::resolve_client_security(spec, name, &error);
-  ASSERT_TRUE(s) << error;
-  EXPECT_TRUE(s->https);
+  s = cpupower::scrape::resolve_client_security(spec);
+  ASSERT_TRUE(s.security) << s.why;
+  EXPECT_TRUE(s.security->https);
 
-  const auto fails = [&](cpupower::scrape::ClientSecuritySpec sp) {
-    error.clear();
-    EXPECT_FALSE(cpupower::scrape::resolve_client_security(sp, name, &error));
+  // "--<key>: why" for a refused spec.
+  std::string error;
+  const auto fails = [&](const cpupower::scrape::ClientSecuritySpec& sp) {
+    const auto r = cpupower::scrape::resolve_client_security(sp);
+    EXPECT_FALSE(r.security);
+    error = "--" + std::string(r.refused_key) + ": " + r.why;
     return error;
   };
   auto bad = spec;
