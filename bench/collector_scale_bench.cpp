@@ -411,15 +411,14 @@ Result run(const Args& a, const Bodies& bodies, std::size_t n_stalled, const std
   rusage before{}, after{};
   ::getrusage(RUSAGE_SELF, &before);
   const auto t0 = Clock::now();
-  std::string error;
-  if (!collector.start(&error)) {
-    std::fprintf(stderr, "collector: %s\n", error.c_str());
+  if (const auto started = collector.start(); !started) {
+    std::fprintf(stderr, "collector: %s\n", started.error().c_str());
     std::exit(1);
   }
   std::this_thread::sleep_for(
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.duration_s)));
   const auto t_stop = Clock::now();
-  collector.stop_and_finalize(&error);
+  (void)collector.stop_and_finalize();
   const auto t1 = Clock::now();
   ::getrusage(RUSAGE_SELF, &after);
   res.wall_s = std::chrono::duration<double>(t1 - t0).count();

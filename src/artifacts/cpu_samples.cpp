@@ -41,28 +41,4 @@ std::optional<std::string> cpu_row_problem(const CpuSampleRow& row) {
          ": needs a finite timestamp_unix and power_w and non-empty names";
 }
 
-Result<std::unique_ptr<CpuSamplesWriter>> CpuSamplesWriter::open(const std::string& path,
-                                                                 int schema_version) {
-  if (!is_writable_cpu_schema(schema_version)) {
-    return Error{"cannot write samples.csv schema v" + std::to_string(schema_version) + " to " +
-                 path + " (only v2 and v3)"};
-  }
-  std::unique_ptr<CpuSamplesWriter> writer(new CpuSamplesWriter(path, schema_version));
-  if (Status opened = writer->open_fd(); !opened) return Error{opened.error()};
-  return writer;
-}
-
-bool CpuSamplesWriter::append(std::span<const CpuSampleRow> rows) {
-  bool all_ok = true;
-  for (const auto& row : rows) {
-    if (auto problem = cpu_row_problem(row)) {
-      refuse(std::move(*problem));
-      all_ok = false;
-    } else {
-      all_ok = append_rows(format_cpu_row(row, schema_version_), 1) && all_ok;
-    }
-  }
-  return all_ok;
-}
-
 }  // namespace cpupower::artifacts

@@ -55,14 +55,8 @@ std::string format_double(double value);
 // without module_w. Missing or non-finite optional values are empty cells; cells holding , "
 // CR or LF are quoted.
 std::string format_cpu_row(const CpuSampleRow& row, int schema_version);
-inline std::string format_v3_row(const CpuSampleRow& row) {
-  return format_cpu_row(row, kCpuSchemaVersion);
-}
-inline std::string format_v2_row(const CpuSampleRow& row) {
-  return format_cpu_row(row, kCpuSchemaVersionV2);
-}
 
-// The versions CpuSamplesWriter can write: 2 and 3.
+// The versions a collector writes: 2 and 3 (v1 is read only).
 bool is_writable_cpu_schema(int version);
 
 // The header line (without its line end) of v1, v2 or v3; empty for any other version.
@@ -71,28 +65,5 @@ std::string_view cpu_header(int version);
 // Why a row cannot be written (a non-finite timestamp_unix or power_w, an empty hostname,
 // source or sensor), or nullopt when it can.
 std::optional<std::string> cpu_row_problem(const CpuSampleRow& row);
-
-// Appends v3 (or v2) rows to samples.csv (see RowAppender for what happens on failure).
-class CpuSamplesWriter : public RowAppender {
- public:
-  // Opens for appending rows of `schema_version` (2 or 3; anything else is an error). An
-  // existing file must start with the header of that version, so a restarted collector
-  // continues the same file instead of mixing layouts.
-  static Result<std::unique_ptr<CpuSamplesWriter>> open(const std::string& path,
-                                                        int schema_version = kCpuSchemaVersion);
-
-  // Formats rows into the pending buffer. A row cpu_row_problem refuses is counted as
-  // dropped. Returns false when any row was refused or the writer is closed.
-  bool append(std::span<const CpuSampleRow> rows);
-
-  int schema_version() const { return schema_version_; }  // of every row it writes
-
- private:
-  CpuSamplesWriter(const std::string& path, int schema_version)
-      : RowAppender(path, std::string(cpu_header(schema_version))),
-        schema_version_(schema_version) {}
-
-  int schema_version_ = kCpuSchemaVersion;
-};
 
 }  // namespace cpupower::artifacts

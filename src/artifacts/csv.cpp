@@ -261,41 +261,6 @@ bool CsvFileReader::next(CsvRecord& out, std::vector<CsvDamage>& damage) {
 
 // ---- small files, cells, numbers --------------------------------------------------------
 
-namespace {
-
-// Every record of a reader, the first as the header.
-template <typename Reader>
-CsvTable table_of(Reader& reader) {
-  CsvTable t;
-  CsvRecord r;
-  bool first = true;
-  while (reader.next(r, t.damage)) {
-    std::vector<std::string> cells(r.cells.begin(), r.cells.end());
-    if (first) {
-      t.header = std::move(cells);
-      first = false;
-    } else {
-      t.rows.push_back({r.line, std::move(cells), r.terminated});
-    }
-  }
-  return t;
-}
-
-}  // namespace
-
-CsvTable parse_csv(std::string_view text) {
-  CsvTextReader reader(text, true);
-  return table_of(reader);
-}
-
-Result<CsvTable> read_csv(const std::string& path) {
-  auto file = CsvFileReader::open(path);
-  if (!file) return Error{file.error()};
-  CsvTable t = table_of(*file);
-  if (!file->error().empty()) return Error{file->error()};
-  return t;
-}
-
 std::optional<std::size_t> column_index(std::span<const std::string> header,
                                         std::string_view name) {
   const auto it = std::find(header.begin(), header.end(), name);

@@ -136,20 +136,6 @@ class CsvFileReader {
   CsvTextReader text_{std::string_view{}, false};
 };
 
-// A whole small file as records, for headers and tests: every record's cells as strings.
-struct CsvTable {
-  std::vector<std::string> header;
-  struct Row {
-    std::size_t line = 0;
-    std::vector<std::string> cells;
-    bool terminated = true;
-  };
-  std::vector<Row> rows;
-  std::vector<CsvDamage> damage;
-};
-CsvTable parse_csv(std::string_view text);
-Result<CsvTable> read_csv(const std::string& path);
-
 // Index of `name` in `header`, or nullopt. Columns are always found by name.
 std::optional<std::size_t> column_index(std::span<const std::string> header, std::string_view name);
 

@@ -137,56 +137,10 @@ std::optional<GpuRunStatus> parse_gpu_run_status(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_terminal(GpuRunStatus status) {
-  return status == GpuRunStatus::complete || status == GpuRunStatus::incomplete ||
-         status == GpuRunStatus::failed;
-}
-
 GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required) {
   if (reasons.contains_any(kFatalLifecycle)) return GpuRunStatus::incomplete;
   if (required && reasons.contains_any(kStartup)) return GpuRunStatus::failed;
   return GpuRunStatus::complete;
-}
-
-GpuRunStatus GpuStatusHolder::status() const {
-  std::lock_guard lock(mu_);
-  return status_;
-}
-
-std::size_t GpuStatusHolder::refused_transitions() const {
-  std::lock_guard lock(mu_);
-  return refused_;
-}
-
-Status GpuStatusHolder::mark_running() {
-  std::lock_guard lock(mu_);
-  if (status_ != GpuRunStatus::starting) {
-    ++refused_;
-    return Error{"GPU telemetry status is already " + std::string(gpu_run_status_name(status_)) +
-                 "; running refused"};
-  }
-  status_ = GpuRunStatus::running;
-  return Ok{};
-}
-
-Status GpuStatusHolder::finish(GpuRunStatus terminal) {
-  std::lock_guard lock(mu_);
-  const std::string wanted(gpu_run_status_name(terminal));
-  if (!is_terminal(terminal)) {
-    ++refused_;
-    return Error{"GPU telemetry status " + wanted + " is not terminal"};
-  }
-  if (is_terminal(status_)) {
-    ++refused_;
-    return Error{"GPU telemetry status is already terminal (" +
-                 std::string(gpu_run_status_name(status_)) + "); " + wanted + " refused"};
-  }
-  status_ = terminal;
-  return Ok{};
-}
-
-Status GpuStatusHolder::finish(const ReasonSet& reasons, bool required) {
-  return finish(gpu_terminal_status(reasons, required));
 }
 
 // ---- devices --------------------------------------------------------------------------

@@ -8,7 +8,6 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,7 +73,6 @@ enum class GpuRunStatus { starting, running, complete, incomplete, failed };
 
 std::string_view gpu_run_status_name(GpuRunStatus status);
 std::optional<GpuRunStatus> parse_gpu_run_status(std::string_view name);
-bool is_terminal(GpuRunStatus status);
 
 // The terminal status the reasons call for. Precedence, first match wins:
 //   1. any fatal lifecycle reason -> incomplete (losing collection outranks failing to
@@ -83,26 +81,6 @@ bool is_terminal(GpuRunStatus status);
 //   3. otherwise complete (a best-effort run whose exporter was late still finishes; whether
 //      it can be published is publication_valid's question).
 GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required);
-
-// starting -> running -> one terminal status, or starting -> terminal (startup failed). The
-// status becomes terminal once: any later attempt is refused with an error saying so, and
-// the first terminal status stays. Thread-safe.
-class GpuStatusHolder {
- public:
-  GpuRunStatus status() const;
-  // starting -> running; refused in any other status.
-  Status mark_running();
-  // Any non-terminal status -> `terminal` (which must be terminal).
-  Status finish(GpuRunStatus terminal);
-  // finish(gpu_terminal_status(reasons, required)).
-  Status finish(const ReasonSet& reasons, bool required);
-  std::size_t refused_transitions() const;
-
- private:
-  mutable std::mutex mu_;
-  GpuRunStatus status_ = GpuRunStatus::starting;
-  std::size_t refused_ = 0;
-};
 
 // ---- devices --------------------------------------------------------------------------
 

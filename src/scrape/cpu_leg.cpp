@@ -17,6 +17,8 @@ std::string_view CpuLeg::samples_filename() const {
 }
 
 std::string_view CpuLeg::samples_header() const {
+  // None for a version the rows are not written in (v1): the collector refuses to start.
+  if (!artifacts::is_writable_cpu_schema(options_.samples_schema)) return {};
   return artifacts::cpu_header(options_.samples_schema);
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "../support/csv_table.hpp"
 #include "artifacts/csv.hpp"
 #include "csv_records.hpp"
 #include "fuzz_util.hpp"

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/cpu_samples_writer.hpp"
 #include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "artifacts/gpu_samples.hpp"

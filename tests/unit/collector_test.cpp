@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/cpu_samples_writer.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "v3_rows.hpp"
 
@@ -1371,6 +1372,19 @@ TEST(Collector, RefusesDuplicateHostnames) {
   const Status started = c.start();
   EXPECT_FALSE(started);
   EXPECT_NE(started.error().find("duplicate hostname 'a'"), std::string::npos) << started.error();
+}
+
+TEST(Collector, RefusesASamplesSchemaItDoesNotWrite) {
+  TempDir dir;
+  for (const int schema : {1, 4}) {
+    auto options = options_for(dir, milliseconds(100));
+    options.cpu_samples_schema = schema;
+    Collector c({local("a", 1)}, options);
+    const Status started = c.start();
+    EXPECT_FALSE(started) << schema;
+    EXPECT_NE(started.error().find("no samples.csv layout"), std::string::npos) << started.error();
+  }
+  EXPECT_FALSE(fs::exists(dir.path() + "/samples.csv"));
 }
 
 TEST(Collector, SigkillLeavesACsvTheReaderLoads) {

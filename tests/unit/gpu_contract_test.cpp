@@ -74,11 +74,6 @@ TEST(GpuRunStatus, NamesRoundTrip) {
     EXPECT_EQ(parse_gpu_run_status(name), status);
   }
   EXPECT_FALSE(parse_gpu_run_status("completed"));
-  EXPECT_FALSE(is_terminal(GpuRunStatus::starting));
-  EXPECT_FALSE(is_terminal(GpuRunStatus::running));
-  EXPECT_TRUE(is_terminal(GpuRunStatus::complete));
-  EXPECT_TRUE(is_terminal(GpuRunStatus::incomplete));
-  EXPECT_TRUE(is_terminal(GpuRunStatus::failed));
 }
 
 const std::vector<std::string_view> kFatal = {
@@ -118,50 +113,6 @@ TEST(GpuTerminalStatus, OtherReasonsAreComplete) {
                                          reason::kSamplesCsvMalformed}),
                                 true),
             GpuRunStatus::complete);
-}
-
-TEST(GpuStatusHolder, StartingRunningTerminal) {
-  GpuStatusHolder h;
-  EXPECT_EQ(h.status(), GpuRunStatus::starting);
-  EXPECT_TRUE(h.mark_running().ok());
-  EXPECT_EQ(h.status(), GpuRunStatus::running);
-  EXPECT_TRUE(h.finish(GpuRunStatus::complete).ok());
-  EXPECT_EQ(h.status(), GpuRunStatus::complete);
-  EXPECT_EQ(h.refused_transitions(), 0u);
-}
-
-TEST(GpuStatusHolder, StartingCanFailDirectly) {
-  GpuStatusHolder h;
-  EXPECT_TRUE(h.finish(reasons({reason::kExporterLaunchFailed}), true).ok());
-  EXPECT_EQ(h.status(), GpuRunStatus::failed);
-}
-
-TEST(GpuStatusHolder, TerminalOnlyOnce) {
-  for (auto first : {GpuRunStatus::complete, GpuRunStatus::incomplete, GpuRunStatus::failed}) {
-    for (auto second : {GpuRunStatus::complete, GpuRunStatus::incomplete, GpuRunStatus::failed}) {
-      GpuStatusHolder h;
-      ASSERT_TRUE(h.mark_running().ok());
-      ASSERT_TRUE(h.finish(first).ok());
-      const Status again = h.finish(second);
-      ASSERT_FALSE(again.ok());
-      EXPECT_NE(again.error().find("already terminal"), std::string::npos) << again.error();
-      EXPECT_EQ(h.status(), first);
-      EXPECT_EQ(h.refused_transitions(), 1u);
-    }
-  }
-}
-
-TEST(GpuStatusHolder, RefusesOtherTransitions) {
-  GpuStatusHolder h;
-  EXPECT_FALSE(h.finish(GpuRunStatus::running).ok());   // not terminal
-  EXPECT_FALSE(h.finish(GpuRunStatus::starting).ok());  // not terminal
-  EXPECT_TRUE(h.mark_running().ok());
-  EXPECT_FALSE(h.mark_running().ok());  // already running
-  EXPECT_TRUE(h.finish(reasons({reason::kExporterExited}), false).ok());
-  EXPECT_EQ(h.status(), GpuRunStatus::incomplete);
-  EXPECT_FALSE(h.mark_running().ok());  // terminal
-  EXPECT_EQ(h.status(), GpuRunStatus::incomplete);
-  EXPECT_EQ(h.refused_transitions(), 4u);
 }
 
 TEST(GpuExitNonzero, Table) {
@@ -1567,10 +1518,7 @@ TEST(GpuPackage, SamplesWindowsAndManifestFromFiles) {
       power, dir.path(), m.expected_windows,
       GpuCoverageInputs{m.expected_devices, m.observed_devices, m.sample_interval_seconds},
       m.artifact_errors);
-  GpuStatusHolder status;
-  ASSERT_TRUE(status.mark_running().ok());
-  ASSERT_TRUE(status.finish(m.reason_codes, m.required).ok());
-  m.status = status.status();
+  m.status = gpu_terminal_status(m.reason_codes, m.required);
   const auto publication = gpu_manifest_publication(m, &samples.reason_codes);
   EXPECT_TRUE(publication.valid);
   EXPECT_EQ(m.sample_row_count, 72u);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../support/csv_table.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "artifacts/csv.hpp"
 #include "artifacts/gpu_samples.hpp"

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/csv_table.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "artifacts/csv.hpp"
 
