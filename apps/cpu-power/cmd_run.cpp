@@ -165,7 +165,7 @@ int run(const RunArgs& args) {
   // The exporters' TLS and Basic authentication: files checked and the password read now, so
   // that a mistake is a usage error before anything starts.
   if (const auto& e = recipe->telemetry.cpu_power_exporter;
-      e && (e->tls_config || e->basic_auth) && config::scraper_leg_enabled(recipe->telemetry)) {
+      e && (e->tls_config || e->basic_auth) && config::exporter_leg_enabled(recipe->telemetry)) {
     scrape::ClientSecuritySpec spec;
     if (e->tls_config) {
       spec.tls = true;

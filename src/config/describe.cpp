@@ -127,7 +127,7 @@ std::string describe_recipe(const Recipe& r) {
       std::string(t.dcgm_exporter && t.dcgm_exporter->kind == "custom" ? "GPU custom exporter"
                                                                        : "GPU DCGM") +
           " scrape -> <log_dir>/" + t.storage_subdir + "/");
-  leg(scraper_leg_enabled(t), "CPU exporter scrape -> <log_dir>/" + t.storage_subdir + "/cpu/");
+  leg(exporter_leg_enabled(t), "CPU exporter scrape -> <log_dir>/" + t.storage_subdir + "/cpu/");
   leg(t.enabled && c.enabled, "CPU host collector -> <log_dir>/" + c.storage_subdir + "/");
   line("legs", legs.empty() ? "none (telemetry off)" : legs);
   return out;

@@ -80,7 +80,7 @@ struct ScrapeBasicAuth {
   std::string password_file;
 };
 
-// telemetry.cpu_power_exporter: the scraper leg. Its presence turns the leg on.
+// telemetry.cpu_power_exporter: the exporter leg. Its presence turns the leg on.
 struct CpuPowerExporterConfig {
   std::int64_t port = 9405;
   std::string source = "auto";
@@ -164,8 +164,8 @@ inline double resolved_join_timeout_s(const TelemetryConfig& t) {
   return t.collector_join_timeout_seconds.value_or(2.0 * collector_cycle_s(t) + 2.0);
 }
 
-// Whether the scraper leg runs: telemetry on and the block present.
-inline bool scraper_leg_enabled(const TelemetryConfig& t) {
+// Whether the exporter leg runs: telemetry on and the block present.
+inline bool exporter_leg_enabled(const TelemetryConfig& t) {
   return t.enabled && t.cpu_power_exporter.has_value();
 }
 

@@ -207,7 +207,7 @@ class Rules {
            "telemetry.cpu_power.enabled; otherwise there is nothing to collect");
     }
     collector_budget();
-    if (t_.cpu_power_exporter) scraper_leg();
+    if (t_.cpu_power_exporter) exporter_leg();
     path_lengths();
     return std::move(errors_);
   }
@@ -325,10 +325,10 @@ class Rules {
            "telemetry.cpu_power.storage_subdir must differ from telemetry.storage_subdir; the "
            "two legs write their own samples and manifest");
     } else if (t_.cpu_power_exporter && c.storage_subdir == t_.storage_subdir + "/cpu") {
-      // The scraper leg writes <storage_subdir>/cpu/samples.csv: the same file.
+      // The exporter leg writes <storage_subdir>/cpu/samples.csv: the same file.
       fail("telemetry.cpu_power.storage_subdir",
            "telemetry.cpu_power.storage_subdir must differ from telemetry.storage_subdir + "
-           "\"/cpu\", where the scraper leg writes its samples.csv");
+           "\"/cpu\", where the exporter leg writes its samples.csv");
     }
   }
 
@@ -378,7 +378,7 @@ class Rules {
     }
   }
 
-  void scraper_leg() {
+  void exporter_leg() {
     const auto& c = *t_.cpu_power_exporter;
     const std::string p = "telemetry.cpu_power_exporter";
     if (!port_in_range(c.port)) fail(p + ".port", p + ".port must be in 1..65535");

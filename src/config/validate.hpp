@@ -2,7 +2,7 @@
 // The telemetry rules of srtctl's SrtConfig._validate_telemetry, with its message texts,
 // plus the checks it forgets: collect_interval_ms and storage_subdir are checked in every
 // enabled configuration, not only with the GPU leg (a 0 ms interval is a busy loop, and the
-// scraper writes below storage_subdir too). Not checked: Dynamo system ports (they need the
+// exporter leg writes below storage_subdir too). Not checked: Dynamo system ports (they need the
 // backend's process layout) and the GPU leg's placement and concurrency rules.
 
 #include <cstdint>

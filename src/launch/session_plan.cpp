@@ -334,7 +334,7 @@ SessionPlan make_plan(const PlanRequest& r) {
   plan.command = r.command;
   plan.exporter = r.exporter;
   const auto& t = r.recipe.telemetry;
-  plan.exporter_leg = config::scraper_leg_enabled(t);
+  plan.exporter_leg = config::exporter_leg_enabled(t);
   plan.cpu_dir = r.log_dir + "/" + t.storage_subdir + "/cpu";
   plan.cpu_samples_schema = r.cpu_samples_schema;
   if (r.command.empty()) {

@@ -76,7 +76,7 @@ TEST(ConfigLoad, EmptyRecipeIsEveryDefaultWithTelemetryOff) {
   EXPECT_EQ(r.telemetry.cpu_power.storage_subdir, "cpu_power");
   EXPECT_FALSE(r.runtime.network_interface.has_value());
   EXPECT_TRUE(r.tachometer.is_enabled());
-  EXPECT_FALSE(scraper_leg_enabled(r.telemetry));
+  EXPECT_FALSE(exporter_leg_enabled(r.telemetry));
 }
 
 TEST(ConfigLoad, AFullSrtctlRecipeLoads) {
@@ -102,7 +102,7 @@ TEST(ConfigLoad, AFullSrtctlRecipeLoads) {
   EXPECT_THAT(r.runtime.srun_options, ElementsAre(Opt{"mpi", "pmix"}, Opt{"cpu-bind", "none"},
                                                   Opt{"exclusive", std::nullopt}));
   EXPECT_EQ(r.benchmark_type, "sa-bench");
-  EXPECT_TRUE(scraper_leg_enabled(t));
+  EXPECT_TRUE(exporter_leg_enabled(t));
 }
 
 TEST(ConfigLoad, TheReferenceExamplesLoad) {
@@ -496,7 +496,7 @@ TEST(ConfigRules, NothingToCollect) {
               ElementsAre("r.yaml:2:12: telemetry.enabled requires telemetry.dcgm_exporter, "
                           "telemetry.cpu_power_exporter, or telemetry.cpu_power.enabled; "
                           "otherwise there is nothing to collect"));
-  EXPECT_THAT(errors_of(cpu_only("")), IsEmpty());  // the scraper leg alone is enough
+  EXPECT_THAT(errors_of(cpu_only("")), IsEmpty());  // the exporter leg alone is enough
 }
 
 // --- rule 6: collector budget -------------------------------------------------------------
@@ -516,7 +516,7 @@ TEST(ConfigRules, CollectorBudget) {
   EXPECT_DOUBLE_EQ(resolved_join_timeout_s(r.telemetry), 20.0);
 }
 
-// --- rule 7: scraper leg ------------------------------------------------------------------
+// --- rule 7: exporter leg -----------------------------------------------------------------
 
 TEST(ConfigRules, ScraperPortAndSource) {
   for (const char* port : {"0", "65536", "-5"}) {
@@ -710,17 +710,17 @@ TEST(ConfigRules, SafeRelativeSubpath) {
   EXPECT_TRUE(is_safe_relative_subpath(".a/b."));
 }
 
-TEST(ConfigRules, HostLegMayNotShareTheScraperLegsDirectory) {
-  // The scraper leg writes <storage_subdir>/cpu/samples.csv, the host leg
+TEST(ConfigRules, HostLegMayNotShareTheExporterLegsDirectory) {
+  // The exporter leg writes <storage_subdir>/cpu/samples.csv, the host leg
   // <cpu_power.storage_subdir>/samples.csv: one file for both.
   const std::string both =
       "telemetry:\n  enabled: true\n  cpu_power_exporter: {}\n  cpu_power:\n    enabled: true\n";
   EXPECT_THAT(messages_of(both + "    storage_subdir: power/cpu\n"),
               ElementsAre("telemetry.cpu_power.storage_subdir must differ from "
-                          "telemetry.storage_subdir + \"/cpu\", where the scraper leg writes its "
+                          "telemetry.storage_subdir + \"/cpu\", where the exporter leg writes its "
                           "samples.csv"));
   EXPECT_THAT(messages_of(both + "    storage_subdir: power/cpu/host\n"), IsEmpty());
-  // Without the scraper leg nothing is written there.
+  // Without the exporter leg nothing is written there.
   EXPECT_THAT(messages_of("telemetry:\n  enabled: true\n  cpu_power:\n    enabled: true\n"
                           "    storage_subdir: power/cpu\n"),
               IsEmpty());
