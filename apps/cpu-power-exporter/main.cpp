@@ -1,5 +1,5 @@
 // cpu-power-exporter: per-node Prometheus exporter of Grace CPU power. A drop-in for the
-// reference binary: same flags, metric families, labels and exit codes (usage errors 2,
+// upstream binary: same flags, metric families, labels and exit codes (usage errors 2,
 // startup failures "Error: <message>" and 1, clean shutdown on SIGINT/SIGTERM 0). With
 // --web.config.file it serves TLS and/or Basic authentication (docs/security.md); a web config
 // that cannot be used is a usage error (2), like any other bad flag.

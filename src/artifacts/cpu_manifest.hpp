@@ -1,9 +1,8 @@
 #pragma once
 // power/cpu/cpu_manifest.json: non-authoritative debugging metadata written once, at
-// finalize (the CSV is the record). The reference keys come first, in the reference order,
-// so existing consumers read it unchanged; the per-node extras after them say why a node
-// has gaps, and the samples.csv keys after `nodes` why the file has fewer rows than were
-// collected.
+// finalize (the CSV is the record). The keys existing consumers read come first, in their
+// order, so they read it unchanged; the per-node extras after them say why a node has gaps,
+// and the samples.csv keys after `nodes` why the file has fewer rows than were collected.
 
 #include <cstdint>
 #include <map>
@@ -23,7 +22,7 @@ struct CpuManifestNode {
   std::string resolved_mode = "unknown";  // acpi | dcgm | unknown
   std::uint64_t scrape_count = 0;
   std::uint64_t error_count = 0;  // scrapes that produced no rows
-  // Extras beyond the reference:
+  // Extras, after the keys existing consumers read:
   std::string endpoint_url;
   std::optional<std::string> last_error;
   std::uint64_t missed_slots = 0;  // schedule slots with no completed scrape
@@ -63,12 +62,12 @@ struct CpuManifestClockStep {
 };
 
 struct CpuManifest {
-  std::string producer = "srt-slurm.cpu-power";  // the reference's value, for consumers
+  std::string producer = "srt-slurm.cpu-power";  // the value consumers check
   std::optional<std::string> producer_git_commit;
   std::optional<double> started_at_unix;  // null when the collector never started
   double stopped_at_unix = 0;
   std::map<std::string, CpuManifestNode> nodes;  // by hostname, so sorted
-  // samples.csv, after the reference keys:
+  // samples.csv, after the keys existing consumers read:
   std::uint64_t rows_written = 0;                   // handed to the OS, over the run
   std::uint64_t rows_dropped = 0;                   // collected but never written
   std::vector<CpuManifestWriteError> write_errors;  // in the order first seen
@@ -81,7 +80,8 @@ struct CpuManifest {
   std::vector<CpuManifestClockStep> clock_steps;
 };
 
-// The JSON text: 2-space indent, keys in reference order, trailing newline.
+// The JSON text: 2-space indent, existing consumers' keys first in their order, trailing
+// newline.
 std::string render_cpu_manifest(const CpuManifest& manifest);
 
 // Writes the manifest atomically (temporary file, fsync, rename); never throws.

@@ -294,7 +294,7 @@ void read_evidence_keys(const Json& doc, GpuManifest& m) {
   each_object(doc, "", "artifact_errors", [&](const Json& e, const std::string& at) {
     m.artifact_errors.push_back({get_string(e, at, "path"), get_reasons(e, at, "reason_codes")});
   });
-  // Not a key of the reference's manifest: read when present and not null.
+  // An addition to the contract's keys: read when present and not null.
   if (const auto it = doc.find("clock_sync_check"); it != doc.end() && !it->is_null()) {
     const std::string at = "clock_sync_check.";
     if (!it->is_object()) bad("", "clock_sync_check", "an object or null");
@@ -380,7 +380,7 @@ std::string gpu_manifest_json(const GpuManifest& m) {
                 })},
       {"clock_sync_failures", m.clock_sync_failures},
       {"reason_codes", reasons_json(m.reason_codes)},
-      // After every key of the reference's manifest, which has no such key.
+      // An addition, after every key of the contract, so that readers of those ignore it.
       {"clock_sync_check",
        m.clock_sync_check ? clock_sync_json_value(*m.clock_sync_check) : Json(nullptr)},
   };

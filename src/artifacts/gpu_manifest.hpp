@@ -18,8 +18,8 @@
 namespace cpupower::artifacts {
 
 inline constexpr std::string_view kGpuManifestFilename = "manifest.json";
-// The reference producer's name: its own offline validator and downstream consumers reject
-// a manifest whose `producer` is anything else (docs/compatibility.md).
+// The producer name the package's consumers require: the offline validator and downstream
+// aggregators reject a manifest whose `producer` is anything else (docs/compatibility.md).
 inline constexpr std::string_view kGpuProducer = "srt-slurm.dcgm-power";
 inline constexpr std::string_view kGpuSourceMetric = "DCGM_FI_DEV_POWER_USAGE";
 inline constexpr std::string_view kGpuPowerUnit = "W";
@@ -52,7 +52,7 @@ struct GpuDcgmExporter {
 struct ClockSyncNode {
   std::string hostname;
   std::string synchronized = "unknown";    // yes | no | unknown
-  std::optional<double> offset_seconds;    // local minus reference, where a tool reports one
+  std::optional<double> offset_seconds;    // local minus the time source, where a tool reports one
   std::optional<std::string> tool;         // whose verdict it is; null when none gave one
   std::optional<std::string> output_file;  // relative to the log directory; null: none
   bool operator==(const ClockSyncNode&) const = default;
@@ -100,8 +100,8 @@ struct GpuManifest {
   // Nodes not synchronised, over the bound, or not checked.
   std::vector<std::string> clock_sync_failures;
   GpuReasons reason_codes;
-  // The session's clock check; null when the manifest was written without one. Not a key of
-  // the reference's manifest, so written last and read back only when present.
+  // The session's clock check; null when the manifest was written without one. An addition
+  // to the contract's keys, so written last and read back only when present.
   std::optional<ClockSyncCheck> clock_sync_check;
   bool operator==(const GpuManifest&) const = default;
 };

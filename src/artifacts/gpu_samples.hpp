@@ -1,8 +1,8 @@
 #pragma once
 // The GPU (DCGM) leg as the energy report reads it: <power_dir>/samples.csv, one row per
 // GPU per scrape (v1; v2 adds gpu_util_pct and sm_active; v3 adds temperature_c), and the
-// roles in manifest.json's expected_devices. Read by column name like the reference's
-// csv.DictReader; blank or unparsable cells are missing values, never zeros.
+// roles in manifest.json's expected_devices. Read by column name, as a csv.DictReader reads
+// it; blank or unparsable cells are missing values, never zeros.
 
 #include <cstddef>
 #include <cstdint>

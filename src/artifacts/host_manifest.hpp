@@ -1,8 +1,8 @@
 #pragma once
 // <cpu_dir>/manifest.json of the host-collector leg. The run session writes it with status
 // "starting", then "running" or "failed"; the merge writes the final one, "complete" or
-// "incomplete". The reference's keys come first, in its order, so its consumers read the
-// file unchanged; our extras follow them.
+// "incomplete". The keys existing consumers read come first, in their order, so those
+// consumers read the file unchanged; our extras follow them.
 
 #include <cstdint>
 #include <map>
@@ -26,7 +26,7 @@ inline constexpr std::string_view kStatusComplete = "complete";
 inline constexpr std::string_view kStatusIncomplete = "incomplete";
 
 struct HostManifest {
-  // Reference keys, in the order they are written.
+  // The keys existing consumers read, in the order they are written.
   std::string job_id;
   std::string run_name;
   std::string status = std::string(kStatusStarting);
@@ -44,7 +44,7 @@ struct HostManifest {
   std::map<std::string, nlohmann::ordered_json> node_metadata;
   double updated_at_unix = 0;
 
-  // Extras, after the reference keys.
+  // Extras, after those keys.
   std::uint64_t malformed_rows = 0;
   std::uint64_t torn_rows = 0;
   std::uint64_t dropped_groups = 0;  // long-layout sockets with no primary reading

@@ -2,7 +2,7 @@
 // CPU power samples as the energy report reads them: the host-collector leg's
 // <storage_subdir>/samples.csv (and nodes/<host>.csv), schema v1 to v5, and, through the
 // same column-name rules, the exporter leg's power/cpu/samples.csv v1 to v3. The report
-// reads by header name like the reference's csv.DictReader, so extra columns are harmless
+// reads by header name, as a csv.DictReader does, so extra columns are harmless
 // and the layout (one row per rail, or one row per socket) follows from the header alone.
 
 #include <array>
@@ -97,8 +97,8 @@ inline constexpr std::size_t kUtil =
 // the exporter leg's, whose columns are among them.
 struct CpuCsvColumns {
   std::vector<std::optional<std::size_t>> at;  // by kHostColumns position; nullopt: absent
-  // One row per socket when every rail column is present (the reference's rule); else one
-  // row per rail or sensor.
+  // One row per socket when every rail column is present (upstream's rule, so that both read
+  // a file alike); else one row per rail or sensor.
   bool wide = false;
 
   static CpuCsvColumns from_header(const std::vector<std::string>& header);

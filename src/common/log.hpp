@@ -1,7 +1,7 @@
 #pragma once
-// Logging: one line per event on stdout, in the layout of the reference exporter
-// (RFC 3339 UTC with microseconds, level, target, message, key=value fields), so that the
-// `.out` files srun captures read the same whichever binary produced them.
+// Logging: one line per event on stdout, in the upstream exporter's layout (RFC 3339 UTC
+// with microseconds, level, target, message, key=value fields), so that the `.out` files
+// srun captures read the same whichever exporter binary produced them.
 
 #include <spdlog/spdlog.h>
 
@@ -21,8 +21,8 @@ void init_logging(spdlog::level::level_enum level);
 // The logger for a target such as "cpu_power_exporter" or "cpu_power_exporter::acpi".
 std::shared_ptr<spdlog::logger> logger(const std::string& target);
 
-// Quotes a field value the way the reference prints Debug fields: plain when it is one
-// token, otherwise in double quotes with \ and " escaped.
+// Quotes a field value as that layout prints Debug fields: plain when it is one token,
+// otherwise in double quotes with \ and " escaped.
 std::string quoted(std::string_view value);
 
 }  // namespace cpupower::common

@@ -148,8 +148,8 @@ struct Recipe {
   bool gpu_exporter_inherited = false;
 };
 
-// The reference's COLLECT_CYCLE_TIMEOUT_GRACE_SECONDS: one collector cycle may take
-// 2 x request timeout + this grace.
+// Slack on one collector cycle, which may take 2 x request timeout + this grace (upstream's
+// value, so the timeouts derived from it are the same).
 inline constexpr double kCollectCycleGraceS = 1.0;
 // The largest gap between two samples an energy window tolerates (common/sample_gap.hpp).
 using common::kMaxSampleGapS;

@@ -21,7 +21,7 @@ bool port_in_range(std::int64_t port) {
   return port >= 1 && port <= 65535;
 }
 
-// Python's repr of a float, as the reference's messages print it ("5.0", "0.25").
+// Python's repr of a float ("5.0", "0.25"): recipe messages print numbers as upstream's do.
 std::string py_float(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -265,7 +265,8 @@ class Rules {
   }
 
   // With telemetry off nothing runs, so only a demand that can never be met is an error;
-  // cpu_power_exporter is not looked at (the reference ignores it silently too).
+  // cpu_power_exporter is not looked at: it configures nothing that runs, and upstream's
+  // checks accept it silently too.
   void disabled() {
     if (t_.cpu_power.enabled) {
       fail("telemetry.cpu_power.enabled", "telemetry.cpu_power.enabled requires telemetry.enabled");
@@ -288,8 +289,8 @@ class Rules {
     }
   }
 
-  // The checks the reference applies only with the GPU leg, applied to every enabled
-  // configuration: every leg samples at collect_interval_ms and writes below storage_subdir.
+  // Checked in every enabled configuration, not only with the GPU leg: every leg samples at
+  // collect_interval_ms and writes below storage_subdir.
   // An interval of the bound or more is refused: rows come the interval apart on average and
   // jitter moves each one, so some gaps always exceed it (interval_gap).
   void always_checked() {

@@ -32,8 +32,8 @@ bool is_prometheus_metric_name(std::string_view name);  // [a-zA-Z_:][a-zA-Z0-9_
 bool is_prometheus_label_name(std::string_view name);   // [a-zA-Z_][a-zA-Z0-9_]*
 bool is_environment_name(std::string_view name);        // [A-Za-z_][A-Za-z0-9_]*
 
-// Every rule that fails, in the reference's order. Each error points at the field it names
-// (or, for a default, at the nearest enclosing block given in the file).
+// Every rule that fails, in the order upstream's checks report them. Each error points at the
+// field it names (or, for a default, at the nearest enclosing block given in the file).
 std::vector<ConfigError> validate_recipe(const Recipe& recipe);
 
 // Settings that are valid but can put sample gaps over kMaxSampleGapS: a collect interval

@@ -87,7 +87,7 @@ struct ParseResult {
 };
 
 // Parses a whole body. Unknown escapes in label values (\t, \x, ...) are kept literally, as
-// the Python reference parser does; the three defined ones (\\ \" \n) are decoded.
+// upstream's Python parser keeps them; the three defined ones (\\ \" \n) are decoded.
 ParseResult parse(std::string_view body, std::size_t max_body_bytes = kMaxBodyBytes);
 
 struct ParseOptions {

@@ -18,8 +18,8 @@ std::string escape_label_value(std::string_view value);
 // from `values` (raw; escaped here), as name="value" pairs joined by commas.
 std::string label_text(const Family& family, std::initializer_list<std::string_view> values);
 
-// Fixed-point with six decimals, exactly like C's "%.6f" (never an exponent), as the
-// reference prints every watt value.
+// Fixed-point with six decimals, exactly like C's "%.6f" (never an exponent): every watt
+// value is printed so, the same bytes upstream's exporter serves.
 void append_fixed6(std::string& out, double value);
 void append_uint(std::string& out, std::uint64_t value);
 

@@ -1,7 +1,7 @@
 #pragma once
 // Rendering a source snapshot to the exposition body, from the family descriptors of
-// expo/families.hpp: the reference families first, then our cpu_power_exporter_ diagnostics,
-// so parsers of the reference families are unaffected.
+// expo/families.hpp: the families existing parsers read first, then our cpu_power_exporter_
+// diagnostics, so those parsers are unaffected.
 
 #include <cstdint>
 #include <string>

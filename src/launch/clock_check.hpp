@@ -39,7 +39,7 @@ std::string_view clock_synced_name(ClockSynced s);  // yes | no | unknown
 struct ClockFinding {
   std::string tool;  // timedatectl | chronyc | ntpq | adjtimex | ntp_adjtime
   ClockSynced synced = ClockSynced::unknown;
-  std::optional<double> offset_s;  // local clock minus the reference, when the tool says
+  std::optional<double> offset_s;  // local clock minus its time source, when the tool says
   std::string note;                // the line the verdict rests on, or why there is none
 };
 

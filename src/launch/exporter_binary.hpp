@@ -1,8 +1,7 @@
 #pragma once
 // Which exporter runs on the nodes. In order: $CPU_POWER_EXPORTER_BIN, the cpu-power-exporter
-// beside this cpu-power, cpu-power-exporter on PATH (the reference never finds a PATH install:
-// it checks the bare name against the working directory), and last the single-file python3
-// stdlib exporter shipped with the project, which reads ACPI only and has no --source.
+// beside this cpu-power, cpu-power-exporter on PATH, and last the single-file python3 stdlib
+// exporter shipped with the project, which reads ACPI only and has no --source.
 
 #include <functional>
 #include <optional>

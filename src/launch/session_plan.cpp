@@ -97,7 +97,8 @@ void plan_host_leg(const PlanRequest& r, const std::optional<Allocation>& alloca
   plan.host_leg = std::move(leg);
 }
 
-// The reference's command when a recipe gives none; {port} is the recipe's port.
+// The command when a recipe gives none, upstream's default, so that such a recipe starts the
+// same exporter; {port} is the recipe's port.
 constexpr std::string_view kDefaultDcgmCommand =
     "dcgm-exporter --collect-interval=100 --address :{port}";
 

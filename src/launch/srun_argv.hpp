@@ -1,5 +1,6 @@
 #pragma once
-// The srun command lines, flag for flag as the reference's start_srun_process builds them:
+// The srun command lines, flag for flag as upstream's launcher builds them, so that the steps
+// and their log files are the same:
 //   srun [--jobid J] --overlap --nodes N --ntasks N --nodelist n1,n2 [--het-group=G]
 //        --output <log_dir>/telemetry_cpu_power_exporter[.gG].%N.out [srun_options]
 //        <exporter argv>

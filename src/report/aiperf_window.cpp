@@ -68,7 +68,8 @@ Error bad_number(simdjson::ondemand::value& value, const Line& line) {
   return Error{fmt::format("{}: malformed number: {}", line.at(value), shown)};
 }
 
-// Python's truth value of a JSON value (the reference skips a record when `rec.get("error")`).
+// Python's truth value of a JSON value: a record whose "error" is truthy is skipped, so the
+// records counted are those upstream's report counts.
 Result<bool> truthy(simdjson::ondemand::value value, const Line& line) {
   simdjson::ondemand::json_type type;
   if (const auto code = value.type().get(type)) return line.malformed(code);

@@ -16,8 +16,8 @@
 
 namespace cpupower::report {
 
-// Sensor kinds of the one-row-per-rail layouts, in the reference's preference order for
-// picking a socket's power sensor (legacy_rail_rank).
+// Sensor kinds of the one-row-per-rail layouts, in preference order for picking a socket's
+// power sensor (legacy_rail_rank; upstream's order, so that both pick the same sensor).
 enum class SensorKind { total, dcgm, cpu_rail, soc, dram, module, other };
 SensorKind classify_sensor(std::string_view sensor);
 

@@ -363,9 +363,9 @@ void join(Part& into, Part& from) {
 }
 
 // Sorts a host's entries by time (stable) and collapses equal times, each column keeping its
-// last value (a missing one does not overwrite): the reference's per-column dicts. Entries of
-// one time apart in the file are that instant read again: each value of a `rows` column (a
-// socket's power_w) met twice is one repeated row, added to *repeats.
+// last value (a missing one does not overwrite), as upstream's report keeps one value per time
+// and column. Entries of one time apart in the file are that instant read again: each value of
+// a `rows` column (a socket's power_w) met twice is one repeated row, added to *repeats.
 void sort_and_collapse(std::vector<double>& t, const std::vector<Column*>& cols,
                        const std::vector<Column*>& rows, std::size_t* repeats) {
   if (!std::is_sorted(t.begin(), t.end())) {

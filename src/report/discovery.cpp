@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 using Parts = std::vector<std::string>;
 
-// Why `path` is not a regular file to read: "not found" when nothing is there (the
-// reference's text), else what is (a symlink loop, a directory, a permission).
+// Why `path` is not a regular file to read: "not found" when nothing is there (the text
+// existing consumers know), else what is (a symlink loop, a directory, a permission).
 std::string not_a_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

@@ -31,7 +31,7 @@ struct RunInputs {
 
 struct Discovery {
   std::optional<RunInputs> run;
-  std::string error;  // the reference's texts, e.g. "<dir>/benchmark.out: not found"
+  std::string error;  // texts existing consumers know, e.g. "<dir>/benchmark.out: not found"
 };
 
 Discovery discover_run(const std::string& log_dir,

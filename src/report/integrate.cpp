@@ -53,7 +53,7 @@ Neighbours neighbours(const Track& track, double x) {
   return n;
 }
 
-// The reference's nearest(): lower bound, ties to the earlier sample.
+// The sample nearest to x, where snap moves an edge: lower bound, ties to the earlier sample.
 std::size_t nearest(const Series& s, double x) {
   const std::size_t n = s.size();
   const auto i =

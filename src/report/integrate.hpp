@@ -1,9 +1,9 @@
 #pragma once
 // Energy of one track over one benchmark window, and the power statistics of the samples the
 // integral rests on. Two edge modes:
-//  - snap (the reference's): each window edge moves to the nearest sample (ties to the
-//    earlier one, at most 3 s away) and the trapezoid runs between the snapped samples, so
-//    the energy can include up to 3 s of power outside the window on either side;
+//  - snap: each window edge moves to the nearest sample (ties to the earlier one, at most
+//    3 s away) and the trapezoid runs between the snapped samples, so the energy can include
+//    up to 3 s of power outside the window on either side; it gives upstream's numbers;
 //  - interpolate (ours, the default): the trapezoid runs exactly from start to end, with the
 //    power at each edge interpolated linearly between the samples around it (each within
 //    3 s); a sample exactly on an edge is used as it is.
@@ -23,9 +23,9 @@ enum class Edges { interpolate, snap };
 std::string_view edges_name(Edges edges);
 std::optional<Edges> parse_edges(std::string_view name);
 
-// Farthest a sample may be from a window edge it stands for (the reference's
-// MAX_SAMPLE_GAP_SECONDS), and the largest interior gap we accept without a warning: the
-// one bound of common/sample_gap.hpp, which the recipe rules hold collect intervals to.
+// Farthest a sample may be from a window edge it stands for, and the largest interior gap we
+// accept without a warning: the one bound of common/sample_gap.hpp, which the recipe rules
+// hold collect intervals to.
 using common::kMaxSampleGapS;
 
 struct PowerStats {

@@ -1,5 +1,5 @@
 #pragma once
-// numpy's arithmetic, reproduced so that our numbers agree with the reference's to the last
+// numpy's arithmetic, reproduced so that our numbers agree with upstream's report to the last
 // bits where it matters: pairwise summation (np.add.reduce), np.trapezoid's term order, and
 // np.percentile's "linear" method with numpy's lerp branch.
 

@@ -1,6 +1,6 @@
 #pragma once
-// The report's outputs: the reference's text table and JSON list, our SVG power plot and
-// our self-contained HTML report.
+// The report's outputs: the text table and JSON list in the layout existing consumers read,
+// the SVG power plot and the self-contained HTML report.
 
 #include <optional>
 #include <string>
@@ -14,8 +14,8 @@ namespace cpupower::report {
 // The text table, one block per window, then the grand total (trailing newline included).
 std::string render_text(const std::vector<WindowReport>& reports, Edges edges);
 
-// The JSON list: `json.dumps(list, indent=2) + "\n"`, keys in the reference's order,
-// our additions after them.
+// The JSON list: `json.dumps(list, indent=2) + "\n"`, keys in the order existing consumers
+// read, the additions after them.
 std::string render_json(const std::vector<WindowReport>& reports);
 Json window_json(const WindowReport& report);
 

@@ -163,7 +163,7 @@ Json window_json(const WindowReport& r) {
   j["cpu_utilization"] = utilization(r.cpu_utilization);
   j["gpu_utilization"] = utilization(r.gpu_utilization);
   j["warnings"] = r.warnings;
-  // Ours, after every reference key so that reference consumers read the prefix unchanged.
+  // Additions, after every established key, so that existing consumers read those unchanged.
   j["edges"] = std::string(edges_name(r.edges));
   j["module_per_socket"] = breakdowns(r.module_per_socket);
   j["module_per_node"] = breakdowns(r.module_per_node);

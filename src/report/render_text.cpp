@@ -1,7 +1,7 @@
-// The reference's text table, with our module and edge-mode lines added. Every text that
-// comes from outside (host names in labels, paths in errors and warnings, the session's
-// command line) is printed through common::escape_untrusted: a name holding a terminal escape,
-// a line break or bytes that are not UTF-8 shows them as visible escapes.
+// The text table, in the layout existing consumers read, plus the module and edge-mode lines.
+// Every text that comes from outside (host names in labels, paths in errors and warnings, the
+// session's command line) is printed through common::escape_untrusted: a name holding a
+// terminal escape, a line break or bytes that are not UTF-8 shows them as visible escapes.
 
 #include <fmt/core.h>
 

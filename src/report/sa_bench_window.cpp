@@ -22,7 +22,7 @@ std::optional<double> as_float(const Json& v) {
 }
 
 // TPOT p90 in either spelling: the 90th entry of a `percentiles_tpot_ms` list of [p, v] pairs
-// (what the reference report reads), else the scalar `p90_tpot_ms` that sa-bench's
+// (the spelling upstream's report reads), else the scalar `p90_tpot_ms` that sa-bench's
 // benchmark_serving.py writes with --metric-percentiles including 90 (real sa-bench results
 // have no list, so reading the list alone left p90 always n/a).
 std::optional<double> tpot_p90(const Json& result) {

@@ -43,10 +43,10 @@ struct Series {
   bool empty() const { return t.empty(); }
 };
 
-// Sorts (t, w) pairs by time, keeping file order among equal times (the reference's stable
-// sort). With `keep_last`, equal times collapse to the value of the last row, the
-// reference's dict semantics for CPU series; otherwise equal times stay (GPU device lists, whose
-// reader has already dropped rows repeating an instant).
+// Sorts (t, w) pairs by time, stably (equal times keep their file order), as upstream's report
+// does, so that its joules are reproduced. With `keep_last`, equal times collapse to the value
+// of the last row, as a dict keyed by time keeps it (CPU series); otherwise equal times stay
+// (GPU device lists, whose reader has already dropped rows repeating an instant).
 void stable_sort_by_time(std::vector<double>& t, std::vector<double>& w, bool keep_last);
 
 // A Track owning its times.

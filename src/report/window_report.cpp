@@ -156,7 +156,7 @@ void node_power(const RunData& run, WindowReport& r) {
         if (!s.rails[i]) continue;
         const Integration in = integrate_window(*s.rails[i], r.window.start_unix, r.window.end_unix,
                                                 r.edges, "rail", false);
-        if (!in.row) continue;  // uncovered rails are left out, as in the reference
+        if (!in.row) continue;  // a rail without coverage is left out, not counted as 0 W
         sums[i] += in.row->stats.avg_power_w;
         any[i] = true;
       }
@@ -184,8 +184,8 @@ void reference_warnings(const RunData& run, WindowReport& r,
   }
   r.warnings.insert(r.warnings.end(), cpu_util_warnings.begin(), cpu_util_warnings.end());
   if (run.gpu && r.gpu_per_role.empty()) {
-    // The reference's text, unless the leg has no GPU samples at all (an empty file): then
-    // the manifest is not what is missing.
+    // The text existing consumers know, unless the leg has no GPU samples at all (an empty
+    // file): then the manifest is not what is missing.
     const bool any_samples = std::any_of(run.gpu->devices.begin(), run.gpu->devices.end(),
                                          [](const GpuDevice& d) { return d.power.size() > 0; });
     r.warnings.push_back(
@@ -199,7 +199,8 @@ void reference_warnings(const RunData& run, WindowReport& r,
   }
 }
 
-// Ours, after the reference's: what it silently gets wrong.
+// Warnings for what would otherwise pass in silence, added after the ones above so that the
+// leading warnings stay as existing consumers read them.
 void our_warnings(const RunData& run, WindowReport& r) {
   if (run.cpu) {
     std::string dcgm;

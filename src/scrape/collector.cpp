@@ -441,7 +441,7 @@ Status Loop::setup() {
     curl_.easy_setopt(e, CURLOPT_WRITEDATA, &t);
     curl_.easy_setopt(e, CURLOPT_ERRORBUFFER, t.curl_error);
     // One deadline for the whole request, connect included: a trickling exporter is cut
-    // off instead of stretching each read (the reference's per-operation timeout).
+    // off, where a timeout per read would start again with every byte that arrives.
     curl_.easy_setopt(e, CURLOPT_TIMEOUT_MS,
                       static_cast<long>(s_->options.request_timeout.count()));
     curl_.easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
@@ -507,7 +507,7 @@ void Loop::run() {
   }
 
   // The final cycle: one more scrape of every endpoint that is free, so the tail of a run
-  // is not lost (the reference skipped it). Busy endpoints finish their request instead.
+  // is not lost. Busy endpoints finish their request instead.
   const auto final_slot = Clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     if (transfers_[i].in_flight) continue;

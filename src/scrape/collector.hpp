@@ -74,8 +74,8 @@ struct CollectorOptions {
   std::string out_dir;  // the leg's samples file and manifest; must exist
   std::chrono::milliseconds collect_interval{1000};
   std::chrono::milliseconds request_timeout{2000};  // connect + read, per request
-  // How long stop_and_finalize() waits for the loop; unset: 2 x (2 x timeout + 1 s) + 2 s,
-  // the reference's derived default (12 s at the default timeout).
+  // How long stop_and_finalize() waits for the loop; unset: 2 x (2 x timeout + 1 s) + 2 s
+  // (12 s at the default timeout), as long as upstream's collector waits.
   std::optional<std::chrono::milliseconds> join_timeout;
   std::size_t max_body_bytes = std::size_t{1} << 20;
   // Per node: the first failure of each reason is logged, then at most one line per this.

@@ -1,8 +1,8 @@
 #pragma once
 // One scrape body -> the per-socket rows samples.csv v3 holds. Pure: no I/O, no clock.
 //
-// The rules (the reference collector's parsing and pivot, with zero-is-missing and the DCGM
-// field_id handling of its later branch; docs/formats.md states them):
+// The rules (docs/formats.md states them; docs/compatibility.md where they differ from
+// upstream's collector):
 //   * Families: cpu_power_acpi_watts, cpu_power_dcgm_watts, cpu_power_nvml_watts. When the
 //     body yields any ACPI reading the scrape is ACPI and DCGM samples are ignored; DCGM is
 //     read only when ACPI yields nothing; NVML only ever adds module_w.

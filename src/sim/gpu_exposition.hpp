@@ -93,8 +93,9 @@ struct ExporterNames {
   std::string index_label = "gpu";
   std::string identity_label = "UUID";
 
-  // rocm/device-metrics-exporter's names (the reference's AMD example): gpu_power_usage,
-  // gpu_gfx_activity, gpu_junction_temperature, no SM activity; gpu_id and serial_number.
+  // rocm/device-metrics-exporter's names (an AMD exporter for `kind: custom`):
+  // gpu_power_usage, gpu_gfx_activity, gpu_junction_temperature, no SM activity; gpu_id and
+  // serial_number.
   static ExporterNames amd();
   bool operator==(const ExporterNames&) const = default;
 };
