@@ -1,7 +1,6 @@
 #include "artifacts/gpu_contract.hpp"
 
 #include <algorithm>
-#include <array>
 #include <map>
 #include <set>
 
@@ -12,15 +11,6 @@ namespace {
 
 namespace reason = gpu_reason;
 namespace rule = gpu_publication_rule;
-
-constexpr std::array<std::string_view, 5> kFatalLifecycle = {
-    reason::kExporterExited, reason::kCollectorException, reason::kCollectorInterrupted,
-    reason::kCollectorJoinTimeout, reason::kBenchmarkChildReapTimeout};
-constexpr std::array<std::string_view, 3> kStartup = {reason::kExporterStartupTimeout,
-                                                      reason::kExporterLaunchFailed,
-                                                      reason::kEndpointResolutionFailed};
-constexpr std::array<std::string_view, 2> kOperational = {reason::kBenchmarkChildReapTimeout,
-                                                          reason::kCollectorJoinTimeout};
 
 bool one_of(std::span<const std::string_view> set, std::string_view code) {
   return std::find(set.begin(), set.end(), code) != set.end();
@@ -102,13 +92,13 @@ bool ReasonSet::contains_any(std::span<const std::string_view> codes) const {
 }
 
 bool is_gpu_fatal_lifecycle_reason(std::string_view code) {
-  return one_of(kFatalLifecycle, code);
+  return one_of(reason::kFatalLifecycle, code);
 }
 bool is_gpu_startup_reason(std::string_view code) {
-  return one_of(kStartup, code);
+  return one_of(reason::kStartup, code);
 }
 bool is_gpu_operational_failure_reason(std::string_view code) {
-  return one_of(kOperational, code);
+  return one_of(reason::kOperational, code);
 }
 
 // ---- run status -----------------------------------------------------------------------
@@ -138,8 +128,8 @@ std::optional<GpuRunStatus> parse_gpu_run_status(std::string_view name) {
 }
 
 GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required) {
-  if (reasons.contains_any(kFatalLifecycle)) return GpuRunStatus::incomplete;
-  if (required && reasons.contains_any(kStartup)) return GpuRunStatus::failed;
+  if (reasons.contains_any(reason::kFatalLifecycle)) return GpuRunStatus::incomplete;
+  if (required && reasons.contains_any(reason::kStartup)) return GpuRunStatus::failed;
   return GpuRunStatus::complete;
 }
 
@@ -202,7 +192,7 @@ GpuPublication gpu_publication_valid(const GpuPublicationInputs& in) {
 }
 
 bool gpu_exit_nonzero(const ReasonSet& reasons, bool required, bool publication_valid) {
-  return reasons.contains_any(kOperational) || (required && !publication_valid);
+  return reasons.contains_any(reason::kOperational) || (required && !publication_valid);
 }
 
 }  // namespace cpupower::artifacts

@@ -4,12 +4,29 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "report/window_report.hpp"
 
 namespace cpupower::report {
+
+// Our per-window figures, after the reference's: each is one line of the text block, after
+// the window's totals (left out when the window has no value), and one JSON key, after every
+// reference key (null when the window has no value), in this order. A new figure is a
+// WindowReport field, the code that computes it and a row here.
+struct WindowFigure {
+  std::string_view key;    // JSON key
+  std::string_view label;  // text label, padded to the totals' column
+  std::optional<double> WindowReport::*value;
+  std::string_view unit;  // after the number (two decimals, thousands commas) in the text line
+};
+inline constexpr WindowFigure kWindowFigures[] = {
+    {"module_total_joules", "module total:   ", &WindowReport::module_total_joules,
+     " J (superchip module_w: Grace + its GPUs + the rest of the module; GPU energy is already "
+     "inside it, never add it on top)"},
+};
 
 // The text table, one block per window, then the grand total (trailing newline included).
 std::string render_text(const std::vector<WindowReport>& reports, Edges edges);

@@ -167,7 +167,7 @@ Json window_json(const WindowReport& r) {
   j["edges"] = std::string(edges_name(r.edges));
   j["module_per_socket"] = breakdowns(r.module_per_socket);
   j["module_per_node"] = breakdowns(r.module_per_node);
-  j["module_total_joules"] = opt(r.module_total_joules);
+  for (const WindowFigure& f : kWindowFigures) j[std::string(f.key)] = opt(r.*f.value);
   return j;
 }
 

@@ -120,10 +120,10 @@ void window_block(const WindowReport& r, std::string& out) {
   out += "  cpu total:      " + c2(r.cpu_total_joules.get<double>()) + " J\n";
   out += "  gpu total:      " + c2(r.gpu_total_joules.get<double>()) + " J\n";
   out += "  combined total: " + c2(r.combined_total_joules) + " J\n";
-  if (r.module_total_joules) {
-    out += "  module total:   " + c2(*r.module_total_joules) +
-           " J (superchip module_w: Grace + its GPUs + the rest of the module; GPU energy is "
-           "already inside it, never add it on top)\n";
+  for (const WindowFigure& f : kWindowFigures) {
+    if (const auto& v = r.*f.value) {
+      out += "  " + std::string(f.label) + c2(*v) + std::string(f.unit) + "\n";
+    }
   }
   if (w.output_tokens && w.input_tokens) {
     out += fmt::format("  tokens: output={} input={}\n", py_fixed_commas(*w.output_tokens, 0),

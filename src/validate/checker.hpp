@@ -46,15 +46,13 @@ constexpr std::string_view kCpuSamplesEmpty = "cpu_samples_empty";
 }  // namespace code
 
 inline constexpr std::string_view kRerun = "rerun the benchmark with `cpu-power run`";
-inline constexpr std::string_view kRestore =
-    "restore the files as the run wrote them (any edit invalidates the package), or rerun";
+inline constexpr std::string_view kRestore = reason::kRestoreFix;
 inline constexpr std::string_view kJobIdFix =
     "run inside a Slurm allocation, or give `cpu-power run --job-id ID`";
 
-// What a GPU contract code means, and what fixes it (gpu.cpp); nullptr for another code.
-struct CodeText {
-  std::string_view code, what, fix;
-};
+// What a GPU contract code means, and what fixes it (gpu_reason::kCodeTexts); nullptr for a
+// code without a row.
+using CodeText = reason::CodeText;
 const CodeText* gpu_code(std::string_view c);
 
 std::string path_of(const std::string& run_dir, const std::string& rel);

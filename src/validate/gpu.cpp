@@ -12,60 +12,9 @@
 
 // The GPU package: manifest.json against the contract and against samples.csv and windows/.
 namespace cpupower::validate {
-namespace {
-
-constexpr CodeText kGpuCodes[] = {
-    {reason::kSamplesCsvMissing, "no samples.csv",
-     "the GPU leg writes it while the run lasts: check that dcgm-exporter answers on every "
-     "node, then rerun"},
-    {reason::kSamplesCsvHeaderMismatch, "the first line is no GPU samples header", kRestore},
-    {reason::kSamplesCsvMalformed, "rows break the contract's cell rules", kRestore},
-    {reason::kSamplesDigestUnavailable, "the file's SHA-256 cannot be computed", kRestore},
-    {reason::kDuplicateSampleRow, "a (scrape_seq, hostname, gpu_index) appears twice", kRestore},
-    {reason::kTimestampNonMonotonic, "a GPU's timestamps decrease in scrape_seq order",
-     "synchronise the head node's clock (a step back moved the rows), then rerun"},
-    {reason::kExpectedDeviceMissing, "expected GPUs have no samples",
-     "make dcgm-exporter serve every allocated GPU on every node (visible devices), then rerun"},
-    {reason::kUnexpectedDevice, "samples of GPUs no worker was assigned",
-     "restrict the exporter to the allocated GPUs (visible devices) or fix the worker "
-     "placement, then rerun"},
-    {reason::kGpuUuidChanged, "a GPU has other than one UUID, or two GPUs share one",
-     "run on whole GPUs (no MIG instances or partitions), then rerun"},
-    {reason::kConflictingWorkerRoles, "a GPU is assigned to more than one worker role",
-     "give each GPU one role in the recipe's worker placement"},
-    {reason::kConflictingHetGroups, "a node's GPUs are in more than one het group",
-     "give each node one heterogeneous job group"},
-    {reason::kWindowMissing, "an expected window has no window file",
-     "the benchmark must finish and write its result so the window is stamped: rerun"},
-    {reason::kWindowUnexpected, "a window file no expected window names", kRestore},
-    {reason::kWindowDuplicate, "two window files have the same window", kRestore},
-    {reason::kWindowMalformed, "the window file breaks the window contract", kRestore},
-    {reason::kWindowArtifactPathInvalid, "an entry of windows/ is not a regular *.json file",
-     kRestore},
-    {reason::kWindowIncomplete, "the window did not complete", "rerun the benchmark to its end"},
-    {reason::kWindowResultMissing, "the benchmark result the window points at is missing",
-     "keep the benchmark's result file beside the run (under the run directory)"},
-    {reason::kWindowResultMismatch, "the benchmark result disagrees with the window", kRestore},
-    {reason::kWindowResultPathInvalid, "the window's result_path leaves the run directory",
-     kRestore},
-    {reason::kWindowClockMismatch,
-     "the window's wall-clock span disagrees with its monotonic duration",
-     "the head node's clock stepped during the window: synchronise it, then rerun"},
-    {reason::kWindowNotBracketed, "no sample at or before the start, or at or after the end",
-     "keep telemetry running from before the benchmark starts to after it ends (a longer "
-     "`telemetry.startup_timeout_seconds`, no early stop), then rerun"},
-    {reason::kSampleGapExceeded, "two consecutive samples more than 3.0 s apart",
-     "lower `telemetry.collect_interval_ms` and check the exporters for slow scrapes "
-     "(`request_timeout_seconds`), then rerun"},
-    {reason::kSampleLossExceeded, "more than 5% of the expected sample intervals are missing",
-     "the collector missed scrapes at the recorded cadence: use a `collect_interval_ms` the "
-     "exporters keep up with, then rerun"},
-};
-
-}  // namespace
 
 const CodeText* gpu_code(std::string_view c) {
-  for (const auto& t : kGpuCodes) {
+  for (const auto& t : reason::kCodeTexts) {
     if (t.code == c) return &t;
   }
   return nullptr;
