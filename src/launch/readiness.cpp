@@ -46,8 +46,9 @@ std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::En
     probes[i].url = health_url(endpoints[i], security.https);
     probes[i].next_try = started;
   }
-  const auto curl = scrape::curl_api();
-  CURLM* multi = curl ? (*curl)->multi_init() : nullptr;
+  const auto api = scrape::curl_api();
+  const scrape::CurlApi* curl = api ? *api : nullptr;
+  CURLM* multi = curl ? curl->multi_init() : nullptr;
   if (!multi) return std::vector<std::optional<double>>(endpoints.size());
   std::size_t ready = 0;
   while (ready < probes.size() && Clock::now() < deadline && !(give_up && give_up())) {
