@@ -44,8 +44,7 @@ hostleg::MergeSettings to_settings(const MergeArgs& args, bool expected_given) {
   std::error_code ec;
   const std::string manifest_path = (fs::path(args.dir) / hostleg::kManifestFilename).string();
   if (fs::exists(manifest_path, ec)) {
-    std::string error;
-    if (const auto m = hostleg::read_host_manifest(manifest_path, &error)) {
+    if (const auto m = hostleg::read_host_manifest(manifest_path)) {
       s.job_id = m->job_id;
       s.run_name = m->run_name;
       s.requested_source = m->requested_source;
@@ -62,7 +61,7 @@ hostleg::MergeSettings to_settings(const MergeArgs& args, bool expected_given) {
         }
       }
     } else {
-      std::cerr << "Warning: ignoring " << error << "\n";
+      std::cerr << "Warning: ignoring " << m.error() << "\n";
     }
   }
   if (expected_given) {

@@ -222,13 +222,12 @@ int node_address(const std::string& interface) {
   if (const char* launcher = std::getenv("SLURM_LAUNCH_NODE_IPADDR")) {
     route = launch::route_source_address(launcher);
   }
-  std::string error;
   const auto address =
-      launch::choose_node_address(launch::local_interface_addresses(), iface, route, &error);
+      launch::choose_node_address(launch::local_interface_addresses(), iface, route);
   const char* slurm_name = std::getenv("SLURMD_NODENAME");
   const std::string node = slurm_name && *slurm_name ? slurm_name : short_hostname();
   if (!address) {
-    std::cerr << "Error: " << node << ": " << error << std::endl;
+    std::cerr << "Error: " << node << ": " << address.error() << std::endl;
     return 1;
   }
   std::cout << launch::resolver_line(node, *address) << std::flush;

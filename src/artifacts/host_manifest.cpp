@@ -41,24 +41,21 @@ std::string render_host_manifest(const HostManifest& m) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-bool write_host_manifest(const std::string& path, const HostManifest& manifest,
-                         std::string* error) {
+Status write_host_manifest(const std::string& path, const HostManifest& manifest) {
   std::string text;
   try {
     text = render_host_manifest(manifest);
   } catch (const std::exception& e) {
-    if (error) *error = path + ": " + e.what();
-    return false;
+    return Error{path + ": " + e.what()};
   }
-  return common::write_file_atomic(path, text, error, true);
+  std::string error;
+  if (!common::write_file_atomic(path, text, &error, true)) return Error{error};
+  return Ok{};
 }
 
-std::optional<HostManifest> parse_host_manifest(std::string_view text, std::string* error) {
+Result<HostManifest> parse_host_manifest(std::string_view text) {
   const Json doc = Json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    if (error) *error = "not a JSON object";
-    return std::nullopt;
-  }
+  if (doc.is_discarded() || !doc.is_object()) return Error{"not a JSON object"};
   HostManifest m;
   m.status.clear();
   try {
@@ -91,21 +88,17 @@ std::optional<HostManifest> parse_host_manifest(std::string_view text, std::stri
     }
     get_to(doc, "problems", m.problems);
   } catch (const std::exception& e) {
-    if (error) *error = e.what();
-    return std::nullopt;
+    return Error{e.what()};
   }
   return m;
 }
 
-std::optional<HostManifest> read_host_manifest(const std::string& path, std::string* error) {
+Result<HostManifest> read_host_manifest(const std::string& path) {
   std::string why;
   const auto text = common::read_small_file(path, &why, 64u << 20);
-  if (!text) {
-    if (error) *error = path + ": " + why;
-    return std::nullopt;
-  }
-  auto m = parse_host_manifest(*text, &why);
-  if (!m && error) *error = path + ": " + why;
+  if (!text) return Error{path + ": " + why};
+  auto m = parse_host_manifest(*text);
+  if (!m) return Error{path + ": " + m.error()};
   return m;
 }
 

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result.hpp"
+
 // Its own namespace, so that the host leg takes these names as they are (hostleg/manifest.hpp).
 namespace cpupower::artifacts::host {
 
@@ -57,17 +59,16 @@ struct HostManifest {
 // in any string is replaced rather than thrown on.
 std::string render_host_manifest(const HostManifest& manifest);
 
-// Writes the manifest atomically (temporary file, fsync, rename). False with `error` set
-// on failure; never throws.
-bool write_host_manifest(const std::string& path, const HostManifest& manifest,
-                         std::string* error = nullptr);
+// Writes the manifest atomically (temporary file, fsync, rename). An error on failure; never
+// throws.
+Status write_host_manifest(const std::string& path, const HostManifest& manifest);
 
 // Reads a manifest back, leniently: a key that is missing or of another type keeps its
 // default, so a manifest from an older writer (or one cut short by the run session's
 // status updates) still yields what it has; only `status` (empty) and `sample_row_count`
-// (nullopt) say that the file has none. nullopt with `error` set when the file cannot be
-// read or is not a JSON object. Never throws.
-std::optional<HostManifest> parse_host_manifest(std::string_view text, std::string* error);
-std::optional<HostManifest> read_host_manifest(const std::string& path, std::string* error);
+// (nullopt) say that the file has none. An error when the file cannot be read or is not a
+// JSON object. Never throws.
+Result<HostManifest> parse_host_manifest(std::string_view text);
+Result<HostManifest> read_host_manifest(const std::string& path);
 
 }  // namespace cpupower::artifacts::host

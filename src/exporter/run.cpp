@@ -40,12 +40,12 @@ int run(const Options& o, std::string_view version) {
   // error, named with its field, and nothing is served.
   std::optional<WebConfig> web;
   if (!o.web_config_file.empty()) {
-    std::string error;
-    web = load_web_config(o.web_config_file, &error);
-    if (!web) {
-      std::cerr << "--web.config.file: " << error << std::endl;
+    auto loaded = load_web_config(o.web_config_file);
+    if (!loaded) {
+      std::cerr << "--web.config.file: " << loaded.error() << std::endl;
       return 2;
     }
+    web = std::move(*loaded);
   }
 
   common::block_shutdown_signals();

@@ -366,26 +366,21 @@ std::string gnutls_priorities(TlsVersion min, TlsVersion max) {
   return out;
 }
 
-std::optional<WebConfig> parse_web_config(std::string_view text, const std::string& file,
-                                          std::string* error) {
+Result<WebConfig> parse_web_config(std::string_view text, const std::string& file) {
   try {
     return Parser(file).run(text);
   } catch (const Failure& f) {
-    if (error) *error = file + ": " + f.message;
+    return Error{file + ": " + f.message};
   } catch (const YAML::Exception& e) {  // conversions; not expected
-    if (error) *error = file + ": invalid web config: " + e.what();
+    return Error{file + ": invalid web config: " + e.what()};
   }
-  return std::nullopt;
 }
 
-std::optional<WebConfig> load_web_config(const std::string& file, std::string* error) {
+Result<WebConfig> load_web_config(const std::string& file) {
   std::string why;
   const auto text = common::read_small_file(file, &why, kMaxConfigBytes);
-  if (!text) {
-    if (error) *error = file + ": cannot read the web config file: " + why;
-    return std::nullopt;
-  }
-  return parse_web_config(*text, file, error);
+  if (!text) return Error{file + ": cannot read the web config file: " + why};
+  return parse_web_config(*text, file);
 }
 
 }  // namespace cpupower::exporter

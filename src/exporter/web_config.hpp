@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::exporter {
 
 // crypto/tls's ClientAuthType names, in exporter-toolkit's spelling.
@@ -53,12 +55,11 @@ struct WebConfig {
 };
 
 // Parses `text` as the web config file `file`; referenced files are read through the real
-// file system, relative to `file`'s directory. nullopt with `error` = "FILE: FIELD: what".
-std::optional<WebConfig> parse_web_config(std::string_view text, const std::string& file,
-                                          std::string* error);
+// file system, relative to `file`'s directory. An error "FILE: FIELD: what" when it is refused.
+Result<WebConfig> parse_web_config(std::string_view text, const std::string& file);
 
 // Reads and parses the file.
-std::optional<WebConfig> load_web_config(const std::string& file, std::string* error);
+Result<WebConfig> load_web_config(const std::string& file);
 
 // The GnuTLS priority string for a version range: "NORMAL:-VERS-ALL:+VERS-TLS1.2:+VERS-TLS1.3".
 std::string gnutls_priorities(TlsVersion min, TlsVersion max);

@@ -93,9 +93,8 @@ int run_host_collect(const HostCollectOptions& o) {
   if (!resolved.source) {
     log()->error("no CPU power source; writing the error marker error={}",
                  common::quoted(resolved.error));
-    std::string error;
-    if (!write_error_marker(o.ready_dir, host, resolved.error, &error)) {
-      log()->error("cannot write the error marker error={}", common::quoted(error));
+    if (const auto written = write_error_marker(o.ready_dir, host, resolved.error); !written) {
+      log()->error("cannot write the error marker error={}", common::quoted(written.error()));
     }
     return kExitNoSource;
   }
@@ -106,12 +105,11 @@ int run_host_collect(const HostCollectOptions& o) {
   write_metadata(metadata_path, node_metadata(info, resolved));
 
   auto opened = artifacts::RowAppender::open(csv_path, artifacts::kHostHeader, 0664);
-  std::string error;
   if (!opened) {
     // errno is still the failed open's or header write's (a successful close keeps it).
     const std::string why = "cannot write " + csv_path + ": " + std::strerror(errno);
     log()->error("{}", why);
-    write_error_marker(o.ready_dir, host, why, &error);
+    (void)write_error_marker(o.ready_dir, host, why);
     return kExitNoSource;
   }
   auto& rows = **opened;
@@ -148,8 +146,11 @@ int run_host_collect(const HostCollectOptions& o) {
         if (module) count_withheld(module->modules, sample.rows, outcome);
         // Ready once rows are on disk: the head node starts the benchmark on it, and an
         // energy window needs a sample at or before its start.
-        if (!ready && !write_ready_marker(o.ready_dir, host, resolved.mode, unix_now(), &error)) {
-          log()->warn("cannot write the ready marker error={}", common::quoted(error));
+        if (!ready) {
+          const auto written = write_ready_marker(o.ready_dir, host, resolved.mode, unix_now());
+          if (!written) {
+            log()->warn("cannot write the ready marker error={}", common::quoted(written.error()));
+          }
         }
         ready = true;
       } else {

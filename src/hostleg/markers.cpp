@@ -12,12 +12,9 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;  // std::map underneath: keys come out sorted
 
-bool write_marker(const std::string& ready_dir, const std::string& host, std::string_view suffix,
-                  const Json& doc, std::string* error) {
-  if (!is_file_name(host)) {
-    if (error) *error = "invalid host name '" + host + "' for a marker";
-    return false;
-  }
+Status write_marker(const std::string& ready_dir, const std::string& host, std::string_view suffix,
+                    const Json& doc) {
+  if (!is_file_name(host)) return Error{"invalid host name '" + host + "' for a marker"};
   std::error_code ec;
   fs::create_directories(ready_dir, ec);
   const std::string path = (fs::path(ready_dir) / (host + std::string(suffix))).string();
@@ -25,10 +22,11 @@ bool write_marker(const std::string& ready_dir, const std::string& host, std::st
   try {
     text = doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   } catch (const std::exception& e) {
-    if (error) *error = path + ": " + e.what();
-    return false;
+    return Error{path + ": " + e.what()};
   }
-  return common::write_file_atomic(path, text, error, true);
+  std::string error;
+  if (!common::write_file_atomic(path, text, &error, true)) return Error{error};
+  return Ok{};
 }
 
 // The host a marker file names, or empty when the name is not a marker (a temporary file
@@ -60,21 +58,21 @@ bool is_file_name(std::string_view host) {
          host.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
 }
 
-bool write_ready_marker(const std::string& ready_dir, const std::string& host,
-                        const std::string& source, double ready_at_unix, std::string* error) {
+Status write_ready_marker(const std::string& ready_dir, const std::string& host,
+                          const std::string& source, double ready_at_unix) {
   Json doc = Json::object();
   doc["hostname"] = host;
   doc["source"] = source;
   doc["ready_at_unix"] = ready_at_unix;
-  return write_marker(ready_dir, host, kReadySuffix, doc, error);
+  return write_marker(ready_dir, host, kReadySuffix, doc);
 }
 
-bool write_error_marker(const std::string& ready_dir, const std::string& host,
-                        const std::string& error_text, std::string* error) {
+Status write_error_marker(const std::string& ready_dir, const std::string& host,
+                          const std::string& error_text) {
   Json doc = Json::object();
   doc["error"] = error_text;
   doc["hostname"] = host;
-  return write_marker(ready_dir, host, kErrorSuffix, doc, error);
+  return write_marker(ready_dir, host, kErrorSuffix, doc);
 }
 
 MarkerScan scan_markers(const std::string& ready_dir) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.hpp"
+
 namespace cpupower::hostleg {
 
 inline constexpr std::string_view kReadySuffix = ".ready.json";
@@ -20,13 +22,13 @@ inline constexpr std::string_view kErrorSuffix = ".error.json";
 bool is_file_name(std::string_view host);
 
 // {"hostname", "ready_at_unix", "source"}: sorted keys, 2-space indent, trailing newline.
-// False with `error` set when it cannot be written; never throws.
-bool write_ready_marker(const std::string& ready_dir, const std::string& host,
-                        const std::string& source, double ready_at_unix, std::string* error);
+// An error when it cannot be written; never throws.
+Status write_ready_marker(const std::string& ready_dir, const std::string& host,
+                          const std::string& source, double ready_at_unix);
 
 // {"error", "hostname"}, in the same layout.
-bool write_error_marker(const std::string& ready_dir, const std::string& host,
-                        const std::string& error_text, std::string* error);
+Status write_error_marker(const std::string& ready_dir, const std::string& host,
+                          const std::string& error_text);
 
 struct MarkerScan {
   std::set<std::string> ready;

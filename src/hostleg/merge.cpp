@@ -413,10 +413,10 @@ MergeOutcome merge(const MergeSettings& settings) {
   manifest.dropped_groups = out.dropped_groups;
   manifest.malformed_files = out.malformed_files;
   manifest.problems = out.problems;
-  std::string manifest_error;
-  if (!write_host_manifest((cpu_dir / kManifestFilename).string(), manifest, &manifest_error)) {
+  if (const auto written = write_host_manifest((cpu_dir / kManifestFilename).string(), manifest);
+      !written) {
     // The verdict on disk is lost, so the caller's must say so.
-    out.error += (out.error.empty() ? "" : "; ") + manifest_error;
+    out.error += (out.error.empty() ? "" : "; ") + written.error();
     add_reason(out.reason_codes, kReasonWriteFailed);
     out.publication_valid = false;
     out.status = std::string(kStatusIncomplete);

@@ -255,10 +255,9 @@ ToolRun run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds
   SpawnOptions o;
   o.argv = argv;
   o.output_path = tmpl;
-  std::string error;
-  const auto child = spawn_process(o, &error);
+  const auto child = spawn_process(o);
   if (!child) {
-    out.error = error;
+    out.error = child.error();
     ::unlink(tmpl.c_str());
     return out;
   }
@@ -358,11 +357,11 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
       SpawnOptions o;
       o.argv = step.srun;
       o.output_path = step.log;
-      std::string error;
-      if (const auto child = spawn_process(o, &error)) {
+      if (const auto child = spawn_process(o)) {
         steps.push_back(child->pid);
       } else {
-        log->warn("clock check step {} not started error={}", step.name, common::quoted(error));
+        log->warn("clock check step {} not started error={}", step.name,
+                  common::quoted(child.error()));
       }
     }
     const auto deadline = Clock::now() + step_timeout;

@@ -89,9 +89,9 @@ void HostLeg::write_status(std::string_view status, const std::vector<std::strin
   m.observed_nodes = observed;
   if (!readiness_reason_.empty()) m.reason_codes = {readiness_reason_};
   m.updated_at_unix = now_unix();
-  std::string error;
-  if (!hostleg::write_host_manifest(leg_.cpu_dir + "/manifest.json", m, &error)) {
-    log()->warn("cannot write the CPU power manifest error={}", common::quoted(error));
+  if (const auto written = hostleg::write_host_manifest(leg_.cpu_dir + "/manifest.json", m);
+      !written) {
+    log()->warn("cannot write the CPU power manifest error={}", common::quoted(written.error()));
   }
 }
 

@@ -96,10 +96,9 @@ std::optional<std::string> route_source_address(const std::string& peer) {
   return out;
 }
 
-std::optional<std::string> choose_node_address(const std::vector<InterfaceAddress>& addresses,
-                                               const std::optional<std::string>& interface,
-                                               const std::optional<std::string>& route_source,
-                                               std::string* error) {
+Result<std::string> choose_node_address(const std::vector<InterfaceAddress>& addresses,
+                                        const std::optional<std::string>& interface,
+                                        const std::optional<std::string>& route_source) {
   // Within the candidates: IPv4 before IPv6, and link-local only as a last resort (it needs
   // a zone to be reached at all).
   auto best = [](const std::vector<const InterfaceAddress*>& c) -> std::optional<std::string> {
@@ -118,20 +117,18 @@ std::optional<std::string> choose_node_address(const std::vector<InterfaceAddres
     for (const auto& a : addresses) {
       if (a.interface == *interface && a.up) on_interface.push_back(&a);
     }
-    if (auto chosen = best(on_interface)) return chosen;
-    if (error) *error = "interface " + *interface + " has no usable address";
-    return std::nullopt;
+    if (auto chosen = best(on_interface)) return *chosen;
+    return Error{"interface " + *interface + " has no usable address"};
   }
   if (route_source && !route_source->empty() && !is_loopback_address(*route_source)) {
-    return route_source;
+    return *route_source;
   }
   std::vector<const InterfaceAddress*> routable;
   for (const auto& a : addresses) {
     if (a.up && !a.loopback) routable.push_back(&a);
   }
-  if (auto chosen = best(routable)) return chosen;
-  if (error) *error = "no address outside loopback and link-local";
-  return std::nullopt;
+  if (auto chosen = best(routable)) return *chosen;
+  return Error{"no address outside loopback and link-local"};
 }
 
 std::string resolver_line(const std::string& node, const std::string& address) {

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::launch {
 
 struct InterfaceAddress {
@@ -31,11 +33,10 @@ std::vector<InterfaceAddress> local_interface_addresses();
 std::optional<std::string> route_source_address(const std::string& peer);
 
 // The rule described above, over given facts. `route_source` is route_source_address()
-// toward the launching host, when known. nullopt with `error` when nothing fits.
-std::optional<std::string> choose_node_address(const std::vector<InterfaceAddress>& addresses,
-                                               const std::optional<std::string>& interface,
-                                               const std::optional<std::string>& route_source,
-                                               std::string* error);
+// toward the launching host, when known. An error when nothing fits.
+Result<std::string> choose_node_address(const std::vector<InterfaceAddress>& addresses,
+                                        const std::optional<std::string>& interface,
+                                        const std::optional<std::string>& route_source);
 
 // One line of resolver output, and the parse of all of them: node -> address. Lines that
 // are not resolver lines (anything else a node prints) are ignored.

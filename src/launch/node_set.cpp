@@ -42,9 +42,8 @@ Env current_env() {
   return env;
 }
 
-std::optional<std::vector<std::string>> parse_node_list(std::string_view text,
-                                                        const HostlistExpander& expand,
-                                                        std::string* error) {
+Result<std::vector<std::string>> parse_node_list(std::string_view text,
+                                                 const HostlistExpander& expand) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& raw : split_top_level(text)) {
@@ -52,8 +51,8 @@ std::optional<std::vector<std::string>> parse_node_list(std::string_view text,
     if (item.empty()) continue;
     std::vector<std::string> names{item};
     if (item.find('[') != std::string::npos) {
-      auto expanded = expand(item, error);
-      if (!expanded) return std::nullopt;
+      auto expanded = expand(item);
+      if (!expanded) return Error{expanded.error()};
       names = std::move(*expanded);
     }
     for (auto& n : names) {
@@ -63,10 +62,10 @@ std::optional<std::vector<std::string>> parse_node_list(std::string_view text,
   return out;
 }
 
-std::optional<Allocation> allocation_from_env(const Env& env, const HostlistExpander& expand,
-                                              std::string* error) {
+Result<std::optional<Allocation>> allocation_from_env(const Env& env,
+                                                      const HostlistExpander& expand) {
   const auto job = env.find("SLURM_JOB_ID");
-  if (job == env.end() || job->second.empty()) return std::nullopt;
+  if (job == env.end() || job->second.empty()) return std::optional<Allocation>();
   Allocation a;
   a.job_id = job->second;
   auto get = [&](const std::string& key) -> std::string {
@@ -77,18 +76,18 @@ std::optional<Allocation> allocation_from_env(const Env& env, const HostlistExpa
   if (het_size && *het_size > 0) {
     for (std::uint64_t g = 0; g < *het_size; ++g) {
       const std::string key = "SLURM_JOB_NODELIST_HET_GROUP_" + std::to_string(g);
-      auto nodes = parse_node_list(get(key), expand, error);
-      if (!nodes) return std::nullopt;
+      auto nodes = parse_node_list(get(key), expand);
+      if (!nodes) return Error{nodes.error()};
       a.groups.push_back({static_cast<int>(g), std::move(*nodes)});
     }
-    return a;
+    return std::optional(std::move(a));
   }
   std::string list = get("SLURM_JOB_NODELIST");
   if (list.empty()) list = get("SLURM_NODELIST");
-  auto nodes = parse_node_list(list, expand, error);
-  if (!nodes) return std::nullopt;
+  auto nodes = parse_node_list(list, expand);
+  if (!nodes) return Error{nodes.error()};
   a.groups.push_back({-1, std::move(*nodes)});
-  return a;
+  return std::optional(std::move(a));
 }
 
 GroupedNodes group_nodes(const std::vector<std::string>& nodes,
@@ -120,16 +119,12 @@ GroupedNodes group_nodes(const std::vector<std::string>& nodes,
 }
 
 HostlistExpander scontrol_expander() {
-  return [](const std::string& expr,
-            std::string* error) -> std::optional<std::vector<std::string>> {
+  return [](const std::string& expr) -> Result<std::vector<std::string>> {
     const auto result = run_capture({"scontrol", "show", "hostnames", expr},
                                     std::chrono::steady_clock::now() + std::chrono::seconds(30));
     if (!result.error.empty() || !result.status || *result.status != 0) {
-      if (error) {
-        *error = "scontrol show hostnames " + expr + " failed" +
-                 (result.error.empty() ? std::string() : ": " + result.error);
-      }
-      return std::nullopt;
+      return Error{"scontrol show hostnames " + expr + " failed" +
+                   (result.error.empty() ? std::string() : ": " + result.error)};
     }
     std::vector<std::string> names;
     for (const auto& line : common::split(result.output, '\n')) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::launch {
 
 struct NodeGroup {
@@ -25,9 +27,8 @@ struct Allocation {
 };
 
 using Env = std::map<std::string, std::string>;
-// Expands a Slurm hostlist expression ("n[1-3],m7") into names; nullopt with `error`.
-using HostlistExpander =
-    std::function<std::optional<std::vector<std::string>>(const std::string&, std::string*)>;
+// Expands a Slurm hostlist expression ("n[1-3],m7") into names, or an error.
+using HostlistExpander = std::function<Result<std::vector<std::string>>(const std::string&)>;
 
 // The process environment as a map.
 Env current_env();
@@ -35,15 +36,15 @@ Env current_env();
 // Splits a node list at the commas that are not inside brackets, expanding each item that
 // holds a bracket range through `expand` (scontrol show hostnames) and keeping the others as
 // written, so names with shell metacharacters pass through untouched. Empty items and
-// duplicates are dropped (first occurrence wins).
-std::optional<std::vector<std::string>> parse_node_list(std::string_view text,
-                                                        const HostlistExpander& expand,
-                                                        std::string* error);
+// duplicates are dropped (first occurrence wins). The expander's error when it fails.
+Result<std::vector<std::string>> parse_node_list(std::string_view text,
+                                                 const HostlistExpander& expand);
 
 // nullopt when SLURM_JOB_ID is not set. In a het job (SLURM_HET_SIZE) each component's
 // SLURM_JOB_NODELIST_HET_GROUP_<g> is one group; otherwise SLURM_JOB_NODELIST is the group.
-std::optional<Allocation> allocation_from_env(const Env& env, const HostlistExpander& expand,
-                                              std::string* error);
+// An error when a node list cannot be expanded.
+Result<std::optional<Allocation>> allocation_from_env(const Env& env,
+                                                      const HostlistExpander& expand);
 
 struct GroupedNodes {
   std::vector<NodeGroup> groups;    // in het group order; nodes in the order given

@@ -151,11 +151,10 @@ std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
 
 }  // namespace
 
-std::optional<Child> spawn_process(const SpawnOptions& o, std::string* error, int* error_number) {
-  auto fail = [&](const std::string& what, int err) -> std::optional<Child> {
-    if (error) *error = what + ": " + std::strerror(err);
+Result<Child> spawn_process(const SpawnOptions& o, int* error_number) {
+  auto fail = [&](const std::string& what, int err) -> Result<Child> {
     if (error_number) *error_number = err;
-    return std::nullopt;
+    return Error{what + ": " + std::strerror(err)};
   };
   if (o.argv.empty()) return fail("spawn", EINVAL);
   ChildFds fds;
@@ -262,8 +261,11 @@ CaptureResult run_capture(const std::vector<std::string>& argv, Clock::time_poin
   o.argv = argv;
   o.capture_stdout = true;
   o.output_path = stderr_path;
-  auto child = spawn_process(o, &result.error);
-  if (!child) return result;
+  auto child = spawn_process(o);
+  if (!child) {
+    result.error = child.error();
+    return result;
+  }
   char buf[4096];
   bool open = true;
   while (open) {
@@ -318,15 +320,14 @@ bool ProcessSet::spawn(std::string name, const std::vector<std::string>& argv, s
   o.argv = argv;
   o.output_path = log;
   o.die_with_parent = true;
-  std::string error;
-  const auto child = spawn_process(o, &error);
+  const auto child = spawn_process(o);
   if (!child) {
     common::logger("cpu_power::run")
-        ->warn("{} launch failed name={} error={}", what_, name, common::quoted(error));
+        ->warn("{} launch failed name={} error={}", what_, name, common::quoted(child.error()));
   }
   processes_.push_back(
       {std::move(name), child ? child->pid : -1, std::move(log), std::move(nodes), !child});
-  return child.has_value();
+  return child.ok();
 }
 
 bool ProcessSet::reap(Process& p, std::string_view when) {

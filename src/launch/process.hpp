@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::launch {
 
 struct SpawnOptions {
@@ -36,10 +38,9 @@ struct Child {
 };
 
 // Starts the child with default signal dispositions and an empty signal mask (whatever
-// this process blocks or ignores). nullopt with `error` when it could not be started (the
-// program not found, not executable, ...), and its errno in `error_number`.
-std::optional<Child> spawn_process(const SpawnOptions& options, std::string* error,
-                                   int* error_number = nullptr);
+// this process blocks or ignores). An error when it could not be started (the program not
+// found, not executable, ...), and its errno in `error_number`.
+Result<Child> spawn_process(const SpawnOptions& options, int* error_number = nullptr);
 
 // Waits for `pid` to exit, up to `timeout` (forever when unset), and reaps it. The raw wait
 // status, or nullopt on timeout.

@@ -38,8 +38,12 @@ std::string sd_run_name(const SessionPlan& plan) {
   return dir.filename().string();
 }
 
-bool write_prometheus_sd(const std::string& log_dir, const std::string& text, std::string* error) {
-  return common::write_file_atomic(log_dir + "/" + kPrometheusSdFile, text, error);
+Status write_prometheus_sd(const std::string& log_dir, const std::string& text) {
+  std::string error;
+  if (!common::write_file_atomic(log_dir + "/" + kPrometheusSdFile, text, &error)) {
+    return Error{error};
+  }
+  return Ok{};
 }
 
 }  // namespace cpupower::launch

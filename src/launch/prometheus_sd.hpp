@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.hpp"
 #include "scrape/endpoint.hpp"
 
 namespace cpupower::launch {
@@ -34,7 +35,7 @@ std::string prometheus_sd_json(const std::vector<scrape::Endpoint>& endpoints,
 // The run_name label: the recipe's name, else the log directory's last component.
 std::string sd_run_name(const SessionPlan& plan);
 
-// Writes <log_dir>/prometheus_sd.json atomically; false with `error` when it cannot.
-bool write_prometheus_sd(const std::string& log_dir, const std::string& text, std::string* error);
+// Writes <log_dir>/prometheus_sd.json atomically; an error when it cannot.
+Status write_prometheus_sd(const std::string& log_dir, const std::string& text);
 
 }  // namespace cpupower::launch

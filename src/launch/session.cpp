@@ -38,11 +38,11 @@ constexpr milliseconds kClockStepTimeout{30000};
 bool publish_prometheus_sd(const SessionPlan& plan,
                            const std::vector<scrape::Endpoint>& endpoints) {
   auto log = common::logger("cpu_power::run");
-  std::string error;
-  if (!write_prometheus_sd(plan.log_dir,
-                           prometheus_sd_json(endpoints, plan.job_id, sd_run_name(plan)), &error)) {
+  if (const auto written = write_prometheus_sd(
+          plan.log_dir, prometheus_sd_json(endpoints, plan.job_id, sd_run_name(plan)));
+      !written) {
     log->warn("cannot write {}/{} error={}", plan.log_dir, kPrometheusSdFile,
-              common::quoted(error));
+              common::quoted(written.error()));
     return false;
   }
   log->info("Prometheus targets in {}/{} count={}", plan.log_dir, kPrometheusSdFile,
@@ -173,7 +173,6 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   o.argv = plan.command;
   o.own_process_group = false;
   o.null_stdin = false;
-  std::string error;
   int error_number = 0;
   record.command = plan.command;
   // Wall clock against monotonic while the command runs: a step of the wall clock (NTP, an
@@ -198,10 +197,10 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   record.start_unix = now_unix();
   record.start_monotonic = monotonic_now_s();
   const auto t0 = Clock::now();
-  const auto child = spawn_process(o, &error, &error_number);
+  const auto child = spawn_process(o, &error_number);
   result.command_started = true;
   if (!child) {
-    log->error("command could not be started error={}", common::quoted(error));
+    log->error("command could not be started error={}", common::quoted(child.error()));
     // As a shell reports it: 127 not found, 126 found but not runnable.
     record.exit_code = error_number == ENOENT ? 127 : 126;
   } else {
@@ -284,11 +283,10 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     run_command(plan, signals, result, record);
     // Now, not at the end: the GPU leg's session window points at it.
     const std::string path = plan.log_dir + "/session.json";
-    std::string error;
-    if (write_session_record(path, record, &error)) {
+    if (const auto written = write_session_record(path, record)) {
       result.session_path = path;
     } else {
-      log->warn("cannot write {} error={}", path, common::quoted(error));
+      log->warn("cannot write {} error={}", path, common::quoted(written.error()));
     }
   }
 

@@ -343,26 +343,26 @@ SessionPlan make_plan(const PlanRequest& r) {
     return plan;
   }
 
-  std::string error;
   std::optional<Allocation> allocation;
   if (!r.simulate) {
-    allocation = allocation_from_env(r.env, r.expand, &error);
-    if (!error.empty()) {
-      plan.error = "cannot read the Slurm allocation: " + error;
+    auto from_env = allocation_from_env(r.env, r.expand);
+    if (!from_env) {
+      plan.error = "cannot read the Slurm allocation: " + from_env.error();
       return plan;
     }
+    allocation = std::move(*from_env);
   }
   choose_artifact_job_id(r, allocation, plan);
   std::vector<std::string> nodes;
   if (r.nodes) {
     // Simulated node names are only names: no Slurm to expand a range.
-    const HostlistExpander no_ranges = [](const std::string& expr, std::string* e) {
-      if (e) *e = "--simulate takes plain node names, not the range " + expr;
-      return std::optional<std::vector<std::string>>();
+    const HostlistExpander no_ranges = [](const std::string& expr) {
+      return Result<std::vector<std::string>>(
+          Error{"--simulate takes plain node names, not the range " + expr});
     };
-    auto parsed = parse_node_list(*r.nodes, r.simulate ? no_ranges : r.expand, &error);
+    auto parsed = parse_node_list(*r.nodes, r.simulate ? no_ranges : r.expand);
     if (!parsed) {
-      plan.error = "--nodes: " + error;
+      plan.error = "--nodes: " + parsed.error();
       return plan;
     }
     if (parsed->empty()) {

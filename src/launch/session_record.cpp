@@ -59,9 +59,10 @@ std::string session_json(const SessionRecord& r) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-bool write_session_record(const std::string& path, const SessionRecord& record,
-                          std::string* error) {
-  return common::write_file_atomic(path, session_json(record), error, true);
+Status write_session_record(const std::string& path, const SessionRecord& record) {
+  std::string error;
+  if (!common::write_file_atomic(path, session_json(record), &error, true)) return Error{error};
+  return Ok{};
 }
 
 }  // namespace cpupower::launch

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::launch {
 
 inline constexpr int kSessionSchemaVersion = 1;
@@ -63,7 +65,7 @@ struct SessionRecord {
 
 std::string session_json(const SessionRecord& record);
 
-// Written atomically (temporary file, rename, fsync). False with `error`.
-bool write_session_record(const std::string& path, const SessionRecord& record, std::string* error);
+// Written atomically (temporary file, rename, fsync); an error when it cannot be.
+Status write_session_record(const std::string& path, const SessionRecord& record);
 
 }  // namespace cpupower::launch

@@ -15,6 +15,7 @@
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/gpu_samples_check.hpp"
+#include "common/result.hpp"
 #include "validate/validate.hpp"
 
 namespace cpupower::validate {
@@ -57,8 +58,8 @@ const CodeText* gpu_code(std::string_view c);
 
 std::string path_of(const std::string& run_dir, const std::string& rel);
 std::string join_rel(const std::string& dir, std::string_view name);
-// The file as JSON; nullopt with `why` ("cannot be read", "not JSON") when it is not.
-std::optional<Json> read_json(const std::string& path, std::string* why);
+// The file as JSON; an error ("cannot be read", "not JSON") when it is not.
+Result<Json> read_json(const std::string& path);
 // The first `most` items, comma-separated, then " and N more".
 std::string list_text(const std::vector<std::string>& items, std::size_t most = 8);
 

@@ -20,12 +20,12 @@ void check_clock(Checker& k, Package P, const Json* raw_manifest, const ar::GpuM
   std::optional<Json> doc;
   std::string file = rel;
   if (fs::exists(path)) {
-    std::string why;
-    doc = read_json(path, &why);
-    if (!doc) {
-      k.add(P, reason::kClockSyncUnverified, rel, "clock_sync.json is " + why, fix_none);
+    auto parsed = read_json(path);
+    if (!parsed) {
+      k.add(P, reason::kClockSyncUnverified, rel, "clock_sync.json is " + parsed.error(), fix_none);
       return;
     }
+    doc = std::move(*parsed);
   } else if (raw_manifest && raw_manifest->contains("clock_sync_check") &&
              !(*raw_manifest)["clock_sync_check"].is_null()) {
     doc = (*raw_manifest)["clock_sync_check"];

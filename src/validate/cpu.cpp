@@ -121,13 +121,13 @@ void check_cpu(Checker& k) {
   const std::string samples_rel = join_rel(k.o.cpu_dir, std::string_view("samples.csv"));
   const std::string manifest_rel = join_rel(k.o.cpu_dir, ar::kCpuManifestFilename);
   const auto c = check_cpu_samples(k, P, samples_rel, true);
-  std::string why;
   if (!fs::exists(path_of(k.o.run_dir, manifest_rel))) {
     k.add(P, code::kCpuManifestMissing, manifest_rel, "no cpu_manifest.json",
           "the collector writes it when it stops; a session killed before that has none: "
           "rerun");
-  } else if (const auto doc = read_json(path_of(k.o.run_dir, manifest_rel), &why); !doc) {
-    k.add(P, code::kCpuManifestMalformed, manifest_rel, "cpu_manifest.json is " + why, kRestore);
+  } else if (const auto doc = read_json(path_of(k.o.run_dir, manifest_rel)); !doc) {
+    k.add(P, code::kCpuManifestMalformed, manifest_rel, "cpu_manifest.json is " + doc.error(),
+          kRestore);
   } else if (const auto m = ar::parse_cpu_manifest(doc->dump()); !m) {
     k.add(P, code::kCpuManifestMalformed, manifest_rel, m.error(), kRestore);
   } else if (m->samples_schema_version && c.exporter_version != 0 &&

@@ -305,8 +305,7 @@ void check_gpu(Checker& k) {
           "`cpu-power run --consumer-profile compat` or `--gpu-samples-schema 2`");
   }
 
-  std::string why;
-  const auto raw = read_json(path_of(k.o.run_dir, manifest_rel), &why);
+  const auto raw = read_json(path_of(k.o.run_dir, manifest_rel));
   if (!fs::exists(path_of(k.o.run_dir, manifest_rel))) {
     k.add(P, code::kManifestMissing, manifest_rel, "no manifest.json",
           "the GPU leg writes it when the session ends; a session killed before that has "
@@ -314,7 +313,7 @@ void check_gpu(Checker& k) {
     gpu_clock(k, nullptr);
     return;
   }
-  auto m = raw ? ar::parse_gpu_manifest(raw->dump()) : Result<ar::GpuManifest>(Error{why});
+  auto m = raw ? ar::parse_gpu_manifest(raw->dump()) : Result<ar::GpuManifest>(Error{raw.error()});
   if (!m) {
     k.add(P, code::kManifestMalformed, manifest_rel, m.error(), kRestore);
     gpu_clock(k, raw && raw->is_object() ? &*raw : nullptr);

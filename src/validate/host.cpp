@@ -52,14 +52,13 @@ void check_host(Checker& k) {
   const std::string samples_rel = join_rel(k.o.host_dir, std::string_view("samples.csv"));
   const std::string manifest_rel = join_rel(k.o.host_dir, ar::host::kManifestFilename);
   const auto c = check_cpu_samples(k, P, samples_rel, false);
-  std::string why;
   if (!fs::exists(path_of(k.o.run_dir, manifest_rel))) {
     k.add(P, code::kManifestMissing, manifest_rel, "no manifest.json",
           "the merge writes it at the end of the run: `cpu-power merge DIR`, or rerun");
-  } else if (const auto doc = read_json(path_of(k.o.run_dir, manifest_rel), &why); !doc) {
-    k.add(P, code::kManifestMalformed, manifest_rel, "manifest.json is " + why, kRestore);
-  } else if (const auto m = ar::host::parse_host_manifest(doc->dump(), &why); !m) {
-    k.add(P, code::kManifestMalformed, manifest_rel, why, kRestore);
+  } else if (const auto doc = read_json(path_of(k.o.run_dir, manifest_rel)); !doc) {
+    k.add(P, code::kManifestMalformed, manifest_rel, "manifest.json is " + doc.error(), kRestore);
+  } else if (const auto m = ar::host::parse_host_manifest(doc->dump()); !m) {
+    k.add(P, code::kManifestMalformed, manifest_rel, m.error(), kRestore);
   } else {
     host_manifest(k, *m, c, manifest_rel);
   }

@@ -43,18 +43,14 @@ std::string list_text(const std::vector<std::string>& items, std::size_t most) {
   return out;
 }
 
-std::optional<Json> read_json(const std::string& path, std::string* why) {
+Result<Json> read_json(const std::string& path) {
   const auto text = common::read_small_file(path, nullptr, SIZE_MAX);
   if (!text) {
     // A directory opens but holds no JSON.
-    *why = fs::is_directory(path) ? "not JSON" : "cannot be read";
-    return std::nullopt;
+    return Error{fs::is_directory(path) ? "not JSON" : "cannot be read"};
   }
   Json doc = Json::parse(*text, nullptr, false);
-  if (doc.is_discarded()) {
-    *why = "not JSON";
-    return std::nullopt;
-  }
+  if (doc.is_discarded()) return Error{"not JSON"};
   return doc;
 }
 

@@ -573,16 +573,15 @@ TEST(HostManifest, RenderAndReadBack) {
   m.node_metadata["a"] = Json{{"k", "v"}};
   m.ready_errors["b"] = "no source";
   m.torn_rows = 3;
-  std::string error;
-  const auto back = parse_host_manifest(render_host_manifest(m), &error);
-  ASSERT_TRUE(back) << error;
+  const auto back = parse_host_manifest(render_host_manifest(m));
+  ASSERT_TRUE(back) << back.error();
   m.updated_at_unix = back->updated_at_unix;
   EXPECT_EQ(render_host_manifest(*back), render_host_manifest(m));
-  EXPECT_FALSE(parse_host_manifest("[1]", &error));
-  EXPECT_FALSE(parse_host_manifest("{", &error));
+  EXPECT_FALSE(parse_host_manifest("[1]"));
+  EXPECT_FALSE(parse_host_manifest("{"));
   // Another writer's types do not throw: the key keeps its default.
-  const auto odd = parse_host_manifest(R"({"required": "yes", "expected_nodes": "a"})", &error);
-  ASSERT_TRUE(odd);
+  const auto odd = parse_host_manifest(R"({"required": "yes", "expected_nodes": "a"})");
+  ASSERT_TRUE(odd) << odd.error();
   EXPECT_FALSE(odd->required);
   EXPECT_TRUE(odd->expected_nodes.empty());
 }
@@ -590,8 +589,7 @@ TEST(HostManifest, RenderAndReadBack) {
 TEST(HostManifest, ReadyErrorsAreRecordedButNotAReason) {
   TempDir dir;
   write_v5(dir, "n1", {v5_row(1.0, "n1", 0, 90)});
-  std::string error;
-  ASSERT_TRUE(write_error_marker(dir.file("ready"), "n2", "no CPU power source", &error));
+  ASSERT_EQ(write_error_marker(dir.file("ready"), "n2", "no CPU power source").error(), "");
   const auto out = merge_host_samples(settings_for(dir, {"n1"}));
   EXPECT_TRUE(out.publication_valid);
   EXPECT_EQ(manifest_of(dir)["ready_errors"]["n2"], "no CPU power source");
@@ -610,10 +608,9 @@ TEST(HostMerge, HostsWithFiles) {
 TEST(Markers, WriteAndScanRoundTrip) {
   TempDir dir;
   const std::string ready = dir.file("ready");
-  std::string error;
-  ASSERT_TRUE(write_ready_marker(ready, "n1", "acpi", 1700000000.5, &error)) << error;
-  ASSERT_TRUE(write_ready_marker(ready, "n2", "dcgm", 1700000001.0, &error)) << error;
-  ASSERT_TRUE(write_error_marker(ready, "n3", "no CPU power source", &error)) << error;
+  ASSERT_EQ(write_ready_marker(ready, "n1", "acpi", 1700000000.5).error(), "");
+  ASSERT_EQ(write_ready_marker(ready, "n2", "dcgm", 1700000001.0).error(), "");
+  ASSERT_EQ(write_error_marker(ready, "n3", "no CPU power source").error(), "");
   EXPECT_EQ(slurp(ready + "/n1.ready.json"),
             "{\n  \"hostname\": \"n1\",\n  \"ready_at_unix\": 1700000000.5,\n  \"source\": "
             "\"acpi\"\n}\n");
@@ -644,9 +641,9 @@ TEST(Markers, UnreadableErrorMarkerStillCountsAsAnError) {
 
 TEST(Markers, HostNameMustBeAFileName) {
   TempDir dir;
-  std::string error;
-  EXPECT_FALSE(write_ready_marker(dir.file("ready"), "../x", "acpi", 1, &error));
-  EXPECT_FALSE(error.empty());
+  const auto written = write_ready_marker(dir.file("ready"), "../x", "acpi", 1);
+  EXPECT_FALSE(written);
+  EXPECT_FALSE(written.error().empty());
 }
 
 }  // namespace

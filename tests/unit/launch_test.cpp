@@ -42,13 +42,11 @@ using Argv = std::vector<std::string>;
 
 // Expands "n[1-3]"-style ranges without Slurm, and records what it was asked.
 HostlistExpander fake_expander(std::vector<std::string>* asked = nullptr) {
-  return [asked](const std::string& expr,
-                 std::string* error) -> std::optional<std::vector<std::string>> {
+  return [asked](const std::string& expr) -> Result<std::vector<std::string>> {
     if (asked) asked->push_back(expr);
     const auto open = expr.find('['), dash = expr.find('-'), close = expr.find(']');
     if (open == std::string::npos || dash == std::string::npos || close == std::string::npos) {
-      if (error) *error = "bad range " + expr;
-      return std::nullopt;
+      return Error{"bad range " + expr};
     }
     std::vector<std::string> out;
     const int from = std::stoi(expr.substr(open + 1, dash - open - 1));
@@ -128,43 +126,39 @@ TEST(SrunArgv, NamesAndLogsPerGroup) {
 
 TEST(NodeSet, ParseNodeListExpandsRangesOnlyAndKeepsMetacharacters) {
   std::vector<std::string> asked;
-  std::string error;
-  const auto nodes = parse_node_list("n[1-2], m$(id);x ,n2,,a b'c", fake_expander(&asked), &error);
-  ASSERT_TRUE(nodes) << error;
+  const auto nodes = parse_node_list("n[1-2], m$(id);x ,n2,,a b'c", fake_expander(&asked));
+  ASSERT_TRUE(nodes) << nodes.error();
   EXPECT_THAT(*nodes, ElementsAre("n1", "n2", "m$(id);x", "a b'c"));
   EXPECT_THAT(asked, ElementsAre("n[1-2]"));
 }
 
 TEST(NodeSet, CommasInsideBracketsDoNotSplit) {
   std::vector<std::string> asked;
-  std::string error;
-  const auto nodes = parse_node_list(
-      "x[1-2,5],y",
-      [&](const std::string& e, std::string*) {
-        asked.push_back(e);
-        return std::optional<std::vector<std::string>>({"x1", "x2", "x5"});
-      },
-      &error);
-  ASSERT_TRUE(nodes);
+  const auto nodes = parse_node_list("x[1-2,5],y", [&](const std::string& e) {
+    asked.push_back(e);
+    return Result<std::vector<std::string>>({"x1", "x2", "x5"});
+  });
+  ASSERT_TRUE(nodes) << nodes.error();
   EXPECT_THAT(*nodes, ElementsAre("x1", "x2", "x5", "y"));
   EXPECT_THAT(asked, ElementsAre("x[1-2,5]"));
 }
 
 TEST(NodeSet, AllocationFromEnv) {
-  std::string error;
-  EXPECT_FALSE(allocation_from_env({}, fake_expander(), &error));
+  const auto none = allocation_from_env({}, fake_expander());
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_FALSE(*none);
   const auto plain = allocation_from_env({{"SLURM_JOB_ID", "9"}, {"SLURM_JOB_NODELIST", "n[1-3]"}},
-                                         fake_expander(), &error);
-  ASSERT_TRUE(plain);
-  EXPECT_EQ(plain->job_id, "9");
-  EXPECT_THAT(plain->groups, ElementsAre(NodeGroup{-1, {"n1", "n2", "n3"}}));
+                                         fake_expander());
+  ASSERT_TRUE(plain && *plain) << plain.error();
+  EXPECT_EQ((*plain)->job_id, "9");
+  EXPECT_THAT((*plain)->groups, ElementsAre(NodeGroup{-1, {"n1", "n2", "n3"}}));
   const auto het = allocation_from_env({{"SLURM_JOB_ID", "4"},
                                         {"SLURM_HET_SIZE", "2"},
                                         {"SLURM_JOB_NODELIST_HET_GROUP_0", "n1"},
                                         {"SLURM_JOB_NODELIST_HET_GROUP_1", "n[2-3]"}},
-                                       fake_expander(), &error);
-  ASSERT_TRUE(het);
-  EXPECT_THAT(het->groups, ElementsAre(NodeGroup{0, {"n1"}}, NodeGroup{1, {"n2", "n3"}}));
+                                       fake_expander());
+  ASSERT_TRUE(het && *het) << het.error();
+  EXPECT_THAT((*het)->groups, ElementsAre(NodeGroup{0, {"n1"}}, NodeGroup{1, {"n2", "n3"}}));
 }
 
 TEST(NodeSet, HetGroupingByComponent) {
@@ -484,18 +478,18 @@ std::vector<InterfaceAddress> node_interfaces() {
 }
 
 TEST(NodeAddress, Choice) {
-  std::string error;
-  EXPECT_EQ(choose_node_address(node_interfaces(), "ib0", std::nullopt, &error), "fd01::7");
-  EXPECT_EQ(choose_node_address(node_interfaces(), "eth0", "10.9.9.9", &error), "10.0.0.7");
-  EXPECT_FALSE(choose_node_address(node_interfaces(), "ib1", std::nullopt, &error));  // down
-  EXPECT_EQ(error, "interface ib1 has no usable address");
-  EXPECT_FALSE(choose_node_address(node_interfaces(), "ib9", std::nullopt, &error));
+  EXPECT_EQ(choose_node_address(node_interfaces(), "ib0", std::nullopt).value(), "fd01::7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), "eth0", "10.9.9.9").value(), "10.0.0.7");
+  const auto down = choose_node_address(node_interfaces(), "ib1", std::nullopt);  // down
+  EXPECT_FALSE(down);
+  EXPECT_EQ(down.error(), "interface ib1 has no usable address");
+  EXPECT_FALSE(choose_node_address(node_interfaces(), "ib9", std::nullopt));
   // No interface named: the route back to the launching host, else the first routable one.
-  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, "fd00::7", &error), "fd00::7");
-  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, "127.0.0.1", &error), "10.0.0.7");
-  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, std::nullopt, &error), "10.0.0.7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, "fd00::7").value(), "fd00::7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, "127.0.0.1").value(), "10.0.0.7");
+  EXPECT_EQ(choose_node_address(node_interfaces(), std::nullopt, std::nullopt).value(), "10.0.0.7");
   EXPECT_FALSE(choose_node_address({{"lo", "127.0.0.1", false, true, false, true}}, std::nullopt,
-                                   std::nullopt, &error));
+                                   std::nullopt));
 }
 
 TEST(NodeAddress, ResolverOutputIgnoresNoise) {
@@ -534,15 +528,14 @@ SpawnOptions argv_only(Argv argv) {
 }
 
 TEST(Process, ExitCodesAsAShellReportsThem) {
-  std::string error;
-  auto child = spawn_process(argv_only({"sh", "-c", "exit 7"}), &error);
-  ASSERT_TRUE(child) << error;
+  auto child = spawn_process(argv_only({"sh", "-c", "exit 7"}));
+  ASSERT_TRUE(child) << child.error();
   const auto status = wait_for_exit(child->pid, std::chrono::seconds(10));
   ASSERT_TRUE(status);
   EXPECT_EQ(exit_code_from_status(*status), 7);
   EXPECT_EQ(describe_status(*status), "exit 7");
-  child = spawn_process(argv_only({"sh", "-c", "kill -TERM $$"}), &error);
-  ASSERT_TRUE(child);
+  child = spawn_process(argv_only({"sh", "-c", "kill -TERM $$"}));
+  ASSERT_TRUE(child) << child.error();
   const auto killed = wait_for_exit(child->pid, std::chrono::seconds(10));
   ASSERT_TRUE(killed);
   EXPECT_EQ(exit_code_from_status(*killed), 128 + SIGTERM);
@@ -557,30 +550,28 @@ TEST(Process, ArgvIsNeverAShellCommand) {
 }
 
 TEST(Process, MissingProgramIsReportedWithItsErrno) {
-  std::string error;
   int err = 0;
   if (std::getenv("CPUPOWER_EMULATED")) {
     // qemu-user runs posix_spawn's vfork-style clone as a plain fork, so the child's exec
     // error never reaches the parent (on aarch64 hardware it does, as above on x86): the
     // spawn "succeeds" and the child exits 127, as a shell reports a missing program.
-    const auto child = spawn_process(argv_only({"/no/such/program"}), &error, &err);
-    ASSERT_TRUE(child);
+    const auto child = spawn_process(argv_only({"/no/such/program"}), &err);
+    ASSERT_TRUE(child) << child.error();
     const auto status = wait_for_exit(child->pid, std::chrono::seconds(10));
     ASSERT_TRUE(status);
     EXPECT_EQ(exit_code_from_status(*status), 127);
     return;
   }
-  EXPECT_FALSE(spawn_process(argv_only({"/no/such/program"}), &error, &err));
+  const auto child = spawn_process(argv_only({"/no/such/program"}), &err);
+  EXPECT_FALSE(child);
   EXPECT_EQ(err, ENOENT);
-  EXPECT_THAT(error, HasSubstr("/no/such/program"));
+  EXPECT_THAT(child.error(), HasSubstr("/no/such/program"));
 }
 
 TEST(Process, TerminateEscalatesToKillAfterTheGrace) {
-  std::string error;
   // Ignores SIGTERM: only SIGKILL ends it.
-  auto child =
-      spawn_process(argv_only({"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}), &error);
-  ASSERT_TRUE(child);
+  auto child = spawn_process(argv_only({"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}));
+  ASSERT_TRUE(child) << child.error();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto t0 = std::chrono::steady_clock::now();
   const int status = terminate_process(child->pid, std::chrono::milliseconds(300), true);
@@ -623,13 +614,12 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
   for (const bool fork_path : {false, true}) {
     SCOPED_TRACE(fork_path ? "fork path" : "posix_spawn path");
     cpupower::testing::TestTree t;
-    std::string error;
     int err = 0;
     auto o = argv_only({"sh", "-c", "echo out; echo err >&2; read x || exit 9"});
     o.die_with_parent = fork_path;
     o.output_path = t.path("child.log");
-    auto child = spawn_process(o, &error, &err);
-    ASSERT_TRUE(child) << error;
+    auto child = spawn_process(o, &err);
+    ASSERT_TRUE(child) << child.error();
     // Its own process group. Under qemu-user, posix_spawn's child can still be on its way
     // there when the call returns (its vfork-style clone runs as a plain fork): wait for it.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -646,8 +636,8 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
     o.die_with_parent = fork_path;
     o.capture_stdout = true;
     o.output_path = t.path("stderr.log");
-    child = spawn_process(o, &error, &err);
-    ASSERT_TRUE(child) << error;
+    child = spawn_process(o, &err);
+    ASSERT_TRUE(child) << child.error();
     EXPECT_EQ(read_all(child->stdout_fd), "captured\n");
     status = wait_for_exit(child->pid, std::chrono::seconds(10));
     ASSERT_TRUE(status);
@@ -658,9 +648,10 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
     o = argv_only({"true"});
     o.die_with_parent = fork_path;
     o.output_path = t.path("no/such/dir/child.log");
-    EXPECT_FALSE(spawn_process(o, &error, &err));
+    child = spawn_process(o, &err);
+    EXPECT_FALSE(child);
     EXPECT_EQ(err, ENOENT);
-    EXPECT_EQ(error, t.path("no/such/dir/child.log") + ": No such file or directory");
+    EXPECT_EQ(child.error(), t.path("no/such/dir/child.log") + ": No such file or directory");
 
     // With this process's stdin closed, the child's stdin is still /dev/null.
     const int saved = ::dup(0);
@@ -668,21 +659,22 @@ TEST(Process, DescriptorsSignalsAndErrorsTheSameOnBothPaths) {
     o = argv_only({"readlink", "/proc/self/fd/0"});
     o.die_with_parent = fork_path;
     o.capture_stdout = true;
-    child = spawn_process(o, &error, &err);
+    child = spawn_process(o, &err);
     ::dup2(saved, 0);
     ::close(saved);
-    ASSERT_TRUE(child) << error;
+    ASSERT_TRUE(child) << child.error();
     EXPECT_EQ(read_all(child->stdout_fd), "/dev/null\n");
     wait_for_exit(child->pid);
 
     if (!fork_path) continue;  // posix_spawn's exec errors: MissingProgramIsReportedWithItsErrno
-    EXPECT_FALSE(spawn_process(with_parent_death({"/no/such/program"}), &error, &err));
+    child = spawn_process(with_parent_death({"/no/such/program"}), &err);
+    EXPECT_FALSE(child);
     EXPECT_EQ(err, ENOENT);
-    EXPECT_EQ(error, "/no/such/program: No such file or directory");
-    EXPECT_FALSE(spawn_process(with_parent_death({"no-such-program-on-path"}), &error, &err));
+    EXPECT_EQ(child.error(), "/no/such/program: No such file or directory");
+    EXPECT_FALSE(spawn_process(with_parent_death({"no-such-program-on-path"}), &err));
     EXPECT_EQ(err, ENOENT);
     t.write("not-executable", "#!/bin/sh\n");
-    EXPECT_FALSE(spawn_process(with_parent_death({t.path("not-executable")}), &error, &err));
+    EXPECT_FALSE(spawn_process(with_parent_death({t.path("not-executable")}), &err));
     EXPECT_EQ(err, EACCES);
   }
 }
@@ -696,12 +688,11 @@ TEST(Process, ChildrenGetDefaultSigpipeWhileThisProcessIgnoresIt) {
   ASSERT_EQ(::sigaction(SIGPIPE, &ign, &old), 0);
   for (const bool fork_path : {false, true}) {
     SCOPED_TRACE(fork_path ? "fork path" : "posix_spawn path");
-    std::string error;
     auto o = argv_only({"cat", "/proc/self/status"});
     o.die_with_parent = fork_path;
     o.capture_stdout = true;
-    auto child = spawn_process(o, &error);
-    ASSERT_TRUE(child) << error;
+    auto child = spawn_process(o);
+    ASSERT_TRUE(child) << child.error();
     const std::string status = read_all(child->stdout_fd);
     wait_for_exit(child->pid);
     const auto at = status.find("SigIgn:");
@@ -713,14 +704,13 @@ TEST(Process, ChildrenGetDefaultSigpipeWhileThisProcessIgnoresIt) {
 }
 
 TEST(ProcessDyingWithParent, GetsSigtermWhenTheSpawningThreadEnds) {
-  std::string error;
-  std::optional<Child> kept, dying;
+  Result<Child> kept = Error{}, dying = Error{};
   std::thread spawner([&] {
-    kept = spawn_process(argv_only({"sleep", "30"}), &error);
-    dying = spawn_process(with_parent_death({"sleep", "30"}), &error);
+    kept = spawn_process(argv_only({"sleep", "30"}));
+    dying = spawn_process(with_parent_death({"sleep", "30"}));
   });
   spawner.join();
-  ASSERT_TRUE(kept && dying) << error;
+  ASSERT_TRUE(kept && dying) << kept.error() << dying.error();
   const auto status = wait_for_exit(dying->pid, std::chrono::seconds(10));
   ASSERT_TRUE(status) << "the helper outlived its parent";
   EXPECT_EQ(describe_status(*status), "killed by SIGTERM");

@@ -79,21 +79,19 @@ TEST(ManifestReaders, CpuManifestReadsBackWhatTheWriterWrote) {
 }
 
 TEST(ManifestReaders, HostManifestSaysWhichKeysItLacks) {
-  std::string error;
-  const auto none = ar::host::parse_host_manifest(R"({"job_id": "7"})", &error);
-  ASSERT_TRUE(none) << error;
+  const auto none = ar::host::parse_host_manifest(R"({"job_id": "7"})");
+  ASSERT_TRUE(none) << none.error();
   EXPECT_EQ(none->job_id, "7");
   EXPECT_EQ(none->status, "");
   EXPECT_FALSE(none->sample_row_count);
   const auto some =
-      ar::host::parse_host_manifest(R"({"status": "complete", "sample_row_count": 0})", &error);
-  ASSERT_TRUE(some) << error;
+      ar::host::parse_host_manifest(R"({"status": "complete", "sample_row_count": 0})");
+  ASSERT_TRUE(some) << some.error();
   EXPECT_EQ(some->status, "complete");
   EXPECT_EQ(some->sample_row_count, 0);
-  EXPECT_EQ(ar::host::parse_host_manifest(R"({"sample_row_count": -5})", &error)->sample_row_count,
+  EXPECT_EQ(ar::host::parse_host_manifest(R"({"sample_row_count": -5})")->sample_row_count,
             -5);  // as the file says, so that a check can refuse it
-  EXPECT_FALSE(ar::host::parse_host_manifest("[]", &error));
-  EXPECT_EQ(error, "not a JSON object");
+  EXPECT_EQ(ar::host::parse_host_manifest("[]").error(), "not a JSON object");
 }
 
 TEST(CpuSamplesCheck, NamesTheHeaderVersionOfEachLeg) {

@@ -96,27 +96,25 @@ class WebConfigTest : public ::testing::Test {
     write(dir.file("junk.pem"), "not a certificate\n");
   }
 
-  std::optional<WebConfig> parse(const std::string& text) {
-    error.clear();
-    return parse_web_config(text, dir.file("web.yml"), &error);
+  cpupower::Result<WebConfig> parse(const std::string& text) {
+    return parse_web_config(text, dir.file("web.yml"));
   }
 
   // The error for `text`, which must be refused.
   std::string refused(const std::string& text) {
     const auto c = parse(text);
-    EXPECT_FALSE(c.has_value()) << text;
-    EXPECT_THAT(error, StartsWith(dir.file("web.yml") + ": "));
-    return error.substr(dir.file("web.yml").size() + 2);
+    EXPECT_FALSE(c) << text;
+    EXPECT_THAT(c.error(), StartsWith(dir.file("web.yml") + ": "));
+    return c.error().substr(dir.file("web.yml").size() + 2);
   }
 
   TempDir dir{"cpupower-webcfg"};
-  std::string error;
   const std::string tls = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
 };
 
 TEST_F(WebConfigTest, AnEmptyFileIsPlainHttpWithoutAuthentication) {
   const auto c = parse("");
-  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c) << c.error();
   EXPECT_FALSE(c->tls);
   EXPECT_TRUE(c->users.empty());
   EXPECT_TRUE(parse("tls_server_config:\nbasic_auth_users:\n"));
@@ -131,7 +129,7 @@ TEST_F(WebConfigTest, ReadsEveryTlsFieldWithPathsRelativeToTheFile) {
                        "  max_version: TLS13\n"
                        "basic_auth_users:\n  alice: " +
                        h + "\n");
-  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c) << c.error();
   ASSERT_TRUE(c->tls);
   EXPECT_EQ(c->tls->client_auth, ClientAuth::require_and_verify);
   EXPECT_EQ(c->tls->min_version, TlsVersion::tls13);
@@ -147,7 +145,7 @@ TEST_F(WebConfigTest, ReadsEveryTlsFieldWithPathsRelativeToTheFile) {
 
 TEST_F(WebConfigTest, DefaultsAreTls12ToTls13WithoutClientCertificates) {
   const auto c = parse(tls);
-  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c) << c.error();
   ASSERT_TRUE(c->tls);
   EXPECT_EQ(c->tls->client_auth, ClientAuth::none);
   EXPECT_EQ(gnutls_priorities(c->tls->min_version, c->tls->max_version),
@@ -168,7 +166,7 @@ TEST_F(WebConfigTest, EveryClientAuthTypeByName) {
         want == ClientAuth::verify_if_given || want == ClientAuth::require_and_verify;
     const auto c = parse(tls + "  client_auth_type: " + name + "\n" +
                          (needs_ca ? "  client_ca_file: ca.crt\n" : ""));
-    ASSERT_TRUE(c) << name << ": " << error;
+    ASSERT_TRUE(c) << name << ": " << c.error();
     EXPECT_EQ(c->tls->client_auth, want) << name;
   }
 }
@@ -180,7 +178,7 @@ TEST_F(WebConfigTest, InlineCertificateAndKey) {
       << YAML::Key << "cert" << YAML::Value << YAML::Literal << p.cert << YAML::Key << "key"
       << YAML::Value << YAML::Literal << p.key << YAML::EndMap << YAML::EndMap;
   const auto c = parse(out.c_str());
-  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c) << c.error();
   EXPECT_EQ(c->tls->cert_pem, p.cert);
   EXPECT_EQ(c->tls->cert_source, "cert (inline)");
 }
@@ -193,7 +191,7 @@ TEST_F(WebConfigTest, KnownKeysThatAreNotAppliedAreAcceptedAndNoted) {
                        "http_server_config:\n  http2: false\n"
                        "  headers: {X-Frame-Options: deny}\n"
                        "rate_limit: {interval: 1s, burst: 20}\n");
-  ASSERT_TRUE(c) << error;
+  ASSERT_TRUE(c) << c.error();
   EXPECT_THAT(c->ignored,
               ::testing::UnorderedElementsAre(
                   "tls_server_config.cipher_suites", "tls_server_config.curve_preferences",
@@ -263,13 +261,13 @@ TEST_F(WebConfigTest, EachMistakeIsAnErrorNamingItsField) {
 }
 
 TEST_F(WebConfigTest, AFileThatCannotBeReadNamesIt) {
-  std::string why;
-  EXPECT_FALSE(load_web_config(dir.file("missing.yml"), &why));
-  EXPECT_EQ(why, dir.file("missing.yml") +
-                     ": cannot read the web config file: No such file or directory");
+  const auto missing = load_web_config(dir.file("missing.yml"));
+  EXPECT_FALSE(missing);
+  EXPECT_EQ(missing.error(), dir.file("missing.yml") +
+                                 ": cannot read the web config file: No such file or directory");
   write(dir.file("web.yml"), tls);
-  const auto c = load_web_config(dir.file("web.yml"), &why);
-  ASSERT_TRUE(c) << why;
+  const auto c = load_web_config(dir.file("web.yml"));
+  ASSERT_TRUE(c) << c.error();
   EXPECT_TRUE(c->tls);
 }
 
