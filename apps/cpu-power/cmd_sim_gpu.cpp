@@ -112,8 +112,8 @@ sim::SimGpuOptions to_options(const SimGpuArgs& args, bool mig_given) {
   o.hostname_label = !args.no_hostname;
   o.model_name = args.model_name;
   o.driver_version = args.driver_version;
-  const auto power = sim::parse_gpu_power_spec(args.power, &error);
-  if (!power) throw CLI::ValidationError("--power", error);  // unreachable: checked
+  const auto power = sim::parse_gpu_power_spec(args.power);
+  if (!power) throw CLI::ValidationError("--power", power.error());  // unreachable: checked
   o.power = *power;
   if (!(args.max_w > args.idle_w)) {
     throw CLI::ValidationError("--max-w", "must be above --idle-w");
@@ -125,8 +125,8 @@ sim::SimGpuOptions to_options(const SimGpuArgs& args, bool mig_given) {
   if (mig_given) o.mig_gpus = parse_mig(args.mig, args.gpus);
   o.kubernetes = args.kubernetes;
   for (const auto& spec : args.faults) {
-    auto fault = sim::parse_gpu_fault(spec, &error);
-    if (!fault) throw CLI::ValidationError("--fault", error);  // unreachable: checked
+    auto fault = sim::parse_gpu_fault(spec);
+    if (!fault) throw CLI::ValidationError("--fault", fault.error());  // unreachable: checked
     if ((fault->kind == sim::GpuFault::Kind::vanish ||
          fault->kind == sim::GpuFault::Kind::uuid_change) &&
         fault->gpu >= args.gpus) {
@@ -173,11 +173,11 @@ int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
   // for us below instead of killing the process mid-response.
   common::block_shutdown_signals();
   sim::SimGpu gpu(options);
-  std::string error;
-  if (!gpu.start(&error)) {
-    std::cerr << "Error: " << error << std::endl;
+  if (const Status started = gpu.start(); !started) {
+    std::cerr << "Error: " << started.error() << std::endl;
     return 1;
   }
+  std::string error;
   if (!port_file.empty() &&
       !common::write_file_atomic(port_file, std::to_string(gpu.port()) + "\n", &error)) {
     std::cerr << "Error: cannot write --port-file " << port_file << ": " << error << std::endl;
@@ -219,11 +219,7 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--power", args->power, "Board power: load, constant:W or trace:FILE")
       ->check(CLI::Validator(
-          [](std::string& spec) {
-            std::string error;
-            return sim::parse_gpu_power_spec(spec, &error) ? std::string() : error;
-          },
-          "POWER"))
+          [](std::string& spec) { return sim::parse_gpu_power_spec(spec).error(); }, "POWER"))
       ->capture_default_str();
   cmd->add_option("--idle-w", args->idle_w, "Load model: watts at 0 % host CPU load")
       ->check(CLI::Range(0.0, 10000.0))
@@ -246,12 +242,8 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
   cmd->add_option("--fault", args->faults,
                   "KIND[:ARG][@FROM_MS[-TO_MS]]: slow:MS, hang, garbage, http500, vanish:GPU, "
                   "uuid-change:GPU, e.g. vanish:1@3000 (repeatable)")
-      ->check(CLI::Validator(
-          [](std::string& spec) {
-            std::string error;
-            return sim::parse_gpu_fault(spec, &error) ? std::string() : error;
-          },
-          "FAULT"));
+      ->check(CLI::Validator([](std::string& spec) { return sim::parse_gpu_fault(spec).error(); },
+                             "FAULT"));
   cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
   cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")

@@ -65,9 +65,8 @@ sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
     known_list += (known_list.empty() ? "" : ", ") + c.key;
   }
   for (const auto& spec : args.faults) {
-    std::string error;
-    auto parsed = sim::parse_fault(spec, &error);
-    if (!parsed) throw CLI::ValidationError("--fault", error);  // unreachable: checked
+    auto parsed = sim::parse_fault(spec);
+    if (!parsed) throw CLI::ValidationError("--fault", parsed.error());  // unreachable: checked
     const auto& [key, fault] = *parsed;
     if (!known.count(key)) {
       throw CLI::ValidationError("--fault", "no channel '" + key + "' in profile " + args.profile +
@@ -89,9 +88,8 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
   // for us below instead of killing the process mid-write.
   common::block_shutdown_signals();
   sim::SimNode node(options);
-  std::string error;
-  if (!node.start(&error)) {
-    std::cerr << "Error: " << error << std::endl;
+  if (const Status started = node.start(); !started) {
+    std::cerr << "Error: " << started.error() << std::endl;
     return 1;
   }
   std::size_t hwmon_w = 0, key_w = 0, label_w = 0;
@@ -160,12 +158,8 @@ void add_sim_node_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--fault", args->faults,
                   "KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. total:1=slow:150@0-2000 (repeatable)")
-      ->check(CLI::Validator(
-          [](std::string& spec) {
-            std::string error;
-            return sim::parse_fault(spec, &error) ? std::string() : error;
-          },
-          "FAULT"));
+      ->check(CLI::Validator([](std::string& spec) { return sim::parse_fault(spec).error(); },
+                             "FAULT"));
   cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
   cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")

@@ -163,9 +163,9 @@ const std::vector<std::pair<std::string, std::string>>& Launcher::simulated_node
     std::error_code ec;
     std::filesystem::create_directories(o.root, ec);
     auto sim_node = std::make_unique<sim::SimNode>(o);
-    std::string error;
-    if (!sim_node->start(&error)) {
-      log()->warn("simulated node failed to start node={} error={}", node, common::quoted(error));
+    if (const Status started = sim_node->start(); !started) {
+      log()->warn("simulated node failed to start node={} error={}", node,
+                  common::quoted(started.error()));
       continue;
     }
     sims_.push_back(std::move(sim_node));

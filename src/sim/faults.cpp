@@ -12,9 +12,8 @@ constexpr common::EnumName<Fault::Kind> kKinds[] = {
     {Fault::Kind::zero, "zero"},       {Fault::Kind::unreadable, "unreadable"},
     {Fault::Kind::slow, "slow"},       {Fault::Kind::hang, "hang"}};
 
-bool fail(std::string* error, std::string_view spec, const std::string& why) {
-  if (error) *error = "fault '" + std::string(spec) + "': " + why;
-  return false;
+Error fail(std::string_view spec, const std::string& why) {
+  return Error{"fault '" + std::string(spec) + "': " + why};
 }
 
 }  // namespace
@@ -26,46 +25,37 @@ std::optional<std::chrono::milliseconds> parse_fault_ms(std::string_view text) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(*v));
 }
 
-bool take_fault_window(std::string_view& rest, FaultWindow& window, std::string* why) {
+Status take_fault_window(std::string_view& rest, FaultWindow& window) {
   const auto at = rest.find('@');
-  if (at == std::string_view::npos) return true;
+  if (at == std::string_view::npos) return Ok{};
   const std::string_view text = rest.substr(at + 1);
   rest = rest.substr(0, at);
   const auto dash = text.find('-');
   const auto from = parse_fault_ms(text.substr(0, dash));
   if (!from) {
-    *why =
-        "window start '" + std::string(text.substr(0, dash)) + "' is not a number of milliseconds";
-    return false;
+    return Error{"window start '" + std::string(text.substr(0, dash)) +
+                 "' is not a number of milliseconds"};
   }
   window.from = *from;
   if (dash != std::string_view::npos) {
     const auto to = parse_fault_ms(text.substr(dash + 1));
     if (!to) {
-      *why =
-          "window end '" + std::string(text.substr(dash + 1)) + "' is not a number of milliseconds";
-      return false;
+      return Error{"window end '" + std::string(text.substr(dash + 1)) +
+                   "' is not a number of milliseconds"};
     }
-    if (*to <= *from) {
-      *why = "window end must be after its start";
-      return false;
-    }
+    if (*to <= *from) return Error{"window end must be after its start"};
     window.to = *to;
   }
-  return true;
+  return Ok{};
 }
 
 std::string_view fault_kind_name(Fault::Kind kind) {
   return common::name_of(kKinds, kind);
 }
 
-std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
-                                                         std::string* error) {
+Result<std::pair<std::string, Fault>> parse_fault(std::string_view spec) {
   const auto eq = spec.find('=');
-  if (eq == std::string_view::npos) {
-    fail(error, spec, "expected KEY=KIND[:ARG][@FROM_MS[-TO_MS]]");
-    return std::nullopt;
-  }
+  if (eq == std::string_view::npos) return fail(spec, "expected KEY=KIND[:ARG][@FROM_MS[-TO_MS]]");
   const std::string_view key_text = spec.substr(0, eq);
   const std::string_view rest = spec.substr(eq + 1);
 
@@ -75,30 +65,23 @@ std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec,
                           ? std::nullopt
                           : rails::socket_index(key_text.substr(colon + 1));
   if (!rail || !socket) {
-    fail(error, spec, "key '" + std::string(key_text) + "' is not <kind>:<socket>, e.g. total:0");
-    return std::nullopt;
+    return fail(spec, "key '" + std::string(key_text) + "' is not <kind>:<socket>, e.g. total:0");
   }
 
-  std::string why;
   const auto p =
-      parse_fault_spec(rest, kKinds, "invalid, empty, zero, unreadable, slow:MS or hang", &why);
-  if (!p) {
-    fail(error, spec, why);
-    return std::nullopt;
-  }
+      parse_fault_spec(rest, kKinds, "invalid, empty, zero, unreadable, slow:MS or hang");
+  if (!p) return fail(spec, p.error());
   Fault fault;
   static_cast<FaultWindow&>(fault) = p->window;
   fault.kind = p->kind;
   if (fault.kind == Fault::Kind::slow) {
     const auto delay = p->arg ? parse_fault_ms(*p->arg) : std::nullopt;
     if (!delay || delay->count() == 0) {
-      fail(error, spec, "slow needs a delay in milliseconds > 0, e.g. slow:150");
-      return std::nullopt;
+      return fail(spec, "slow needs a delay in milliseconds > 0, e.g. slow:150");
     }
     fault.delay = *delay;
   } else if (p->arg) {
-    fail(error, spec, std::string(p->kind_text) + " takes no argument");
-    return std::nullopt;
+    return fail(spec, std::string(p->kind_text) + " takes no argument");
   }
   return std::make_pair(channel_key(*rail, *socket), fault);
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/enum_names.hpp"
+#include "common/result.hpp"
 
 namespace cpupower::sim {
 
@@ -29,13 +30,13 @@ struct FaultWindow {
 std::optional<std::chrono::milliseconds> parse_fault_ms(std::string_view text);
 
 // Takes the window "@FROM_MS[-TO_MS]" off the end of a fault spec's `rest` into `window`
-// (left as it is when `rest` has no '@'). false with `why` when the window is malformed:
-// a bound that is not a number of milliseconds (up to a year), or an end not after its start.
-bool take_fault_window(std::string_view& rest, FaultWindow& window, std::string* why);
+// (left as it is when `rest` has no '@'). An error when the window is malformed: a bound that
+// is not a number of milliseconds (up to a year), or an end not after its start.
+Status take_fault_window(std::string_view& rest, FaultWindow& window);
 
 // The grammar every fault spec shares, KIND[:ARG][@FROM_MS[-TO_MS]]: the window taken off the
-// end, KIND one of `kinds`, ARG the text after the first ':' (nullopt without one). nullopt
-// with `why` for a malformed window or an unknown kind ("... (expected <expected>)").
+// end, KIND one of `kinds`, ARG the text after the first ':' (nullopt without one). An error
+// for a malformed window or an unknown kind ("... (expected <expected>)").
 template <class Kind>
 struct FaultSpec {
   FaultWindow window;
@@ -44,18 +45,17 @@ struct FaultSpec {
   std::optional<std::string_view> arg;
 };
 template <class Kind, std::size_t N>
-std::optional<FaultSpec<Kind>> parse_fault_spec(std::string_view text,
-                                                const common::EnumName<Kind> (&kinds)[N],
-                                                std::string_view expected, std::string* why) {
+Result<FaultSpec<Kind>> parse_fault_spec(std::string_view text,
+                                         const common::EnumName<Kind> (&kinds)[N],
+                                         std::string_view expected) {
   FaultSpec<Kind> out;
-  if (!take_fault_window(text, out.window, why)) return std::nullopt;
+  if (Status window = take_fault_window(text, out.window); !window) return Error{window.error()};
   const auto colon = text.find(':');
   out.kind_text = text.substr(0, colon);
   const auto kind = common::parse(kinds, out.kind_text);
   if (!kind) {
-    *why = "unknown fault '" + std::string(out.kind_text) + "' (expected " + std::string(expected) +
-           ")";
-    return std::nullopt;
+    return Error{"unknown fault '" + std::string(out.kind_text) + "' (expected " +
+                 std::string(expected) + ")"};
   }
   out.kind = *kind;
   if (colon != std::string_view::npos) out.arg = text.substr(colon + 1);
@@ -80,7 +80,7 @@ std::string_view fault_kind_name(Fault::Kind kind);
 // Parses KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. "total:1=slow:150@0-2000" or
 // "total:0=zero@0-1500". KEY is <kind>:<socket> (rail aliases such as grace:0 are normalised
 // to total:0); only slow takes an ARG (milliseconds, > 0). Returns the key and the fault, or
-// nullopt with `error` (if given) saying what is wrong.
-std::optional<std::pair<std::string, Fault>> parse_fault(std::string_view spec, std::string* error);
+// an error saying what is wrong.
+Result<std::pair<std::string, Fault>> parse_fault(std::string_view spec);
 
 }  // namespace cpupower::sim

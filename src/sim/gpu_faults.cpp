@@ -10,9 +10,8 @@ constexpr common::EnumName<GpuFault::Kind> kKinds[] = {
     {GpuFault::Kind::garbage, "garbage"}, {GpuFault::Kind::http500, "http500"},
     {GpuFault::Kind::vanish, "vanish"},   {GpuFault::Kind::uuid_change, "uuid-change"}};
 
-std::nullopt_t fail(std::string* error, std::string_view spec, const std::string& why) {
-  if (error) *error = "fault '" + std::string(spec) + "': " + why;
-  return std::nullopt;
+Error fail(std::string_view spec, const std::string& why) {
+  return Error{"fault '" + std::string(spec) + "': " + why};
 }
 
 }  // namespace
@@ -21,11 +20,10 @@ std::string_view gpu_fault_kind_name(GpuFault::Kind kind) {
   return common::name_of(kKinds, kind);
 }
 
-std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* error) {
-  std::string why;
-  const auto p = parse_fault_spec(
-      spec, kKinds, "slow:MS, hang, garbage, http500, vanish:GPU or uuid-change:GPU", &why);
-  if (!p) return fail(error, spec, why);
+Result<GpuFault> parse_gpu_fault(std::string_view spec) {
+  const auto p = parse_fault_spec(spec, kKinds,
+                                  "slow:MS, hang, garbage, http500, vanish:GPU or uuid-change:GPU");
+  if (!p) return fail(spec, p.error());
   GpuFault fault;
   static_cast<FaultWindow&>(fault) = p->window;
   fault.kind = p->kind;
@@ -35,7 +33,7 @@ std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* erro
     case GpuFault::Kind::slow: {
       const auto delay = arg ? parse_fault_ms(*arg) : std::nullopt;
       if (!delay || delay->count() == 0) {
-        return fail(error, spec, "slow needs a delay in milliseconds > 0, e.g. slow:250");
+        return fail(spec, "slow needs a delay in milliseconds > 0, e.g. slow:250");
       }
       fault.delay = *delay;
       break;
@@ -44,7 +42,7 @@ std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* erro
     case GpuFault::Kind::uuid_change: {
       const auto gpu = arg ? common::parse_u64(*arg) : std::nullopt;
       if (!gpu || *gpu >= UINT32_MAX) {
-        return fail(error, spec, kind_text + " needs a GPU index, e.g. " + kind_text + ":1");
+        return fail(spec, kind_text + " needs a GPU index, e.g. " + kind_text + ":1");
       }
       fault.gpu = static_cast<std::uint32_t>(*gpu);
       break;
@@ -52,7 +50,7 @@ std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* erro
     case GpuFault::Kind::hang:
     case GpuFault::Kind::garbage:
     case GpuFault::Kind::http500:
-      if (arg) return fail(error, spec, kind_text + " takes no argument");
+      if (arg) return fail(spec, kind_text + " takes no argument");
       break;
   }
   return fault;

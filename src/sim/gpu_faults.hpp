@@ -34,8 +34,8 @@ std::string_view gpu_fault_kind_name(GpuFault::Kind kind);
 
 // Parses KIND[:ARG][@FROM_MS[-TO_MS]]: slow:MS, hang, garbage, http500, vanish:GPU,
 // uuid-change:GPU; e.g. "slow:250@0-2000", "hang@5000", "vanish:1@3000-6000",
-// "uuid-change:2@1500". nullopt with `error` (if given) saying what is wrong.
-std::optional<GpuFault> parse_gpu_fault(std::string_view spec, std::string* error);
+// "uuid-change:2@1500". An error saying what is wrong otherwise.
+Result<GpuFault> parse_gpu_fault(std::string_view spec);
 
 // What the faults make of a request arriving `elapsed` after the start.
 struct GpuFaultState {

@@ -14,51 +14,40 @@ namespace {
 constexpr std::int64_t kFbTotalMib = 97871;
 constexpr std::int64_t kFbReservedMib = 566;
 
-bool fail(std::string* error, std::string why) {
-  if (error) *error = std::move(why);
-  return false;
-}
-
 }  // namespace
 
-std::optional<GpuPowerSpec> parse_gpu_power_spec(std::string_view text, std::string* error) {
+Result<GpuPowerSpec> parse_gpu_power_spec(std::string_view text) {
   GpuPowerSpec spec;
   if (text == "load") return spec;
   if (text.starts_with("constant:")) {
     const auto watts = common::parse_double(text.substr(9));
     if (!watts || !std::isfinite(*watts) || *watts < 0) {
-      fail(error, "constant power '" + std::string(text.substr(9)) +
-                      "' is not a number of watts >= 0, e.g. constant:350");
-      return std::nullopt;
+      return Error{"constant power '" + std::string(text.substr(9)) +
+                   "' is not a number of watts >= 0, e.g. constant:350"};
     }
     spec.mode = GpuPowerSpec::Mode::constant;
     spec.constant_w = *watts;
     return spec;
   }
   if (text.starts_with("trace:")) {
-    if (text.size() == 6) {
-      fail(error, "trace needs a file, e.g. trace:power.csv");
-      return std::nullopt;
-    }
+    if (text.size() == 6) return Error{"trace needs a file, e.g. trace:power.csv"};
     spec.mode = GpuPowerSpec::Mode::trace;
     spec.trace_path = std::string(text.substr(6));
     return spec;
   }
-  fail(error, "power source '" + std::string(text) + "' is not load, constant:W or trace:FILE");
-  return std::nullopt;
+  return Error{"power source '" + std::string(text) + "' is not load, constant:W or trace:FILE"};
 }
 
 double gpu_load_watts(double utilisation, double idle_w, double max_w) {
   return idle_w + (max_w - idle_w) * std::clamp(utilisation, 0.0, 1.0);
 }
 
-std::optional<GpuTrace> GpuTrace::parse(std::string_view text, const std::string& name,
-                                        std::uint32_t gpus, std::string* error) {
+Result<GpuTrace> GpuTrace::parse(std::string_view text, const std::string& name,
+                                 std::uint32_t gpus) {
   std::optional<std::size_t> all_column;
   std::map<std::uint32_t, std::size_t> gpu_columns;
-  auto table = parse_trace(
-      text, name,
-      [&](const std::string& key, std::size_t index) -> std::string {
+  auto table =
+      parse_trace(text, name, [&](const std::string& key, std::size_t index) -> std::string {
         if (key == "all") {
           all_column = index;
           return "";
@@ -69,9 +58,8 @@ std::optional<GpuTrace> GpuTrace::parse(std::string_view text, const std::string
           return "column '" + key + "' repeated";
         }
         return "";
-      },
-      error);
-  if (!table) return std::nullopt;
+      });
+  if (!table) return Error{table.error()};
   GpuTrace trace;
   trace.times_s_ = std::move(table->times_s);
   trace.rows_ = std::move(table->rows);
@@ -82,18 +70,17 @@ std::optional<GpuTrace> GpuTrace::parse(std::string_view text, const std::string
     } else if (all_column) {
       trace.column_of_gpu_.push_back(*all_column);
     } else {
-      fail(error, "trace " + name + ": no column for gpu " + std::to_string(g) + " (add gpu" +
-                      std::to_string(g) + " or all)");
-      return std::nullopt;
+      return Error{"trace " + name + ": no column for gpu " + std::to_string(g) + " (add gpu" +
+                   std::to_string(g) + " or all)"};
     }
   }
   return trace;
 }
 
-std::optional<GpuTrace> GpuTrace::load(const std::string& path, std::uint32_t gpus,
-                                       std::string* error) {
-  const auto text = read_trace_file(path, error);
-  return text ? parse(*text, path, gpus, error) : std::nullopt;
+Result<GpuTrace> GpuTrace::load(const std::string& path, std::uint32_t gpus) {
+  const auto text = read_trace_file(path);
+  if (!text) return Error{text.error()};
+  return parse(*text, path, gpus);
 }
 
 double GpuTrace::watts_at(std::uint32_t gpu, double elapsed_s) const {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
 #include "sim/gpu_exposition.hpp"
 
 namespace cpupower::sim {
@@ -25,8 +26,8 @@ struct GpuPowerSpec {
   std::string trace_path;  // trace
 };
 
-// "load", "constant:W" (W finite, >= 0) or "trace:FILE". nullopt with `error` otherwise.
-std::optional<GpuPowerSpec> parse_gpu_power_spec(std::string_view text, std::string* error);
+// "load", "constant:W" (W finite, >= 0) or "trace:FILE". An error otherwise.
+Result<GpuPowerSpec> parse_gpu_power_spec(std::string_view text);
 
 // The load model: idle + (max - idle) * u, u clamped to 0..1.
 double gpu_load_watts(double utilisation, double idle_w, double max_w);
@@ -40,10 +41,8 @@ class GpuTrace {
  public:
   // Every one of `gpus` GPUs must have a column (its own or `all`). Errors name the source
   // (`name`) and the line.
-  static std::optional<GpuTrace> parse(std::string_view text, const std::string& name,
-                                       std::uint32_t gpus, std::string* error);
-  static std::optional<GpuTrace> load(const std::string& path, std::uint32_t gpus,
-                                      std::string* error);
+  static Result<GpuTrace> parse(std::string_view text, const std::string& name, std::uint32_t gpus);
+  static Result<GpuTrace> load(const std::string& path, std::uint32_t gpus);
 
   double watts_at(std::uint32_t gpu, double elapsed_s) const;
 

@@ -25,10 +25,8 @@ std::vector<std::string_view> words(std::string_view line) {
   return out;
 }
 
-std::optional<TraceTable> trace_fail(std::string* error, const std::string& name, std::size_t line,
-                                     const std::string& why) {
-  if (error) *error = "trace " + name + ":" + std::to_string(line) + ": " + why;
-  return std::nullopt;
+Error trace_fail(const std::string& name, std::size_t line, const std::string& why) {
+  return Error{"trace " + name + ":" + std::to_string(line) + ": " + why};
 }
 
 }  // namespace
@@ -95,58 +93,49 @@ LoadTracker::LoadTracker(std::string proc_stat, std::uint32_t sockets,
       time_constant_s_(std::max(0.001, std::chrono::duration<double>(time_constant).count())),
       smoothed_(sockets_, 0.0) {}
 
-std::vector<LoadTracker::Totals> LoadTracker::read_sockets(bool* ok, std::string* error) const {
-  std::vector<Totals> out(sockets_);
-  *ok = false;
+Result<std::vector<LoadTracker::Totals>> LoadTracker::read_sockets() const {
   std::string why;
   const auto text = common::read_small_file(path_, &why, 1 << 20);
-  if (!text) {
-    if (error) *error = "cannot read " + path_ + ": " + why;
-    return out;
-  }
+  if (!text) return Error{"cannot read " + path_ + ": " + why};
   const auto cpus = parse_proc_stat(*text);
-  if (cpus.empty()) {
-    if (error) *error = path_ + " lists no cpuN line";
-    return out;
-  }
+  if (cpus.empty()) return Error{path_ + " lists no cpuN line"};
+  std::vector<Totals> out(sockets_);
   for (const auto& c : cpus) {
     auto& s = out[c.cpu % sockets_];
     s.busy += c.busy;
     s.total += c.total;
   }
-  *ok = true;
   return out;
 }
 
-bool LoadTracker::prime(std::chrono::steady_clock::time_point now, std::string* error) {
-  bool ok = false;
-  auto totals = read_sockets(&ok, error);
-  if (!ok) return false;
-  previous_ = std::move(totals);
+Status LoadTracker::prime(std::chrono::steady_clock::time_point now) {
+  auto totals = read_sockets();
+  if (!totals) return Error{totals.error()};
+  previous_ = std::move(*totals);
   previous_at_ = now;
   // Idle until the first interval says otherwise: cumulative since-boot ratios say little
   // about the load right now.
   std::fill(smoothed_.begin(), smoothed_.end(), 0.0);
-  return true;
+  return Ok{};
 }
 
 void LoadTracker::sample(std::chrono::steady_clock::time_point now) {
-  bool ok = false;
-  auto totals = read_sockets(&ok, nullptr);
-  if (!ok) return;
+  auto totals = read_sockets();
+  if (!totals) return;
   const double dt_s = std::chrono::duration<double>(now - previous_at_).count();
   const double alpha = 1.0 - std::exp(-std::max(dt_s, 0.0) / time_constant_s_);
   for (std::uint32_t s = 0; s < sockets_; ++s) {
     const auto& prev = s < previous_.size() ? previous_[s] : Totals{};
     // A counter that went backwards (CPU hot-unplugged, fake file rewritten) gives no
     // information for this interval; the new reading becomes the baseline.
-    if (totals[s].total <= prev.total || totals[s].busy < prev.busy) continue;
-    const double busy = static_cast<double>(totals[s].busy - prev.busy);
-    const double total = static_cast<double>(totals[s].total - prev.total);
+    const auto& current = (*totals)[s];
+    if (current.total <= prev.total || current.busy < prev.busy) continue;
+    const double busy = static_cast<double>(current.busy - prev.busy);
+    const double total = static_cast<double>(current.total - prev.total);
     const double u = std::clamp(busy / total, 0.0, 1.0);
     smoothed_[s] += alpha * (u - smoothed_[s]);
   }
-  previous_ = std::move(totals);
+  previous_ = std::move(*totals);
   previous_at_ = now;
 }
 
@@ -164,8 +153,8 @@ double Noise::next(double amplitude) {
   return (unit * 2.0 - 1.0) * amplitude;
 }
 
-std::optional<TraceTable> parse_trace(std::string_view text, const std::string& name,
-                                      const TraceColumnCheck& column_error, std::string* error) {
+Result<TraceTable> parse_trace(std::string_view text, const std::string& name,
+                               const TraceColumnCheck& column_error) {
   TraceTable table;
   bool have_header = false;
   std::size_t line_no = 0;
@@ -176,38 +165,37 @@ std::optional<TraceTable> parse_trace(std::string_view text, const std::string& 
     auto cells = common::split(line, ',');
     for (auto& c : cells) c = std::string(common::trim(c));
     if (!have_header) {
-      if (cells[0] != "time_s")
-        return trace_fail(error, name, line_no, "header must start with time_s");
-      if (cells.size() < 2) return trace_fail(error, name, line_no, "no power column");
+      if (cells[0] != "time_s") return trace_fail(name, line_no, "header must start with time_s");
+      if (cells.size() < 2) return trace_fail(name, line_no, "no power column");
       std::set<std::string> seen;
       for (std::size_t c = 1; c < cells.size(); ++c) {
         const auto why = seen.insert(cells[c]).second ? column_error(cells[c], c - 1)
                                                       : "column '" + cells[c] + "' repeated";
-        if (!why.empty()) return trace_fail(error, name, line_no, why);
+        if (!why.empty()) return trace_fail(name, line_no, why);
       }
       table.columns.assign(cells.begin() + 1, cells.end());
       have_header = true;
       continue;
     }
     if (cells.size() != table.columns.size() + 1) {
-      return trace_fail(error, name, line_no,
+      return trace_fail(name, line_no,
                         "expected " + std::to_string(table.columns.size() + 1) + " cells, found " +
                             std::to_string(cells.size()));
     }
     const auto t = common::parse_double(cells[0]);
     if (!t || !std::isfinite(*t) || *t < 0) {
-      return trace_fail(error, name, line_no,
+      return trace_fail(name, line_no,
                         "time_s is not a number of seconds >= 0: '" + cells[0] + "'");
     }
     if (!table.times_s.empty() && *t <= table.times_s.back()) {
-      return trace_fail(error, name, line_no, "time_s must increase from row to row");
+      return trace_fail(name, line_no, "time_s must increase from row to row");
     }
     std::vector<double> row;
     for (std::size_t c = 1; c < cells.size(); ++c) {
       const auto w = common::parse_double(cells[c]);
       if (!w || !std::isfinite(*w) || *w < 0) {
         return trace_fail(
-            error, name, line_no,
+            name, line_no,
             "'" + cells[c] + "' is not a number of watts >= 0 (" + table.columns[c - 1] + ")");
       }
       row.push_back(*w);
@@ -216,35 +204,30 @@ std::optional<TraceTable> parse_trace(std::string_view text, const std::string& 
     table.rows.push_back(std::move(row));
   }
   if (!have_header || table.rows.empty()) {
-    if (error) *error = "trace " + name + (have_header ? ": no data rows" : ": no header");
-    return std::nullopt;
+    return Error{"trace " + name + (have_header ? ": no data rows" : ": no header")};
   }
   return table;
 }
 
-std::optional<std::string> read_trace_file(const std::string& path, std::string* error) {
+Result<std::string> read_trace_file(const std::string& path) {
   std::string why;
   auto text = common::read_small_file(path, &why, 64 << 20);
-  if (!text && error) *error = "cannot read trace " + path + ": " + why;
-  return text;
+  if (!text) return Error{"cannot read trace " + path + ": " + why};
+  return std::move(*text);
 }
 
-std::optional<Trace> Trace::load(const std::string& path, const std::vector<ChannelSpec>& channels,
-                                 std::string* error) {
+Result<Trace> Trace::load(const std::string& path, const std::vector<ChannelSpec>& channels) {
   std::set<std::string> known;
   for (const auto& c : channels) known.insert(c.key);
-  const auto text = read_trace_file(path, error);
-  if (!text) return std::nullopt;
+  const auto text = read_trace_file(path);
+  if (!text) return Error{text.error()};
   Trace trace;
-  auto table = parse_trace(
-      *text, path,
-      [&](const std::string& key, std::size_t index) {
-        if (!known.count(key)) return "unknown channel '" + key + "'";
-        trace.columns_.emplace(key, index);
-        return std::string();
-      },
-      error);
-  if (!table) return std::nullopt;
+  auto table = parse_trace(*text, path, [&](const std::string& key, std::size_t index) {
+    if (!known.count(key)) return "unknown channel '" + key + "'";
+    trace.columns_.emplace(key, index);
+    return std::string();
+  });
+  if (!table) return Error{table.error()};
   trace.table_ = std::move(*table);
   return trace;
 }

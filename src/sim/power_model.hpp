@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
 #include "rails/rails.hpp"
 #include "sim/profiles.hpp"
 
@@ -41,7 +42,7 @@ class LoadTracker {
               std::chrono::milliseconds time_constant = std::chrono::milliseconds(200));
 
   // Takes the baseline reading. Fails when the file cannot be read or lists no CPU.
-  bool prime(std::chrono::steady_clock::time_point now, std::string* error);
+  Status prime(std::chrono::steady_clock::time_point now);
 
   // Folds the busy share since the previous reading into the average. A failed read or an
   // interval with no elapsed jiffies keeps the previous utilisation.
@@ -54,7 +55,7 @@ class LoadTracker {
     std::uint64_t busy = 0;
     std::uint64_t total = 0;
   };
-  std::vector<Totals> read_sockets(bool* ok, std::string* error) const;
+  Result<std::vector<Totals>> read_sockets() const;
 
   std::string path_;
   std::uint32_t sockets_;
@@ -86,17 +87,16 @@ struct TraceTable {
 // `column_error(column, index)` says why a header column is refused (empty when it is taken).
 // Errors name the trace (`name`) and the line.
 using TraceColumnCheck = std::function<std::string(const std::string& column, std::size_t index)>;
-std::optional<TraceTable> parse_trace(std::string_view text, const std::string& name,
-                                      const TraceColumnCheck& column_error, std::string* error);
-// A trace file's text (up to 64 MiB); nullopt with "cannot read trace PATH: ..." in `error`.
-std::optional<std::string> read_trace_file(const std::string& path, std::string* error);
+Result<TraceTable> parse_trace(std::string_view text, const std::string& name,
+                               const TraceColumnCheck& column_error);
+// A trace file's text (up to 64 MiB), or the error "cannot read trace PATH: ...".
+Result<std::string> read_trace_file(const std::string& path);
 
 // A recorded trace of the node's channels (a TraceTable whose columns are channel keys).
 class Trace {
  public:
   // Every header key must be one of `channels`. Errors name the file and the line.
-  static std::optional<Trace> load(const std::string& path,
-                                   const std::vector<ChannelSpec>& channels, std::string* error);
+  static Result<Trace> load(const std::string& path, const std::vector<ChannelSpec>& channels);
 
   // Step hold: the value of the last row with time_s <= elapsed_s (the first row before the
   // trace begins, the last row after it ends). nullopt when the trace has no column for key.

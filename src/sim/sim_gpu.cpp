@@ -146,48 +146,37 @@ SimGpu::~SimGpu() {
   stop();
 }
 
-bool SimGpu::start(std::string* error) {
+Status SimGpu::start() {
   auto& d = *impl_;
   const auto& o = d.options;
-  if (d.started) {
-    *error = "already started";
-    return false;
-  }
-  if (o.gpus == 0) {
-    *error = "no GPUs to simulate";
-    return false;
-  }
-  if (o.collect_interval.count() <= 0) {
-    *error = "the collection interval must be positive";
-    return false;
-  }
+  if (d.started) return Error{"already started"};
+  if (o.gpus == 0) return Error{"no GPUs to simulate"};
+  if (o.collect_interval.count() <= 0) return Error{"the collection interval must be positive"};
   if (!(o.max_w > o.idle_w) || o.idle_w < 0) {
-    *error = "max power must be above idle power (both >= 0)";
-    return false;
+    return Error{"max power must be above idle power (both >= 0)"};
   }
   for (const auto& f : o.faults) {
     if ((f.kind == GpuFault::Kind::vanish || f.kind == GpuFault::Kind::uuid_change) &&
         f.gpu >= o.gpus) {
-      *error = "fault " + std::string(gpu_fault_kind_name(f.kind)) + " names gpu " +
-               std::to_string(f.gpu) + ", but there are " + std::to_string(o.gpus) + " GPUs";
-      return false;
+      return Error{"fault " + std::string(gpu_fault_kind_name(f.kind)) + " names gpu " +
+                   std::to_string(f.gpu) + ", but there are " + std::to_string(o.gpus) + " GPUs"};
     }
   }
   for (const auto g : o.mig_gpus) {
     if (g >= o.gpus) {
-      *error = "MIG GPU " + std::to_string(g) + " does not exist (there are " +
-               std::to_string(o.gpus) + " GPUs)";
-      return false;
+      return Error{"MIG GPU " + std::to_string(g) + " does not exist (there are " +
+                   std::to_string(o.gpus) + " GPUs)"};
     }
   }
   if (o.power.mode == GpuPowerSpec::Mode::trace) {
-    d.trace = GpuTrace::load(o.power.trace_path, o.gpus, error);
-    if (!d.trace) return false;
+    auto trace = GpuTrace::load(o.power.trace_path, o.gpus);
+    if (!trace) return Error{trace.error()};
+    d.trace = std::move(*trace);
   }
   d.start = Clock::now();
   if (o.power.mode == GpuPowerSpec::Mode::load) {
     d.load.emplace(o.proc_stat, 1);
-    if (!d.load->prime(d.start, error)) return false;
+    if (Status primed = d.load->prime(d.start); !primed) return primed;
     for (std::uint32_t g = 0; g < o.gpus; ++g) d.noise.emplace_back(o.seed * 1000003ULL + g);
   }
   d.readouts.assign(o.gpus, GpuReadout{});
@@ -199,15 +188,16 @@ bool SimGpu::start(std::string* error) {
   // Slow and hang faults hold a polling thread each; a few let other clients through a slow
   // response, and a hang eventually holds them all, as a hung exporter does.
   limits.threads = 4;
+  std::string why;
   if (!d.server.start(
           o.bind_ip, o.port,
           [this](std::string_view method, std::string_view path) { return respond(method, path); },
-          limits, error)) {
-    return false;
+          limits, &why)) {
+    return Error{why};
   }
   d.collector = std::thread([&d] { d.collect_loop(); });
   d.started = true;
-  return true;
+  return Ok{};
 }
 
 void SimGpu::stop() {

@@ -51,9 +51,9 @@ class SimGpu {
   SimGpu& operator=(const SimGpu&) = delete;
 
   // Loads the trace (trace power), takes the first CPU-time reading (load power), makes the
-  // first collection, binds and starts serving. Fails (with `error`) on a bad trace, an
-  // unreadable proc_stat, a fault naming a GPU that does not exist, or a failed bind.
-  bool start(std::string* error);
+  // first collection, binds and starts serving. An error for a bad trace, an unreadable
+  // proc_stat, a fault naming a GPU that does not exist, or a failed bind.
+  Status start();
 
   // Idempotent. Releases requests held by hang or slow faults and stops serving.
   void stop();

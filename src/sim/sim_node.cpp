@@ -158,19 +158,20 @@ struct SimNode::Impl {
 
   const std::string& path_of(const Channel& c) const { return c.value_path; }
 
-  bool validate(std::string* error) const;
+  Status validate() const;
   void build_channels(const std::string& root);
-  bool write_tree(std::string* error);
+  Status write_tree();
   double underlying(const Channel& c, double t_s) const;
   void feed(Channel& c, double t_s, const std::optional<double>& forced);
   std::map<std::string, double> forced_values() const;
   void sample_models(Clock::time_point now);
-  void update(Clock::time_point now, bool first, std::string* error);
+  // The first update's first failing channel is its error; other failures are logged.
+  Status update(Clock::time_point now, bool first);
   void poll_intervals(Clock::time_point now);
   void change_interval(Channel& c, milliseconds interval, Clock::time_point now);
   void reregister(Channel& c, Clock::time_point now);
-  bool apply(Channel& c, std::int64_t uw, milliseconds elapsed, std::string* error);
-  bool retire_fifo(Channel& c, std::string_view content, std::string* error);
+  Status apply(Channel& c, std::int64_t uw, milliseconds elapsed);
+  Status retire_fifo(Channel& c, std::string_view content);
   void start_writer(Channel& c);
   void stop_writer(Channel& c);
   void writer_loop(Channel& c);
@@ -179,36 +180,32 @@ struct SimNode::Impl {
   void release_files();
 };
 
-bool SimNode::Impl::validate(std::string* error) const {
-  auto fail = [&](const std::string& why) {
-    if (error) *error = why;
-    return false;
-  };
-  if (options.root.empty()) return fail("no root directory given");
-  if (options.update_interval.count() <= 0) return fail("update interval must be > 0 ms");
+Status SimNode::Impl::validate() const {
+  if (options.root.empty()) return Error{"no root directory given"};
+  if (options.update_interval.count() <= 0) return Error{"update interval must be > 0 ms"};
   if (!accepted_interval(options.average_interval.count())) {
-    return fail("averaging interval must be 50 or 1000 ms");
+    return Error{"averaging interval must be 50 or 1000 ms"};
   }
-  if (options.sample_step.count() <= 0) return fail("sample step must be > 0 ms");
-  if (!(options.load >= 0.0 && options.load <= 1.0)) return fail("load must be within 0..1");
+  if (options.sample_step.count() <= 0) return Error{"sample step must be > 0 ms"};
+  if (!(options.load >= 0.0 && options.load <= 1.0)) return Error{"load must be within 0..1"};
   if (options.model == Model::trace && options.trace_path.empty()) {
-    return fail("the trace model needs a trace file");
+    return Error{"the trace model needs a trace file"};
   }
   for (const auto& [key, fault] : options.faults) {
     if (!find(key)) {
       std::string known;
       for (const auto& c : channels) known += (known.empty() ? "" : ", ") + c->spec.key;
-      return fail("fault for unknown channel '" + key + "' (profile " +
-                  std::string(profile_name(options.profile)) + " has " + known + ")");
+      return Error{"fault for unknown channel '" + key + "' (profile " +
+                   std::string(profile_name(options.profile)) + " has " + known + ")"};
     }
     if (fault.kind == Fault::Kind::slow && options.once) {
-      return fail("slow fault on '" + key + "' needs a running node, not a one-shot tree");
+      return Error{"slow fault on '" + key + "' needs a running node, not a one-shot tree"};
     }
     if (fault.kind == Fault::Kind::slow && fault.delay.count() <= 0) {
-      return fail("slow fault on '" + key + "' needs a delay > 0 ms");
+      return Error{"slow fault on '" + key + "' needs a delay > 0 ms"};
     }
   }
-  return true;
+  return Ok{};
 }
 
 void SimNode::Impl::build_channels(const std::string& root) {
@@ -283,7 +280,8 @@ void SimNode::Impl::sample_models(Clock::time_point now) {
   }
 }
 
-void SimNode::Impl::update(Clock::time_point now, bool first, std::string* error) {
+Status SimNode::Impl::update(Clock::time_point now, bool first) {
+  Status result = Ok{};
   const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
   const double t_s = seconds(now - started_at);
   if (tracker && !first) tracker->sample(now);
@@ -299,19 +297,19 @@ void SimNode::Impl::update(Clock::time_point now, bool first, std::string* error
     const double noise =
         options.model == Model::load && options.noise ? noise_source.next(kNoiseAmplitudeW) : 0.0;
     if (!overridden) watts += noise;
-    std::string why;
     std::unique_lock value_lock(c->value_mutex);
-    const bool applied = apply(*c, to_microwatts(watts), elapsed, &why);
+    const Status applied = apply(*c, to_microwatts(watts), elapsed);
     value_lock.unlock();
     if (applied) {
       c->failing = false;
-    } else if (error && error->empty()) {
-      *error = why;
+    } else if (first && result) {
+      result = applied;
     } else if (!c->failing) {
       c->failing = true;
-      log->warn("cannot update channel={} error={}", c->spec.key, common::quoted(why));
+      log->warn("cannot update channel={} error={}", c->spec.key, common::quoted(applied.error()));
     }
   }
+  return result;
 }
 
 void SimNode::Impl::poll_intervals(Clock::time_point now) {
@@ -327,9 +325,8 @@ void SimNode::Impl::poll_intervals(Clock::time_point now) {
     if (wanted && *wanted == c->interval().count()) {
       c->bad_interval_polls = 0;
       if (*text != interval_line(c->interval())) {
-        std::string why;
-        write_atomic(path, interval_line(c->interval()),
-                     &why);  // "50" -> "50\n", as sysfs shows it
+        // "50" -> "50\n", as sysfs shows it
+        (void)write_atomic(path, interval_line(c->interval()));
       }
       continue;
     }
@@ -344,10 +341,9 @@ void SimNode::Impl::poll_intervals(Clock::time_point now) {
         "power1_average_interval holds a value the firmware refuses; putting back the interval "
         "(a real kernel fails such a write with EINVAL) channel={} content={} interval_ms={}",
         c->spec.key, common::quoted(content.substr(0, 32)), c->interval().count());
-    std::string why;
-    if (!write_atomic(path, interval_line(c->interval()), &why)) {
+    if (const Status restored = write_atomic(path, interval_line(c->interval())); !restored) {
       log->warn("cannot restore power1_average_interval channel={} error={}", c->spec.key,
-                common::quoted(why));
+                common::quoted(restored.error()));
     }
   }
 }
@@ -363,8 +359,7 @@ void SimNode::Impl::change_interval(Channel& c, milliseconds interval, Clock::ti
   // Kernels <= 6.14 keep the hwmon device on a CONFIG notify: only the value changes.
   const std::string path =
       path_of(c).substr(0, path_of(c).rfind('/') + 1) + "power1_average_interval";
-  std::string why;
-  write_atomic(path, interval_line(interval), &why);
+  (void)write_atomic(path, interval_line(interval));
   log->info("averaging interval changed channel={} from_ms={} to_ms={}", c.spec.key, from.count(),
             interval.count());
 }
@@ -374,11 +369,12 @@ void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
   std::lock_guard value_lock(c.value_mutex);
   const std::size_t i = c.index;
   const std::string old_hwmon = infos[i].hwmon;
-  std::string why;
   // A slow or hang FIFO goes first: its readers get a value and its writer thread stops
   // before the directory it writes in disappears.
-  if (c.state == FileState::fifo && !retire_fifo(c, value_line(c.model_uw), &why)) {
-    log->warn("cannot retire channel={} error={}", c.spec.key, common::quoted(why));
+  if (c.state == FileState::fifo) {
+    if (const Status retired = retire_fifo(c, value_line(c.model_uw)); !retired) {
+      log->warn("cannot retire channel={} error={}", c.spec.key, common::quoted(retired.error()));
+    }
   }
   // hwmon_device_unregister: the class entry and the class directory disappear.
   const std::string device_dir = acpi_device_dir(i);
@@ -388,14 +384,14 @@ void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
   // hwmon_device_register_with_info: a new number, the same device and labels.
   NodeSpec node{"hwmon" + std::to_string(next_hwmon++), device_dir, "power_meter", options.layout,
                 meter_attributes(c.spec, c.interval(), value_line(c.model_uw))};
-  bool ok = write_node(abs_root, node, &why);
+  Status registered = write_node(abs_root, node);
   c.value_path = attribute_dir(abs_root, node) + "/power1_average";
   c.state = FileState::regular;
   c.reading_uw = c.model_uw.load();
-  if (ok) {
+  if (registered) {
     // Any fault active now applies to the new file before the node becomes visible.
-    ok = apply(c, c.model_uw, std::chrono::duration_cast<milliseconds>(now - started_at), &why) &&
-         link_class_entry(abs_root, node, &why);
+    registered = apply(c, c.model_uw, std::chrono::duration_cast<milliseconds>(now - started_at));
+    if (registered) registered = link_class_entry(abs_root, node);
   }
   {
     // channels() shows the new node only once it can be found under the root.
@@ -403,8 +399,9 @@ void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
     infos[i].hwmon = node.hwmon;
     infos[i].value_path = c.value_path;
   }
-  if (!ok) {
-    log->warn("cannot re-register channel={} error={}", c.spec.key, common::quoted(why));
+  if (!registered) {
+    log->warn("cannot re-register channel={} error={}", c.spec.key,
+              common::quoted(registered.error()));
     return;
   }
   log->info(
@@ -413,27 +410,29 @@ void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
       c.spec.key, common::quoted(c.spec.oem_info), old_hwmon, node.hwmon, c.interval().count());
 }
 
-bool SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed, std::string* error) {
+Status SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed) {
   const std::string& path = path_of(c);
   c.model_uw = uw;
   const bool faulted = c.fault && c.fault->active_at(elapsed);
   const auto kind = faulted ? std::optional(c.fault->kind) : std::nullopt;
 
   if (kind == Fault::Kind::unreadable) {
-    if (c.state == FileState::socket) return true;
-    if (c.state == FileState::fifo && !retire_fifo(c, value_line(uw), error)) return false;
+    if (c.state == FileState::socket) return Ok{};
+    if (c.state == FileState::fifo) {
+      if (Status s = retire_fifo(c, value_line(uw)); !s) return s;
+    }
     c.reading_uw = kNoReading;
-    if (!replace_with_socket(path, error)) return false;
+    if (Status s = replace_with_socket(path); !s) return s;
     c.state = FileState::socket;
-    return true;
+    return Ok{};
   }
   if (kind == Fault::Kind::slow || kind == Fault::Kind::hang) {
     c.reading_uw = kind == Fault::Kind::slow ? uw : kNoReading;
-    if (c.state == FileState::fifo) return true;
-    if (!replace_with_fifo(path, error)) return false;
+    if (c.state == FileState::fifo) return Ok{};
+    if (Status s = replace_with_fifo(path); !s) return s;
     c.state = FileState::fifo;
     if (kind == Fault::Kind::slow) start_writer(c);
-    return true;
+    return Ok{};
   }
 
   std::string content;
@@ -447,17 +446,15 @@ bool SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed, std
     content = "0\n";
     reading = 0;
   }  // empty: no content
-  if (c.state == FileState::fifo) {
-    if (!retire_fifo(c, content, error)) return false;
-  } else if (!write_atomic(path, content, error)) {
-    return false;
-  }
+  const Status written =
+      c.state == FileState::fifo ? retire_fifo(c, content) : write_atomic(path, content);
+  if (!written) return written;
   c.state = FileState::regular;
   c.reading_uw = reading;
-  return true;
+  return Ok{};
 }
 
-bool SimNode::Impl::retire_fifo(Channel& c, std::string_view content, std::string* error) {
+Status SimNode::Impl::retire_fifo(Channel& c, std::string_view content) {
   const std::string& path = path_of(c);
   // A slow writer's last act is a fresh FIFO, so the only readers left on the one at `path`
   // are blocked in open() and have had no value yet.
@@ -467,14 +464,14 @@ bool SimNode::Impl::retire_fifo(Channel& c, std::string_view content, std::strin
   // before the regular file replaced it receives a value instead of hanging. Several such
   // readers share one pipe: the first gets the value, the rest read EOF.
   const int keep = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  const bool ok = write_atomic(path, content, error);
+  Status written = write_atomic(path, content);
   if (keep >= 0) {
     const std::string line = content.empty() ? value_line(c.model_uw) : std::string(content);
     write_all_nonblocking(keep, line);
     ::close(keep);
   }
-  if (ok) c.state = FileState::regular;
-  return ok;
+  if (written) c.state = FileState::regular;
+  return written;
 }
 
 void SimNode::Impl::start_writer(Channel& c) {
@@ -535,10 +532,10 @@ void SimNode::Impl::writer_loop(Channel& c) {
     // value but has not yet seen EOF must never see a second writer (and a second value) on
     // its inode, and a reader that opens the path once this one has its value must get the
     // fresh FIFO, not this one's EOF, however late either gets scheduled.
-    std::string why;
-    if (!replace_with_fifo(path, &why) && !logged) {
+    if (const Status renewed = replace_with_fifo(path); !renewed && !logged) {
       logged = true;
-      log->warn("cannot renew slow channel={} error={}", c.spec.key, common::quoted(why));
+      log->warn("cannot renew slow channel={} error={}", c.spec.key,
+                common::quoted(renewed.error()));
     }
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     write_all_nonblocking(fd, value);
@@ -583,7 +580,7 @@ void SimNode::Impl::run_updates() {
     }
     if (publish) {
       poll_intervals(at);
-      update(at, false, nullptr);
+      (void)update(at, false);  // not the first: it logs its failures
     }
     lock.lock();
   }
@@ -594,33 +591,30 @@ void SimNode::Impl::release_files() {
     std::lock_guard value_lock(c->value_mutex);
     if (c->writer.joinable()) stop_writer(*c);
     if (c->state != FileState::fifo) continue;
-    std::string why;
-    if (!retire_fifo(*c, value_line(c->model_uw), &why)) {
-      log->warn("cannot restore channel={} error={}", c->spec.key, common::quoted(why));
+    if (const Status retired = retire_fifo(*c, value_line(c->model_uw)); !retired) {
+      log->warn("cannot restore channel={} error={}", c->spec.key, common::quoted(retired.error()));
     }
     c->reading_uw = static_cast<std::int64_t>(c->model_uw);
   }
 }
 
-bool SimNode::Impl::write_tree(std::string* error) {
+Status SimNode::Impl::write_tree() {
   const std::string& root = options.root;
-  if (!prepare_root(root, error)) return false;
+  if (Status prepared = prepare_root(root); !prepared) return prepared;
   std::error_code ec;
   const auto canonical = std::filesystem::canonical(root, ec);
-  if (ec) {
-    if (error) *error = "cannot resolve root " + root + ": " + ec.message();
-    return false;
-  }
+  if (ec) return Error{"cannot resolve root " + root + ": " + ec.message()};
   abs_root = canonical.string();
   build_channels(abs_root);
 
   if (options.model == Model::load) {
     tracker.emplace(options.proc_stat, profile_sockets(options.profile));
-    if (!tracker->prime(Clock::now(), error)) return false;
+    if (Status primed = tracker->prime(Clock::now()); !primed) return primed;
   }
   if (options.model == Model::trace) {
-    trace = Trace::load(options.trace_path, profile_channels(options.profile), error);
-    if (!trace) return false;
+    auto loaded = Trace::load(options.trace_path, profile_channels(options.profile));
+    if (!loaded) return Error{loaded.error()};
+    trace = std::move(*loaded);
   }
 
   // Unrelated hwmon devices a consumer must skip: a thermal zone, and an NVMe drive that
@@ -649,21 +643,16 @@ bool SimNode::Impl::write_tree(std::string* error) {
     next_hwmon = std::stoi(power_meter_hwmon(channels.size() - 1).substr(5)) + 1;
   }
   for (const auto& node : nodes) {
-    if (!write_node(abs_root, node, error)) return false;
+    if (Status written = write_node(abs_root, node); !written) return written;
   }
   started_at = Clock::now();
   started_unix =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::string first_error;
-  update(started_at, true, &first_error);
-  if (!first_error.empty()) {
-    if (error) *error = first_error;
-    return false;
-  }
+  if (Status first = update(started_at, true); !first) return first;
   for (const auto& node : nodes) {
-    if (!link_class_entry(abs_root, node, error)) return false;
+    if (Status linked = link_class_entry(abs_root, node); !linked) return linked;
   }
-  return true;
+  return Ok{};
 }
 
 SimNode::SimNode(SimOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
@@ -677,21 +666,20 @@ SimNode::~SimNode() {
   stop();
 }
 
-bool SimNode::start(std::string* error) {
+Status SimNode::start() {
   {
     std::lock_guard lock(impl_->mutex);
-    if (impl_->started) {
-      if (error) *error = "simulated node already started";
-      return false;
-    }
+    if (impl_->started) return Error{"simulated node already started"};
     impl_->started = true;
   }
-  if (!impl_->validate(error) || !impl_->write_tree(error)) {
+  Status started = impl_->validate();
+  if (started) started = impl_->write_tree();
+  if (!started) {
     impl_->release_files();
-    return false;
+    return started;
   }
   if (!impl_->options.once) impl_->updater = std::thread([this] { impl_->run_updates(); });
-  return true;
+  return Ok{};
 }
 
 void SimNode::stop() {

@@ -70,10 +70,10 @@ class SimNode {
   SimNode& operator=(const SimNode&) = delete;
 
   // Writes the whole tree and the first values, then starts the update thread (and a writer
-  // thread per slow channel). Returns once the first values are on disk. Fails (with
-  // `error`) on bad options, an unknown fault key, an unreadable proc_stat for the load
-  // model, a bad trace file, or a root that holds something other than an earlier sim tree.
-  bool start(std::string* error);
+  // thread per slow channel). Returns once the first values are on disk. An error for bad
+  // options, an unknown fault key, an unreadable proc_stat for the load model, a bad trace
+  // file, or a root that holds something other than an earlier sim tree.
+  Status start();
 
   // Idempotent. Joins every thread, releases readers blocked on slow or hang FIFOs and turns
   // those channels back into regular files holding the last value. Never blocks on readers.

@@ -14,25 +14,22 @@ namespace cpupower::sim {
 namespace fs = std::filesystem;
 namespace {
 
-bool sys_fail(std::string* error, const std::string& what, const std::string& path) {
-  if (error) *error = what + " " + path + ": " + std::strerror(errno);
-  return false;
+Error sys_fail(const std::string& what, const std::string& path) {
+  return Error{what + " " + path + ": " + std::strerror(errno)};
 }
 
-bool fs_fail(std::string* error, const std::string& what, const std::string& path,
-             const std::error_code& ec) {
-  if (error) *error = what + " " + path + ": " + ec.message();
-  return false;
+Error fs_fail(const std::string& what, const std::string& path, const std::error_code& ec) {
+  return Error{what + " " + path + ": " + ec.message()};
 }
 
-bool rename_over(const std::string& tmp, const std::string& path, std::string* error) {
+Status rename_over(const std::string& tmp, const std::string& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(tmp.c_str());
     errno = saved;
-    return sys_fail(error, "rename onto", path);
+    return sys_fail("rename onto", path);
   }
-  return true;
+  return Ok{};
 }
 
 // A stale temp sibling (killed run) would make mknod/mkfifo fail with EEXIST.
@@ -40,10 +37,10 @@ void clear(const std::string& path) {
   ::unlink(path.c_str());
 }
 
-bool make_symlink(const std::string& target, const std::string& link, std::string* error) {
+Status make_symlink(const std::string& target, const std::string& link) {
   clear(link);
-  if (::symlink(target.c_str(), link.c_str()) != 0) return sys_fail(error, "symlink", link);
-  return true;
+  if (::symlink(target.c_str(), link.c_str()) != 0) return sys_fail("symlink", link);
+  return Ok{};
 }
 
 }  // namespace
@@ -55,10 +52,10 @@ std::string temp_sibling(const std::string& path, std::string_view suffix) {
   return dir + "." + name + "." + std::string(suffix);
 }
 
-bool write_atomic(const std::string& path, std::string_view content, std::string* error) {
+Status write_atomic(const std::string& path, std::string_view content) {
   const std::string tmp = temp_sibling(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return sys_fail(error, "open", tmp);
+  if (fd < 0) return sys_fail("open", tmp);
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -68,28 +65,28 @@ bool write_atomic(const std::string& path, std::string_view content, std::string
       ::close(fd);
       ::unlink(tmp.c_str());
       errno = saved;
-      return sys_fail(error, "write", tmp);
+      return sys_fail("write", tmp);
     }
     done += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  return rename_over(tmp, path, error);
+  return rename_over(tmp, path);
 }
 
-bool replace_with_socket(const std::string& path, std::string* error) {
+Status replace_with_socket(const std::string& path) {
   // mknod(S_IFSOCK) makes the same inode a bound-then-closed socket leaves behind, without
   // bind()'s 108-byte sun_path limit on deep roots.
   const std::string tmp = temp_sibling(path, "sock");
   clear(tmp);
-  if (::mknod(tmp.c_str(), S_IFSOCK | 0644, 0) != 0) return sys_fail(error, "mknod", tmp);
-  return rename_over(tmp, path, error);
+  if (::mknod(tmp.c_str(), S_IFSOCK | 0644, 0) != 0) return sys_fail("mknod", tmp);
+  return rename_over(tmp, path);
 }
 
-bool replace_with_fifo(const std::string& path, std::string* error) {
+Status replace_with_fifo(const std::string& path) {
   const std::string tmp = temp_sibling(path, "fifo");
   clear(tmp);
-  if (::mkfifo(tmp.c_str(), 0644) != 0) return sys_fail(error, "mkfifo", tmp);
-  return rename_over(tmp, path, error);
+  if (::mkfifo(tmp.c_str(), 0644) != 0) return sys_fail("mkfifo", tmp);
+  return rename_over(tmp, path);
 }
 
 std::string power_meter_hwmon(std::size_t index) {
@@ -112,65 +109,56 @@ std::string attribute_dir(const std::string& root, const NodeSpec& node) {
   return node.layout == Layout::legacy ? root + "/" + node.device_dir : class_dir(root, node);
 }
 
-bool write_node(const std::string& root, const NodeSpec& node, std::string* error) {
+Status write_node(const std::string& root, const NodeSpec& node) {
   const std::string hwmon_dir = class_dir(root, node);
   std::error_code ec;
   fs::create_directories(hwmon_dir, ec);
-  if (ec) return fs_fail(error, "mkdir", hwmon_dir, ec);
+  if (ec) return fs_fail("mkdir", hwmon_dir, ec);
   // sysfs links the class device to its parent device; "../../" from .../DEV/hwmon/hwmonM.
-  if (!make_symlink("../../", hwmon_dir + "/device", error)) return false;
+  if (Status s = make_symlink("../../", hwmon_dir + "/device"); !s) return s;
 
   const std::string attrs = attribute_dir(root, node);
-  if (!write_atomic(attrs + "/name", node.name + "\n", error)) return false;
+  if (Status s = write_atomic(attrs + "/name", node.name + "\n"); !s) return s;
   for (const auto& [attr, content] : node.attributes) {
-    if (!write_atomic(attrs + "/" + attr, content, error)) return false;
+    if (Status s = write_atomic(attrs + "/" + attr, content); !s) return s;
   }
   if (node.layout == Layout::legacy) {
     // Older acpi_power_meter kernels also exposed power1_average on the class device; the
     // alias resolves to the same file, which consumers must count once.
     for (const auto& [attr, content] : node.attributes) {
       if (attr != "power1_average") continue;
-      if (!make_symlink("device/power1_average", hwmon_dir + "/power1_average", error)) {
-        return false;
-      }
-      break;
+      return make_symlink("device/power1_average", hwmon_dir + "/power1_average");
     }
   }
-  return true;
+  return Ok{};
 }
 
-bool link_class_entry(const std::string& root, const NodeSpec& node, std::string* error) {
-  return make_symlink(node.device_dir + "/hwmon/" + node.hwmon, root + "/" + node.hwmon, error);
+Status link_class_entry(const std::string& root, const NodeSpec& node) {
+  return make_symlink(node.device_dir + "/hwmon/" + node.hwmon, root + "/" + node.hwmon);
 }
 
-bool prepare_root(const std::string& root, std::string* error) {
+Status prepare_root(const std::string& root) {
   std::error_code ec;
   fs::create_directories(root, ec);
-  if (ec) return fs_fail(error, "cannot create root", root, ec);
-  if (!fs::is_directory(root, ec)) {
-    if (error) *error = "root " + root + " is not a directory";
-    return false;
-  }
+  if (ec) return fs_fail("cannot create root", root, ec);
+  if (!fs::is_directory(root, ec)) return Error{"root " + root + " is not a directory"};
   const bool ours = fs::exists(fs::path(root) / kRootMarker, ec);
   std::vector<fs::path> stale;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name == kRootMarker) continue;
     if (!ours) {
-      if (error) {
-        *error = "root " + root + " is not empty and was not written by sim-node (no " +
-                 std::string(kRootMarker) + "); refusing to write over it";
-      }
-      return false;
+      return Error{"root " + root + " is not empty and was not written by sim-node (no " +
+                   std::string(kRootMarker) + "); refusing to write over it"};
     }
     if (name == "devices" || name.rfind("hwmon", 0) == 0) stale.push_back(it->path());
   }
-  if (ec) return fs_fail(error, "cannot list root", root, ec);
+  if (ec) return fs_fail("cannot list root", root, ec);
   for (const auto& p : stale) {
     fs::remove_all(p, ec);
-    if (ec) return fs_fail(error, "cannot remove stale", p.string(), ec);
+    if (ec) return fs_fail("cannot remove stale", p.string(), ec);
   }
-  return write_atomic(root + "/" + std::string(kRootMarker), "cpu-power sim-node\n", error);
+  return write_atomic(root + "/" + std::string(kRootMarker), "cpu-power sim-node\n");
 }
 
 }  // namespace cpupower::sim

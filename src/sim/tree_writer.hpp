@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/result.hpp"
 #include "sim/profiles.hpp"
 
 namespace cpupower::sim {
@@ -22,14 +23,14 @@ inline constexpr std::string_view kRootMarker = ".cpu-power-sim";
 std::string temp_sibling(const std::string& path, std::string_view suffix = "tmp");
 
 // Replaces `path` by a regular file holding `content` (temp sibling + rename).
-bool write_atomic(const std::string& path, std::string_view content, std::string* error);
+Status write_atomic(const std::string& path, std::string_view content);
 
 // Replaces `path` by a socket inode: stat() finds it, open() fails with ENXIO, which stands in
 // for sysfs read errors such as ENODATA.
-bool replace_with_socket(const std::string& path, std::string* error);
+Status replace_with_socket(const std::string& path);
 
 // Replaces `path` by a FIFO: open(O_RDONLY) blocks until a writer opens it.
-bool replace_with_fifo(const std::string& path, std::string* error);
+Status replace_with_fifo(const std::string& path);
 
 // hwmon class numbers of the power meters: 2, 3, then 10, 11, ... so that a string sort puts
 // hwmon10 before hwmon2 and only a numeric sort gets the order right.
@@ -54,13 +55,13 @@ std::string attribute_dir(const std::string& root, const NodeSpec& node);
 // Creates the device and class directories, `device` link, name, attributes and (legacy) the
 // power1_average alias. The root's hwmonM entry is left to link_class_entry, so a scan of
 // the root never finds a half-written node.
-bool write_node(const std::string& root, const NodeSpec& node, std::string* error);
+Status write_node(const std::string& root, const NodeSpec& node);
 
 // ROOT/hwmonM -> devices/.../hwmon/hwmonM, relative so the tree survives a bind mount.
-bool link_class_entry(const std::string& root, const NodeSpec& node, std::string* error);
+Status link_class_entry(const std::string& root, const NodeSpec& node);
 
 // Creates the root if missing. A non-empty root must carry kRootMarker (an earlier sim-node
 // run), in which case its hwmon* entries and devices/ are removed. Writes the marker.
-bool prepare_root(const std::string& root, std::string* error);
+Status prepare_root(const std::string& root);
 
 }  // namespace cpupower::sim

@@ -577,8 +577,7 @@ TEST(AcpiDiscoveryOnSimulatedNodes, EveryProfileInBothLayouts) {
       o.noise = false;
       o.once = true;
       sim::SimNode node(o);
-      std::string error;
-      ASSERT_TRUE(node.start(&error)) << error;
+      ASSERT_EQ(node.start().error(), "");
       const auto d = discover_acpi(o.root);
       const auto& want = node.channels();
       ASSERT_EQ(d.channels.size(), want.size())
@@ -628,8 +627,7 @@ TEST(AcpiReaderOnSimulatedNodes, FollowsChannelsToTheirNewHwmonNumbers) {
   cpupower::testing::TestTree t;
   const std::string root = t.path("node");
   sim::SimNode node(running_node(root, sim::Layout::modern));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto d = discover_acpi(root);
   ASSERT_EQ(d.channels.size(), 6u);
   AcpiReader reader(d.channels, 20ms, 3000ms, root);
@@ -687,8 +685,7 @@ TEST(AcpiReaderOnSimulatedNodes, LegacyKernelsChangeTheIntervalInPlace) {
   cpupower::testing::TestTree t;
   const std::string root = t.path("node");
   sim::SimNode node(running_node(root, sim::Layout::legacy));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto change = set_average_interval(root, 1000ms, 5s);
   EXPECT_EQ(change.written, 6u);
   EXPECT_TRUE(change.settled);  // nothing re-registers, nothing to wait for

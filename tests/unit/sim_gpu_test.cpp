@@ -218,20 +218,19 @@ TEST(SimGpuIdentity, UuidIsDeterministicAndShapedLikeNvidias) {
 // ---- power model ---------------------------------------------------------------------------
 
 TEST(SimGpuPower, PowerSpecs) {
-  std::string error;
-  EXPECT_EQ(parse_gpu_power_spec("load", &error)->mode, GpuPowerSpec::Mode::load);
-  const auto c = parse_gpu_power_spec("constant:350.5", &error);
+  EXPECT_EQ(parse_gpu_power_spec("load")->mode, GpuPowerSpec::Mode::load);
+  const auto c = parse_gpu_power_spec("constant:350.5");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->mode, GpuPowerSpec::Mode::constant);
   EXPECT_DOUBLE_EQ(c->constant_w, 350.5);
-  const auto t = parse_gpu_power_spec("trace:/tmp/x.csv", &error);
+  const auto t = parse_gpu_power_spec("trace:/tmp/x.csv");
   ASSERT_TRUE(t);
   EXPECT_EQ(t->trace_path, "/tmp/x.csv");
   for (const char* bad : {"", "loads", "constant", "constant:", "constant:-1", "constant:nan",
                           "constant:inf", "trace:", "burst:5"}) {
-    error.clear();
-    EXPECT_FALSE(parse_gpu_power_spec(bad, &error)) << bad;
-    EXPECT_FALSE(error.empty()) << bad;
+    const auto parsed = parse_gpu_power_spec(bad);
+    EXPECT_FALSE(parsed) << bad;
+    EXPECT_FALSE(parsed.error().empty()) << bad;
   }
 }
 
@@ -261,10 +260,9 @@ TEST(SimGpuPower, DerivedReadingsFollowTheLoadFraction) {
 }
 
 TEST(SimGpuPower, TraceInterpolatesPerGpuOrForAll) {
-  std::string error;
   const auto t = GpuTrace::parse(
-      "# a comment\ntime_s,all,gpu1\n0,100,200\n\n1.0,300,200\n3,300,600\r\n", "t.csv", 3, &error);
-  ASSERT_TRUE(t) << error;
+      "# a comment\ntime_s,all,gpu1\n0,100,200\n\n1.0,300,200\n3,300,600\r\n", "t.csv", 3);
+  ASSERT_TRUE(t) << t.error();
   EXPECT_DOUBLE_EQ(t->watts_at(0, -1.0), 100);  // before the first row: the first value
   EXPECT_DOUBLE_EQ(t->watts_at(0, 0.0), 100);
   EXPECT_DOUBLE_EQ(t->watts_at(0, 0.25), 150);
@@ -294,37 +292,36 @@ TEST(SimGpuPower, TraceErrorsNameTheLine) {
       {"# no header\n", "t.csv: no header"},
   };
   for (const auto& c : cases) {
-    std::string error;
-    EXPECT_FALSE(GpuTrace::parse(c.text, "t.csv", 2, &error)) << c.text;
-    EXPECT_NE(error.find(c.want), std::string::npos) << c.text << " -> " << error;
+    const auto t = GpuTrace::parse(c.text, "t.csv", 2);
+    EXPECT_FALSE(t) << c.text;
+    EXPECT_NE(t.error().find(c.want), std::string::npos) << c.text << " -> " << t.error();
   }
-  std::string error;
-  EXPECT_FALSE(GpuTrace::load("/nonexistent/trace.csv", 1, &error));
-  EXPECT_NE(error.find("cannot read trace /nonexistent/trace.csv"), std::string::npos);
+  const auto loaded = GpuTrace::load("/nonexistent/trace.csv", 1);
+  EXPECT_FALSE(loaded);
+  EXPECT_NE(loaded.error().find("cannot read trace /nonexistent/trace.csv"), std::string::npos);
 }
 
 // ---- faults --------------------------------------------------------------------------------
 
 TEST(SimGpuFaults, ParsesKindsArgumentsAndWindows) {
-  std::string error;
-  auto f = parse_gpu_fault("slow:250@100-2000", &error);
-  ASSERT_TRUE(f) << error;
+  auto f = parse_gpu_fault("slow:250@100-2000");
+  ASSERT_TRUE(f) << f.error();
   EXPECT_EQ(f->kind, GpuFault::Kind::slow);
   EXPECT_EQ(f->delay, milliseconds(250));
   EXPECT_EQ(f->from, milliseconds(100));
   EXPECT_EQ(f->to, milliseconds(2000));
-  f = parse_gpu_fault("vanish:3@5000", &error);
+  f = parse_gpu_fault("vanish:3@5000");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->kind, GpuFault::Kind::vanish);
   EXPECT_EQ(f->gpu, 3u);
   EXPECT_EQ(f->from, milliseconds(5000));
   EXPECT_FALSE(f->to);
-  f = parse_gpu_fault("uuid-change:0", &error);
+  f = parse_gpu_fault("uuid-change:0");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->kind, GpuFault::Kind::uuid_change);
   EXPECT_EQ(f->from, milliseconds(0));
   for (const char* ok : {"hang", "hang@10", "garbage@0-1", "http500@5-6"}) {
-    EXPECT_TRUE(parse_gpu_fault(ok, &error)) << ok << ": " << error;
+    EXPECT_EQ(parse_gpu_fault(ok).error(), "") << ok;
   }
   struct Bad {
     const char* spec;
@@ -342,20 +339,20 @@ TEST(SimGpuFaults, ParsesKindsArgumentsAndWindows) {
       {"garbage@5-y", "window end 'y'"},
   };
   for (const auto& b : bad) {
-    error.clear();
-    EXPECT_FALSE(parse_gpu_fault(b.spec, &error)) << b.spec;
-    EXPECT_NE(error.find(b.want), std::string::npos) << b.spec << " -> " << error;
-    EXPECT_NE(error.find(std::string("fault '") + b.spec + "'"), std::string::npos) << error;
+    const auto parsed = parse_gpu_fault(b.spec);
+    EXPECT_FALSE(parsed) << b.spec;
+    EXPECT_NE(parsed.error().find(b.want), std::string::npos) << b.spec << " -> " << parsed.error();
+    EXPECT_NE(parsed.error().find(std::string("fault '") + b.spec + "'"), std::string::npos)
+        << parsed.error();
   }
 }
 
 TEST(SimGpuFaults, StateAtATime) {
   std::vector<GpuFault> faults;
-  std::string error;
   for (const char* spec : {"slow:100@0-1000", "slow:300@500-700", "vanish:1@200-400",
                            "uuid-change:2@300", "uuid-change:2@600", "http500@800-900",
                            "garbage@900", "hang@1000-1200", "hang@1100-1500"}) {
-    faults.push_back(*parse_gpu_fault(spec, &error));
+    faults.push_back(*parse_gpu_fault(spec));
   }
   auto s = gpu_fault_state_at(faults, milliseconds(0));
   EXPECT_EQ(s.delay, milliseconds(100));
@@ -377,7 +374,7 @@ TEST(SimGpuFaults, StateAtATime) {
   EXPECT_TRUE(s.hang);
   EXPECT_EQ(s.hang_until, milliseconds(1500));
   EXPECT_EQ(s.delay, milliseconds(0));
-  faults.push_back(*parse_gpu_fault("hang@1100", &error));
+  faults.push_back(*parse_gpu_fault("hang@1100"));
   s = gpu_fault_state_at(faults, milliseconds(1150));
   EXPECT_TRUE(s.hang);
   EXPECT_FALSE(s.hang_until) << "a hang without an end holds until the stop";
@@ -396,7 +393,7 @@ SimGpuOptions quick_options() {
   o.port = 0;
   o.gpus = 2;
   o.hostname = "simhost";
-  o.power = *parse_gpu_power_spec("constant:500", nullptr);
+  o.power = *parse_gpu_power_spec("constant:500");
   o.collect_interval = milliseconds(20);
   return o;
 }
@@ -413,9 +410,8 @@ std::optional<double> sample_value(const std::string& body, std::string_view nam
 
 TEST(SimGpu, ServesConstantPowerAndIntegratesEnergy) {
   SimGpu sim(quick_options());
-  std::string error;
   const auto before_start = Clock::now();  // no collection can be older
-  ASSERT_TRUE(sim.start(&error)) << error;
+  ASSERT_EQ(sim.start().error(), "");
   EXPECT_NE(sim.port(), 0);
   EXPECT_EQ(sim.address(), "127.0.0.1:" + std::to_string(sim.port()));
   const auto t0 = Clock::now();
@@ -445,10 +441,9 @@ TEST(SimGpu, ServesConstantPowerAndIntegratesEnergy) {
 
 TEST(SimGpu, RoutesAndEndpointFaults) {
   auto o = quick_options();
-  std::string error;
-  o.faults = {*parse_gpu_fault("http500@0-3600000", &error)};
+  o.faults = {*parse_gpu_fault("http500@0-3600000")};
   SimGpu sim(o);
-  ASSERT_TRUE(sim.start(&error)) << error;
+  ASSERT_EQ(sim.start().error(), "");
   auto r = sim.respond("GET", "/metrics");
   EXPECT_EQ(r.status, 500u);
   EXPECT_EQ(r.body, "internal server error\n");
@@ -462,9 +457,9 @@ TEST(SimGpu, RoutesAndEndpointFaults) {
   EXPECT_EQ(sim.respond("GET", "/").status, 200u);
 
   auto g = quick_options();
-  g.faults = {*parse_gpu_fault("garbage", &error)};
+  g.faults = {*parse_gpu_fault("garbage")};
   SimGpu garbage(g);
-  ASSERT_TRUE(garbage.start(&error)) << error;
+  ASSERT_EQ(garbage.start().error(), "");
   r = garbage.respond("GET", "/metrics");
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.body, garbage_body());
@@ -473,11 +468,9 @@ TEST(SimGpu, RoutesAndEndpointFaults) {
 TEST(SimGpu, GpuFaultsChangeTheExpositionOverTime) {
   auto o = quick_options();
   o.gpus = 3;
-  std::string error;
-  o.faults = {*parse_gpu_fault("vanish:1@1000-2000", &error),
-              *parse_gpu_fault("uuid-change:2@1500", &error)};
+  o.faults = {*parse_gpu_fault("vanish:1@1000-2000"), *parse_gpu_fault("uuid-change:2@1500")};
   SimGpu sim(o);
-  ASSERT_TRUE(sim.start(&error)) << error;
+  ASSERT_EQ(sim.start().error(), "");
   const auto uuid2 = simulated_gpu_uuid("simhost", 2);
   auto body = sim.exposition_at(milliseconds(0));
   EXPECT_NE(body.find("gpu=\"1\""), std::string::npos);
@@ -499,9 +492,8 @@ TEST(SimGpu, MigKubernetesAndLabelOptions) {
   o.kubernetes = true;
   o.hostname_label = false;
   o.profiling = true;
-  std::string error;
   SimGpu sim(o);
-  ASSERT_TRUE(sim.start(&error)) << error;
+  ASSERT_EQ(sim.start().error(), "");
   const auto body = sim.exposition_at(milliseconds(0));
   EXPECT_NE(body.find("gpu=\"1\",UUID=\"" + simulated_gpu_uuid("simhost", 1)), std::string::npos);
   EXPECT_NE(body.find("GPU_I_PROFILE=\"3g.48gb\",GPU_I_ID=\"1\""), std::string::npos);
@@ -512,27 +504,26 @@ TEST(SimGpu, MigKubernetesAndLabelOptions) {
 
 TEST(SimGpu, SlowAndHangHoldTheResponseAndStopReleasesIt) {
   auto o = quick_options();
-  std::string error;
-  o.faults = {*parse_gpu_fault("slow:150", &error)};
+  o.faults = {*parse_gpu_fault("slow:150")};
   SimGpu slow(o);
-  ASSERT_TRUE(slow.start(&error)) << error;
+  ASSERT_EQ(slow.start().error(), "");
   auto t0 = Clock::now();
   EXPECT_EQ(slow.respond("GET", "/metrics").status, 200u);
   EXPECT_GE(Clock::now() - t0, milliseconds(150));
 
-  o.faults = {*parse_gpu_fault("hang@0-300", &error)};
+  o.faults = {*parse_gpu_fault("hang@0-300")};
   SimGpu window(o);
   // The window counts from start(): the answer comes 300 ms after it at the earliest, however
   // late (on a busy machine) the request is sent.
   t0 = Clock::now();
-  ASSERT_TRUE(window.start(&error)) << error;
+  ASSERT_EQ(window.start().error(), "");
   const auto r = window.respond("GET", "/metrics");
   EXPECT_EQ(r.status, 200u) << "a hang window ends, and the request is answered then";
   EXPECT_GE(Clock::now() - t0, milliseconds(300));
 
-  o.faults = {*parse_gpu_fault("hang", &error)};
+  o.faults = {*parse_gpu_fault("hang")};
   SimGpu hung(o);
-  ASSERT_TRUE(hung.start(&error)) << error;
+  ASSERT_EQ(hung.start().error(), "");
   std::atomic<unsigned> status{0};
   std::thread client([&] { status = hung.respond("GET", "/metrics").status; });
   std::this_thread::sleep_for(milliseconds(100));
@@ -543,32 +534,38 @@ TEST(SimGpu, SlowAndHangHoldTheResponseAndStopReleasesIt) {
 }
 
 TEST(SimGpu, StartFailures) {
-  std::string error;
   auto o = quick_options();
-  o.faults = {*parse_gpu_fault("vanish:2", &error)};
-  EXPECT_FALSE(SimGpu(o).start(&error));
-  EXPECT_NE(error.find("names gpu 2, but there are 2 GPUs"), std::string::npos) << error;
+  o.faults = {*parse_gpu_fault("vanish:2")};
+  Status started = SimGpu(o).start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("names gpu 2, but there are 2 GPUs"), std::string::npos)
+      << started.error();
 
   o = quick_options();
-  o.power = *parse_gpu_power_spec("trace:/nonexistent.csv", &error);
-  EXPECT_FALSE(SimGpu(o).start(&error));
-  EXPECT_NE(error.find("cannot read trace /nonexistent.csv"), std::string::npos) << error;
+  o.power = *parse_gpu_power_spec("trace:/nonexistent.csv");
+  started = SimGpu(o).start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("cannot read trace /nonexistent.csv"), std::string::npos)
+      << started.error();
 
   o = quick_options();
   o.power = GpuPowerSpec{};
   o.proc_stat = "/nonexistent/stat";
-  EXPECT_FALSE(SimGpu(o).start(&error));
-  EXPECT_NE(error.find("/nonexistent/stat"), std::string::npos) << error;
+  started = SimGpu(o).start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("/nonexistent/stat"), std::string::npos) << started.error();
 
   o = quick_options();
   o.mig_gpus = {5};
-  EXPECT_FALSE(SimGpu(o).start(&error));
-  EXPECT_NE(error.find("MIG GPU 5"), std::string::npos) << error;
+  started = SimGpu(o).start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("MIG GPU 5"), std::string::npos) << started.error();
 
   o = quick_options();
   o.bind_ip = "not-an-ip";
-  EXPECT_FALSE(SimGpu(o).start(&error));
-  EXPECT_NE(error.find("invalid bind address"), std::string::npos) << error;
+  started = SimGpu(o).start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("invalid bind address"), std::string::npos) << started.error();
 }
 
 TEST(SimGpu, LoadModelFollowsAFakeProcStat) {
@@ -586,8 +583,7 @@ TEST(SimGpu, LoadModelFollowsAFakeProcStat) {
   o.proc_stat = path;
   o.noise = false;
   SimGpu sim(o);
-  std::string error;
-  ASSERT_TRUE(sim.start(&error)) << error;
+  ASSERT_EQ(sim.start().error(), "");
   EXPECT_EQ(sample_value(sim.exposition_at(milliseconds(0)), "DCGM_FI_DEV_POWER_USAGE", "0"),
             kGpuIdleWatts);
   // Fully busy from now on: power climbs to the maximum (GPU 0's board offset is zero).
@@ -664,9 +660,8 @@ TEST(SimGpuExposition, WithoutNamesTheExpositionIsDcgmExportersUnchanged) {
 TEST(SimGpu, ServesAnotherExportersNames) {
   auto o = quick_options();
   o.names = ExporterNames::amd();
-  std::string error;
   SimGpu sim(o);
-  ASSERT_TRUE(sim.start(&error)) << error;
+  ASSERT_EQ(sim.start().error(), "");
   const auto body = sim.exposition_at(milliseconds(0));
   EXPECT_NE(body.find("gpu_power_usage{gpu_id=\"0\",serial_number=\"" +
                       simulated_gpu_uuid("simhost", 0) + "\""),

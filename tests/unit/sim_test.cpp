@@ -202,38 +202,37 @@ TEST(SimProfiles, ChannelsInAcpiOrderAndClassifiable) {
 }
 
 TEST(SimFaults, ParsesGoodSpecs) {
-  std::string error;
-  auto f = parse_fault("total:1=slow:150@0-2000", &error);
-  ASSERT_TRUE(f) << error;
+  auto f = parse_fault("total:1=slow:150@0-2000");
+  ASSERT_TRUE(f) << f.error();
   EXPECT_EQ(f->first, "total:1");
   EXPECT_EQ(f->second.kind, Fault::Kind::slow);
   EXPECT_EQ(f->second.delay, milliseconds(150));
   EXPECT_EQ(f->second.from, milliseconds(0));
   EXPECT_EQ(f->second.to, milliseconds(2000));
 
-  f = parse_fault("total:0=zero@0-1500", &error);
-  ASSERT_TRUE(f) << error;
+  f = parse_fault("total:0=zero@0-1500");
+  ASSERT_TRUE(f) << f.error();
   EXPECT_EQ(f->second.kind, Fault::Kind::zero);
   EXPECT_TRUE(f->second.active_at(milliseconds(1499)));
   EXPECT_FALSE(f->second.active_at(milliseconds(1500)));
 
-  f = parse_fault("soc:1=hang@500", &error);
-  ASSERT_TRUE(f) << error;
+  f = parse_fault("soc:1=hang@500");
+  ASSERT_TRUE(f) << f.error();
   EXPECT_EQ(f->second.kind, Fault::Kind::hang);
   EXPECT_EQ(f->second.from, milliseconds(500));
   EXPECT_FALSE(f->second.to);
   EXPECT_FALSE(f->second.active_at(milliseconds(499)));
   EXPECT_TRUE(f->second.active_at(milliseconds(100000)));
 
-  f = parse_fault("dram:0=unreadable", &error);
-  ASSERT_TRUE(f) << error;
+  f = parse_fault("dram:0=unreadable");
+  ASSERT_TRUE(f) << f.error();
   EXPECT_EQ(f->second.kind, Fault::Kind::unreadable);
   EXPECT_TRUE(f->second.active_at(milliseconds(0)));
 
-  f = parse_fault("grace:0=invalid", &error);  // legacy alias normalised
-  ASSERT_TRUE(f) << error;
+  f = parse_fault("grace:0=invalid");  // legacy alias normalised
+  ASSERT_TRUE(f) << f.error();
   EXPECT_EQ(f->first, "total:0");
-  EXPECT_EQ(parse_fault("cpu_rail:1=empty", &error)->second.kind, Fault::Kind::empty);
+  EXPECT_EQ(parse_fault("cpu_rail:1=empty")->second.kind, Fault::Kind::empty);
 }
 
 TEST(SimFaults, RejectsBadSpecs) {
@@ -241,9 +240,9 @@ TEST(SimFaults, RejectsBadSpecs) {
        {"total:0", "total=zero", "total:x=zero", "bogus:0=zero", "total:0=", "total:0=bogus",
         "total:0=slow", "total:0=slow:0", "total:0=slow:abc", "total:0=zero:5", "total:0=zero@5-5",
         "total:0=zero@10-5", "total:0=zero@a", "total:0=zero@5-", "total:0=zero@-5", "=zero"}) {
-    std::string error;
-    EXPECT_FALSE(parse_fault(spec, &error)) << spec;
-    EXPECT_NE(error.find(spec), std::string::npos) << spec << " -> " << error;
+    const auto parsed = parse_fault(spec);
+    EXPECT_FALSE(parsed) << spec;
+    EXPECT_NE(parsed.error().find(spec), std::string::npos) << spec << " -> " << parsed.error();
   }
 }
 
@@ -289,8 +288,7 @@ TEST_P(SimTreeShape, LooksLikeSysClassHwmon) {
   auto options = constant_options(root, profile, layout);
   options.once = true;
   SimNode node(options);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
 
   const auto specs = profile_channels(profile);
   ASSERT_EQ(node.channels().size(), specs.size());
@@ -385,9 +383,9 @@ TEST(SimTree, RefusesForeignRootAndReusesItsOwn) {
   std::ofstream(tmp / "precious.txt") << "keep me\n";
   {
     SimNode node(constant_options(tmp.path()));
-    std::string error;
-    EXPECT_FALSE(node.start(&error));
-    EXPECT_NE(error.find("not empty"), std::string::npos) << error;
+    const Status started = node.start();
+    EXPECT_FALSE(started);
+    EXPECT_NE(started.error().find("not empty"), std::string::npos) << started.error();
   }
   EXPECT_EQ(read_text(tmp / "precious.txt"), "keep me\n");
 
@@ -396,16 +394,14 @@ TEST(SimTree, RefusesForeignRootAndReusesItsOwn) {
     auto o = constant_options(root, Profile::platform_uw);
     o.once = true;
     SimNode node(o);
-    std::string error;
-    ASSERT_TRUE(node.start(&error)) << error;
+    ASSERT_EQ(node.start().error(), "");
     EXPECT_TRUE(fs::exists(root + "/hwmon15"));
   }
   {
     auto o = constant_options(root, Profile::gh200);
     o.once = true;
     SimNode node(o);
-    std::string error;
-    ASSERT_TRUE(node.start(&error)) << error;
+    ASSERT_EQ(node.start().error(), "");
     EXPECT_FALSE(fs::exists(root + "/hwmon11"));  // the earlier profile's nodes are gone
     EXPECT_TRUE(fs::exists(root + "/hwmon10"));
   }
@@ -416,8 +412,7 @@ TEST(SimTree, UpdatesAreAtomicWithDotTemporaries) {
   auto o = constant_options(tmp.path());
   o.update_interval = milliseconds(1);
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto dir = fs::path(channel(node, "total:0").value_path).parent_path();
   const std::string expect = read_text(channel(node, "total:0").value_path);
   int reads = 0;
@@ -446,8 +441,7 @@ TEST(SimModel, ConstantIsExact) {
   auto o = constant_options(tmp.path(), Profile::platform_uw);
   o.load = 0.5;  // noise stays on: the constant model ignores it
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   std::this_thread::sleep_for(milliseconds(60));  // a few updates
   EXPECT_EQ(read_text(channel(node, "cpu_rail:1").value_path), "122000000\n");
   EXPECT_EQ(read_text(channel(node, "soc:0").value_path), "6250000\n");
@@ -516,8 +510,7 @@ TEST(SimModel, LoadFollowsProcStat) {
   o.proc_stat = tmp / "stat";
   o.update_interval = milliseconds(20);
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
 
   std::this_thread::sleep_for(milliseconds(150));
   const auto& total0 = channel(node, "total:0").value_path;
@@ -549,8 +542,7 @@ TEST(SimModel, NoiseIsSeeded) {
     o.seed = seed;
     o.once = true;
     SimNode node(o);
-    std::string error;
-    EXPECT_TRUE(node.start(&error)) << error;
+    EXPECT_EQ(node.start().error(), "");
     std::vector<std::string> values;
     for (const auto& c : node.channels()) values.push_back(read_text(c.value_path));
     return values;
@@ -575,8 +567,7 @@ TEST(SimModel, TraceStepHold) {
   o.update_interval = milliseconds(10);
   const auto started = Clock::now();
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto& total0 = channel(node, "total:0").value_path;
   EXPECT_EQ(read_text(total0), "100000000\n");
   EXPECT_EQ(read_text(channel(node, "soc:0").value_path), "6000000\n");  // not in the trace
@@ -634,9 +625,9 @@ TEST(SimModel, BadTraceNamesFileAndLine) {
     o.model = Model::trace;
     o.trace_path = path;
     SimNode node(o);
-    std::string error;
-    EXPECT_FALSE(node.start(&error));
-    return error;
+    const Status started = node.start();
+    EXPECT_FALSE(started);
+    return started.error();
   };
   auto error = try_trace("time_s,total:0\n0,100\n0.5,lots\n");
   EXPECT_NE(error.find(tmp / "bad.csv:3"), std::string::npos) << error;
@@ -658,8 +649,7 @@ TEST(SimModel, BadTraceNamesFileAndLine) {
 TEST(SimModel, OverrideWinsAndReleases) {
   TempDir tmp;
   SimNode node(constant_options(tmp.path()));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto& path = channel(node, "total:0").value_path;
   EXPECT_EQ(read_text(path), "177250000\n");
   node.set_override("total:0", 123.456);
@@ -677,9 +667,8 @@ TEST(SimModel, OverrideWinsAndReleases) {
 TEST(SimAveraging, StepTraceMeansOver50And1000Ms) {
   TempDir tmp;
   std::ofstream(tmp / "step.csv") << "time_s,total:0\n0,100\n1,200\n";
-  std::string error;
-  const auto trace = Trace::load(tmp / "step.csv", profile_channels(Profile::gb200), &error);
-  ASSERT_TRUE(trace) << error;
+  const auto trace = Trace::load(tmp / "step.csv", profile_channels(Profile::gb200));
+  ASSERT_TRUE(trace) << trace.error();
   PowerHistory h;
   h.set(0.0, *trace->value_at("total:0", 0.0));
   for (const auto& [t, w] : trace->steps("total:0", 0.0, 5.0)) h.set(t, w);
@@ -736,8 +725,7 @@ TEST(SimAveraging, PublishedValueIsTheMeanOverTheInterval) {
     o.update_interval = milliseconds(7);  // publications land at every phase of the wave
     o.average_interval = milliseconds(interval_ms);
     SimNode node(o);
-    std::string error;
-    ASSERT_TRUE(node.start(&error)) << error;
+    ASSERT_EQ(node.start().error(), "");
     const auto started = Clock::now();  // the node's time 0 was earlier: never later
     EXPECT_EQ(node.average_interval("total:0"), milliseconds(interval_ms));
     const auto path = channel(node, "total:0").value_path;
@@ -775,8 +763,7 @@ TEST(SimInterval, WriteReRegistersUnderANewNumberOnTheModernLayout) {
   TempDir tmp;
   const std::string root = tmp / "root";
   SimNode node(constant_options(root));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   ASSERT_EQ(channel(node, "total:0").hwmon, "hwmon2");
   const auto before_total1 = channel(node, "total:1");
 
@@ -822,8 +809,7 @@ TEST(SimInterval, RefusedValuesArePutBack) {
   TempDir tmp;
   const std::string root = tmp / "root";
   SimNode node(constant_options(root));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   for (const std::string bad : {"70\n", "abc\n", "0\n", ""}) {
     SCOPED_TRACE(bad);
     store(root + "/hwmon10/power1_average_interval", bad);
@@ -841,8 +827,7 @@ TEST(SimInterval, LegacyLayoutChangesInPlace) {
   auto o = constant_options(root, Profile::gh200, Layout::legacy);
   o.average_interval = milliseconds(1000);
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const std::string file = root + "/hwmon2/device/power1_average_interval";
   EXPECT_EQ(read_text(file), "1000\n");
   store(file, "50\n");
@@ -858,18 +843,17 @@ TEST(SimInterval, OnlyFirmwareIntervalsAtStart) {
   auto o = constant_options(tmp / "root");
   o.average_interval = milliseconds(70);
   SimNode node(o);
-  std::string error;
-  EXPECT_FALSE(node.start(&error));
-  EXPECT_NE(error.find("50 or 1000"), std::string::npos) << error;
+  const Status started = node.start();
+  EXPECT_FALSE(started);
+  EXPECT_NE(started.error().find("50 or 1000"), std::string::npos) << started.error();
 }
 
 // ---------------------------------------------------------------------------------------
 // Faults
 
 SimOptions with_fault(SimOptions o, const std::string& spec) {
-  std::string error;
-  auto f = parse_fault(spec, &error);
-  EXPECT_TRUE(f) << error;
+  auto f = parse_fault(spec);
+  EXPECT_TRUE(f) << f.error();
   if (f) o.faults[f->first] = f->second;
   return o;
 }
@@ -881,8 +865,7 @@ TEST(SimFaultInjection, BadContentKinds) {
   o = with_fault(o, "cpu_rail:0=empty");
   o = with_fault(o, "soc:0=zero@0-300");
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   EXPECT_EQ(read_text(channel(node, "total:0").value_path), "4294967295000\n");
   EXPECT_EQ(read_text(channel(node, "cpu_rail:0").value_path), "");
   const auto& soc = channel(node, "soc:0").value_path;
@@ -901,8 +884,7 @@ TEST(SimFaultInjection, BadContentKinds) {
 TEST(SimFaultInjection, UnreadableExistsButCannotBeOpened) {
   TempDir tmp;
   SimNode node(with_fault(constant_options(tmp.path()), "total:1=unreadable@0-300"));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto& path = channel(node, "total:1").value_path;
   struct stat st {};
   ASSERT_EQ(::stat((tmp / "hwmon11/power1_average").c_str(), &st), 0);
@@ -922,8 +904,7 @@ TEST(SimFaultInjection, SlowReadTakesTheDelay) {
   TempDir tmp;
   // The window leaves room for two reads on a busy machine.
   SimNode node(with_fault(constant_options(tmp.path()), "total:1=slow:150@0-3000"));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto& path = channel(node, "total:1").value_path;
   for (int i = 0; i < 2; ++i) {
     BlockingRead read(path);
@@ -943,8 +924,7 @@ TEST(SimFaultInjection, SlowReadTakesTheDelay) {
 TEST(SimFaultInjection, SlowReaderThatLingersGetsOneValue) {
   TempDir tmp;
   SimNode node(with_fault(constant_options(tmp.path()), "soc:0=slow:100"));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto& path = channel(node, "soc:0").value_path;
   std::atomic<bool> got_value{false};
   std::string lingering;
@@ -976,8 +956,7 @@ TEST(SimFaultInjection, HangBlocksUntilTheWindowEnds) {
   TempDir tmp;
   const auto started = Clock::now();
   SimNode node(with_fault(constant_options(tmp.path()), "soc:1=hang@0-1500"));
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   const auto& path = channel(node, "soc:1").value_path;
   EXPECT_FALSE(node.current_watts("soc:1"));
   BlockingRead read(path);
@@ -997,8 +976,7 @@ TEST(SimFaultInjection, StopReleasesHangAndSlowReaders) {
   auto o = with_fault(constant_options(tmp.path()), "total:0=hang");
   o = with_fault(o, "total:1=slow:5000");
   SimNode node(o);
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
+  ASSERT_EQ(node.start().error(), "");
   BlockingRead hung(channel(node, "total:0").value_path);
   BlockingRead slow(channel(node, "total:1").value_path);
   std::this_thread::sleep_for(milliseconds(200));
@@ -1024,9 +1002,8 @@ TEST(SimLifecycle, StopIsIdempotentAndQuick) {
   o.update_interval = milliseconds(5000);  // stop must not wait for the next update
   SimNode node(o);
   node.stop();  // before start: nothing to do
-  std::string error;
-  ASSERT_TRUE(node.start(&error)) << error;
-  EXPECT_FALSE(node.start(&error));
+  ASSERT_EQ(node.start().error(), "");
+  EXPECT_FALSE(node.start());
   const auto before = Clock::now();
   node.stop();
   node.stop();
@@ -1041,26 +1018,26 @@ TEST(SimLifecycle, StartErrors) {
   TempDir tmp;
   {
     SimNode node(with_fault(constant_options(tmp / "a"), "dram:0=zero"));  // gb200: no DRAM
-    std::string error;
-    EXPECT_FALSE(node.start(&error));
-    EXPECT_NE(error.find("dram:0"), std::string::npos) << error;
+    const Status started = node.start();
+    EXPECT_FALSE(started);
+    EXPECT_NE(started.error().find("dram:0"), std::string::npos) << started.error();
   }
   {
     SimOptions o;
     o.root = tmp / "b";
     o.proc_stat = tmp / "missing-stat";
     SimNode node(o);
-    std::string error;
-    EXPECT_FALSE(node.start(&error));
-    EXPECT_NE(error.find("missing-stat"), std::string::npos) << error;
+    const Status started = node.start();
+    EXPECT_FALSE(started);
+    EXPECT_NE(started.error().find("missing-stat"), std::string::npos) << started.error();
   }
   {
     auto o = with_fault(constant_options(tmp / "c"), "total:0=slow:10");
     o.once = true;
     SimNode node(o);
-    std::string error;
-    EXPECT_FALSE(node.start(&error));
-    EXPECT_NE(error.find("slow"), std::string::npos) << error;
+    const Status started = node.start();
+    EXPECT_FALSE(started);
+    EXPECT_NE(started.error().find("slow"), std::string::npos) << started.error();
   }
 }
 
