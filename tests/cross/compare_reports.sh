@@ -2,7 +2,8 @@
 # `cpu-power report` gives byte-identical output on the cross-built arm64 binaries and the
 # native x86 build, on every run the oracle generator makes (tests/oracle/generate_runs.py,
 # the runs tests/integration/test_report_oracle.sh checks against the Python oracle), in both
-# edge modes: standard output, standard error, exit status, --json-out and --plot.
+# edge modes: standard output, standard error, exit status, --json-out, --plot and --html; and
+# the HTML report of two runs together.
 # Needs BIN (the arm64 bin directory, runnable through binfmt or wrappers) and HOST_BUILD.
 source "$(dirname "$0")/../integration/lib.sh"
 : "${HOST_BUILD:?HOST_BUILD must point at the native x86 build directory}"
@@ -23,10 +24,11 @@ for seed in 7 3; do
         rm -f "$WORK/$arch".*
         rc=0
         "$bin/cpu-power" report "$run" --edges "$edges" --json-out "$WORK/$arch.json" \
-          --plot "$WORK/$arch.svg" >"$WORK/$arch.out" 2>"$WORK/$arch.err" || rc=$?
+          --plot "$WORK/$arch.svg" --html "$WORK/$arch.html" >"$WORK/$arch.out" 2>"$WORK/$arch.err" ||
+          rc=$?
         echo "$rc" >"$WORK/$arch.rc"
       done
-      for part in rc out err json svg; do
+      for part in rc out err json svg html; do
         [ -e "$WORK/host.$part" ] || [ -e "$WORK/arm64.$part" ] || continue
         cmp -s "$WORK/host.$part" "$WORK/arm64.$part" || {
           diff "$WORK/host.$part" "$WORK/arm64.$part" | head -20 >&2 || true
@@ -39,5 +41,17 @@ for seed in 7 3; do
   done <"$WORK/runs$seed.txt"
 done
 [ "$compared" -ge 16 ] || fail "only $compared reports compared"
-ok "$compared reports (text, stderr, exit status, JSON, SVG) byte-identical on x86 and arm64"
+ok "$compared reports (text, stderr, exit status, JSON, SVG, HTML) byte-identical on x86 and arm64"
+
+# One HTML report of two runs (the page's run picker), as test_report_html.sh opens it natively.
+mapfile -t two < <(head -2 "$WORK/runs7.txt")
+for arch in host arm64; do
+  bin=$BIN
+  [ "$arch" = host ] && bin=$HOST_BIN
+  "$bin/cpu-power" report "${two[@]}" --html "$WORK/$arch.two.html" >/dev/null ||
+    fail "the HTML report of two runs failed on $arch"
+done
+cmp -s "$WORK/host.two.html" "$WORK/arm64.two.html" ||
+  fail "the HTML report of ${two[*]##*/} differs between x86 and arm64"
+ok "the HTML report of two runs byte-identical on x86 and arm64"
 finish
