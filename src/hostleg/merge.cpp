@@ -160,28 +160,18 @@ class NodeFileReader {
       return;
     }
     // Every reading in the report's order: one above its physical bound skips the row.
-    double total = 0, module = 0;
-    std::array<double, artifacts::kRails> rail_w{};
-    const auto watts = [&](std::size_t column, double* out) {
-      return artifacts::read_watts(cell(column), artifacts::kHostColumns[column], r.line, issues_,
-                                   out);
-    };
-    if (!watts(col::kTotalPowerW, &total) || !watts(col::kPowerW, &row.power_w) ||
-        !watts(col::kModuleW, &module)) {
-      return;
-    }
-    for (std::size_t k = 0; k < artifacts::kRails; ++k) {
-      if (!watts(col::kRail + k, &rail_w[k])) return;
+    for (const auto& w : artifacts::kHostWatts) {
+      double v = 0;
+      if (!artifacts::read_watts(cell(w.column), artifacts::kHostColumns[w.column], r.line, issues_,
+                                 &v)) {
+        return;
+      }
+      w.put(row, v);
     }
     row.hostname = cell(col::kHostname);
     row.timestamp_local = cell(col::kTimestampLocal);
     row.source = cell(col::kSource);
     row.sensor = cell(col::kSensor);
-    row.total_power_w = present(total);
-    row.module_w = present(module);
-    row.cpu_rail_w = present(rail_w[0]);
-    row.soc_w = present(rail_w[1]);
-    row.dram_w = present(rail_w[2]);
     for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
       const auto u = artifacts::parse_double(cell(col::kUtil + k));
       if (u && std::isfinite(*u)) row.cpu_util[k] = u;
