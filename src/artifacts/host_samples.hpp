@@ -6,6 +6,7 @@
 // and the layout (one row per rail, or one row per socket) follows from the header alone.
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -55,6 +56,47 @@ struct HostSampleRow {
 
   bool operator==(const HostSampleRow&) const = default;
 };
+
+// Each watts column of kHostColumns and the HostSampleRow member that holds it, in the order
+// the readers read a row's readings (the report's: the node total, whose cell repeats across a
+// scrape's rows, first; then the primary reading, module power and the rails), so that a row
+// with two bad readings is counted under the same one by the merge and the report. A reader
+// walks this table, so a watts column added to the layout and here needs no reader of its own.
+struct HostWatts {
+  std::size_t column;                                      // in kHostColumns
+  std::optional<double> HostSampleRow::*member = nullptr;  // null: power_w, a plain double
+  // Keeps a reading as read_watts gives it: NaN when missing.
+  void put(HostSampleRow& row, double w) const {
+    if (!member) {
+      row.power_w = w;
+    } else {
+      row.*member = std::isnan(w) ? std::nullopt : std::optional<double>(w);
+    }
+  }
+};
+inline constexpr HostWatts kHostWatts[] = {
+    {column_of(kHostColumns, "total_power_w"), &HostSampleRow::total_power_w},
+    {column_of(kHostColumns, "power_w")},
+    {column_of(kHostColumns, "module_w"), &HostSampleRow::module_w},
+    {column_of(kHostColumns, "cpu_rail_w"), &HostSampleRow::cpu_rail_w},
+    {column_of(kHostColumns, "soc_w"), &HostSampleRow::soc_w},
+    {column_of(kHostColumns, "dram_w"), &HostSampleRow::dram_w},
+};
+
+// Every watts column of the layout is in kHostWatts once, bound to a member when optional.
+consteval bool binds_every_watts_column() {
+  for (std::size_t i = 0; i < std::size(kHostColumns); ++i) {
+    std::size_t bound = 0;
+    for (const auto& w : kHostWatts) {
+      if (w.column != i) continue;
+      if ((w.member != nullptr) != kHostColumns[i].optional()) return false;
+      ++bound;
+    }
+    if (bound != (kHostColumns[i].cell == Cell::watts ? 1u : 0u)) return false;
+  }
+  return true;
+}
+static_assert(binds_every_watts_column(), "each watts column of kHostColumns in kHostWatts once");
 
 // One line of the newest version (kHostSchemaVersion) with its "\r\n" terminator, the cells in
 // kHostColumns order; missing or non-finite values are empty cells.

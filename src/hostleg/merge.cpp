@@ -6,7 +6,6 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,6 +16,7 @@
 #include "artifacts/host_samples.hpp"
 #include "artifacts/row_issues.hpp"
 #include "common/log.hpp"
+#include "common/result.hpp"
 #include "common/text.hpp"
 #include "hostleg/manifest.hpp"
 #include "hostleg/markers.hpp"
@@ -42,27 +42,26 @@ void add_problem(MergeOutcome& out, std::string message) {
   if (out.problems.size() < MergeOutcome::kMaxProblems) out.problems.push_back(std::move(message));
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
 struct FileTally {
   std::uint64_t torn = 0, dropped = 0, unknown_sensors = 0;
 };
 
-std::optional<std::string> read_whole_file(const std::string& path, std::string* error) {
+Result<std::string> read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot open";
-    return std::nullopt;
-  }
+  if (!in) return Error{"cannot open"};
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) {
-    *error = "read error";
-    return std::nullopt;
-  }
+  if (in.bad()) return Error{"read error"};
   return std::move(ss).str();
-}
-
-std::optional<double> present(double v) {
-  return std::isnan(v) ? std::nullopt : std::optional<double>(v);
 }
 
 // Reads one node file into v5 rows by the report's row rules (artifacts/row_issues.hpp), so
@@ -75,10 +74,9 @@ class NodeFileReader {
       : name_(std::move(name)), out_(out), rows_(rows) {}
 
   void read(const std::string& path) {
-    std::string why;
-    const auto text = read_whole_file(path, &why);
+    const auto text = read_whole_file(path);
     if (!text) {
-      malformed_file(name_ + ": " + why);
+      malformed_file(name_ + ": " + text.error());
       return;
     }
     if (text->empty()) {
@@ -138,10 +136,10 @@ class NodeFileReader {
 
   bool on_header(const std::vector<std::string>& header) {
     if (artifacts::host_schema_version(header) == 0) {
-      std::string shown;
-      for (std::size_t i = 0; i < header.size(); ++i) shown += (i ? "," : "") + header[i];
+      std::string shown = join(header, ",");
       if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
-      malformed_file(name_ + ":1: header is none of host schema v1..v5: '" + shown + "'");
+      malformed_file(name_ + ":1: header is none of host schema v1..v" +
+                     std::to_string(artifacts::kHostSchemaVersion) + ": '" + shown + "'");
       return false;
     }
     columns_ = artifacts::CpuCsvColumns::from_header(header);
@@ -160,28 +158,18 @@ class NodeFileReader {
       return;
     }
     // Every reading in the report's order: one above its physical bound skips the row.
-    double total = 0, module = 0;
-    std::array<double, artifacts::kRails> rail_w{};
-    const auto watts = [&](std::size_t column, double* out) {
-      return artifacts::read_watts(cell(column), artifacts::kHostColumns[column], r.line, issues_,
-                                   out);
-    };
-    if (!watts(col::kTotalPowerW, &total) || !watts(col::kPowerW, &row.power_w) ||
-        !watts(col::kModuleW, &module)) {
-      return;
-    }
-    for (std::size_t k = 0; k < artifacts::kRails; ++k) {
-      if (!watts(col::kRail + k, &rail_w[k])) return;
+    for (const auto& w : artifacts::kHostWatts) {
+      double v = 0;
+      if (!artifacts::read_watts(cell(w.column), artifacts::kHostColumns[w.column], r.line, issues_,
+                                 &v)) {
+        return;
+      }
+      w.put(row, v);
     }
     row.hostname = cell(col::kHostname);
     row.timestamp_local = cell(col::kTimestampLocal);
     row.source = cell(col::kSource);
     row.sensor = cell(col::kSensor);
-    row.total_power_w = present(total);
-    row.module_w = present(module);
-    row.cpu_rail_w = present(rail_w[0]);
-    row.soc_w = present(rail_w[1]);
-    row.dram_w = present(rail_w[2]);
     for (std::size_t k = 0; k < artifacts::kUtils; ++k) {
       const auto u = artifacts::parse_double(cell(col::kUtil + k));
       if (u && std::isfinite(*u)) row.cpu_util[k] = u;
@@ -209,13 +197,12 @@ class NodeFileReader {
     };
     take(g.total, row.total_power_w);
     for (std::size_t i = 0; i < g.util.size(); ++i) take(g.util[i], row.cpu_util[i]);
-    const std::optional<double> reading = present(row.power_w);
-    if (!reading) return;  // the report too takes only its total and utilization
+    if (std::isnan(row.power_w)) return;  // the report too takes only its total and utilization
     if (named->dcgm || named->kind == rails::Kind::total) {
       auto& primary = named->dcgm ? g.dcgm : g.side;
       if (!primary) primary = std::move(row);
     } else {
-      take(g.rails[static_cast<std::size_t>(named->kind)], reading);
+      take(g.rails[static_cast<std::size_t>(named->kind)], row.power_w);
     }
   }
 
@@ -319,15 +306,6 @@ void add_reason(std::vector<std::string>& reasons, std::string_view code) {
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += sep;
-    out += items[i];
-  }
-  return out;
 }
 
 MergeOutcome merge(const MergeSettings& settings) {

@@ -212,8 +212,7 @@ class RowReader {
     }
     // Every reading first: a reading above its physical bound skips the whole row.
     double power = 0, total = 0, module = 0;
-    std::array<double, artifacts::kRails> rails;
-    rails.fill(kNaN);
+    std::array<double, artifacts::kRails> rails{};
     const auto watts = [&](std::size_t column, double* out) {
       return artifacts::read_watts(cell(column), artifacts::kHostColumns[column], r.line,
                                    part_.issues, out);
@@ -406,10 +405,6 @@ Track pairs_track(Pairs& p, bool keep_last) {
   return make_track(std::move(p.t), std::move(p.w));
 }
 
-int rank(SensorKind kind) {
-  return static_cast<int>(kind);
-}
-
 CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, bool wide) {
   CpuSocket out;
   out.host = host;
@@ -427,8 +422,8 @@ CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, 
     // One sensor per socket for the whole file: the first of total, DCGM, cpu_rail, soc,
     // dram, module, other; ties by name.
     std::sort(s.sensors.begin(), s.sensors.end(), [](const auto& a, const auto& b) {
-      return std::pair(rank(classify_sensor(a.first)), a.first) <
-             std::pair(rank(classify_sensor(b.first)), b.first);
+      return std::pair(classify_sensor(a.first), a.first) <
+             std::pair(classify_sensor(b.first), b.first);
     });
     if (!s.sensors.empty()) {
       out.sensor = s.sensors.front().first;
