@@ -52,20 +52,14 @@ class Loader {
       return w_.fail(root,
                      "a cluster configuration must be a mapping, got " + YamlWalker::kind(root));
     }
-    w_.entries(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      if (key == "visible_devices_env") {
-        note(key, k, v);
-        w_.required(key, v, c.visible_devices_env);
-      } else if (key == "default_gpu_exporter") {
-        note(key, k, v);
-        if (w_.section(key, v)) {
-          exporter_block(key, v, c.default_gpu_exporter.emplace());
-        } else {
-          c.default_gpu_exporter.reset();  // null: no GPU default
-        }
-      }
-      return true;
-    });
+    const auto gpu_default = [&](const std::string& path, const YAML::Node&, const YAML::Node& v) {
+      if (!w_.section(path, v)) return c.default_gpu_exporter.reset();  // null: no GPU default
+      exporter_block(path, v, c.default_gpu_exporter.emplace());
+    };
+    fields("", root,
+           {{"visible_devices_env", req(c.visible_devices_env)},
+            {"default_gpu_exporter", gpu_default}},
+           false);
   }
 
   void load(const YAML::Node& root) {
@@ -73,17 +67,17 @@ class Loader {
     if (!root.IsMap()) {
       return w_.fail(root, "a recipe must be a mapping, got " + YamlWalker::kind(root));
     }
+    const auto name = [&](const std::string&, const YAML::Node&, const YAML::Node& v) {
+      if (v.IsScalar() && py_scalar(v).kind == PyScalar::Kind::string) recipe_.name = v.Scalar();
+    };
     // Only the sections read here; the rest of an srtctl recipe is not ours to judge.
-    w_.entries(root, "", [&](const std::string& key, const YAML::Node& k, const YAML::Node& v) {
-      if (key == "telemetry") return telemetry(k, v), true;
-      if (key == "runtime") return runtime(k, v), true;
-      if (key == "observability") return observability(k, v), true;
-      if (key == "benchmark") return benchmark(k, v), true;
-      if (key == "name" && v.IsScalar() && py_scalar(v).kind == PyScalar::Kind::string) {
-        recipe_.name = v.Scalar();
-      }
-      return true;
-    });
+    fields("", root,
+           {{"telemetry", sub(&Loader::telemetry)},
+            {"runtime", sub(&Loader::runtime)},
+            {"observability", sub(&Loader::observability)},
+            {"benchmark", sub(&Loader::benchmark)},
+            {"name", name}},
+           false);
   }
 
  private:
@@ -122,9 +116,11 @@ class Loader {
     };
   }
 
-  // The mapping `v` at `p`, by its table of fields: each field's place noted, then read; a
-  // key not in the table and a field that must be given and is not are errors.
-  void fields(const std::string& p, const YAML::Node& v, const std::vector<Field>& table) {
+  // The mapping `v` at `p`, by its table of fields: each field's place noted, then read. A
+  // field that must be given and is not is an error, and so is a key not in the table where
+  // `strict` (inside `telemetry:`; elsewhere the rest of an srtctl file is not ours to judge).
+  void fields(const std::string& p, const YAML::Node& v, const std::vector<Field>& table,
+              bool strict = true) {
     std::vector<std::string> known;
     for (const auto& f : table) {
       if (f.suggested) known.push_back(f.key);
@@ -134,21 +130,21 @@ class Loader {
         v, p,
         [&](const std::string& key, const YAML::Node& k, const YAML::Node& fv) {
           const std::string path = YamlWalker::join(p, key);
-          note(path, k, fv);
+          if (strict) note(path, k, fv);  // unknown keys too: they are errors
           for (const auto& f : table) {
-            if (f.key == key) return given.insert(key), f.read(path, k, fv), true;
+            if (f.key != key) continue;
+            if (!strict) note(path, k, fv);
+            return given.insert(key), f.read(path, k, fv), true;
           }
           return false;
         },
-        &known);
+        strict ? &known : nullptr);
     for (const auto& f : table) {
       if (f.must && !given.count(f.key)) w_.fail(v, p + "." + f.key + ": missing required field");
     }
   }
 
-  void telemetry(const YAML::Node& k, const YAML::Node& v) {
-    const std::string p = "telemetry";
-    note(p, k, v);
+  void telemetry(const std::string& p, const YAML::Node& v) {
     if (!w_.section(p, v)) return;
     auto& t = recipe_.telemetry;
     fields(p, v,
@@ -279,21 +275,12 @@ class Loader {
             {"storage_subdir", req(c.storage_subdir)}});
   }
 
-  void runtime(const YAML::Node& k, const YAML::Node& v) {
-    const std::string p = "runtime";
-    note(p, k, v);
+  void runtime(const std::string& p, const YAML::Node& v) {
     if (!w_.section(p, v)) return;
-    w_.entries(v, p, [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
-      const std::string path = YamlWalker::join(p, key);
-      if (key == "network_interface") {
-        note(path, fk, fv);
-        w_.read(path, fv, recipe_.runtime.network_interface);
-      } else if (key == "srun_options") {
-        note(path, fk, fv);
-        srun_options(path, fv);
-      }
-      return true;
-    });
+    fields(p, v,
+           {{"network_interface", opt(recipe_.runtime.network_interface)},
+            {"srun_options", sub(&Loader::srun_options)}},
+           false);
   }
 
   void srun_options(const std::string& p, const YAML::Node& v) {
@@ -320,55 +307,31 @@ class Loader {
     });
   }
 
-  void observability(const YAML::Node& k, const YAML::Node& v) {
-    note("observability", k, v);
-    if (!w_.section("observability", v)) return;
-    w_.entries(v, "observability",
-               [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
-                 if (key == "tachometer") tachometer(fk, fv);
-                 return true;
-               });
+  void observability(const std::string& p, const YAML::Node& v) {
+    if (w_.section(p, v)) fields(p, v, {{"tachometer", sub(&Loader::tachometer)}}, false);
   }
 
-  void tachometer(const YAML::Node& k, const YAML::Node& v) {
-    const std::string p = "observability.tachometer";
-    note(p, k, v);
+  void tachometer(const std::string& p, const YAML::Node& v) {
     if (!w_.section(p, v)) return;
     auto& t = recipe_.tachometer;
-    w_.entries(v, p, [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
-      const std::string path = YamlWalker::join(p, key);
-      if (key == "enabled") {
-        note(path, fk, fv);
-        w_.read(path, fv, t.enabled);
-      } else if (key == "dcgm_exporter" || key == "node_exporter") {
-        note(path, fk, fv);
-        auto& port = key == "dcgm_exporter" ? t.dcgm_exporter_port : t.node_exporter_port;
-        if (!w_.section(path, fv)) return true;
-        w_.entries(fv, path,
-                   [&](const std::string& sub, const YAML::Node& sk, const YAML::Node& sv) {
-                     if (sub == "port") {
-                       note(path + ".port", sk, sv);
-                       if (!sv.IsNull())
-                         w_.read(path + ".port", sv, port);  // null: built-in default
-                     }
-                     return true;
-                   });
-      }
-      return true;
-    });
+    const auto exporter = [this](std::int64_t& port) -> Read {
+      return [this, to = &port](const std::string& path, const YAML::Node&, const YAML::Node& fv) {
+        if (!w_.section(path, fv)) return;
+        const auto read = [&](const std::string& at, const YAML::Node&, const YAML::Node& pv) {
+          if (!pv.IsNull()) w_.read(at, pv, *to);  // null: built-in default
+        };
+        fields(path, fv, {{"port", read}}, false);
+      };
+    };
+    fields(p, v,
+           {{"enabled", opt(t.enabled)},
+            {"dcgm_exporter", exporter(t.dcgm_exporter_port)},
+            {"node_exporter", exporter(t.node_exporter_port)}},
+           false);
   }
 
-  void benchmark(const YAML::Node& k, const YAML::Node& v) {
-    note("benchmark", k, v);
-    if (!w_.section("benchmark", v)) return;
-    w_.entries(v, "benchmark",
-               [&](const std::string& key, const YAML::Node& fk, const YAML::Node& fv) {
-                 if (key == "type") {
-                   note("benchmark.type", fk, fv);
-                   w_.read("benchmark.type", fv, recipe_.benchmark_type);
-                 }
-                 return true;
-               });
+  void benchmark(const std::string& p, const YAML::Node& v) {
+    if (w_.section(p, v)) fields(p, v, {{"type", opt(recipe_.benchmark_type)}}, false);
   }
 
   Recipe& recipe_;

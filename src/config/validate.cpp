@@ -31,9 +31,9 @@ std::string py_float(double v) {
 }
 
 // The mark of `path`, else of its nearest ancestor that the file gives.
-Mark mark_of(const Recipe& r, std::string path) {
+Mark mark_of(const std::map<std::string, Mark>& marks, std::string path) {
   while (!path.empty()) {
-    if (const auto it = r.marks.find(path); it != r.marks.end()) return it->second;
+    if (const auto it = marks.find(path); it != marks.end()) return it->second;
     const auto dot = path.rfind('.');
     path = dot == std::string::npos ? std::string() : path.substr(0, dot);
   }
@@ -69,17 +69,7 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
                                                const std::map<std::string, Mark>& marks) {
   std::vector<ConfigError> out;
   const auto fail = [&](const std::string& path, std::string message) {
-    std::string at = path;
-    Mark mark;
-    while (!at.empty()) {
-      if (const auto it = marks.find(at); it != marks.end()) {
-        mark = it->second;
-        break;
-      }
-      const auto dot = at.rfind('.');
-      at = dot == std::string::npos ? std::string() : at.substr(0, dot);
-    }
-    out.push_back({file, mark, std::move(message)});
+    out.push_back({file, mark_of(marks, path), std::move(message)});
   };
   if (common::trim(d.container_image).empty()) {
     fail(p + ".container_image", p + ".container_image must not be empty");
@@ -164,11 +154,7 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
 std::vector<ConfigError> validate_cluster(const ClusterConfig& c) {
   std::vector<ConfigError> out;
   if (!is_environment_name(c.visible_devices_env)) {
-    Mark mark;
-    if (const auto it = c.marks.find("visible_devices_env"); it != c.marks.end()) {
-      mark = it->second;
-    }
-    out.push_back({c.file, mark,
+    out.push_back({c.file, mark_of(c.marks, "visible_devices_env"),
                    fmt::format("visible_devices_env must be an environment variable name "
                                "([A-Za-z_][A-Za-z0-9_]*), got \"{}\"",
                                common::escape_untrusted(c.visible_devices_env))});
@@ -213,10 +199,8 @@ class Rules {
   }
 
  private:
-  Mark mark(const std::string& path) const { return mark_of(r_, path); }
-
   void fail(const std::string& path, std::string message) {
-    errors_.push_back({r_.file, mark(path), std::move(message)});
+    errors_.push_back({r_.file, mark_of(r_.marks, path), std::move(message)});
   }
 
   void source_is_known(const std::string& path, const std::string& source) {
@@ -497,7 +481,7 @@ std::vector<ConfigError> recipe_warnings(const Recipe& recipe) {
   if (interval_gap(t.collect_interval_ms, t.request_timeout_seconds) != IntervalGap::at_risk) {
     return out;
   }
-  out.push_back({recipe.file, mark_of(recipe, "telemetry.collect_interval_ms"),
+  out.push_back({recipe.file, mark_of(recipe.marks, "telemetry.collect_interval_ms"),
                  interval_gap_reason(
                      t.collect_interval_ms, t.request_timeout_seconds,
                      fmt::format("telemetry.collect_interval_ms={}", t.collect_interval_ms),
