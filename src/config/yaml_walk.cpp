@@ -38,34 +38,19 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& k
   return best.empty() ? std::string() : " (did you mean \"" + best + "\"?)";
 }
 
-const std::regex& py_re(int which) {
-  static const std::regex res[] = {
-      std::regex("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"),
-      std::regex("[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?"
-                 "|\\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
-                 "|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*"
-                 "|[-+]?\\.(?:inf|Inf|INF)"
-                 "|\\.(?:nan|NaN|NAN)"),
-      std::regex("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
-                 "|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"),
-      std::regex("~|null|Null|NULL|"),
-      std::regex(
-          "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
-          "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?"
-          ":[0-9][0-9]:[0-9][0-9](?:\\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?"),
-      std::regex("=")};
-  return res[which];
-}
-enum { kReBool, kReFloat, kReInt, kReNull, kReTimestamp, kReValue };
-
-// construct_yaml_int: nullopt where Python's int() would raise.
-std::optional<std::int64_t> py_int(std::string v) {
+// The text as construct_yaml_int and construct_yaml_float hand it to Python: underscores
+// dropped, trimmed, and its sign (-1 or 1) taken off.
+std::pair<int, std::string> unsigned_text(std::string v) {
   v.erase(std::remove(v.begin(), v.end(), '_'), v.end());
   v = std::string(common::trim(v));
-  if (v.empty()) return std::nullopt;
-  std::int64_t sign = 1;
-  if (v[0] == '-') sign = -1;
-  if (v[0] == '-' || v[0] == '+') v.erase(0, 1);
+  const int sign = !v.empty() && v[0] == '-' ? -1 : 1;
+  if (!v.empty() && (v[0] == '-' || v[0] == '+')) v.erase(0, 1);
+  return {sign, v};
+}
+
+// construct_yaml_int: nullopt where Python's int() would raise.
+std::optional<std::int64_t> py_int(const std::string& text) {
+  const auto [sign, v] = unsigned_text(text);
   const auto digits = [](std::string_view d, int base) -> std::optional<std::int64_t> {
     std::int64_t out = 0;
     if (d.empty()) return std::nullopt;
@@ -98,13 +83,9 @@ std::optional<std::int64_t> py_int(std::string v) {
 }
 
 // construct_yaml_float: nullopt where Python's float() would raise.
-std::optional<double> py_float_value(std::string v) {
-  v.erase(std::remove(v.begin(), v.end(), '_'), v.end());
-  v = common::to_lower(common::trim(v));
-  if (v.empty()) return std::nullopt;
-  double sign = 1;
-  if (v[0] == '-') sign = -1;
-  if (v[0] == '-' || v[0] == '+') v.erase(0, 1);
+std::optional<double> py_float_value(const std::string& text) {
+  auto [sign, v] = unsigned_text(text);
+  v = common::to_lower(v);
   if (v == ".inf") return sign * std::numeric_limits<double>::infinity();
   if (v == ".nan") return std::numeric_limits<double>::quiet_NaN();
   if (v.find(':') != std::string::npos) {
@@ -154,7 +135,13 @@ bool is_merge_key(const YAML::Node& k) {
 }  // namespace
 
 PyScalar py_scalar(const YAML::Node& n) {
-  PyScalar out;
+  using Kind = PyScalar::Kind;
+  const auto make = [](Kind kind, std::string other = {}) {
+    PyScalar out;
+    out.kind = kind;
+    out.other = std::move(other);
+    return out;
+  };
   const std::string& text = n.Scalar();
   std::string tag = n.Tag();
   static const std::string kCore = "tag:yaml.org,2002:";
@@ -166,72 +153,62 @@ PyScalar py_scalar(const YAML::Node& n) {
     const bool numeric =
         std::string_view("-+0123456789.").find(text.front()) != std::string_view::npos &&
         text.find_first_not_of("0123456789abcdefABCDEFxXoO_+-.:") == std::string::npos;
-    if (numeric) {
-      out.kind = PyScalar::Kind::other;
-      out.other = "a number too long to hold";
-      return out;
-    }
-    return out;  // a string
+    return numeric ? make(Kind::other, "a number too long to hold") : make(Kind::string);
   }
-  if (tag == "?") {  // plain: PyYAML's implicit resolvers
-    if (std::regex_match(text, py_re(kReBool))) {
-      tag = "!!bool";
-    } else if (std::regex_match(text, py_re(kReFloat))) {
-      tag = "!!float";
-    } else if (std::regex_match(text, py_re(kReInt))) {
-      tag = "!!int";
-    } else if (std::regex_match(text, py_re(kReNull))) {
-      tag = "!!null";
-    } else if (std::regex_match(text, py_re(kReTimestamp))) {
-      out.kind = PyScalar::Kind::other;
-      out.other = "a timestamp";
-      return out;
-    } else if (std::regex_match(text, py_re(kReValue))) {
-      out.kind = PyScalar::Kind::other;
-      out.other = "a value key";
-      return out;
-    } else {
-      tag = "!!str";
-    }
-  } else if (tag == "!") {  // quoted
+  if (tag == "?") {  // plain: PyYAML's implicit resolvers, in their order; a tag or what it is
+    static const std::pair<std::regex, std::string> kResolvers[] = {
+        {std::regex("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"),
+         "!!bool"},
+        {std::regex("[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?"
+                    "|\\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+                    "|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*"
+                    "|[-+]?\\.(?:inf|Inf|INF)"
+                    "|\\.(?:nan|NaN|NAN)"),
+         "!!float"},
+        {std::regex("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+"
+                    "|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+"),
+         "!!int"},
+        {std::regex("~|null|Null|NULL|"), "!!null"},
+        {std::regex("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+                    "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?"
+                    ":[0-9][0-9]:[0-9][0-9](?:\\.[0-9]*)?"
+                    "(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?"),
+         "a timestamp"},
+        {std::regex("="), "a value key"}};
     tag = "!!str";
+    for (const auto& [re, resolved] : kResolvers) {
+      if (std::regex_match(text, re)) {
+        tag = resolved;
+        break;
+      }
+    }
+    if (tag.rfind("!!", 0) != 0) return make(Kind::other, tag);
   }
-  if (tag == "!!str") {
-    out.kind = PyScalar::Kind::string;
-  } else if (tag == "!!null") {
-    out.kind = PyScalar::Kind::null;
-  } else if (tag == "!!bool") {
+  if (tag == "!!str" || tag == "!") return make(Kind::string);  // "!": quoted
+  if (tag == "!!null") return make(Kind::null);
+  if (tag == "!!bool") {
     const std::string lower = common::to_lower(text);
-    if (lower == "yes" || lower == "true" || lower == "on") {
-      out.kind = PyScalar::Kind::boolean;
-      out.boolean = true;
-    } else if (lower == "no" || lower == "false" || lower == "off") {
-      out.kind = PyScalar::Kind::boolean;
-    } else {
-      out.kind = PyScalar::Kind::other;
-      out.other = "not a boolean";
-    }
-  } else if (tag == "!!int") {
-    if (const auto v = py_int(text)) {
-      out.kind = PyScalar::Kind::integer;
-      out.integer = *v;
-    } else {
-      out.kind = PyScalar::Kind::other;
-      out.other = "not an integer (or one out of range)";
-    }
-  } else if (tag == "!!float") {
-    if (const auto v = py_float_value(text)) {
-      out.kind = PyScalar::Kind::real;
-      out.real = *v;
-    } else {
-      out.kind = PyScalar::Kind::other;
-      out.other = "not a number";
-    }
-  } else {
-    out.kind = PyScalar::Kind::other;
-    out.other = "tagged " + common::escape_untrusted(n.Tag()) + ", which a safe loader refuses";
+    PyScalar out = make(Kind::boolean);
+    out.boolean = lower == "yes" || lower == "true" || lower == "on";
+    if (out.boolean || lower == "no" || lower == "false" || lower == "off") return out;
+    return make(Kind::other, "not a boolean");
   }
-  return out;
+  if (tag == "!!int") {
+    const auto v = py_int(text);
+    if (!v) return make(Kind::other, "not an integer (or one out of range)");
+    PyScalar out = make(Kind::integer);
+    out.integer = *v;
+    return out;
+  }
+  if (tag == "!!float") {
+    const auto v = py_float_value(text);
+    if (!v) return make(Kind::other, "not a number");
+    PyScalar out = make(Kind::real);
+    out.real = *v;
+    return out;
+  }
+  return make(Kind::other,
+              "tagged " + common::escape_untrusted(n.Tag()) + ", which a safe loader refuses");
 }
 
 YamlWalker::YamlWalker(std::string file, YamlDialect dialect, Report report)
@@ -382,33 +359,28 @@ bool YamlWalker::text_ok(const std::string& path, const YAML::Node& v) {
   return true;
 }
 
-void YamlWalker::read(const std::string& path, const YAML::Node& v, bool& out) {
-  if (!scalar(path, v, "true or false")) return;
-  if (const auto py = py_scalar(v); py.kind == PyScalar::Kind::boolean) {
-    out = py.boolean;
-  } else {
-    fail(v, path + ": expected true or false, got " + kind(v));
+std::optional<PyScalar> YamlWalker::typed(const std::string& path, const YAML::Node& v,
+                                          const char* what, PyScalar::Kind want) {
+  if (!scalar(path, v, what)) return std::nullopt;
+  const auto py = py_scalar(v);
+  if (py.kind == want || (want == PyScalar::Kind::real && py.kind == PyScalar::Kind::integer)) {
+    return py;
   }
+  fail(v, path + ": expected " + what + ", got " + kind(v));
+  return std::nullopt;
+}
+
+void YamlWalker::read(const std::string& path, const YAML::Node& v, bool& out) {
+  if (const auto py = typed(path, v, "true or false", PyScalar::Kind::boolean)) out = py->boolean;
 }
 
 void YamlWalker::read(const std::string& path, const YAML::Node& v, std::int64_t& out) {
-  if (!scalar(path, v, "an integer")) return;
-  if (const auto py = py_scalar(v); py.kind == PyScalar::Kind::integer) {
-    out = py.integer;
-  } else {
-    fail(v, path + ": expected an integer, got " + kind(v));
-  }
+  if (const auto py = typed(path, v, "an integer", PyScalar::Kind::integer)) out = py->integer;
 }
 
 void YamlWalker::read(const std::string& path, const YAML::Node& v, double& out) {
-  if (!scalar(path, v, "a number")) return;
-  const auto py = py_scalar(v);
-  if (py.kind == PyScalar::Kind::real) {
-    out = py.real;
-  } else if (py.kind == PyScalar::Kind::integer) {
-    out = static_cast<double>(py.integer);
-  } else {
-    fail(v, path + ": expected a number, got " + kind(v));
+  if (const auto py = typed(path, v, "a number", PyScalar::Kind::real)) {
+    out = py->kind == PyScalar::Kind::real ? py->real : static_cast<double>(py->integer);
   }
 }
 

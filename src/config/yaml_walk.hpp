@@ -113,6 +113,10 @@ class YamlWalker {
   using Entry = std::pair<YAML::Node, YAML::Node>;
   bool merged_entries(const YAML::Node& v, const std::string& path, std::vector<Entry>& out,
                       int depth = 0);
+  // A scalar of PyYAML's type `want` (a float field takes an integer too), or an error saying
+  // what was expected.
+  std::optional<PyScalar> typed(const std::string& path, const YAML::Node& v, const char* what,
+                                PyScalar::Kind want);
   std::string where(const std::string& path) const { return path.empty() ? dialect_.top : path; }
 
   std::string file_;

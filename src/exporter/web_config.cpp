@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
+#include <type_traits>
 
 #include "common/text.hpp"
 #include "config/yaml_walk.hpp"
@@ -160,7 +162,7 @@ class Parser {
       return true;
     });
     // exporter-toolkit: TLS is on once any TLS field is given; then cert and key must be.
-    if (!any && cert.empty() && key.empty()) return;
+    if (!any) return;
     if (!cert.empty() && !cert_file.empty()) {
       fail(p + ".cert", "give cert or cert_file, not both");
     }
@@ -205,56 +207,39 @@ class Parser {
   // otherwise the daemon would fail later with a far less helpful message.
   void check_credentials(const WebTls& t, const std::string& cert_field,
                          const std::string& key_field, const std::string& ca_field) {
-    gnutls_certificate_credentials_t cred = nullptr;
-    if (gnutls_certificate_allocate_credentials(&cred) != GNUTLS_E_SUCCESS) {
+    gnutls_certificate_credentials_t raw = nullptr;
+    if (gnutls_certificate_allocate_credentials(&raw) != GNUTLS_E_SUCCESS) {
       fail(cert_field, "cannot allocate GnuTLS credentials");
     }
+    // Freed on every path, the refusals (which throw) included.
+    const std::unique_ptr<std::remove_pointer_t<gnutls_certificate_credentials_t>,
+                          decltype(&gnutls_certificate_free_credentials)>
+        cred(raw, gnutls_certificate_free_credentials);
     const auto datum = [](const std::string& s) {
       return gnutls_datum_t{reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())),
                             static_cast<unsigned>(s.size())};
     };
-    std::string problem, field;
-    {
-      gnutls_x509_crt_t crt = nullptr;
-      gnutls_x509_crt_init(&crt);
-      const gnutls_datum_t c = datum(t.cert_pem);
-      const int rc = gnutls_x509_crt_import(crt, &c, GNUTLS_X509_FMT_PEM);
-      gnutls_x509_crt_deinit(crt);
-      if (rc < 0) {
-        field = cert_field;
-        problem = std::string("not a PEM certificate (") + gnutls_strerror(rc) + ")";
-      }
-    }
-    if (problem.empty()) {
-      gnutls_x509_privkey_t pk = nullptr;
-      gnutls_x509_privkey_init(&pk);
-      const gnutls_datum_t k = datum(t.key_pem);
-      const int rc = gnutls_x509_privkey_import(pk, &k, GNUTLS_X509_FMT_PEM);
-      gnutls_x509_privkey_deinit(pk);
-      if (rc < 0) {
-        field = key_field;
-        problem = std::string("not a PEM private key (") + gnutls_strerror(rc) + ")";
-      }
-    }
-    if (problem.empty()) {
-      const gnutls_datum_t c = datum(t.cert_pem), k = datum(t.key_pem);
-      const int rc = gnutls_certificate_set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM);
-      if (rc < 0) {
-        field = key_field;
-        problem = std::string("does not match the certificate (") + gnutls_strerror(rc) + ")";
-      }
-    }
-    if (problem.empty() && !t.client_ca_pem.empty()) {
-      const gnutls_datum_t ca = datum(t.client_ca_pem);
-      const int rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
-      if (rc <= 0) {
-        field = ca_field;
-        problem = rc < 0 ? std::string("not a PEM CA bundle (") + gnutls_strerror(rc) + ")"
-                         : std::string("holds no certificate");
-      }
-    }
-    gnutls_certificate_free_credentials(cred);
-    if (!problem.empty()) fail(field, problem);
+    const auto check = [&](int rc, const std::string& field, const char* what) {
+      if (rc < 0) fail(field, std::string(what) + " (" + gnutls_strerror(rc) + ")");
+    };
+    const gnutls_datum_t c = datum(t.cert_pem), k = datum(t.key_pem);
+    gnutls_x509_crt_t crt = nullptr;
+    gnutls_x509_crt_init(&crt);
+    const int cert_rc = gnutls_x509_crt_import(crt, &c, GNUTLS_X509_FMT_PEM);
+    gnutls_x509_crt_deinit(crt);
+    check(cert_rc, cert_field, "not a PEM certificate");
+    gnutls_x509_privkey_t pk = nullptr;
+    gnutls_x509_privkey_init(&pk);
+    const int key_rc = gnutls_x509_privkey_import(pk, &k, GNUTLS_X509_FMT_PEM);
+    gnutls_x509_privkey_deinit(pk);
+    check(key_rc, key_field, "not a PEM private key");
+    check(gnutls_certificate_set_x509_key_mem(cred.get(), &c, &k, GNUTLS_X509_FMT_PEM), key_field,
+          "does not match the certificate");
+    if (t.client_ca_pem.empty()) return;
+    const gnutls_datum_t ca = datum(t.client_ca_pem);
+    const int ca_rc = gnutls_certificate_set_x509_trust_mem(cred.get(), &ca, GNUTLS_X509_FMT_PEM);
+    check(ca_rc, ca_field, "not a PEM CA bundle");
+    if (ca_rc == 0) fail(ca_field, "holds no certificate");
   }
 
   void users(const YAML::Node& v, WebConfig& out) {
