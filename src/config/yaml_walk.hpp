@@ -7,7 +7,8 @@
 //
 // Scalars resolve as YAML 1.1 does, the way PyYAML's safe_load reads a recipe and Go's yaml.v2
 // reads exporter-toolkit's web config (py_scalar). So a boolean, in both files, is true, false,
-// yes, no, on or off, each in lower case, Capitalised or UPPER case; a quoted "true" is a string.
+// yes, no, on or off, each in lower case, Capitalised or UPPER case (yaml.v2's y and n are not);
+// a quoted "true" is a string.
 
 #include <yaml-cpp/yaml.h>
 
