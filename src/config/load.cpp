@@ -130,10 +130,9 @@ class Loader {
         v, p,
         [&](const std::string& key, const YAML::Node& k, const YAML::Node& fv) {
           const std::string path = YamlWalker::join(p, key);
-          if (strict) note(path, k, fv);  // unknown keys too: they are errors
           for (const auto& f : table) {
             if (f.key != key) continue;
-            if (!strict) note(path, k, fv);
+            note(path, k, fv);
             return given.insert(key), f.read(path, k, fv), true;
           }
           return false;
