@@ -92,14 +92,16 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
   }
   if (const auto& l = d.gpu_labels) {
     const std::string q = p + ".gpu_labels";
-    for (const auto& [key, value] :
-         {std::pair{"index", &l->index}, std::pair{"identity", &l->identity}}) {
-      if (!is_prometheus_label_name(*value)) {
-        fail(q + "." + key, fmt::format("{}.{} must be a Prometheus label name "
-                                        "([a-zA-Z_][a-zA-Z0-9_]*), got \"{}\"",
-                                        q, key, common::escape_untrusted(*value)));
-      }
-    }
+    // A label name, or false with the error at `field` naming `at`.
+    const auto label = [&](const std::string& field, const std::string& at, const std::string& v) {
+      if (is_prometheus_label_name(v)) return true;
+      fail(field, fmt::format("{} must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got "
+                              "\"{}\"",
+                              at, common::escape_untrusted(v)));
+      return false;
+    };
+    label(q + ".index", q + ".index", l->index);
+    label(q + ".identity", q + ".identity", l->identity);
     if (l->index == l->identity && !l->index.empty()) {
       fail(q + ".identity",
            q + ".identity must differ from " + q +
@@ -108,11 +110,7 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
     for (std::size_t i = 0; i < l->instance.size(); ++i) {
       const auto& name = l->instance[i];
       const std::string at = fmt::format("{}.instance[{}]", q, i);
-      if (!is_prometheus_label_name(name)) {
-        fail(q + ".instance", fmt::format("{} must be a Prometheus label name "
-                                          "([a-zA-Z_][a-zA-Z0-9_]*), got \"{}\"",
-                                          at, common::escape_untrusted(name)));
-      } else if (name == l->index || name == l->identity) {
+      if (label(q + ".instance", at, name) && (name == l->index || name == l->identity)) {
         fail(q + ".instance", fmt::format("{} (\"{}\") names the {} label: every sample carries "
                                           "it, so every sample would be dropped",
                                           at, name, name == l->index ? "index" : "identity"));
