@@ -5,16 +5,14 @@
 namespace cpupower::config {
 namespace {
 
-std::string yes_no(bool b) {
-  return b ? "true" : "false";
+// A value as the recipe would spell it: true/false, 2, 0.5.
+template <typename T>
+std::string str(const T& v) {
+  return fmt::format("{}", v);
 }
 
-std::string seconds(double s) {
-  return fmt::format("{}", s);
-}
-
-std::string given_or_default(const Recipe& r, const std::string& path) {
-  return r.marks.count(path) ? "" : "  (default)";
+std::string given_or_default(const std::map<std::string, Mark>& marks, const std::string& path) {
+  return marks.count(path) ? "" : "  (default)";
 }
 
 }  // namespace
@@ -26,20 +24,20 @@ std::string describe_recipe(const Recipe& r) {
     out += key + ": " + value + note + "\n";
   };
   auto field = [&](const std::string& key, const std::string& value) {
-    line(key, value, given_or_default(r, key));
+    line(key, value, given_or_default(r.marks, key));
   };
-  field("telemetry.enabled", yes_no(t.enabled));
-  field("telemetry.collect_interval_ms", std::to_string(t.collect_interval_ms));
+  field("telemetry.enabled", str(t.enabled));
+  field("telemetry.collect_interval_ms", str(t.collect_interval_ms));
   field("telemetry.storage_subdir", t.storage_subdir);
-  field("telemetry.required", yes_no(t.required));
-  field("telemetry.startup_timeout_seconds", seconds(t.startup_timeout_seconds));
-  field("telemetry.request_timeout_seconds", seconds(t.request_timeout_seconds));
-  line("telemetry.collector_join_timeout_seconds", seconds(resolved_join_timeout_s(t)),
+  field("telemetry.required", str(t.required));
+  field("telemetry.startup_timeout_seconds", str(t.startup_timeout_seconds));
+  field("telemetry.request_timeout_seconds", str(t.request_timeout_seconds));
+  line("telemetry.collector_join_timeout_seconds", str(resolved_join_timeout_s(t)),
        t.collector_join_timeout_seconds ? "" : "  (derived: 2 x (2 x request timeout + 1) + 2)");
   if (t.dcgm_exporter) {
     const auto& d = *t.dcgm_exporter;
     line("telemetry.dcgm_exporter.container_image", d.container_image);
-    line("telemetry.dcgm_exporter.port", std::to_string(d.port));
+    line("telemetry.dcgm_exporter.port", str(d.port));
     line("telemetry.dcgm_exporter.command", d.command.value_or("(default)"));
     line("telemetry.dcgm_exporter.binary", d.binary.value_or("(none)"));
     // The exporter's names only when the recipe or a cluster configuration speaks of them:
@@ -79,7 +77,7 @@ std::string describe_recipe(const Recipe& r) {
     line("telemetry.dcgm_exporter", "(absent)");
   }
   if (t.cpu_power_exporter) {
-    field("telemetry.cpu_power_exporter.port", std::to_string(t.cpu_power_exporter->port));
+    field("telemetry.cpu_power_exporter.port", str(t.cpu_power_exporter->port));
     field("telemetry.cpu_power_exporter.source", t.cpu_power_exporter->source);
     // The security settings only when given: without them the output is what it always was.
     const auto& c = *t.cpu_power_exporter;
@@ -100,11 +98,11 @@ std::string describe_recipe(const Recipe& r) {
     line("telemetry.cpu_power_exporter", "(absent)");
   }
   const auto& c = t.cpu_power;
-  field("telemetry.cpu_power.enabled", yes_no(c.enabled));
+  field("telemetry.cpu_power.enabled", str(c.enabled));
   field("telemetry.cpu_power.source", c.source);
-  field("telemetry.cpu_power.sample_interval_seconds", seconds(c.sample_interval_seconds));
-  field("telemetry.cpu_power.startup_timeout_seconds", seconds(c.startup_timeout_seconds));
-  field("telemetry.cpu_power.required", yes_no(c.required));
+  field("telemetry.cpu_power.sample_interval_seconds", str(c.sample_interval_seconds));
+  field("telemetry.cpu_power.startup_timeout_seconds", str(c.startup_timeout_seconds));
+  field("telemetry.cpu_power.required", str(c.required));
   field("telemetry.cpu_power.storage_subdir", c.storage_subdir);
   line("runtime.network_interface", r.runtime.network_interface.value_or("(none)"));
   std::string srun;
@@ -112,11 +110,11 @@ std::string describe_recipe(const Recipe& r) {
     srun += (srun.empty() ? "" : " ") + ("--" + k) + (v ? "=" + *v : "");
   }
   line("runtime.srun_options", srun.empty() ? "(none)" : srun);
-  line("observability.tachometer.enabled", yes_no(r.tachometer.is_enabled()));
+  line("observability.tachometer.enabled", str(r.tachometer.is_enabled()));
   if (r.cluster) {
     line("cluster", r.cluster->file);
     line("cluster.visible_devices_env", r.cluster->visible_devices_env,
-         r.cluster->marks.count("visible_devices_env") ? "" : "  (default)");
+         given_or_default(r.cluster->marks, "visible_devices_env"));
   }
 
   std::string legs;

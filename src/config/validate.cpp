@@ -31,9 +31,9 @@ std::string py_float(double v) {
 }
 
 // The mark of `path`, else of its nearest ancestor that the file gives.
-Mark mark_of(const Recipe& r, std::string path) {
+Mark mark_of(const std::map<std::string, Mark>& marks, std::string path) {
   while (!path.empty()) {
-    if (const auto it = r.marks.find(path); it != r.marks.end()) return it->second;
+    if (const auto it = marks.find(path); it != marks.end()) return it->second;
     const auto dot = path.rfind('.');
     path = dot == std::string::npos ? std::string() : path.substr(0, dot);
   }
@@ -69,17 +69,7 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
                                                const std::map<std::string, Mark>& marks) {
   std::vector<ConfigError> out;
   const auto fail = [&](const std::string& path, std::string message) {
-    std::string at = path;
-    Mark mark;
-    while (!at.empty()) {
-      if (const auto it = marks.find(at); it != marks.end()) {
-        mark = it->second;
-        break;
-      }
-      const auto dot = at.rfind('.');
-      at = dot == std::string::npos ? std::string() : at.substr(0, dot);
-    }
-    out.push_back({file, mark, std::move(message)});
+    out.push_back({file, mark_of(marks, path), std::move(message)});
   };
   if (common::trim(d.container_image).empty()) {
     fail(p + ".container_image", p + ".container_image must not be empty");
@@ -102,14 +92,16 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
   }
   if (const auto& l = d.gpu_labels) {
     const std::string q = p + ".gpu_labels";
-    for (const auto& [key, value] :
-         {std::pair{"index", &l->index}, std::pair{"identity", &l->identity}}) {
-      if (!is_prometheus_label_name(*value)) {
-        fail(q + "." + key, fmt::format("{}.{} must be a Prometheus label name "
-                                        "([a-zA-Z_][a-zA-Z0-9_]*), got \"{}\"",
-                                        q, key, common::escape_untrusted(*value)));
-      }
-    }
+    // A label name, or false with the error at `field` naming `at`.
+    const auto label = [&](const std::string& field, const std::string& at, const std::string& v) {
+      if (is_prometheus_label_name(v)) return true;
+      fail(field, fmt::format("{} must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*), got "
+                              "\"{}\"",
+                              at, common::escape_untrusted(v)));
+      return false;
+    };
+    label(q + ".index", q + ".index", l->index);
+    label(q + ".identity", q + ".identity", l->identity);
     if (l->index == l->identity && !l->index.empty()) {
       fail(q + ".identity",
            q + ".identity must differ from " + q +
@@ -118,11 +110,7 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
     for (std::size_t i = 0; i < l->instance.size(); ++i) {
       const auto& name = l->instance[i];
       const std::string at = fmt::format("{}.instance[{}]", q, i);
-      if (!is_prometheus_label_name(name)) {
-        fail(q + ".instance", fmt::format("{} must be a Prometheus label name "
-                                          "([a-zA-Z_][a-zA-Z0-9_]*), got \"{}\"",
-                                          at, common::escape_untrusted(name)));
-      } else if (name == l->index || name == l->identity) {
+      if (label(q + ".instance", at, name) && (name == l->index || name == l->identity)) {
         fail(q + ".instance", fmt::format("{} (\"{}\") names the {} label: every sample carries "
                                           "it, so every sample would be dropped",
                                           at, name, name == l->index ? "index" : "identity"));
@@ -164,11 +152,7 @@ std::vector<ConfigError> validate_gpu_exporter(const DcgmExporterConfig& d, cons
 std::vector<ConfigError> validate_cluster(const ClusterConfig& c) {
   std::vector<ConfigError> out;
   if (!is_environment_name(c.visible_devices_env)) {
-    Mark mark;
-    if (const auto it = c.marks.find("visible_devices_env"); it != c.marks.end()) {
-      mark = it->second;
-    }
-    out.push_back({c.file, mark,
+    out.push_back({c.file, mark_of(c.marks, "visible_devices_env"),
                    fmt::format("visible_devices_env must be an environment variable name "
                                "([A-Za-z_][A-Za-z0-9_]*), got \"{}\"",
                                common::escape_untrusted(c.visible_devices_env))});
@@ -213,10 +197,8 @@ class Rules {
   }
 
  private:
-  Mark mark(const std::string& path) const { return mark_of(r_, path); }
-
   void fail(const std::string& path, std::string message) {
-    errors_.push_back({r_.file, mark(path), std::move(message)});
+    errors_.push_back({r_.file, mark_of(r_.marks, path), std::move(message)});
   }
 
   void source_is_known(const std::string& path, const std::string& source) {
@@ -497,7 +479,7 @@ std::vector<ConfigError> recipe_warnings(const Recipe& recipe) {
   if (interval_gap(t.collect_interval_ms, t.request_timeout_seconds) != IntervalGap::at_risk) {
     return out;
   }
-  out.push_back({recipe.file, mark_of(recipe, "telemetry.collect_interval_ms"),
+  out.push_back({recipe.file, mark_of(recipe.marks, "telemetry.collect_interval_ms"),
                  interval_gap_reason(
                      t.collect_interval_ms, t.request_timeout_seconds,
                      fmt::format("telemetry.collect_interval_ms={}", t.collect_interval_ms),

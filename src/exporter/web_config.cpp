@@ -5,9 +5,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <set>
+#include <type_traits>
 
 #include "common/text.hpp"
+#include "config/yaml_walk.hpp"
 #include "exporter/basic_auth.hpp"
 
 namespace cpupower::exporter {
@@ -28,13 +32,15 @@ struct Failure {
 
 class Parser {
  public:
-  Parser(const std::string& file) : file_(file) {
-    dir_ = std::filesystem::path(file).parent_path().string();
-  }
+  explicit Parser(const std::string& file)
+      : dir_(std::filesystem::path(file).parent_path().string()),
+        // Go's yaml.v2 reads a string field's scalar as written; the first problem ends it.
+        w_(file, {"(top level)", true, nullptr},
+           [](config::ConfigError e) { throw Failure{std::move(e.message)}; }) {}
 
-  WebConfig run(std::string_view text) {
+  WebConfig run(const std::string& file, std::string_view text) {
     WebConfig out;
-    out.file = file_;
+    out.file = file;
     YAML::Node root;
     try {
       root = YAML::Load(std::string(text));
@@ -49,7 +55,7 @@ class Parser {
     if (!root || root.IsNull()) return out;  // an empty file: plain HTTP, no auth
     if (!root.IsMap()) throw Failure{"expected a mapping at the top level"};
     std::optional<YAML::Node> tls;
-    for (const auto& [key, v] : entries(root, "")) {
+    w_.entries(root, "", [&](const std::string& key, const YAML::Node&, const YAML::Node& v) {
       if (key == "tls_server_config") {
         tls = v;
       } else if (key == "basic_auth_users") {
@@ -57,15 +63,15 @@ class Parser {
       } else if (key == "http_server_config") {
         http_server(v, out);
       } else if (key == "rate_limit") {
-        // exporter-toolkit's newer token bucket; its fields are not checked here.
-        if (!v.IsNull() && !v.IsMap()) fail(key, "expected a mapping");
+        w_.section(key, v);  // exporter-toolkit's newer token bucket; its fields are not checked
         out.ignored.push_back("rate_limit");
       } else {
         fail(key,
              "unknown key (expected tls_server_config, basic_auth_users, "
              "http_server_config or rate_limit)");
       }
-    }
+      return true;
+    });
     if (tls) tls_server(*tls, out);
     return out;
   }
@@ -75,43 +81,10 @@ class Parser {
     throw Failure{field + ": " + what};
   }
 
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
-  // The entries of a mapping, keys checked for being scalars and unique.
-  std::vector<std::pair<std::string, YAML::Node>> entries(const YAML::Node& map,
-                                                          const std::string& path) {
-    std::vector<std::pair<std::string, YAML::Node>> out;
-    std::set<std::string> seen;
-    for (const auto entry : map) {
-      const YAML::Node k = entry.first;
-      if (!k.IsScalar()) fail(path.empty() ? "(top level)" : path, "keys must be plain names");
-      const std::string key = k.Scalar();
-      if (!seen.insert(key).second) fail(join(path, key), "duplicate key");
-      out.emplace_back(key, entry.second);
-    }
+  std::string text(const std::string& path, const YAML::Node& v) {
+    std::string out;
+    w_.read(path, v, out);
     return out;
-  }
-
-  std::string string_of(const std::string& path, const YAML::Node& v) {
-    if (v.IsNull()) return {};
-    if (!v.IsScalar()) fail(path, "expected a string");
-    if (v.Scalar().find('\0') != std::string::npos) fail(path, "holds a NUL byte");
-    return v.Scalar();
-  }
-
-  bool bool_of(const std::string& path, const YAML::Node& v) {
-    const std::string s = common::to_lower(string_of(path, v));
-    if (s == "true") return true;
-    if (s == "false") return false;
-    fail(path, "expected true or false, got \"" + common::escape_untrusted(v.Scalar()) + "\"");
-  }
-
-  void string_list(const std::string& path, const YAML::Node& v) {
-    if (v.IsNull()) return;
-    if (!v.IsSequence()) fail(path, "expected a list of strings");
-    for (const auto& item : v) string_of(path, item);
   }
 
   std::string resolve(const std::string& name) const {
@@ -128,7 +101,7 @@ class Parser {
   }
 
   TlsVersion version_of(const std::string& path, const YAML::Node& v) {
-    const std::string s = string_of(path, v);
+    const std::string s = text(path, v);
     for (std::size_t i = 0; i < std::size(kTlsVersionNames); ++i) {
       if (s == kTlsVersionNames[i]) return TlsVersion(static_cast<int>(TlsVersion::tls10) + i);
     }
@@ -136,8 +109,7 @@ class Parser {
                    "\" (expected TLS10, TLS11, TLS12 or TLS13)");
   }
 
-  ClientAuth client_auth_of(const std::string& path, const YAML::Node& v) {
-    const std::string s = string_of(path, v);
+  ClientAuth client_auth_of(const std::string& path, const std::string& s) {
     if (s.empty()) return ClientAuth::none;
     // RequireClientCert: exporter-toolkit's older spelling, still accepted there.
     if (s == "RequireClientCert") return ClientAuth::require_any;
@@ -151,43 +123,33 @@ class Parser {
 
   void tls_server(const YAML::Node& v, WebConfig& out) {
     const std::string p = "tls_server_config";
-    if (v.IsNull()) return;
-    if (!v.IsMap()) fail(p, "expected a mapping");
+    if (!w_.section(p, v)) return;
     WebTls t;
-    std::string cert, key, client_ca, cert_file, key_file, client_ca_file;
+    // The certificate, key and client CA, each inline or by file name.
+    std::map<std::string, std::string> pem;
+    const std::string &cert = pem["cert"], &key = pem["key"], &client_ca = pem["client_ca"],
+                      &cert_file = pem["cert_file"], &key_file = pem["key_file"],
+                      &client_ca_file = pem["client_ca_file"];
     bool any = false;
-    for (const auto& [k, fv] : entries(v, p)) {
-      const std::string path = join(p, k);
-      if (k == "cert") {
-        cert = string_of(path, fv);
-      } else if (k == "key") {
-        key = string_of(path, fv);
-      } else if (k == "client_ca") {
-        client_ca = string_of(path, fv);
-      } else if (k == "cert_file") {
-        cert_file = string_of(path, fv);
-      } else if (k == "key_file") {
-        key_file = string_of(path, fv);
-      } else if (k == "client_ca_file") {
-        client_ca_file = string_of(path, fv);
+    w_.entries(v, p, [&](const std::string& k, const YAML::Node&, const YAML::Node& fv) {
+      const std::string path = config::YamlWalker::join(p, k);
+      if (pem.count(k)) {
+        pem[k] = text(path, fv);
+        any = true;
       } else if (k == "client_auth_type") {
-        t.client_auth = client_auth_of(path, fv);
-        any = any || !string_of(path, fv).empty();
-        continue;
-      } else if (k == "min_version") {
-        t.min_version = version_of(path, fv);
-        continue;
-      } else if (k == "max_version") {
-        t.max_version = version_of(path, fv);
-        continue;
+        const std::string name = text(path, fv);
+        t.client_auth = client_auth_of(path, name);
+        any = any || !name.empty();
+      } else if (k == "min_version" || k == "max_version") {
+        (k == "min_version" ? t.min_version : t.max_version) = version_of(path, fv);
       } else if (k == "cipher_suites" || k == "curve_preferences") {
-        string_list(path, fv);
+        std::optional<std::vector<std::string>> names;
+        w_.read(path, fv, names);
         out.ignored.push_back(path);
-        continue;
       } else if (k == "prefer_server_cipher_suites") {
-        bool_of(path, fv);
+        bool prefer = false;
+        w_.read(path, fv, prefer);
         out.ignored.push_back(path);
-        continue;
       } else if (k == "client_allowed_sans") {
         // Refused rather than ignored: it narrows who may connect, and dropping it would
         // let in clients the file keeps out.
@@ -197,10 +159,10 @@ class Parser {
       } else {
         fail(path, "unknown key");
       }
-      any = true;
-    }
+      return true;
+    });
     // exporter-toolkit: TLS is on once any TLS field is given; then cert and key must be.
-    if (!any && cert.empty() && key.empty()) return;
+    if (!any) return;
     if (!cert.empty() && !cert_file.empty()) {
       fail(p + ".cert", "give cert or cert_file, not both");
     }
@@ -245,108 +207,94 @@ class Parser {
   // otherwise the daemon would fail later with a far less helpful message.
   void check_credentials(const WebTls& t, const std::string& cert_field,
                          const std::string& key_field, const std::string& ca_field) {
-    gnutls_certificate_credentials_t cred = nullptr;
-    if (gnutls_certificate_allocate_credentials(&cred) != GNUTLS_E_SUCCESS) {
+    gnutls_certificate_credentials_t raw = nullptr;
+    if (gnutls_certificate_allocate_credentials(&raw) != GNUTLS_E_SUCCESS) {
       fail(cert_field, "cannot allocate GnuTLS credentials");
     }
+    // Freed on every path, the refusals (which throw) included.
+    const std::unique_ptr<std::remove_pointer_t<gnutls_certificate_credentials_t>,
+                          decltype(&gnutls_certificate_free_credentials)>
+        cred(raw, gnutls_certificate_free_credentials);
     const auto datum = [](const std::string& s) {
       return gnutls_datum_t{reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())),
                             static_cast<unsigned>(s.size())};
     };
-    std::string problem, field;
-    {
-      gnutls_x509_crt_t crt = nullptr;
-      gnutls_x509_crt_init(&crt);
-      const gnutls_datum_t c = datum(t.cert_pem);
-      const int rc = gnutls_x509_crt_import(crt, &c, GNUTLS_X509_FMT_PEM);
-      gnutls_x509_crt_deinit(crt);
-      if (rc < 0) {
-        field = cert_field;
-        problem = std::string("not a PEM certificate (") + gnutls_strerror(rc) + ")";
-      }
-    }
-    if (problem.empty()) {
-      gnutls_x509_privkey_t pk = nullptr;
-      gnutls_x509_privkey_init(&pk);
-      const gnutls_datum_t k = datum(t.key_pem);
-      const int rc = gnutls_x509_privkey_import(pk, &k, GNUTLS_X509_FMT_PEM);
-      gnutls_x509_privkey_deinit(pk);
-      if (rc < 0) {
-        field = key_field;
-        problem = std::string("not a PEM private key (") + gnutls_strerror(rc) + ")";
-      }
-    }
-    if (problem.empty()) {
-      const gnutls_datum_t c = datum(t.cert_pem), k = datum(t.key_pem);
-      const int rc = gnutls_certificate_set_x509_key_mem(cred, &c, &k, GNUTLS_X509_FMT_PEM);
-      if (rc < 0) {
-        field = key_field;
-        problem = std::string("does not match the certificate (") + gnutls_strerror(rc) + ")";
-      }
-    }
-    if (problem.empty() && !t.client_ca_pem.empty()) {
-      const gnutls_datum_t ca = datum(t.client_ca_pem);
-      const int rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
-      if (rc <= 0) {
-        field = ca_field;
-        problem = rc < 0 ? std::string("not a PEM CA bundle (") + gnutls_strerror(rc) + ")"
-                         : std::string("holds no certificate");
-      }
-    }
-    gnutls_certificate_free_credentials(cred);
-    if (!problem.empty()) fail(field, problem);
+    const auto check = [&](int rc, const std::string& field, const char* what) {
+      if (rc < 0) fail(field, std::string(what) + " (" + gnutls_strerror(rc) + ")");
+    };
+    const gnutls_datum_t c = datum(t.cert_pem), k = datum(t.key_pem);
+    gnutls_x509_crt_t crt = nullptr;
+    gnutls_x509_crt_init(&crt);
+    const int cert_rc = gnutls_x509_crt_import(crt, &c, GNUTLS_X509_FMT_PEM);
+    gnutls_x509_crt_deinit(crt);
+    check(cert_rc, cert_field, "not a PEM certificate");
+    gnutls_x509_privkey_t pk = nullptr;
+    gnutls_x509_privkey_init(&pk);
+    const int key_rc = gnutls_x509_privkey_import(pk, &k, GNUTLS_X509_FMT_PEM);
+    gnutls_x509_privkey_deinit(pk);
+    check(key_rc, key_field, "not a PEM private key");
+    check(gnutls_certificate_set_x509_key_mem(cred.get(), &c, &k, GNUTLS_X509_FMT_PEM), key_field,
+          "does not match the certificate");
+    if (t.client_ca_pem.empty()) return;
+    const gnutls_datum_t ca = datum(t.client_ca_pem);
+    const int ca_rc = gnutls_certificate_set_x509_trust_mem(cred.get(), &ca, GNUTLS_X509_FMT_PEM);
+    check(ca_rc, ca_field, "not a PEM CA bundle");
+    if (ca_rc == 0) fail(ca_field, "holds no certificate");
   }
 
   void users(const YAML::Node& v, WebConfig& out) {
     const std::string p = "basic_auth_users";
     if (v.IsNull()) return;
     if (!v.IsMap()) fail(p, "expected a mapping of user names to bcrypt hashes");
-    for (const auto& [user, hv] : entries(v, p)) {
-      const std::string path = join(p, user);
+    w_.entries(v, p, [&](const std::string& user, const YAML::Node&, const YAML::Node& hv) {
+      const std::string path = config::YamlWalker::join(p, user);
       if (user.empty()) fail(p, "empty user name");
       if (user.find(':') != std::string::npos) {
         fail(path, "a user name cannot hold ':' (Basic authentication splits on it)");
       }
-      const std::string hash = string_of(path, hv);
+      const std::string hash = text(path, hv);
       if (!is_bcrypt_hash(hash)) {
         fail(path,
              "not a bcrypt hash (expected $2a$, $2b$ or $2y$, a two-digit cost and 53 "
              "characters of salt and hash, e.g. from `htpasswd -nBC 10 \"\"`)");
       }
       out.users.emplace(user, hash);
-    }
+      return true;
+    });
   }
 
   void http_server(const YAML::Node& v, WebConfig& out) {
     const std::string p = "http_server_config";
-    if (v.IsNull()) return;
-    if (!v.IsMap()) fail(p, "expected a mapping");
-    for (const auto& [k, fv] : entries(v, p)) {
-      const std::string path = join(p, k);
+    if (!w_.section(p, v)) return;
+    w_.entries(v, p, [&](const std::string& k, const YAML::Node&, const YAML::Node& fv) {
+      const std::string path = config::YamlWalker::join(p, k);
       if (k == "http2") {
-        bool_of(path, fv);  // HTTP/1.1 only: libmicrohttpd has no HTTP/2
+        bool http2 = false;  // HTTP/1.1 only: libmicrohttpd has no HTTP/2
+        w_.read(path, fv, http2);
       } else if (k == "headers") {
         if (!fv.IsNull() && !fv.IsMap()) fail(path, "expected a mapping of header names");
         if (fv.IsMap()) {
           static const std::set<std::string> known = {"Content-Security-Policy", "X-Frame-Options",
                                                       "X-Content-Type-Options", "X-XSS-Protection",
                                                       "Strict-Transport-Security"};
-          for (const auto& [h, hv] : entries(fv, path)) {
-            if (!known.count(h)) fail(join(path, h), "unknown header");
-            string_of(join(path, h), hv);
-          }
+          w_.entries(fv, path, [&](const std::string& h, const YAML::Node&, const YAML::Node& hv) {
+            const std::string at = config::YamlWalker::join(path, h);
+            if (!known.count(h)) fail(at, "unknown header");
+            text(at, hv);
+            return true;
+          });
         }
       } else {
         fail(path, "unknown key (expected http2 or headers)");
       }
       out.ignored.push_back(path);
-    }
+      return true;
+    });
   }
 
-  const std::string& file_;
   std::string dir_;
+  config::YamlWalker w_;
 };
-
 }  // namespace
 
 std::string_view client_auth_name(ClientAuth a) {
@@ -368,7 +316,7 @@ std::string gnutls_priorities(TlsVersion min, TlsVersion max) {
 
 Result<WebConfig> parse_web_config(std::string_view text, const std::string& file) {
   try {
-    return Parser(file).run(text);
+    return Parser(file).run(file, text);
   } catch (const Failure& f) {
     return Error{file + ": " + f.message};
   } catch (const YAML::Exception& e) {  // conversions; not expected

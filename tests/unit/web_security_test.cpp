@@ -199,6 +199,18 @@ TEST_F(WebConfigTest, KnownKeysThatAreNotAppliedAreAcceptedAndNoted) {
                   "http_server_config.headers", "rate_limit"));
 }
 
+// Booleans are YAML 1.1's, as exporter-toolkit's yaml.v2 and the recipe's PyYAML read them.
+TEST_F(WebConfigTest, BooleansAreYaml11Booleans) {
+  for (const std::string value : {"true", "False", "TRUE", "yes", "No", "ON", "off"}) {
+    EXPECT_TRUE(parse("http_server_config:\n  http2: " + value + "\n")) << value;
+  }
+  for (const std::string value : {"tRuE", "\"true\"", "1", "maybe"}) {
+    EXPECT_THAT(refused("http_server_config:\n  http2: " + value + "\n"),
+                StartsWith("http_server_config.http2: expected true or false, got "))
+        << value;
+  }
+}
+
 TEST_F(WebConfigTest, EachMistakeIsAnErrorNamingItsField) {
   const std::string h = hash_of("pw", "$2b$");
   struct Case {
