@@ -66,10 +66,10 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
   }
   if (!args.endpoints_file.empty()) {
     std::string error;
-    const auto text = common::read_small_file(args.endpoints_file, &error, 16u << 20);
+    const auto text = common::read_small_file(args.endpoints_file, 16u << 20);
     if (!text) {
       throw CLI::ValidationError("--endpoints-file",
-                                 "cannot read " + args.endpoints_file + ": " + error);
+                                 "cannot read " + args.endpoints_file + ": " + text.error());
     }
     auto endpoints = scrape::parse_endpoints_text(*text, &error);
     if (!endpoints)
