@@ -25,9 +25,9 @@ struct ReportArgs {
 };
 
 bool write_output(const std::string& path, const std::string& content) {
-  std::string error;
-  if (common::write_file_atomic(path, content, &error)) return true;
-  std::cerr << "error: " << path << ": " << error << "\n";
+  const auto written = common::write_file_atomic(path, content);
+  if (written) return true;
+  std::cerr << "error: " << path << ": " << written.error() << "\n";
   return false;
 }
 

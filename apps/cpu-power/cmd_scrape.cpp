@@ -59,21 +59,19 @@ struct ScrapePlan {
 ScrapePlan to_plan(const ScrapeArgs& args) {
   ScrapePlan plan;
   for (const auto& spec : args.endpoints) {
-    std::string error;
-    auto endpoint = scrape::parse_endpoint(spec, &error);
-    if (!endpoint) throw CLI::ValidationError("--endpoint", error);
+    auto endpoint = scrape::parse_endpoint(spec);
+    if (!endpoint) throw CLI::ValidationError("--endpoint", endpoint.error());
     plan.endpoints.push_back(std::move(*endpoint));
   }
   if (!args.endpoints_file.empty()) {
-    std::string error;
-    const auto text = common::read_small_file(args.endpoints_file, &error, 16u << 20);
+    const auto text = common::read_small_file(args.endpoints_file, 16u << 20);
     if (!text) {
       throw CLI::ValidationError("--endpoints-file",
-                                 "cannot read " + args.endpoints_file + ": " + error);
+                                 "cannot read " + args.endpoints_file + ": " + text.error());
     }
-    auto endpoints = scrape::parse_endpoints_text(*text, &error);
+    auto endpoints = scrape::parse_endpoints_text(*text);
     if (!endpoints)
-      throw CLI::ValidationError("--endpoints-file", args.endpoints_file + " " + error);
+      throw CLI::ValidationError("--endpoints-file", args.endpoints_file + " " + endpoints.error());
     for (auto& e : *endpoints) plan.endpoints.push_back(std::move(e));
   }
   if (plan.endpoints.empty()) {

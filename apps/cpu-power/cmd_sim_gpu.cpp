@@ -177,11 +177,13 @@ int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
     std::cerr << "Error: " << started.error() << std::endl;
     return 1;
   }
-  std::string error;
-  if (!port_file.empty() &&
-      !common::write_file_atomic(port_file, std::to_string(gpu.port()) + "\n", &error)) {
-    std::cerr << "Error: cannot write --port-file " << port_file << ": " << error << std::endl;
-    return 1;
+  if (!port_file.empty()) {
+    const Status written = common::write_file_atomic(port_file, std::to_string(gpu.port()) + "\n");
+    if (!written) {
+      std::cerr << "Error: cannot write --port-file " << port_file << ": " << written.error()
+                << std::endl;
+      return 1;
+    }
   }
   fmt::print("sim-gpu: listening on http://{}/metrics\n", gpu.address());
   std::fflush(stdout);

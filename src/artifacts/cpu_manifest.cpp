@@ -83,11 +83,7 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
 }
 
 Status write_cpu_manifest(const std::string& path, const CpuManifest& manifest) {
-  std::string error;
-  if (!common::write_file_atomic(path, render_cpu_manifest(manifest), &error, true)) {
-    return Error{error};
-  }
-  return Ok{};
+  return common::write_file_atomic(path, render_cpu_manifest(manifest), true);
 }
 
 Result<CpuManifest> parse_cpu_manifest(std::string_view text) {

@@ -393,11 +393,7 @@ std::string clock_sync_check_json(const ClockSyncCheck& check) {
 }
 
 Status write_gpu_manifest(const std::string& path, const GpuManifest& manifest) {
-  std::string error;
-  if (!common::write_file_atomic(path, gpu_manifest_json(manifest), &error, true)) {
-    return Error{error};
-  }
-  return Ok{};
+  return common::write_file_atomic(path, gpu_manifest_json(manifest), true);
 }
 
 Result<GpuManifest> parse_gpu_manifest(std::string_view json_text) {
@@ -472,9 +468,8 @@ GpuExpectedDeviceEntry read_gpu_expected_device(const nlohmann::json& d) {
 }
 
 Result<std::vector<GpuExpectedDevice>> read_gpu_roles_file(const std::string& path) {
-  std::string error;
-  const auto text = common::read_small_file(path, &error, 16u << 20);
-  if (!text) return Error{error};
+  const auto text = common::read_small_file(path, 16u << 20);
+  if (!text) return Error{text.error()};
   const auto json = nlohmann::json::parse(*text, nullptr, false);
   const auto* list = &json;
   if (json.is_object() && json.contains("expected_devices")) list = &json["expected_devices"];

@@ -229,11 +229,7 @@ std::string gpu_window_json(const GpuWindowFile& w) {
 }
 
 Status write_gpu_window(const std::string& path, const GpuWindowFile& window) {
-  std::string error;
-  if (!common::write_file_atomic(path, gpu_window_json(window), &error, true)) {
-    return Error{error};
-  }
-  return Ok{};
+  return common::write_file_atomic(path, gpu_window_json(window), true);
 }
 
 std::string derived_window_result_json(const DerivedWindowResult& r) {
@@ -252,11 +248,7 @@ std::string derived_window_result_json(const DerivedWindowResult& r) {
 Status write_derived_window_result(const std::string& path, const DerivedWindowResult& result) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  std::string error;
-  if (!common::write_file_atomic(path, derived_window_result_json(result), &error, true)) {
-    return Error{error};
-  }
-  return Ok{};
+  return common::write_file_atomic(path, derived_window_result_json(result), true);
 }
 
 bool gpu_window_invariants_hold(const GpuWindowFile& w) {

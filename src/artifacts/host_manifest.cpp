@@ -48,9 +48,7 @@ Status write_host_manifest(const std::string& path, const HostManifest& manifest
   } catch (const std::exception& e) {
     return Error{path + ": " + e.what()};
   }
-  std::string error;
-  if (!common::write_file_atomic(path, text, &error, true)) return Error{error};
-  return Ok{};
+  return common::write_file_atomic(path, text, true);
 }
 
 Result<HostManifest> parse_host_manifest(std::string_view text) {
@@ -94,9 +92,8 @@ Result<HostManifest> parse_host_manifest(std::string_view text) {
 }
 
 Result<HostManifest> read_host_manifest(const std::string& path) {
-  std::string why;
-  const auto text = common::read_small_file(path, &why, 64u << 20);
-  if (!text) return Error{path + ": " + why};
+  const auto text = common::read_small_file(path, 64u << 20);
+  if (!text) return Error{path + ": " + text.error()};
   auto m = parse_host_manifest(*text);
   if (!m) return Error{path + ": " + m.error()};
   return m;

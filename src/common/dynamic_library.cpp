@@ -19,29 +19,23 @@ std::string take_dlerror(const std::string& fallback) {
 
 }  // namespace
 
-bool DynamicLibrary::open(const std::vector<std::string>& candidates, std::string* error) {
+Status DynamicLibrary::open(const std::vector<std::string>& candidates) {
+  Error error;
   for (const auto& c : candidates) {
     handle_ = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_) {
       name_ = c;
-      return true;
+      return Ok{};
     }
-    const std::string e = take_dlerror("cannot load " + c);
-    if (error) *error = e;
+    error.message = take_dlerror("cannot load " + c);
   }
-  return false;
+  return error;
 }
 
-void* DynamicLibrary::raw_symbol(const char* symbol_name, std::string* missing) const {
+Result<void*> DynamicLibrary::symbol(const char* symbol_name) const {
   ::dlerror();
   void* p = handle_ ? ::dlsym(handle_, symbol_name) : nullptr;
-  if (!p) {
-    const std::string e = take_dlerror("not found");
-    if (missing) {
-      if (!missing->empty()) *missing += "; ";
-      *missing += std::string("symbol ") + symbol_name + ": " + e;
-    }
-  }
+  if (!p) return Error{std::string("symbol ") + symbol_name + ": " + take_dlerror("not found")};
   return p;
 }
 

@@ -5,29 +5,46 @@
 #include <string>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::common {
 
 class DynamicLibrary {
  public:
-  // Tries each candidate in order; false with the last dlerror when none loads.
-  bool open(const std::vector<std::string>& candidates, std::string* error);
+  // Tries each candidate in order; the error is the last dlerror when none loads.
+  Status open(const std::vector<std::string>& candidates);
   const std::string& name() const { return name_; }
 
-  // The symbol, or nullptr with "symbol <name>: <dlerror>" appended to `missing`.
+  // The symbol's address, or the error "symbol <name>: <dlerror>".
+  Result<void*> symbol(const char* symbol_name) const;
+
+ private:
+  void* handle_ = nullptr;
+  std::string name_;
+};
+
+// Binds function pointers to a library's symbols one after another and collects the missing
+// ones, so that one message names them all.
+class SymbolBinder {
+ public:
+  explicit SymbolBinder(const DynamicLibrary& lib) : lib_(lib) {}
+
+  // `fn` becomes the symbol, or nullptr with the symbol noted as missing.
   template <class Fn>
-  Fn symbol(const char* symbol_name, std::string* missing) const {
-    return reinterpret_cast<Fn>(raw_symbol(symbol_name, missing));
+  void bind(Fn*& fn, const char* symbol_name) {
+    const auto p = lib_.symbol(symbol_name);
+    fn = p ? reinterpret_cast<Fn*>(*p) : nullptr;
+    if (!p) missing_ += (missing_.empty() ? "" : "; ") + p.error();
   }
-  // The same into a function pointer of the symbol's type.
-  template <class Fn>
-  void bind(Fn*& fn, const char* symbol_name, std::string* missing) const {
-    fn = symbol<Fn*>(symbol_name, missing);
+  // Ok, or each missing symbol as "symbol <name>: <dlerror>", joined with "; ".
+  Status status() const {
+    if (missing_.empty()) return Ok{};
+    return Error{missing_};
   }
 
  private:
-  void* raw_symbol(const char* symbol_name, std::string* missing) const;
-  void* handle_ = nullptr;
-  std::string name_;
+  const DynamicLibrary& lib_;
+  std::string missing_;
 };
 
 }  // namespace cpupower::common

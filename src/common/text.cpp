@@ -69,22 +69,18 @@ bool natural_less(std::string_view a, std::string_view b) {
   return a < b;
 }
 
-std::optional<std::string> read_small_file(const std::string& path, std::string* error,
-                                           std::size_t max_bytes) {
+Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (error) *error = std::strerror(errno);
-    return std::nullopt;
-  }
+  if (fd < 0) return Error{std::strerror(errno)};
   std::string out;
   char buf[512];
   while (out.size() < max_bytes) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (error) *error = std::strerror(errno);
+      Error error{std::strerror(errno)};
       ::close(fd);
-      return std::nullopt;
+      return error;
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
@@ -93,39 +89,35 @@ std::optional<std::string> read_small_file(const std::string& path, std::string*
   return out;
 }
 
-bool write_file_atomic(const std::string& path, std::string_view content, std::string* error,
-                       bool fsync_file) {
+Status write_file_atomic(const std::string& path, std::string_view content, bool fsync_file) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (error) *error = "open " + tmp + ": " + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return Error{"open " + tmp + ": " + std::strerror(errno)};
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (error) *error = "write " + tmp + ": " + std::strerror(errno);
+      Error error{"write " + tmp + ": " + std::strerror(errno)};
       ::close(fd);
       ::unlink(tmp.c_str());
-      return false;
+      return error;
     }
     done += static_cast<std::size_t>(n);
   }
   if (fsync_file && ::fsync(fd) != 0) {
-    if (error) *error = "fsync " + tmp + ": " + std::strerror(errno);
+    Error error{"fsync " + tmp + ": " + std::strerror(errno)};
     ::close(fd);
     ::unlink(tmp.c_str());
-    return false;
+    return error;
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (error) *error = "rename " + tmp + " -> " + path + ": " + std::strerror(errno);
+    Error error{"rename " + tmp + " -> " + path + ": " + std::strerror(errno)};
     ::unlink(tmp.c_str());
-    return false;
+    return error;
   }
-  return true;
+  return Ok{};
 }
 
 std::vector<std::string> split(std::string_view s, char sep) {

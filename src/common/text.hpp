@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::common {
 
 std::string_view trim(std::string_view s);
@@ -23,14 +25,14 @@ std::optional<double> parse_double(std::string_view s);
 std::optional<std::uint64_t> trailing_number(std::string_view name);
 bool natural_less(std::string_view a, std::string_view b);
 
-// Reads a whole small file. nullopt when it cannot be opened or read; `error` (if given)
-// receives strerror text.
-std::optional<std::string> read_small_file(const std::string& path, std::string* error = nullptr,
-                                           std::size_t max_bytes = 4096);
+// Reads a whole small file (its first `max_bytes` and a little more at most); the error is
+// strerror text when it cannot be opened or read.
+Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes = 4096);
 
-// Writes a file atomically: temporary file in the same directory, then rename.
-bool write_file_atomic(const std::string& path, std::string_view content,
-                       std::string* error = nullptr, bool fsync_file = false);
+// Writes a file atomically: temporary file in the same directory, then rename. The error
+// names the step and the temporary file: "rename <tmp> -> <path>: <strerror>".
+Status write_file_atomic(const std::string& path, std::string_view content,
+                         bool fsync_file = false);
 
 std::vector<std::string> split(std::string_view s, char sep);
 

@@ -574,15 +574,14 @@ HttpServer::~HttpServer() {
   stop();
 }
 
-bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandler handler,
-                       const HttpLimits& limits, std::string* error, HttpSecurity security) {
+Status HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandler handler,
+                         const HttpLimits& limits, HttpSecurity security) {
   handler_ = std::move(handler);
   security_ = std::move(security);
   if (security_.tls && !tls_supported()) {
-    *error =
+    return Error{
         "this libmicrohttpd was built without TLS (MHD_FEATURE_TLS); the web config's "
-        "tls_server_config cannot be served";
-    return false;
+        "tls_server_config cannot be served"};
   }
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
@@ -600,23 +599,21 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
   }
   if (inet_pton(v6 ? AF_INET6 : AF_INET, bind_ip.c_str(),
                 v6 ? static_cast<void*>(&a6->sin6_addr) : &a4->sin_addr) != 1) {
-    *error = "invalid bind address " + bind_ip;
-    return false;
+    return Error{"invalid bind address " + bind_ip};
   }
   const std::string requested = format_host_port(bind_ip, port);
   listen_fd_ = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) {
-    *error = "socket " + requested + ": " + std::strerror(errno);
-    return false;
+    return Error{"socket " + requested + ": " + std::strerror(errno)};
   }
   const int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
       ::listen(listen_fd_, 1024) != 0) {
-    *error = "bind " + requested + ": " + std::strerror(errno);
+    Error error{"bind " + requested + ": " + std::strerror(errno)};
     ::close(listen_fd_);
     listen_fd_ = -1;
-    return false;
+    return error;
   }
   sockaddr_storage bound{};
   socklen_t bound_len = sizeof bound;
@@ -642,9 +639,9 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
   wake.data.u64 = kWakeKey;
   if (watch_fd_ < 0 || wake_fd_ < 0 ||
       ::epoll_ctl(watch_fd_, EPOLL_CTL_ADD, wake_fd_, &wake) != 0) {
-    *error = "start HTTP server on " + address_ + ": " + std::strerror(errno);
+    Error error{"start HTTP server on " + address_ + ": " + std::strerror(errno)};
     stop();
-    return false;
+    return error;
   }
 
   // The connection memory pool holds the request header block plus the response headers;
@@ -690,12 +687,12 @@ bool HttpServer::start(const std::string& bind_ip, std::uint16_t port, HttpHandl
       &HttpServerAccess::request_completed, this, MHD_OPTION_UNESCAPE_CALLBACK, &unescape_path,
       nullptr, MHD_OPTION_END);
   if (!daemon_) {
-    *error = "start HTTP server on " + address_ + ": libmicrohttpd refused the configuration";
+    Error error{"start HTTP server on " + address_ + ": libmicrohttpd refused the configuration"};
     stop();
-    return false;
+    return error;
   }
   sweeper_ = std::thread([this] { sweep_loop(); });
-  return true;
+  return Ok{};
 }
 
 // Closes connections past the request deadline, waking when the oldest waiting one falls due,

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/result.hpp"
 #include "exporter/basic_auth.hpp"
 #include "exporter/web_config.hpp"
 
@@ -117,9 +118,9 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds `bind_ip` (an IPv4 or IPv6 literal) and `port` (0 = ephemeral) and starts serving.
-  // On failure returns false with `error` like "bind 0.0.0.0:9405: Address already in use".
-  bool start(const std::string& bind_ip, std::uint16_t port, HttpHandler handler,
-             const HttpLimits& limits, std::string* error, HttpSecurity security = {});
+  // The error reads like "bind 0.0.0.0:9405: Address already in use".
+  Status start(const std::string& bind_ip, std::uint16_t port, HttpHandler handler,
+               const HttpLimits& limits, HttpSecurity security = {});
   void stop();
 
   // The bound address as ip:port ([ip]:port for IPv6), with the real port.

@@ -127,14 +127,14 @@ int run(const Options& o, std::string_view version) {
       }
     };
   }
-  std::string error;
-  if (!server.start(
+  if (const Status started = server.start(
           o.bind, o.port,
           [&service](std::string_view method, std::string_view path) {
             return service.handle(method, path);
           },
-          limits, &error, security)) {
-    return fail(error);
+          limits, security);
+      !started) {
+    return fail(started.error());
   }
   if (web) {
     const auto& t = web->tls;

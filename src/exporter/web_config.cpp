@@ -94,9 +94,8 @@ class Parser {
 
   std::string read_pem(const std::string& field, const std::string& name) {
     const std::string path = resolve(name);
-    std::string why;
-    auto text = common::read_small_file(path, &why, kMaxPemBytes);
-    if (!text) fail(field, "cannot read " + path + ": " + why);
+    auto text = common::read_small_file(path, kMaxPemBytes);
+    if (!text) fail(field, "cannot read " + path + ": " + text.error());
     return *text;
   }
 
@@ -325,9 +324,8 @@ Result<WebConfig> parse_web_config(std::string_view text, const std::string& fil
 }
 
 Result<WebConfig> load_web_config(const std::string& file) {
-  std::string why;
-  const auto text = common::read_small_file(file, &why, kMaxConfigBytes);
-  if (!text) return Error{file + ": cannot read the web config file: " + why};
+  const auto text = common::read_small_file(file, kMaxConfigBytes);
+  if (!text) return Error{file + ": cannot read the web config file: " + text.error()};
   return parse_web_config(*text, file);
 }
 

@@ -32,10 +32,10 @@ auto log() {
 }
 
 bool write_metadata(const std::string& path, const nlohmann::json& j) {
-  std::string error;
-  if (common::write_file_atomic(path, j.dump(2) + "\n", &error, true)) return true;
+  const auto written = common::write_file_atomic(path, j.dump(2) + "\n", true);
+  if (written) return true;
   log()->warn("cannot write node metadata path={} error={}", common::quoted(path),
-              common::quoted(error));
+              common::quoted(written.error()));
   return false;
 }
 

@@ -24,9 +24,7 @@ Status write_marker(const std::string& ready_dir, const std::string& host, std::
   } catch (const std::exception& e) {
     return Error{path + ": " + e.what()};
   }
-  std::string error;
-  if (!common::write_file_atomic(path, text, &error, true)) return Error{error};
-  return Ok{};
+  return common::write_file_atomic(path, text, true);
 }
 
 // The host a marker file names, or empty when the name is not a marker (a temporary file
@@ -38,9 +36,8 @@ std::string host_of(const std::string& name, std::string_view suffix) {
 }
 
 std::string error_text_of(const std::string& path) {
-  std::string why;
-  const auto text = common::read_small_file(path, &why, 1u << 20);
-  if (!text) return "error marker " + path + " could not be read: " + why;
+  const auto text = common::read_small_file(path, 1u << 20);
+  if (!text) return "error marker " + path + " could not be read: " + text.error();
   const Json doc = Json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return "error marker " + path + " is not a JSON object";

@@ -278,11 +278,10 @@ std::string stem(const std::string& name, std::string_view suffix) {
 nlohmann::ordered_json read_metadata(const std::string& path, const std::string& name,
                                      MergeOutcome& out, std::uint64_t& bad) {
   using Json = nlohmann::ordered_json;
-  std::string why;
-  const auto text = common::read_small_file(path, &why, 16u << 20);
+  const auto text = common::read_small_file(path, 16u << 20);
   std::string error;
   if (!text) {
-    error = name + ": cannot be read: " + why;
+    error = name + ": cannot be read: " + text.error();
   } else {
     try {
       Json doc = Json::parse(*text);
@@ -345,10 +344,9 @@ MergeOutcome merge(const MergeSettings& settings) {
   body += "\r\n";
   body.reserve(body.size() + rows.size() * 160);
   for (const auto& r : rows) body += artifacts::format_host_row(r);
-  std::string write_error;
   const std::string samples_path = (cpu_dir / kSamplesFilename).string();
-  if (!common::write_file_atomic(samples_path, body, &write_error, true)) {
-    out.error = write_error;
+  if (const auto written = common::write_file_atomic(samples_path, body, true); !written) {
+    out.error = written.error();
   }
 
   HostManifest manifest;

@@ -264,7 +264,8 @@ ToolRun run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds
   out.started = true;
   out.status = wait_for_exit(child->pid, timeout);
   if (!out.status) terminate_process(child->pid, std::chrono::milliseconds(500), true);
-  out.output = common::read_small_file(tmpl, nullptr, 1 << 20).value_or("");
+  const auto text = common::read_small_file(tmpl, 1 << 20);
+  out.output = text ? *text : std::string();
   ::unlink(tmpl.c_str());
   return out;
 }
@@ -377,7 +378,7 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
       std::error_code ec;
       if (!std::filesystem::is_regular_file(path_of(n.hostname), ec)) continue;
       n.output_file = file_of(n.hostname);
-      const auto text = common::read_small_file(path_of(n.hostname), nullptr, 1 << 20);
+      const auto text = common::read_small_file(path_of(n.hostname), 1 << 20);
       if (!text) continue;
       if (const auto p = parse_clock_output(*text)) {
         n.synchronized = std::string(clock_synced_name(p->synced));
@@ -390,9 +391,9 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
     const auto local = probe_local_clock(plan.nodes.empty() ? "localhost" : plan.nodes.front(),
                                          std::chrono::milliseconds(2000));
     for (auto& n : check.nodes) {
-      std::string error;
-      if (!common::write_file_atomic(path_of(n.hostname), local.output, &error, false)) {
-        log->warn("cannot write {} error={}", path_of(n.hostname), common::quoted(error));
+      const auto written = common::write_file_atomic(path_of(n.hostname), local.output, false);
+      if (!written) {
+        log->warn("cannot write {} error={}", path_of(n.hostname), common::quoted(written.error()));
       } else {
         n.output_file = file_of(n.hostname);
       }
@@ -426,9 +427,10 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
               check.max_offset_seconds);
   }
   const auto summary = plan.log_dir + "/" + std::string(kClockSyncSummaryFile);
-  std::string error;
-  if (!common::write_file_atomic(summary, artifacts::clock_sync_check_json(check), &error, true)) {
-    log->warn("cannot write {} error={}", summary, common::quoted(error));
+  const auto written =
+      common::write_file_atomic(summary, artifacts::clock_sync_check_json(check), true);
+  if (!written) {
+    log->warn("cannot write {} error={}", summary, common::quoted(written.error()));
   }
   return check;
 }

@@ -93,23 +93,24 @@ ExporterChoice resolve_exporter(const ExporterLookup& l) {
 
 std::vector<std::string> exporter_argv(const ExporterChoice& choice, long port,
                                        const std::string& source,
-                                       const std::vector<std::string>& extra,
-                                       std::string* warning) {
+                                       const std::vector<std::string>& extra) {
   std::vector<std::string> argv;
   if (choice.kind == ExporterKind::native) {
     argv = {choice.path, "--port", std::to_string(port), "--source", source};
   } else if (choice.kind == ExporterKind::python_fallback) {
     argv = {"python3", choice.path, "--port", std::to_string(port)};
-    if (source != "auto" && warning) {
-      *warning = "telemetry.cpu_power_exporter.source=" + source +
-                 " requested, but the Python fallback exporter is ACPI-only and has no --source "
-                 "flag; this request cannot be honored";
-    }
   } else {
     return argv;
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
+}
+
+std::string exporter_source_warning(const ExporterChoice& choice, const std::string& source) {
+  if (choice.kind != ExporterKind::python_fallback || source == "auto") return {};
+  return "telemetry.cpu_power_exporter.source=" + source +
+         " requested, but the Python fallback exporter is ACPI-only and has no --source "
+         "flag; this request cannot be honored";
 }
 
 }  // namespace cpupower::launch

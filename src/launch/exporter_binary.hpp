@@ -40,11 +40,14 @@ struct ExporterLookup {
 ExporterChoice resolve_exporter(const ExporterLookup& lookup);
 
 // The exporter's argv for `port` and `source`, plus `extra` flags (--bind, --hwmon-root for
-// local exporters). The fallback gets no --source; `warning` is set when a non-auto source
-// cannot be honored.
+// local exporters). The fallback gets no --source.
 std::vector<std::string> exporter_argv(const ExporterChoice& choice, long port,
                                        const std::string& source,
-                                       const std::vector<std::string>& extra, std::string* warning);
+                                       const std::vector<std::string>& extra);
+
+// Why `choice` cannot honor `source` (a non-auto source on the fallback, which has no
+// --source): a warning beside the argv, empty when there is nothing to say.
+std::string exporter_source_warning(const ExporterChoice& choice, const std::string& source);
 
 // The running executable (/proc/self/exe), and the directory holding it.
 std::string self_exe_path();

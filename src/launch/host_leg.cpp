@@ -40,7 +40,7 @@ std::vector<std::string> unfinished_nodes(const std::string& cpu_dir,
   std::vector<std::string> out;
   for (const auto& node : nodes) {
     const auto text =
-        common::read_small_file(cpu_dir + "/nodes/" + node + ".metadata.json", nullptr, 1 << 20);
+        common::read_small_file(cpu_dir + "/nodes/" + node + ".metadata.json", 1 << 20);
     if (!text) continue;
     const auto j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_object() && !j.contains("status")) out.push_back(node);

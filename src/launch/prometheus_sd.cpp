@@ -39,11 +39,7 @@ std::string sd_run_name(const SessionPlan& plan) {
 }
 
 Status write_prometheus_sd(const std::string& log_dir, const std::string& text) {
-  std::string error;
-  if (!common::write_file_atomic(log_dir + "/" + kPrometheusSdFile, text, &error)) {
-    return Error{error};
-  }
-  return Ok{};
+  return common::write_file_atomic(log_dir + "/" + kPrometheusSdFile, text);
 }
 
 }  // namespace cpupower::launch

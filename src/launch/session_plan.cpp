@@ -405,7 +405,7 @@ SessionPlan make_plan(const PlanRequest& r) {
     }
   }
   const auto exporter = t.cpu_power_exporter.value_or(config::CpuPowerExporterConfig{});
-  std::string source_warning;
+  const std::string source_warning = exporter_source_warning(r.exporter, exporter.source);
   // The exporters this run starts serve the recipe's web config (the native exporter only:
   // the python fallback has no TLS or authentication, and would refuse the flag).
   std::vector<std::string> web_args;
@@ -425,15 +425,14 @@ SessionPlan make_plan(const PlanRequest& r) {
     // Port 0: simulated nodes share this host's loopback, each exporter takes a free port.
     std::vector<std::string> extra = {"--bind", "127.0.0.1"};
     extra.insert(extra.end(), web_args.begin(), web_args.end());
-    plan.exporter_command = exporter_argv(r.exporter, 0, exporter.source, extra, &source_warning);
+    plan.exporter_command = exporter_argv(r.exporter, 0, exporter.source, extra);
   } else if (allocation || r.nodes) {
     plan.mode = LaunchMode::slurm;
     if (nodes.empty()) {
       for (const auto& g : allocation->groups)
         nodes.insert(nodes.end(), g.nodes.begin(), g.nodes.end());
     }
-    plan.exporter_command =
-        exporter_argv(r.exporter, exporter.port, exporter.source, web_args, &source_warning);
+    plan.exporter_command = exporter_argv(r.exporter, exporter.port, exporter.source, web_args);
     if (plan.exporter_leg && r.exporter.kind != ExporterKind::none) {
       plan_slurm(r, allocation, nodes, plan);
     } else {
@@ -442,8 +441,7 @@ SessionPlan make_plan(const PlanRequest& r) {
   } else {
     plan.mode = LaunchMode::local;
     plan.nodes = {r.local_hostname};
-    plan.exporter_command =
-        exporter_argv(r.exporter, exporter.port, exporter.source, web_args, &source_warning);
+    plan.exporter_command = exporter_argv(r.exporter, exporter.port, exporter.source, web_args);
   }
   plan.scrape_security = r.scrape_security;
   if (!plan.exporter_leg) plan.exporter_command.clear();

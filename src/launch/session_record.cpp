@@ -60,9 +60,7 @@ std::string session_json(const SessionRecord& r) {
 }
 
 Status write_session_record(const std::string& path, const SessionRecord& record) {
-  std::string error;
-  if (!common::write_file_atomic(path, session_json(record), &error, true)) return Error{error};
-  return Ok{};
+  return common::write_file_atomic(path, session_json(record), true);
 }
 
 }  // namespace cpupower::launch

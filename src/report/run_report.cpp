@@ -249,9 +249,8 @@ RunReportStatus write_run_report(const std::string& log_dir, const ReportOptions
         {base + ".txt", render_text(run.windows, options.edges)},
         {base + ".svg", render_svg(run.data, run.windows)}};
     for (const auto& [path, content] : files) {
-      std::string error;
-      if (!common::write_file_atomic(path, content, &error)) {
-        status.message = path + ": " + error;
+      if (const auto written = common::write_file_atomic(path, content); !written) {
+        status.message = path + ": " + written.error();
         return status;
       }
       status.written.push_back(path);
@@ -260,13 +259,13 @@ RunReportStatus write_run_report(const std::string& log_dir, const ReportOptions
     // files above stand and the message says why.
     std::string html_error;
     try {
-      std::string error;
       const std::string path = python_path_str(log_dir) + "/power_report.html";
-      if (common::write_file_atomic(path, render_html({{log_dir, &run.data, &run.windows}}),
-                                    &error)) {
+      if (const auto written =
+              common::write_file_atomic(path, render_html({{log_dir, &run.data, &run.windows}}));
+          written) {
         status.written.push_back(path);
       } else {
-        html_error = path + ": " + error;
+        html_error = path + ": " + written.error();
       }
     } catch (const std::exception& e) {
       html_error = std::string("HTML report failed: ") + e.what();

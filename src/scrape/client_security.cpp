@@ -13,17 +13,16 @@ constexpr std::size_t kMaxPasswordFileBytes = 64 * 1024;
 
 // Empty when `path` can be read, else why not.
 std::string unreadable(const std::string& path) {
-  std::string error;
-  if (common::read_small_file(path, &error, 1)) return {};
-  return "cannot read " + path + ": " + error;
+  const auto read = common::read_small_file(path, 1);
+  if (read) return {};
+  return "cannot read " + path + ": " + read.error();
 }
 
 }  // namespace
 
 Result<std::string> read_password_file(const std::string& path) {
-  std::string why;
-  const auto text = common::read_small_file(path, &why, kMaxPasswordFileBytes);
-  if (!text) return Error{"cannot read " + path + ": " + why};
+  const auto text = common::read_small_file(path, kMaxPasswordFileBytes);
+  if (!text) return Error{"cannot read " + path + ": " + text.error()};
   std::string password = text->substr(0, text->find('\n'));
   if (!password.empty() && password.back() == '\r') password.pop_back();
   if (password.empty()) return Error{path + " holds no password on its first line"};

@@ -20,34 +20,34 @@ Loaded load() {
   const bool overridden = override_path != nullptr && *override_path != '\0';
   const std::string name = overridden ? override_path : "libcurl.so.4";
   common::DynamicLibrary lib;
-  std::string why;
-  if (!lib.open({name}, &why)) {
-    out.error = "cannot load libcurl (" + why + ")" +
+  if (const Status opened = lib.open({name}); !opened) {
+    out.error = "cannot load libcurl (" + opened.error() + ")" +
                 (overridden ? std::string("; ") + kCurlLibraryEnv + " names it"
                             : std::string("; install libcurl4"));
     return out;
   }
-  std::string missing;
+  common::SymbolBinder symbols(lib);
   CurlApi& a = out.api;
-  lib.bind(a.global_init, "curl_global_init", &missing);
-  lib.bind(a.easy_init, "curl_easy_init", &missing);
-  lib.bind(a.easy_setopt, "curl_easy_setopt", &missing);
-  lib.bind(a.easy_getinfo, "curl_easy_getinfo", &missing);
-  lib.bind(a.easy_cleanup, "curl_easy_cleanup", &missing);
-  lib.bind(a.easy_strerror, "curl_easy_strerror", &missing);
-  lib.bind(a.multi_init, "curl_multi_init", &missing);
-  lib.bind(a.multi_setopt, "curl_multi_setopt", &missing);
-  lib.bind(a.multi_add_handle, "curl_multi_add_handle", &missing);
-  lib.bind(a.multi_remove_handle, "curl_multi_remove_handle", &missing);
-  lib.bind(a.multi_cleanup, "curl_multi_cleanup", &missing);
-  lib.bind(a.multi_perform, "curl_multi_perform", &missing);
-  lib.bind(a.multi_info_read, "curl_multi_info_read", &missing);
-  lib.bind(a.multi_poll, "curl_multi_poll", &missing);
-  lib.bind(a.multi_timeout, "curl_multi_timeout", &missing);
-  lib.bind(a.multi_socket_action, "curl_multi_socket_action", &missing);
-  lib.bind(a.multi_strerror, "curl_multi_strerror", &missing);
-  if (!missing.empty()) {
+  symbols.bind(a.global_init, "curl_global_init");
+  symbols.bind(a.easy_init, "curl_easy_init");
+  symbols.bind(a.easy_setopt, "curl_easy_setopt");
+  symbols.bind(a.easy_getinfo, "curl_easy_getinfo");
+  symbols.bind(a.easy_cleanup, "curl_easy_cleanup");
+  symbols.bind(a.easy_strerror, "curl_easy_strerror");
+  symbols.bind(a.multi_init, "curl_multi_init");
+  symbols.bind(a.multi_setopt, "curl_multi_setopt");
+  symbols.bind(a.multi_add_handle, "curl_multi_add_handle");
+  symbols.bind(a.multi_remove_handle, "curl_multi_remove_handle");
+  symbols.bind(a.multi_cleanup, "curl_multi_cleanup");
+  symbols.bind(a.multi_perform, "curl_multi_perform");
+  symbols.bind(a.multi_info_read, "curl_multi_info_read");
+  symbols.bind(a.multi_poll, "curl_multi_poll");
+  symbols.bind(a.multi_timeout, "curl_multi_timeout");
+  symbols.bind(a.multi_socket_action, "curl_multi_socket_action");
+  symbols.bind(a.multi_strerror, "curl_multi_strerror");
+  if (const Status bound = symbols.status(); !bound) {
     // The first missing function says enough; the rest are usually missing for the same reason.
+    const std::string& missing = bound.error();
     const auto more = static_cast<std::size_t>(std::count(missing.begin(), missing.end(), ';'));
     out.error = lib.name() + " is not a usable libcurl (7.66 or later): " +
                 missing.substr(0, missing.find(';')) +

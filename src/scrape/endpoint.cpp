@@ -13,11 +13,6 @@ bool has_blank(std::string_view s) {
   });
 }
 
-std::optional<Endpoint> fail(std::string* error, std::string message) {
-  if (error) *error = std::move(message);
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::string endpoint_url(const Endpoint& endpoint, bool https) {
@@ -31,55 +26,54 @@ std::string endpoint_url(const Endpoint& endpoint, bool https) {
   return (https ? "https://" : "http://") + host + ":" + std::to_string(endpoint.port) + "/metrics";
 }
 
-std::optional<Endpoint> parse_endpoint(std::string_view spec, std::string* error) {
+Result<Endpoint> parse_endpoint(std::string_view spec) {
   const std::string quoted = "'" + std::string(spec) + "'";
   const auto eq = spec.find('=');
   if (eq == std::string_view::npos) {
-    return fail(error, "expected HOST=ADDR:PORT, got " + quoted);
+    return Error{"expected HOST=ADDR:PORT, got " + quoted};
   }
   Endpoint out;
   out.hostname = std::string(spec.substr(0, eq));
   if (out.hostname.empty() || has_blank(out.hostname)) {
-    return fail(error, "empty or blank hostname in " + quoted + " (expected HOST=ADDR:PORT)");
+    return Error{"empty or blank hostname in " + quoted + " (expected HOST=ADDR:PORT)"};
   }
   std::string_view rest = spec.substr(eq + 1);
   std::string_view port_text;
   if (rest.starts_with('[')) {
     const auto close = rest.find(']');
     if (close == std::string_view::npos) {
-      return fail(error, "unterminated '[' in the address of " + quoted);
+      return Error{"unterminated '[' in the address of " + quoted};
     }
     out.address = std::string(rest.substr(1, close - 1));
     if (out.address.find(':') == std::string::npos) {
-      return fail(error, "brackets hold an IPv6 address, got '[" + out.address + "]' in " + quoted);
+      return Error{"brackets hold an IPv6 address, got '[" + out.address + "]' in " + quoted};
     }
     const auto after = rest.substr(close + 1);
-    if (!after.starts_with(':')) return fail(error, "expected ':PORT' after ']' in " + quoted);
+    if (!after.starts_with(':')) return Error{"expected ':PORT' after ']' in " + quoted};
     port_text = after.substr(1);
   } else {
     const auto colon = rest.rfind(':');
     if (colon == std::string_view::npos) {
-      return fail(error, "expected HOST=ADDR:PORT, no port in " + quoted);
+      return Error{"expected HOST=ADDR:PORT, no port in " + quoted};
     }
     out.address = std::string(rest.substr(0, colon));
     if (out.address.find(':') != std::string::npos) {
-      return fail(error, "an IPv6 address needs brackets, e.g. HOST=[fd00::7]:9405, got " + quoted);
+      return Error{"an IPv6 address needs brackets, e.g. HOST=[fd00::7]:9405, got " + quoted};
     }
     port_text = rest.substr(colon + 1);
   }
   if (out.address.empty() || has_blank(out.address)) {
-    return fail(error, "empty or blank address in " + quoted);
+    return Error{"empty or blank address in " + quoted};
   }
   const auto port = common::parse_u64(port_text);
   if (!port || *port == 0 || *port > 65535) {
-    return fail(error, "port must be 1-65535, got '" + std::string(port_text) + "' in " + quoted);
+    return Error{"port must be 1-65535, got '" + std::string(port_text) + "' in " + quoted};
   }
   out.port = static_cast<std::uint16_t>(*port);
   return out;
 }
 
-std::optional<std::vector<Endpoint>> parse_endpoints_text(std::string_view text,
-                                                          std::string* error) {
+Result<std::vector<Endpoint>> parse_endpoints_text(std::string_view text) {
   std::vector<Endpoint> out;
   std::size_t line_no = 0;
   for (const auto& raw : common::split(text, '\n')) {
@@ -90,12 +84,8 @@ std::optional<std::vector<Endpoint>> parse_endpoints_text(std::string_view text,
     }
     line = common::trim(line);
     if (line.empty()) continue;
-    std::string why;
-    auto endpoint = parse_endpoint(line, &why);
-    if (!endpoint) {
-      if (error) *error = "line " + std::to_string(line_no) + ": " + why;
-      return std::nullopt;
-    }
+    auto endpoint = parse_endpoint(line);
+    if (!endpoint) return Error{"line " + std::to_string(line_no) + ": " + endpoint.error()};
     out.push_back(std::move(*endpoint));
   }
   return out;

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace cpupower::scrape {
 
 struct Endpoint {
@@ -22,13 +24,12 @@ struct Endpoint {
 // https:// with `https`.
 std::string endpoint_url(const Endpoint& endpoint, bool https = false);
 
-// Parses HOST=ADDR:PORT, where ADDR may be a bracketed IPv6 literal ([fd00::7]). nullopt
-// with `error` saying what is wrong, quoting the text.
-std::optional<Endpoint> parse_endpoint(std::string_view spec, std::string* error);
+// Parses HOST=ADDR:PORT, where ADDR may be a bracketed IPv6 literal ([fd00::7]). The error
+// says what is wrong, quoting the text.
+Result<Endpoint> parse_endpoint(std::string_view spec);
 
 // Parses an endpoints file's text: one HOST=ADDR:PORT per line; blank lines and everything
-// after a '#' are ignored. nullopt with `error` naming the 1-based line on the first bad one.
-std::optional<std::vector<Endpoint>> parse_endpoints_text(std::string_view text,
-                                                          std::string* error);
+// after a '#' are ignored. The error names the 1-based line of the first bad one.
+Result<std::vector<Endpoint>> parse_endpoints_text(std::string_view text);
 
 }  // namespace cpupower::scrape

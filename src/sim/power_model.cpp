@@ -94,9 +94,8 @@ LoadTracker::LoadTracker(std::string proc_stat, std::uint32_t sockets,
       smoothed_(sockets_, 0.0) {}
 
 Result<std::vector<LoadTracker::Totals>> LoadTracker::read_sockets() const {
-  std::string why;
-  const auto text = common::read_small_file(path_, &why, 1 << 20);
-  if (!text) return Error{"cannot read " + path_ + ": " + why};
+  const auto text = common::read_small_file(path_, 1 << 20);
+  if (!text) return Error{"cannot read " + path_ + ": " + text.error()};
   const auto cpus = parse_proc_stat(*text);
   if (cpus.empty()) return Error{path_ + " lists no cpuN line"};
   std::vector<Totals> out(sockets_);
@@ -210,9 +209,8 @@ Result<TraceTable> parse_trace(std::string_view text, const std::string& name,
 }
 
 Result<std::string> read_trace_file(const std::string& path) {
-  std::string why;
-  auto text = common::read_small_file(path, &why, 64 << 20);
-  if (!text) return Error{"cannot read trace " + path + ": " + why};
+  auto text = common::read_small_file(path, 64 << 20);
+  if (!text) return Error{"cannot read trace " + path + ": " + text.error()};
   return std::move(*text);
 }
 

@@ -188,12 +188,12 @@ Status SimGpu::start() {
   // Slow and hang faults hold a polling thread each; a few let other clients through a slow
   // response, and a hang eventually holds them all, as a hung exporter does.
   limits.threads = 4;
-  std::string why;
-  if (!d.server.start(
+  if (Status started = d.server.start(
           o.bind_ip, o.port,
           [this](std::string_view method, std::string_view path) { return respond(method, path); },
-          limits, &why)) {
-    return Error{why};
+          limits);
+      !started) {
+    return started;
   }
   d.collector = std::thread([&d] { d.collect_loop(); });
   d.started = true;

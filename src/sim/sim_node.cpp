@@ -316,7 +316,7 @@ void SimNode::Impl::poll_intervals(Clock::time_point now) {
   for (auto& c : channels) {
     const std::string path =
         path_of(*c).substr(0, path_of(*c).rfind('/') + 1) + "power1_average_interval";
-    const auto text = common::read_small_file(path, nullptr, 64);
+    const auto text = common::read_small_file(path, 64);
     const std::string content = text ? std::string(common::trim(*text)) : std::string("<none>");
     const auto ms = text ? common::parse_u64(content) : std::nullopt;
     const auto wanted = ms && *ms <= 3600000

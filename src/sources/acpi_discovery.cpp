@@ -159,7 +159,7 @@ AcpiDiscovery discover_acpi(const std::string& hwmon_root) {
 }
 
 std::optional<std::chrono::milliseconds> read_average_interval(const std::string& path) {
-  const auto text = common::read_small_file(path, nullptr, 64);
+  const auto text = common::read_small_file(path, 64);
   if (!text) return std::nullopt;
   const auto ms = common::parse_u64(common::trim(*text));
   if (!ms || *ms == 0 || *ms > 86400000) return std::nullopt;

@@ -76,32 +76,31 @@ class DcgmSession {
     auto log = common::logger("cpu_power_exporter::dcgm");
     std::vector<std::string> names = {"libdcgm.so.4", "libdcgm.so.3", "libdcgm.so"};
     if (!o.library.empty()) names = {o.library};
-    std::string err;
-    if (!lib_.open(names, &err)) {
-      *reason = "DCGM unavailable: libdcgm not found: " + err;
+    if (const Status opened = lib_.open(names); !opened) {
+      *reason = "DCGM unavailable: libdcgm not found: " + opened.error();
       return false;
     }
-    std::string missing;
-    lib_.bind(api_.init, "dcgmInit", &missing);
-    lib_.bind(api_.shutdown, "dcgmShutdown", &missing);
-    lib_.bind(api_.connect, "dcgmConnect", &missing);
-    lib_.bind(api_.disconnect, "dcgmDisconnect", &missing);
-    lib_.bind(api_.start_embedded, "dcgmStartEmbedded", &missing);
-    lib_.bind(api_.stop_embedded, "dcgmStopEmbedded", &missing);
-    lib_.bind(api_.get_entities, "dcgmGetEntityGroupEntities", &missing);
-    lib_.bind(api_.group_create, "dcgmGroupCreate", &missing);
-    lib_.bind(api_.group_add, "dcgmGroupAddEntity", &missing);
-    lib_.bind(api_.group_destroy, "dcgmGroupDestroy", &missing);
-    lib_.bind(api_.field_group_create, "dcgmFieldGroupCreate", &missing);
-    lib_.bind(api_.field_group_destroy, "dcgmFieldGroupDestroy", &missing);
-    lib_.bind(api_.watch, "dcgmWatchFields", &missing);
-    lib_.bind(api_.unwatch, "dcgmUnwatchFields", &missing);
-    lib_.bind(api_.update_all, "dcgmUpdateAllFields", &missing);
-    lib_.bind(api_.latest, "dcgmEntitiesGetLatestValues", &missing);
-    std::string optional_missing;
-    lib_.bind(api_.connect_v2, "dcgmConnect_v2", &optional_missing);
-    if (!missing.empty()) {
-      *reason = "DCGM unavailable: " + lib_.name() + ": " + missing;
+    common::SymbolBinder symbols(lib_);
+    symbols.bind(api_.init, "dcgmInit");
+    symbols.bind(api_.shutdown, "dcgmShutdown");
+    symbols.bind(api_.connect, "dcgmConnect");
+    symbols.bind(api_.disconnect, "dcgmDisconnect");
+    symbols.bind(api_.start_embedded, "dcgmStartEmbedded");
+    symbols.bind(api_.stop_embedded, "dcgmStopEmbedded");
+    symbols.bind(api_.get_entities, "dcgmGetEntityGroupEntities");
+    symbols.bind(api_.group_create, "dcgmGroupCreate");
+    symbols.bind(api_.group_add, "dcgmGroupAddEntity");
+    symbols.bind(api_.group_destroy, "dcgmGroupDestroy");
+    symbols.bind(api_.field_group_create, "dcgmFieldGroupCreate");
+    symbols.bind(api_.field_group_destroy, "dcgmFieldGroupDestroy");
+    symbols.bind(api_.watch, "dcgmWatchFields");
+    symbols.bind(api_.unwatch, "dcgmUnwatchFields");
+    symbols.bind(api_.update_all, "dcgmUpdateAllFields");
+    symbols.bind(api_.latest, "dcgmEntitiesGetLatestValues");
+    common::SymbolBinder optional_symbols(lib_);  // absent from older DCGM: not an error
+    optional_symbols.bind(api_.connect_v2, "dcgmConnect_v2");
+    if (const Status bound = symbols.status(); !bound) {
+      *reason = "DCGM unavailable: " + lib_.name() + ": " + bound.error();
       return false;
     }
     if (const auto rc = api_.init(); rc != DCGM_ST_OK) {

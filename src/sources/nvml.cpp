@@ -140,20 +140,23 @@ class Poller {
     const auto& o = sh_->options;
     std::vector<std::string> names = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
     if (!o.library.empty()) names = {o.library};
-    std::string err;
-    if (!lib_.open(names, &err)) return unavailable(sh_, "libnvidia-ml not found: " + err);
-    std::string missing;
+    if (const Status opened = lib_.open(names); !opened) {
+      return unavailable(sh_, "libnvidia-ml not found: " + opened.error());
+    }
+    common::SymbolBinder symbols(lib_);
     nvmlInit_v2_fn init = nullptr;
     nvmlDeviceGetCount_v2_fn count_fn = nullptr;
     nvmlDeviceGetHandleByIndex_v2_fn handle_fn = nullptr;
     nvmlDeviceGetPciInfo_v3_fn pci_fn = nullptr;
-    lib_.bind(init, "nvmlInit_v2", &missing);
-    lib_.bind(shutdown_, "nvmlShutdown", &missing);
-    lib_.bind(count_fn, "nvmlDeviceGetCount_v2", &missing);
-    lib_.bind(handle_fn, "nvmlDeviceGetHandleByIndex_v2", &missing);
-    lib_.bind(pci_fn, "nvmlDeviceGetPciInfo_v3", &missing);
-    lib_.bind(fields_fn_, "nvmlDeviceGetFieldValues", &missing);
-    if (!missing.empty()) return unavailable(sh_, lib_.name() + ": " + missing);
+    symbols.bind(init, "nvmlInit_v2");
+    symbols.bind(shutdown_, "nvmlShutdown");
+    symbols.bind(count_fn, "nvmlDeviceGetCount_v2");
+    symbols.bind(handle_fn, "nvmlDeviceGetHandleByIndex_v2");
+    symbols.bind(pci_fn, "nvmlDeviceGetPciInfo_v3");
+    symbols.bind(fields_fn_, "nvmlDeviceGetFieldValues");
+    if (const Status bound = symbols.status(); !bound) {
+      return unavailable(sh_, lib_.name() + ": " + bound.error());
+    }
 
     const auto t0 = Clock::now();
     const auto rc = init();

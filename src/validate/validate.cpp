@@ -44,7 +44,7 @@ std::string list_text(const std::vector<std::string>& items, std::size_t most) {
 }
 
 Result<Json> read_json(const std::string& path) {
-  const auto text = common::read_small_file(path, nullptr, SIZE_MAX);
+  const auto text = common::read_small_file(path, SIZE_MAX);
   if (!text) {
     // A directory opens but holds no JSON.
     return Error{fs::is_directory(path) ? "not JSON" : "cannot be read"};

@@ -73,14 +73,12 @@ struct Server {
     // What the stand-in serves is itself readable exposition.
     const std::string body = service.render_metrics();
     FUZZ_CHECK(cpupower::expo::parse(body).ok(), "the exporter's own /metrics does not parse");
-    std::string error;
     cpupower::exporter::HttpLimits limits;
     limits.connection_timeout_s = 2;
-    FUZZ_CHECK(http.start(
-                   "127.0.0.1", 0,
-                   [this](std::string_view m, std::string_view p) { return service.handle(m, p); },
-                   limits, &error),
-               "%s", error.c_str());
+    const cpupower::Status started = http.start(
+        "127.0.0.1", 0,
+        [this](std::string_view m, std::string_view p) { return service.handle(m, p); }, limits);
+    FUZZ_CHECK(started, "%s", started.error().c_str());
     addr.sin_family = AF_INET;
     addr.sin_port = htons(http.port());
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

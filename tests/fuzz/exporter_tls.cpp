@@ -128,15 +128,14 @@ struct Server {
     limits.connection_timeout_s = 2;
     ex::HttpSecurity security;
     security.tls = make_tls();
-    std::string error;
-    FUZZ_CHECK(http.start(
-                   "127.0.0.1", 0,
-                   [](std::string_view, std::string_view path) {
-                     return path == "/health" ? ex::HttpResponse{200, "text/plain", "ok\n", {}}
-                                              : ex::HttpResponse{404, "text/plain", "no\n", {}};
-                   },
-                   limits, &error, std::move(security)),
-               "%s", error.c_str());
+    const cpupower::Status started = http.start(
+        "127.0.0.1", 0,
+        [](std::string_view, std::string_view path) {
+          return path == "/health" ? ex::HttpResponse{200, "text/plain", "ok\n", {}}
+                                   : ex::HttpResponse{404, "text/plain", "no\n", {}};
+        },
+        limits, std::move(security));
+    FUZZ_CHECK(started, "%s", started.error().c_str());
     client_hello = genuine_client_hello();
   }
 };

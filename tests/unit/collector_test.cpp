@@ -472,20 +472,19 @@ std::optional<std::uint64_t> field(const std::string& line, const std::string& k
 // ---- endpoints -------------------------------------------------------------------------
 
 TEST(Endpoint, ParsesHostAddressAndPort) {
-  std::string error;
-  auto e = parse_endpoint("node-a=10.0.0.7:9405", &error);
-  ASSERT_TRUE(e) << error;
+  auto e = parse_endpoint("node-a=10.0.0.7:9405");
+  ASSERT_TRUE(e) << e.error();
   EXPECT_EQ(*e, (Endpoint{"node-a", "10.0.0.7", 9405}));
   EXPECT_EQ(endpoint_url(*e), "http://10.0.0.7:9405/metrics");
 
-  e = parse_endpoint("node-b=[fd00::7]:9405", &error);
-  ASSERT_TRUE(e) << error;
+  e = parse_endpoint("node-b=[fd00::7]:9405");
+  ASSERT_TRUE(e) << e.error();
   EXPECT_EQ(e->address, "fd00::7");
   EXPECT_EQ(endpoint_url(*e), "http://[fd00::7]:9405/metrics");
   EXPECT_EQ(endpoint_url(Endpoint{"h", "fe80::1%eth0", 1}), "http://[fe80::1%25eth0]:1/metrics");
 
-  e = parse_endpoint("node-c=gpu-node-03.cluster:80", &error);
-  ASSERT_TRUE(e) << error;
+  e = parse_endpoint("node-c=gpu-node-03.cluster:80");
+  ASSERT_TRUE(e) << e.error();
   EXPECT_EQ(e->address, "gpu-node-03.cluster");
 }
 
@@ -503,23 +502,24 @@ TEST(Endpoint, RefusesMalformedSpecsWithTheText) {
       {"a=:9405", "empty or blank address"},
   };
   for (const auto& [spec, want] : bad) {
-    std::string error;
-    EXPECT_FALSE(parse_endpoint(spec, &error)) << spec;
+    const auto parsed = parse_endpoint(spec);
+    EXPECT_FALSE(parsed) << spec;
+    const std::string& error = parsed.error();
     EXPECT_NE(error.find(want), std::string::npos) << spec << " -> " << error;
     EXPECT_NE(error.find(spec), std::string::npos) << "error does not quote the spec: " << error;
   }
 }
 
 TEST(Endpoint, ReadsAnEndpointsFileWithComments) {
-  std::string error;
   auto list = parse_endpoints_text(
-      "# cluster A\n\nnode-a=10.0.0.1:9405\r\n  node-b=[fd00::2]:9405  # v6\n", &error);
-  ASSERT_TRUE(list) << error;
+      "# cluster A\n\nnode-a=10.0.0.1:9405\r\n  node-b=[fd00::2]:9405  # v6\n");
+  ASSERT_TRUE(list) << list.error();
   ASSERT_EQ(list->size(), 2u);
   EXPECT_EQ((*list)[1], (Endpoint{"node-b", "fd00::2", 9405}));
 
-  EXPECT_FALSE(parse_endpoints_text("node-a=10.0.0.1:9405\nnode-b\n", &error));
-  EXPECT_EQ(error.rfind("line 2: ", 0), 0u) << error;
+  const auto bad = parse_endpoints_text("node-a=10.0.0.1:9405\nnode-b\n");
+  EXPECT_FALSE(bad);
+  EXPECT_EQ(bad.error().rfind("line 2: ", 0), 0u) << bad.error();
 }
 
 // ---- rows and manifest -----------------------------------------------------------------

@@ -387,14 +387,13 @@ TEST(HttpServerSlowClients, IdleAndTricklingConnectionsNeitherLockOutNorOutstayT
   HttpLimits limits;
   limits.connection_limit = 32;     // 16 a polling thread, 12 of them for waiting connections
   limits.request_timeout = 2000ms;  // margins below for a busy or emulated machine
-  std::string error;
-  ASSERT_TRUE(server.start(
+  const Status started = server.start(
       "127.0.0.1", 0,
       [](std::string_view, std::string_view) {
         return HttpResponse{200, "text/plain", "ok\n", {}};
       },
-      limits, &error))
-      << error;
+      limits);
+  ASSERT_TRUE(started) << started.error();
   // Twice the connection limit of clients that send nothing: without room-making the
   // server would sit at its limit until the deadline.
   std::vector<int> idle;
@@ -450,8 +449,7 @@ TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
   limits.threads = 1;
   limits.request_timeout = 3s;
   limits.connection_timeout_s = 3;
-  std::string error;
-  ASSERT_TRUE(server.start(
+  const Status started = server.start(
       "127.0.0.1", 0,
       [&](std::string_view, std::string_view path) {
         if (path == "/hold") {
@@ -460,8 +458,8 @@ TEST(HttpServerSlowClients, HalfClosedPartialRequestIsLetGoAtOnce) {
         }
         return HttpResponse{200, "text/plain", "ok\n", {}};
       },
-      limits, &error))
-      << error;
+      limits);
+  ASSERT_TRUE(started) << started.error();
   std::thread holder([&] { get_path(server.port(), "/hold"); });
   entered.get_future().wait();
   std::vector<int> halves;
@@ -709,8 +707,8 @@ TEST(HttpServerAuthentication, ASlowPasswordCheckDoesNotHoldUpOtherRequests) {
   HttpServer server;
   HttpLimits limits;
   limits.threads = 1;
-  std::string error;
-  ASSERT_TRUE(server.start("127.0.0.1", 0, hello, limits, &error, held.security())) << error;
+  const Status started = server.start("127.0.0.1", 0, hello, limits, held.security());
+  ASSERT_TRUE(started) << started.error();
   std::string slow;
   std::thread slow_client([&] { slow = get_with_auth(server.port(), "Basic slow"); });
   ASSERT_TRUE(held.wait_entered(1));
@@ -734,8 +732,8 @@ TEST(HttpServerAuthentication, QueuedChecksAreBoundedPerAddressAndInAll) {
   HttpLimits limits;
   limits.auth_queue = 3;
   limits.auth_queue_per_peer = 2;
-  std::string error;
-  ASSERT_TRUE(server.start("127.0.0.1", 0, hello, limits, &error, held.security())) << error;
+  const Status started = server.start("127.0.0.1", 0, hello, limits, held.security());
+  ASSERT_TRUE(started) << started.error();
   std::vector<std::string> answers(3);
   std::vector<std::thread> clients;
   clients.emplace_back([&] { answers[0] = get_with_auth(server.port(), "Basic slow"); });
@@ -770,8 +768,8 @@ TEST(HttpServerAuthentication, StoppingWithChecksQueuedAnswersThemAndReturns) {
   HeldAuth held;
   HttpServer server;
   HttpLimits limits;
-  std::string error;
-  ASSERT_TRUE(server.start("127.0.0.1", 0, hello, limits, &error, held.security())) << error;
+  const Status started = server.start("127.0.0.1", 0, hello, limits, held.security());
+  ASSERT_TRUE(started) << started.error();
   std::string running, queued;
   std::thread a([&] { running = get_with_auth(server.port(), "Basic slow"); });
   ASSERT_TRUE(held.wait_entered(1));
@@ -872,14 +870,14 @@ struct TlsServer {
   std::mutex mu;
   std::vector<std::string> events;
 
-  bool start(HttpLimits limits, std::string* error) {
+  Status start(HttpLimits limits) {
     HttpSecurity s;
     s.tls = test_tls();
     s.on_event = [this](const SecurityEvent& ev) {
       std::lock_guard lock(mu);
       events.emplace_back(ev.kind);
     };
-    return server.start("127.0.0.1", 0, hello, limits, error, std::move(s));
+    return server.start("127.0.0.1", 0, hello, limits, std::move(s));
   }
 };
 
@@ -887,8 +885,8 @@ TEST(HttpServerTls, HandshakesWithoutARequestLeaveTheServerServing) {
   // libmicrohttpd 0.9.75 releases a connection's TLS session before it reports the connection
   // closed: whatever tells why a connection without a request ended must be known by then.
   TlsServer tls;
-  std::string error;
-  ASSERT_TRUE(tls.start(HttpLimits{}, &error)) << error;
+  const Status started = tls.start(HttpLimits{});
+  ASSERT_TRUE(started) << started.error();
   const std::uint16_t port = tls.server.port();
   for (const char* priorities : {kTls12, kTls13}) {
     for (const bool close_notify : {true, false}) {
@@ -941,8 +939,8 @@ TEST(HttpServerTls, IdleAndStalledHandshakesCloseAtTheDeadlineWithoutSpinning) {
   HttpLimits limits;
   limits.request_timeout = 1500ms;
   limits.connection_timeout_s = 1;
-  std::string error;
-  ASSERT_TRUE(tls.start(limits, &error)) << error;
+  const Status started = tls.start(limits);
+  ASSERT_TRUE(started) << started.error();
   const std::uint16_t port = tls.server.port();
   const std::size_t fds_before = open_fds();
   std::vector<int> held;
@@ -984,7 +982,7 @@ struct RecordingServer {
   std::mutex mu;
   std::vector<std::string> paths;
 
-  bool start(std::string* error) {
+  Status start() {
     return server.start(
         "127.0.0.1", 0,
         [this](std::string_view, std::string_view path) {
@@ -993,7 +991,7 @@ struct RecordingServer {
           return path == "/metrics" ? HttpResponse{200, "text/plain", "m\n", {}}
                                     : HttpResponse{404, "text/plain", "not found\n", {}};
         },
-        HttpLimits{}, error);
+        HttpLimits{});
   }
   std::vector<std::string> seen() {
     std::lock_guard lock(mu);
@@ -1047,8 +1045,8 @@ std::size_t count_of(const std::string& text, const std::string& what) {
 
 TEST(HttpServerFraming, ContentLengthWithTransferEncodingIsAnsweredOnceAndClosed) {
   RecordingServer s;
-  std::string error;
-  ASSERT_TRUE(s.start(&error)) << error;
+  const Status started = s.start();
+  ASSERT_TRUE(started) << started.error();
   // A front that frames by Content-Length sends all of it as one request; one that frames by
   // Transfer-Encoding sees a second request in the body.
   const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -1067,8 +1065,8 @@ TEST(HttpServerFraming, ContentLengthWithTransferEncodingIsAnsweredOnceAndClosed
 
 TEST(HttpServerFraming, DifferingContentLengthsAreRefusedAndClosed) {
   RecordingServer s;
-  std::string error;
-  ASSERT_TRUE(s.start(&error)) << error;
+  const Status started = s.start();
+  ASSERT_TRUE(started) << started.error();
   const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
   for (const auto& lengths : {std::make_pair(std::size_t{0}, smuggled.size()),
                               std::make_pair(smuggled.size(), std::size_t{0})}) {
@@ -1094,8 +1092,8 @@ TEST(HttpServerFraming, DifferingContentLengthsAreRefusedAndClosed) {
 
 TEST(HttpServerFraming, HalfClosedHeadIsClosedAfterItsResponseAsAGetIs) {
   RecordingServer s;
-  std::string error;
-  ASSERT_TRUE(s.start(&error)) << error;  // the 5 s idle timeout and request deadline
+  const Status started = s.start();
+  ASSERT_TRUE(started) << started.error();  // the 5 s idle timeout and request deadline
   for (const char* method : {"GET", "HEAD"}) {
     for (int i = 0; i < 20; ++i) {
       const auto e = send_until_closed(
@@ -1111,8 +1109,8 @@ TEST(HttpServerFraming, HalfClosedHeadIsClosedAfterItsResponseAsAGetIs) {
 
 TEST(HttpServerFraming, EncodedBytesNeverTurnAPathIntoARoute) {
   RecordingServer s;
-  std::string error;
-  ASSERT_TRUE(s.start(&error)) << error;
+  const Status started = s.start();
+  ASSERT_TRUE(started) << started.error();
   for (const char* path : {"/metrics%00.txt", "/metrics%00", "/metrics%2500", "/metrics%2f",
                            "/metrics%00/../metrics"}) {
     const auto e = send_until_closed(

@@ -447,15 +447,14 @@ TEST(ExporterBinary, ResolutionOrder) {
 }
 
 TEST(ExporterBinary, ArgvPerKind) {
-  std::string warning;
-  EXPECT_THAT(exporter_argv(native("/e"), 9405, "acpi", {"--bind", "127.0.0.1"}, &warning),
+  EXPECT_THAT(exporter_argv(native("/e"), 9405, "acpi", {"--bind", "127.0.0.1"}),
               ElementsAre("/e", "--port", "9405", "--source", "acpi", "--bind", "127.0.0.1"));
-  EXPECT_EQ(warning, "");
+  EXPECT_EQ(exporter_source_warning(native("/e"), "acpi"), "");
   const ExporterChoice py{ExporterKind::python_fallback, "/f.py", "fallback", {}};
-  EXPECT_THAT(exporter_argv(py, 9405, "auto", {}, &warning),
+  EXPECT_THAT(exporter_argv(py, 9405, "auto", {}),
               ElementsAre("python3", "/f.py", "--port", "9405"));
-  EXPECT_EQ(warning, "");  // auto is what the fallback does anyway
-  EXPECT_THAT(exporter_argv(ExporterChoice{}, 9405, "auto", {}, &warning), IsEmpty());
+  EXPECT_EQ(exporter_source_warning(py, "auto"), "");  // auto is what the fallback does anyway
+  EXPECT_THAT(exporter_argv(ExporterChoice{}, 9405, "auto", {}), IsEmpty());
 }
 
 TEST(ExporterBinary, TheRealProcessFindsTheFallbackInTheSourceTree) {

@@ -48,7 +48,8 @@ class TempDir {
 };
 
 std::string read_text(const std::string& path) {
-  return common::read_small_file(path).value_or("<unreadable>");
+  const auto text = common::read_small_file(path);
+  return text ? *text : "<unreadable>";
 }
 
 std::string link_target(const std::string& path) {
@@ -93,9 +94,9 @@ class BlockingRead {
   explicit BlockingRead(std::string path) : path_(std::move(path)) {
     thread_ = std::thread([this] {
       const auto start = Clock::now();
-      auto text = common::read_small_file(path_, &error_);
+      const auto text = common::read_small_file(path_);
       took_ = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-      text_ = text.value_or("<error>");
+      text_ = text ? *text : "<error>";
       done_ = true;
     });
   }
@@ -116,7 +117,7 @@ class BlockingRead {
  private:
   std::string path_;
   std::atomic<bool> done_{false};
-  std::string text_, error_;
+  std::string text_;
   milliseconds took_{0};
   std::thread thread_;
 };
@@ -490,7 +491,7 @@ class FakeProcStat {
               std::to_string(idle_[c]) + " 0 0 0 0 0 0\n";
     }
     text += "intr 0\nctxt 0\n";
-    common::write_file_atomic(path_, text);
+    (void)common::write_file_atomic(path_, text);
   }
   std::string path_;
   int cpus_;
