@@ -69,12 +69,15 @@ bool natural_less(std::string_view a, std::string_view b) {
   return a < b;
 }
 
-Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes) {
+namespace {
+
+// Reads until end of file or until more than `max_bytes` are in (up to a buffer more).
+Result<std::string> read_up_to(const std::string& path, std::size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{std::strerror(errno)};
   std::string out;
   char buf[512];
-  while (out.size() < max_bytes) {
+  while (out.size() <= max_bytes) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -87,6 +90,22 @@ Result<std::string> read_small_file(const std::string& path, std::size_t max_byt
   }
   ::close(fd);
   return out;
+}
+
+}  // namespace
+
+Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes) {
+  auto text = read_up_to(path, max_bytes);
+  if (text && text->size() > max_bytes) {
+    return Error{"larger than " + std::to_string(max_bytes) + " bytes"};
+  }
+  return text;
+}
+
+Result<std::string> read_file_prefix(const std::string& path, std::size_t max_bytes) {
+  auto text = read_up_to(path, max_bytes);
+  if (text && text->size() > max_bytes) text->resize(max_bytes);
+  return text;
 }
 
 Status write_file_atomic(const std::string& path, std::string_view content, bool fsync_file) {

@@ -25,9 +25,14 @@ std::optional<double> parse_double(std::string_view s);
 std::optional<std::uint64_t> trailing_number(std::string_view name);
 bool natural_less(std::string_view a, std::string_view b);
 
-// Reads a whole small file (its first `max_bytes` and a little more at most); the error is
-// strerror text when it cannot be opened or read.
+// Reads a whole small file. The error is strerror text when it cannot be opened or read, and
+// "larger than <max_bytes> bytes" when it is: a configuration, manifest or trace cut short
+// could still parse and say less than the file does, so it is refused, never truncated.
 Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes = 4096);
+
+// The first `max_bytes` of a file that may be longer (a growing log read for a line near
+// its start); the error is strerror text.
+Result<std::string> read_file_prefix(const std::string& path, std::size_t max_bytes);
 
 // Writes a file atomically: temporary file in the same directory, then rename. The error
 // names the step and the temporary file: "rename <tmp> -> <path>: <strerror>".

@@ -355,7 +355,7 @@ std::size_t ProcessSet::failed() const {
 std::optional<long> ProcessSet::wait_listening(Process& p, Clock::time_point deadline,
                                                const std::function<bool()>& give_up) {
   while (p.pid > 0 && Clock::now() < deadline && !(give_up && give_up())) {
-    if (const auto text = common::read_small_file(p.log, 1 << 20)) {
+    if (const auto text = common::read_file_prefix(p.log, 1 << 20)) {
       if (const auto port = listening_port(*text)) return port;
     }
     if (reap(p, "at startup")) return std::nullopt;

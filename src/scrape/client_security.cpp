@@ -13,7 +13,7 @@ constexpr std::size_t kMaxPasswordFileBytes = 64 * 1024;
 
 // Empty when `path` can be read, else why not.
 std::string unreadable(const std::string& path) {
-  const auto read = common::read_small_file(path, 1);
+  const auto read = common::read_file_prefix(path, 1);
   if (read) return {};
   return "cannot read " + path + ": " + read.error();
 }

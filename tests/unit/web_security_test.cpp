@@ -283,6 +283,17 @@ TEST_F(WebConfigTest, AFileThatCannotBeReadNamesIt) {
   EXPECT_TRUE(c->tls);
 }
 
+// A file over the size cap is refused whole: cut at the cap, this one would parse as a
+// configuration without its users, an exporter serving without authentication.
+TEST_F(WebConfigTest, AFileOverTheCapIsRefusedNotCut) {
+  write(dir.file("big.yml"), "# " + std::string(1u << 20, 'x') +
+                                 "\nbasic_auth_users:\n  alice: $2y$10$abcdefghijklmnopqrstuv\n");
+  const auto big = load_web_config(dir.file("big.yml"));
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error(),
+            dir.file("big.yml") + ": cannot read the web config file: larger than 1048576 bytes");
+}
+
 TEST(Bcrypt, VerifiesHashesMadeByTheSystemsCryptWithEachPrefix) {
   for (const char* prefix : {"$2b$", "$2y$", "$2a$"}) {
     const std::string h = hash_of("correct horse", prefix);
