@@ -33,7 +33,7 @@ case "$kind" in
   tsan)
     flags="-fsanitize=thread"
     scale=6
-    compiler=g++
+    compiler=clang++
     # The tests of code that runs threads (the exporter's HTTP and reader threads, the
     # collector, the launcher's relays and waits, the simulated node and dcgm-exporter, the
     # report's parallel load) and every integration test; the single-threaded parsers and
@@ -61,11 +61,11 @@ bash scripts/install-deps.sh
 # -O1 -g1 and nothing else: what the sanitizers' documentation advises (line tables for the
 # reports), and a build much quicker than the release one's -O2 -g. The build type None adds
 # no flags of its own (an empty one would get the project's default, RelWithDebInfo).
-# ASan is built with clang (SANITIZER_CXX=g++ for GCC): it compiled the instrumented code in
+# Both are built with clang (SANITIZER_CXX=g++ for GCC): it compiled the instrumented code in
 # half to three quarters of GCC's CPU time (docs/performance.md, Build time), and the product
-# gets a second compiler's warnings and use-after-scope checks. TSan stays with GCC until it
-# has passed under clang. GCC's maybe-uninitialized warning misfires on std::optional in
-# instrumented -O1 code; the normal build keeps it as an error.
+# gets a second compiler's warnings and use-after-scope checks. GCC's maybe-uninitialized
+# warning misfires on std::optional in instrumented -O1 code; the normal build keeps it as an
+# error.
 # A clang ASan build is also configured with FUZZ=ON: the same instrumented libraries, with
 # coverage for libFuzzer, give the fuzz targets too, so `make fuzz BUILD_FUZZ=build-asan`
 # (what CI runs) fuzzes without a build of its own.
