@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "artifacts/csv.hpp"
@@ -55,15 +54,6 @@ struct FileTally {
   std::uint64_t torn = 0, dropped = 0, unknown_sensors = 0;
 };
 
-Result<std::string> read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot open"};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error{"read error"};
-  return std::move(ss).str();
-}
-
 // Reads one node file into v5 rows by the report's row rules (artifacts/row_issues.hpp), so
 // that the merged file reads as the node files do: rows the report skips are skipped and
 // counted, readings it reads as missing are empty cells. The file as a whole is refused only
@@ -74,9 +64,9 @@ class NodeFileReader {
       : name_(std::move(name)), out_(out), rows_(rows) {}
 
   void read(const std::string& path) {
-    const auto text = read_whole_file(path);
+    const auto text = common::read_small_file(path, SIZE_MAX);  // no cap: a long run's rows
     if (!text) {
-      malformed_file(name_ + ": " + text.error());
+      malformed_file(name_ + ": cannot read: " + text.error());
       return;
     }
     if (text->empty()) {
