@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "artifacts/gpu_reasons.hpp"
+#include "common/enum_names.hpp"
 #include "common/json_fields.hpp"
 #include "common/text.hpp"
 
@@ -190,26 +191,18 @@ GpuArtifactError artifact_error(std::string path, std::string_view code) {
 
 // ---- the window file ------------------------------------------------------------------
 
+constexpr common::EnumName<GpuWindowStatus> kWindowStatusNames[] = {
+    {GpuWindowStatus::running, "running"},
+    {GpuWindowStatus::interrupted, "interrupted"},
+    {GpuWindowStatus::completed, "completed"},
+    {GpuWindowStatus::failed, "failed"}};
+
 std::string_view gpu_window_status_name(GpuWindowStatus status) {
-  switch (status) {
-    case GpuWindowStatus::running:
-      return "running";
-    case GpuWindowStatus::interrupted:
-      return "interrupted";
-    case GpuWindowStatus::completed:
-      return "completed";
-    case GpuWindowStatus::failed:
-      return "failed";
-  }
-  return "running";
+  return common::name_of(kWindowStatusNames, status, "running");
 }
 
 std::optional<GpuWindowStatus> parse_gpu_window_status(std::string_view name) {
-  for (auto s : {GpuWindowStatus::running, GpuWindowStatus::interrupted, GpuWindowStatus::completed,
-                 GpuWindowStatus::failed}) {
-    if (gpu_window_status_name(s) == name) return s;
-  }
-  return std::nullopt;
+  return common::parse(kWindowStatusNames, name);
 }
 
 std::string gpu_window_json(const GpuWindowFile& w) {
