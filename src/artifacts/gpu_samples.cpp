@@ -11,6 +11,7 @@
 
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/row_issues.hpp"
+#include "common/json_fields.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -222,20 +223,10 @@ GpuManifestRoles parse_gpu_manifest_roles(std::string_view json_text) {
     return out;
   }
   out.ok = true;
-  if (const auto n = doc.find("sample_row_count"); n != doc.end() && n->is_number_unsigned()) {
-    out.sample_row_count = n->get<std::uint64_t>();
-  }
-  if (const auto sha = doc.find("samples_sha256"); sha != doc.end() && sha->is_string()) {
-    out.samples_sha256 = sha->get<std::string>();
-  }
-  if (const auto v = doc.find("publication_valid"); v != doc.end() && v->is_boolean()) {
-    out.publication_valid = v->get<bool>();
-  }
-  if (const auto codes = doc.find("reason_codes"); codes != doc.end() && codes->is_array()) {
-    for (const auto& c : *codes) {
-      if (c.is_string()) out.reason_codes.push_back(c.get<std::string>());
-    }
-  }
+  common::get_to(doc, "sample_row_count", out.sample_row_count);
+  common::get_to(doc, "samples_sha256", out.samples_sha256);
+  common::get_to(doc, "publication_valid", out.publication_valid);
+  common::get_to(doc, "reason_codes", out.reason_codes);
   const auto devices = doc.find("expected_devices");
   if (devices == doc.end() || !devices->is_array()) return out;
   out.expected_devices.emplace();
