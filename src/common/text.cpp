@@ -214,6 +214,13 @@ std::string escape_untrusted(std::string_view s) {
   return out;
 }
 
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0, n = 0; i < s.size(); i += n) {
+    if ((n = utf8_length(s.substr(i))) == 0) return false;
+  }
+  return true;
+}
+
 std::string escape_untrusted_xml(std::string_view s) {
   const std::string shown = escape_untrusted(s);
   std::string out;
