@@ -12,6 +12,7 @@
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/row_issues.hpp"
 #include "common/json_fields.hpp"
+#include "common/text.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -23,19 +24,7 @@ std::string shown_header(std::span<const std::string_view> cells) {
     if (i > 0) line += ',';
     line += cells[i];
   }
-  std::string out;
-  for (const char c : line.substr(0, 80)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + (line.size() > 80 ? "..." : "");
+  return common::escape_controls(line.substr(0, 80)) + (line.size() > 80 ? "..." : "");
 }
 
 constexpr std::size_t kTimestampUnix = column_of(kGpuColumns, "timestamp_unix");
