@@ -31,14 +31,13 @@ constexpr std::size_t kHostname = column_of(kGpuColumns, "hostname");
 constexpr std::size_t kGpuIndex = column_of(kGpuColumns, "gpu_index");
 constexpr std::size_t kGpuUuid = column_of(kGpuColumns, "gpu_uuid");
 
-std::string hex(const std::uint8_t* bytes, std::size_t n) {
+// The digest as 64 lowercase hex digits.
+std::string digest_hex(sha256_ctx& ctx) {
   static constexpr char kDigits[] = "0123456789abcdef";
+  std::uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, sizeof digest, digest);
   std::string out;
-  out.reserve(2 * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 0xf];
-  }
+  for (const std::uint8_t b : digest) (out += kDigits[b >> 4]) += kDigits[b & 0xf];
   return out;
 }
 
@@ -242,9 +241,7 @@ std::string sha256_hex(std::string_view bytes) {
   sha256_ctx ctx;
   sha256_init(&ctx);
   sha256_update(&ctx, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
-  std::uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, sizeof digest, digest);
-  return hex(digest, sizeof digest);
+  return digest_hex(ctx);
 }
 
 Result<std::string> sha256_file_hex(const std::string& path) {
@@ -265,9 +262,7 @@ Result<std::string> sha256_file_hex(const std::string& path) {
     sha256_update(&ctx, static_cast<std::size_t>(n), buf.data());
   }
   ::close(fd);
-  std::uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, sizeof digest, digest);
-  return hex(digest, sizeof digest);
+  return digest_hex(ctx);
 }
 
 GpuSamplesCheck check_gpu_samples(const std::string& path,

@@ -107,9 +107,7 @@ std::optional<std::string> read_text(const fs::path& path, std::size_t max_bytes
 }
 
 GpuWindowParse malformed(std::string_view code) {
-  GpuWindowParse out;
-  out.reason_codes.add(code);
-  return out;
+  return {std::nullopt, {code}};
 }
 
 // parse_gpu_window, with the check that the result path resolves below the result root at
@@ -181,10 +179,7 @@ const GpuObservedDevice* find_device(std::span<const GpuObservedDevice> devices,
 }
 
 GpuArtifactError artifact_error(std::string path, std::string_view code) {
-  GpuArtifactError e;
-  e.path = std::move(path);
-  e.reason_codes.add(code);
-  return e;
+  return {std::move(path), {code}};
 }
 
 }  // namespace
