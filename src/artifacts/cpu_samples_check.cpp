@@ -119,12 +119,14 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
   std::unordered_map<std::string, std::size_t> sensor_kinds;  // host \x1f sensor -> kinds[]
   std::string buf;
   damage.clear();
-  while (reader.next(rec, damage)) {
+  while (true) {
+    const bool more = reader.next(rec, damage);
     for (const auto& d : damage) {
       ++out.rows;
       count(out, cpu_reason::kMalformed, d.line, d.what);
     }
     damage.clear();
+    if (!more) break;
     ++out.rows;
     const std::size_t line = rec.line;
     if (const auto why = record_damage(rec, cells)) {
@@ -195,10 +197,6 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
     for (const auto& src : seen) known = known || src.first == c[c_source];
     if (!known) seen.emplace_back(std::string(c[c_source]), line);
     ++out.rows_kept;
-  }
-  for (const auto& d : damage) {
-    ++out.rows;
-    count(out, cpu_reason::kMalformed, d.line, d.what);
   }
   if (!reader.error().empty()) {
     count(out, cpu_reason::kMalformed, 0, reader.error());
