@@ -122,20 +122,6 @@ GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required) {
 
 // ---- devices --------------------------------------------------------------------------
 
-void GpuObservedDevice::observe(std::string_view gpu_uuid, double time_unix) {
-  if (std::find(gpu_uuids.begin(), gpu_uuids.end(), gpu_uuid) == gpu_uuids.end()) {
-    gpu_uuids.emplace_back(gpu_uuid);
-  }
-  if (sample_times_unix.empty() || time_unix < first_sample_time_unix) {
-    first_sample_time_unix = time_unix;
-  }
-  if (sample_times_unix.empty() || time_unix > last_sample_time_unix) {
-    last_sample_time_unix = time_unix;
-  }
-  const auto at = std::upper_bound(sample_times_unix.begin(), sample_times_unix.end(), time_unix);
-  sample_times_unix.insert(at, time_unix);
-}
-
 ReasonSet gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
                              std::span<const GpuObservedDevice> observed) {
   ReasonSet out;
