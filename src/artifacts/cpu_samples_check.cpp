@@ -44,14 +44,10 @@ std::string sensor_kind(std::string_view sensor) {
 }
 
 bool non_negative_integer(std::string_view cell, long long* out) {
-  if (cell.empty()) return false;
-  for (const char c : cell) {
-    if (c < '0' || c > '9') return false;
-  }
-  const auto v = parse_int(cell);
-  if (!v) return false;
-  *out = *v;
-  return true;
+  const auto v = cell.find_first_not_of("0123456789") == std::string_view::npos ? parse_int(cell)
+                                                                                : std::nullopt;
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 }  // namespace
