@@ -44,14 +44,10 @@ std::string sensor_kind(std::string_view sensor) {
 }
 
 bool non_negative_integer(std::string_view cell, long long* out) {
-  if (cell.empty()) return false;
-  for (const char c : cell) {
-    if (c < '0' || c > '9') return false;
-  }
-  const auto v = parse_int(cell);
-  if (!v) return false;
-  *out = *v;
-  return true;
+  const auto v = cell.find_first_not_of("0123456789") == std::string_view::npos ? parse_int(cell)
+                                                                                : std::nullopt;
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 }  // namespace
@@ -119,12 +115,14 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
   std::unordered_map<std::string, std::size_t> sensor_kinds;  // host \x1f sensor -> kinds[]
   std::string buf;
   damage.clear();
-  while (reader.next(rec, damage)) {
+  while (true) {
+    const bool more = reader.next(rec, damage);
     for (const auto& d : damage) {
       ++out.rows;
       count(out, cpu_reason::kMalformed, d.line, d.what);
     }
     damage.clear();
+    if (!more) break;
     ++out.rows;
     const std::size_t line = rec.line;
     if (const auto why = record_damage(rec, cells)) {
@@ -195,10 +193,6 @@ CpuSamplesCheck check_cpu_samples(const std::string& path) {
     for (const auto& src : seen) known = known || src.first == c[c_source];
     if (!known) seen.emplace_back(std::string(c[c_source]), line);
     ++out.rows_kept;
-  }
-  for (const auto& d : damage) {
-    ++out.rows;
-    count(out, cpu_reason::kMalformed, d.line, d.what);
   }
   if (!reader.error().empty()) {
     count(out, cpu_reason::kMalformed, 0, reader.error());

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "artifacts/gpu_reasons.hpp"
+#include "common/enum_names.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -16,13 +17,8 @@ bool one_of(std::span<const std::string_view> set, std::string_view code) {
   return std::find(set.begin(), set.end(), code) != set.end();
 }
 
-std::set<GpuDeviceKey> expected_keys(std::span<const GpuExpectedDevice> devices) {
-  std::set<GpuDeviceKey> keys;
-  for (const auto& d : devices) keys.insert(d.key());
-  return keys;
-}
-
-std::set<GpuDeviceKey> observed_keys(std::span<const GpuObservedDevice> devices) {
+template <class Devices>
+std::set<GpuDeviceKey> keys_of(const Devices& devices) {
   std::set<GpuDeviceKey> keys;
   for (const auto& d : devices) keys.insert(d.key());
   return keys;
@@ -103,28 +99,19 @@ bool is_gpu_operational_failure_reason(std::string_view code) {
 
 // ---- run status -----------------------------------------------------------------------
 
+constexpr common::EnumName<GpuRunStatus> kRunStatusNames[] = {
+    {GpuRunStatus::starting, "starting"},
+    {GpuRunStatus::running, "running"},
+    {GpuRunStatus::complete, "complete"},
+    {GpuRunStatus::incomplete, "incomplete"},
+    {GpuRunStatus::failed, "failed"}};
+
 std::string_view gpu_run_status_name(GpuRunStatus status) {
-  switch (status) {
-    case GpuRunStatus::starting:
-      return "starting";
-    case GpuRunStatus::running:
-      return "running";
-    case GpuRunStatus::complete:
-      return "complete";
-    case GpuRunStatus::incomplete:
-      return "incomplete";
-    case GpuRunStatus::failed:
-      return "failed";
-  }
-  return "starting";
+  return common::name_of(kRunStatusNames, status, "starting");
 }
 
 std::optional<GpuRunStatus> parse_gpu_run_status(std::string_view name) {
-  for (auto s : {GpuRunStatus::starting, GpuRunStatus::running, GpuRunStatus::complete,
-                 GpuRunStatus::incomplete, GpuRunStatus::failed}) {
-    if (gpu_run_status_name(s) == name) return s;
-  }
-  return std::nullopt;
+  return common::parse(kRunStatusNames, name);
 }
 
 GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required) {
@@ -135,25 +122,11 @@ GpuRunStatus gpu_terminal_status(const ReasonSet& reasons, bool required) {
 
 // ---- devices --------------------------------------------------------------------------
 
-void GpuObservedDevice::observe(std::string_view gpu_uuid, double time_unix) {
-  if (std::find(gpu_uuids.begin(), gpu_uuids.end(), gpu_uuid) == gpu_uuids.end()) {
-    gpu_uuids.emplace_back(gpu_uuid);
-  }
-  if (sample_times_unix.empty() || time_unix < first_sample_time_unix) {
-    first_sample_time_unix = time_unix;
-  }
-  if (sample_times_unix.empty() || time_unix > last_sample_time_unix) {
-    last_sample_time_unix = time_unix;
-  }
-  const auto at = std::upper_bound(sample_times_unix.begin(), sample_times_unix.end(), time_unix);
-  sample_times_unix.insert(at, time_unix);
-}
-
 ReasonSet gpu_device_reasons(std::span<const GpuExpectedDevice> expected,
                              std::span<const GpuObservedDevice> observed) {
   ReasonSet out;
-  const auto want = expected_keys(expected);
-  const auto have = observed_keys(observed);
+  const auto want = keys_of(expected);
+  const auto have = keys_of(observed);
   const bool missing =
       want.empty() || std::any_of(want.begin(), want.end(),
                                   [&](const GpuDeviceKey& k) { return !have.contains(k); });
@@ -174,9 +147,9 @@ GpuPublication gpu_publication_valid(const GpuPublicationInputs& in) {
   GpuPublication out;
   const auto fail = [&](std::string_view name) { out.failed_rules.push_back(name); };
   if (in.status != GpuRunStatus::complete) fail(rule::kStatusNotComplete);
-  const auto want = expected_keys(in.expected_devices);
+  const auto want = keys_of(in.expected_devices);
   if (want.empty()) fail(rule::kExpectedDevicesEmpty);
-  if (want != observed_keys(in.observed_devices)) fail(rule::kDeviceKeysMismatch);
+  if (want != keys_of(in.observed_devices)) fail(rule::kDeviceKeysMismatch);
   if (any_uuid_not_single(in.observed_devices)) fail(rule::kDeviceUuidNotSingle);
   if (any_uuid_shared(in.observed_devices)) fail(rule::kDeviceUuidNotUnique);
   if (roles_conflict(in.expected_devices)) fail(rule::kConflictingWorkerRoles);

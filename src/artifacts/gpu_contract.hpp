@@ -117,8 +117,6 @@ struct GpuObservedDevice {
   double last_sample_time_unix = 0;       // max over the device's rows
   std::vector<double> sample_times_unix;  // sorted ascending; not written to the manifest
   GpuDeviceKey key() const { return {hostname, gpu_index}; }
-  // Records one row: its UUID (when new) and its time.
-  void observe(std::string_view gpu_uuid, double time_unix);
   bool operator==(const GpuObservedDevice&) const = default;
 };
 

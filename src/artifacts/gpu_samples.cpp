@@ -11,6 +11,8 @@
 
 #include "artifacts/gpu_manifest.hpp"
 #include "artifacts/row_issues.hpp"
+#include "common/json_fields.hpp"
+#include "common/text.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -22,19 +24,7 @@ std::string shown_header(std::span<const std::string_view> cells) {
     if (i > 0) line += ',';
     line += cells[i];
   }
-  std::string out;
-  for (const char c : line.substr(0, 80)) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + (line.size() > 80 ? "..." : "");
+  return common::escape_controls(line.substr(0, 80)) + (line.size() > 80 ? "..." : "");
 }
 
 constexpr std::size_t kTimestampUnix = column_of(kGpuColumns, "timestamp_unix");
@@ -222,20 +212,10 @@ GpuManifestRoles parse_gpu_manifest_roles(std::string_view json_text) {
     return out;
   }
   out.ok = true;
-  if (const auto n = doc.find("sample_row_count"); n != doc.end() && n->is_number_unsigned()) {
-    out.sample_row_count = n->get<std::uint64_t>();
-  }
-  if (const auto sha = doc.find("samples_sha256"); sha != doc.end() && sha->is_string()) {
-    out.samples_sha256 = sha->get<std::string>();
-  }
-  if (const auto v = doc.find("publication_valid"); v != doc.end() && v->is_boolean()) {
-    out.publication_valid = v->get<bool>();
-  }
-  if (const auto codes = doc.find("reason_codes"); codes != doc.end() && codes->is_array()) {
-    for (const auto& c : *codes) {
-      if (c.is_string()) out.reason_codes.push_back(c.get<std::string>());
-    }
-  }
+  common::get_to(doc, "sample_row_count", out.sample_row_count);
+  common::get_to(doc, "samples_sha256", out.samples_sha256);
+  common::get_to(doc, "publication_valid", out.publication_valid);
+  common::get_to(doc, "reason_codes", out.reason_codes);
   const auto devices = doc.find("expected_devices");
   if (devices == doc.end() || !devices->is_array()) return out;
   out.expected_devices.emplace();

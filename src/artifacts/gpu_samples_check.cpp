@@ -14,6 +14,7 @@
 #include "artifacts/csv.hpp"
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/layout.hpp"
+#include "common/text.hpp"
 
 namespace cpupower::artifacts {
 namespace {
@@ -30,49 +31,14 @@ constexpr std::size_t kHostname = column_of(kGpuColumns, "hostname");
 constexpr std::size_t kGpuIndex = column_of(kGpuColumns, "gpu_index");
 constexpr std::size_t kGpuUuid = column_of(kGpuColumns, "gpu_uuid");
 
-std::string hex(const std::uint8_t* bytes, std::size_t n) {
+// The digest as 64 lowercase hex digits.
+std::string digest_hex(sha256_ctx& ctx) {
   static constexpr char kDigits[] = "0123456789abcdef";
+  std::uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, sizeof digest, digest);
   std::string out;
-  out.reserve(2 * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 0xf];
-  }
+  for (const std::uint8_t b : digest) (out += kDigits[b >> 4]) += kDigits[b & 0xf];
   return out;
-}
-
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      len = 2;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > s.size()) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += len;
-  }
-  return true;
 }
 
 // The version whose header `cells` are, among those accepted; 0 when none.
@@ -101,7 +67,7 @@ std::string row_problem(std::span<const std::string_view> c, int version, Parsed
   }
   for (std::size_t i = 0; i < width; ++i) {
     if (auto why = cell_problem(kGpuColumns[i], c[i], version)) return std::move(*why);
-    if (i == kGpuUuid && (!valid_utf8(c[kHostname]) || !valid_utf8(c[kGpuUuid]))) {
+    if (i == kGpuUuid && (!common::valid_utf8(c[kHostname]) || !common::valid_utf8(c[kGpuUuid]))) {
       return "invalid UTF-8";
     }
   }
@@ -275,9 +241,7 @@ std::string sha256_hex(std::string_view bytes) {
   sha256_ctx ctx;
   sha256_init(&ctx);
   sha256_update(&ctx, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
-  std::uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, sizeof digest, digest);
-  return hex(digest, sizeof digest);
+  return digest_hex(ctx);
 }
 
 Result<std::string> sha256_file_hex(const std::string& path) {
@@ -298,9 +262,7 @@ Result<std::string> sha256_file_hex(const std::string& path) {
     sha256_update(&ctx, static_cast<std::size_t>(n), buf.data());
   }
   ::close(fd);
-  std::uint8_t digest[SHA256_DIGEST_SIZE];
-  sha256_digest(&ctx, sizeof digest, digest);
-  return hex(digest, sizeof digest);
+  return digest_hex(ctx);
 }
 
 GpuSamplesCheck check_gpu_samples(const std::string& path,

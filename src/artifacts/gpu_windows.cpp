@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "artifacts/gpu_reasons.hpp"
+#include "common/enum_names.hpp"
 #include "common/json_fields.hpp"
 #include "common/text.hpp"
 
@@ -106,9 +107,7 @@ std::optional<std::string> read_text(const fs::path& path, std::size_t max_bytes
 }
 
 GpuWindowParse malformed(std::string_view code) {
-  GpuWindowParse out;
-  out.reason_codes.add(code);
-  return out;
+  return {std::nullopt, {code}};
 }
 
 // parse_gpu_window, with the check that the result path resolves below the result root at
@@ -180,36 +179,25 @@ const GpuObservedDevice* find_device(std::span<const GpuObservedDevice> devices,
 }
 
 GpuArtifactError artifact_error(std::string path, std::string_view code) {
-  GpuArtifactError e;
-  e.path = std::move(path);
-  e.reason_codes.add(code);
-  return e;
+  return {std::move(path), {code}};
 }
 
 }  // namespace
 
 // ---- the window file ------------------------------------------------------------------
 
+constexpr common::EnumName<GpuWindowStatus> kWindowStatusNames[] = {
+    {GpuWindowStatus::running, "running"},
+    {GpuWindowStatus::interrupted, "interrupted"},
+    {GpuWindowStatus::completed, "completed"},
+    {GpuWindowStatus::failed, "failed"}};
+
 std::string_view gpu_window_status_name(GpuWindowStatus status) {
-  switch (status) {
-    case GpuWindowStatus::running:
-      return "running";
-    case GpuWindowStatus::interrupted:
-      return "interrupted";
-    case GpuWindowStatus::completed:
-      return "completed";
-    case GpuWindowStatus::failed:
-      return "failed";
-  }
-  return "running";
+  return common::name_of(kWindowStatusNames, status, "running");
 }
 
 std::optional<GpuWindowStatus> parse_gpu_window_status(std::string_view name) {
-  for (auto s : {GpuWindowStatus::running, GpuWindowStatus::interrupted, GpuWindowStatus::completed,
-                 GpuWindowStatus::failed}) {
-    if (gpu_window_status_name(s) == name) return s;
-  }
-  return std::nullopt;
+  return common::parse(kWindowStatusNames, name);
 }
 
 std::string gpu_window_json(const GpuWindowFile& w) {

@@ -47,10 +47,7 @@ Result<std::unique_ptr<RowAppender>> RowAppender::open(const std::string& path,
 
 Status RowAppender::open_fd(int extra_flags) {
   fd_ = ::open(path_.c_str(), kOpenFlags | extra_flags, mode_);
-  if (fd_ < 0) {
-    fail("open");
-    return Error{last_error_};
-  }
+  if (fd_ < 0) return fail("open");
   if (Status started = start(); !started) {
     ::close(fd_);
     fd_ = -1;
@@ -60,17 +57,15 @@ Status RowAppender::open_fd(int extra_flags) {
   return Ok{};
 }
 
-void RowAppender::fail(const char* what) {
+Error RowAppender::fail(const char* what) {
   last_errno_ = errno;
   last_error_ = errno_text(what, path_);
+  return Error{last_error_};
 }
 
 Status RowAppender::start() {
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    fail("stat");
-    return Error{last_error_};
-  }
+  if (::fstat(fd_, &st) != 0) return fail("stat");
   if (st.st_size == 0) {
     const std::string header = header_ + "\r\n";
     std::size_t written = 0;
@@ -88,10 +83,7 @@ Status RowAppender::start() {
   // Continue an existing file only when it is ours: our header, then a line break.
   std::string head(header_.size() + 1, '\0');
   const ssize_t n = ::pread(fd_, head.data(), head.size(), 0);
-  if (n < 0) {
-    fail("read");
-    return Error{last_error_};
-  }
+  if (n < 0) return fail("read");
   head.resize(static_cast<std::size_t>(n));
   const bool header_ok = head.size() > header_.size() &&
                          std::string_view(head).starts_with(header_) &&
@@ -100,10 +92,7 @@ Status RowAppender::start() {
     return Error{path_ + " exists and does not start with the expected header (" + header_ + ")"};
   end_ = st.st_size;
   char last = '\n';
-  if (::pread(fd_, &last, 1, st.st_size - 1) != 1) {
-    fail("read");
-    return Error{last_error_};
-  }
+  if (::pread(fd_, &last, 1, st.st_size - 1) != 1) return fail("read");
   if (last != '\n') return cut_partial_tail(st.st_size);
   return Ok{};
 }

@@ -100,7 +100,7 @@ class RowAppender {
   Status cut_partial_tail(off_t size);
   bool write_all(std::string_view bytes, std::size_t* written);
   bool repair_tail();
-  void fail(const char* what);
+  Error fail(const char* what);  // records errno and its text, which the Error holds too
 
   std::string path_;
   std::string header_;

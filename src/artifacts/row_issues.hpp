@@ -30,13 +30,11 @@ class RowIssues {
   // Counts one; `detail` is only called for the first of its reason.
   template <typename Detail>
   void add(std::string_view reason, bool skipped, std::size_t line, const Detail& detail) {
-    for (auto& i : items_) {
-      if (i.reason == reason && i.skipped == skipped) {
-        ++i.count;
-        return;
-      }
+    if (RowIssue* i = find(reason, skipped)) {
+      ++i->count;
+    } else {
+      items_.push_back({std::string(reason), skipped, 1, line, detail()});
     }
-    items_.push_back({std::string(reason), skipped, 1, line, detail()});
   }
   // Records the reader stepped over (an unclosed quote, an overlong record): each lost a line.
   void add_damage(const std::vector<CsvDamage>& damage) {
@@ -47,14 +45,9 @@ class RowIssues {
   // Appends the issues of a later part of the same file, its lines moved by `line_offset`.
   void append(const RowIssues& later, std::size_t line_offset) {
     for (const auto& l : later.items_) {
-      bool found = false;
-      for (auto& i : items_) {
-        if (i.reason == l.reason && i.skipped == l.skipped) {
-          i.count += l.count;
-          found = true;
-        }
-      }
-      if (!found) {
+      if (RowIssue* i = find(l.reason, l.skipped)) {
+        i->count += l.count;
+      } else {
         items_.push_back(l);
         items_.back().first_line += line_offset;
       }
@@ -82,6 +75,12 @@ class RowIssues {
   }
 
  private:
+  RowIssue* find(std::string_view reason, bool skipped) {
+    for (auto& i : items_) {
+      if (i.reason == reason && i.skipped == skipped) return &i;
+    }
+    return nullptr;
+  }
   std::vector<RowIssue> items_;
 };
 

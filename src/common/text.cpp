@@ -225,6 +225,29 @@ std::string escape_untrusted(std::string_view s) {
   return out;
 }
 
+std::string escape_controls(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[8];
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0, n = 0; i < s.size(); i += n) {
+    if ((n = utf8_length(s.substr(i))) == 0) return false;
+  }
+  return true;
+}
+
 std::string escape_untrusted_xml(std::string_view s) {
   const std::string shown = escape_untrusted(s);
   std::string out;

@@ -48,6 +48,13 @@ std::vector<std::string> split(std::string_view s, char sep);
 // never ambiguous. Valid UTF-8 text stays as it is, ASCII included.
 std::string escape_untrusted(std::string_view s);
 
+// C0 controls and DEL as \xNN, every other byte as it is: text from a file kept to one line.
+std::string escape_controls(std::string_view s);
+
+// Whether `s` is well-formed UTF-8: no stray continuation byte, overlong form, surrogate or code
+// point past U+10FFFF.
+bool valid_utf8(std::string_view s);
+
 // escape_untrusted, then XML's five special characters as entities: text or attribute content
 // that keeps an XML document (an SVG) well-formed. XML 1.0 cannot carry a control character
 // even as a character reference, so those are the visible escapes above.

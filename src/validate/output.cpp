@@ -37,11 +37,11 @@ std::string render_text(const Report& r) {
 
 std::string render_json(const Report& r) {
   using Ordered = nlohmann::ordered_json;
-  Ordered doc = Ordered::object();
-  doc["schema_version"] = 1;
-  doc["run_dir"] = r.run_dir;
-  doc["publishable"] = r.publishable;
-  doc["packages"] = Ordered::array();
+  Ordered doc{{"schema_version", 1},
+              {"run_dir", r.run_dir},
+              {"publishable", r.publishable},
+              {"packages", Ordered::array()},
+              {"findings", Ordered::array()}};
   for (const auto& v : r.packages) {
     doc["packages"].push_back({{"package", package_name(v.package)},
                                {"dir", v.dir},
@@ -49,7 +49,6 @@ std::string render_json(const Report& r) {
                                {"publishable", v.publishable},
                                {"findings", v.findings}});
   }
-  doc["findings"] = Ordered::array();
   for (const auto& f : r.findings) {
     doc["findings"].push_back({{"package", package_name(f.package)},
                                {"code", f.code},

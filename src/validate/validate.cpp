@@ -10,24 +10,6 @@
 #include "validate/checker.hpp"
 
 namespace cpupower::validate {
-namespace {
-
-std::string one_line(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char ch : text) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string path_of(const std::string& run_dir, const std::string& rel) {
   return fs::path(rel).is_absolute() ? rel : (fs::path(run_dir) / rel).string();
 }
@@ -56,7 +38,8 @@ Result<Json> read_json(const std::string& path) {
 
 void Checker::add(Package p, std::string_view c, const std::string& file, const std::string& detail,
                   std::string_view fix) {
-  findings.push_back({p, std::string(c), one_line(file), one_line(detail), std::string(fix)});
+  findings.push_back({p, std::string(c), common::escape_controls(file),
+                      common::escape_controls(detail), std::string(fix)});
 }
 
 Result<RoleExpectation> parse_role_expectation(std::string_view text) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -138,12 +139,29 @@ GpuExpectedDevice expected(std::string host, long long index,
   return {std::move(host), index, std::move(assignments)};
 }
 
+// Records one row of a device, as the strict samples reader derives it: its UUID (when new)
+// and its time, the times kept sorted.
+void observe(GpuObservedDevice& d, std::string_view gpu_uuid, double time_unix) {
+  if (std::find(d.gpu_uuids.begin(), d.gpu_uuids.end(), gpu_uuid) == d.gpu_uuids.end()) {
+    d.gpu_uuids.emplace_back(gpu_uuid);
+  }
+  if (d.sample_times_unix.empty() || time_unix < d.first_sample_time_unix) {
+    d.first_sample_time_unix = time_unix;
+  }
+  if (d.sample_times_unix.empty() || time_unix > d.last_sample_time_unix) {
+    d.last_sample_time_unix = time_unix;
+  }
+  const auto at =
+      std::upper_bound(d.sample_times_unix.begin(), d.sample_times_unix.end(), time_unix);
+  d.sample_times_unix.insert(at, time_unix);
+}
+
 GpuObservedDevice observed(std::string host, long long index, std::vector<std::string> uuids,
                            std::vector<double> times = {1000.0}) {
   GpuObservedDevice d;
   d.hostname = std::move(host);
   d.gpu_index = index;
-  for (double t : times) d.observe(uuids.front(), t);
+  for (double t : times) observe(d, uuids.front(), t);
   d.gpu_uuids = std::move(uuids);
   return d;
 }
@@ -235,9 +253,9 @@ TEST(GpuDeviceReasons, Order) {
 
 TEST(GpuObservedDevice, ObserveKeepsUuidOrderAndTimeBounds) {
   GpuObservedDevice d;
-  d.observe("GPU-1", 5.0);
-  d.observe("GPU-2", 3.0);
-  d.observe("GPU-1", 9.0);
+  observe(d, "GPU-1", 5.0);
+  observe(d, "GPU-2", 3.0);
+  observe(d, "GPU-1", 9.0);
   EXPECT_EQ(d.gpu_uuids, (std::vector<std::string>{"GPU-1", "GPU-2"}));
   EXPECT_EQ(d.first_sample_time_unix, 3.0);
   EXPECT_EQ(d.last_sample_time_unix, 9.0);
