@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "artifacts/gpu_samples_check.hpp"
 #include "common/json_fields.hpp"
@@ -316,12 +314,9 @@ Result<GpuManifest> parse_gpu_manifest(std::string_view json_text) {
 }
 
 Result<GpuManifest> read_gpu_manifest(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": cannot be read"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{path + ": cannot be read"};
-  auto m = parse_gpu_manifest(text.str());
+  const auto text = common::read_small_file(path, SIZE_MAX);
+  if (!text) return Error{path + ": cannot be read: " + text.error()};
+  auto m = parse_gpu_manifest(*text);
   if (!m) return Error{path + ": " + m.error()};
   return m;
 }

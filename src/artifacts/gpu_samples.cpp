@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <tuple>
 #include <unordered_map>
 
@@ -235,15 +233,13 @@ GpuManifestRoles parse_gpu_manifest_roles(std::string_view json_text) {
 }
 
 GpuManifestRoles read_gpu_manifest_roles(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const auto text = common::read_small_file(path, SIZE_MAX);
+  if (!text) {
     GpuManifestRoles out;
-    out.error = path + ": cannot be read";
+    out.error = path + ": cannot be read: " + text.error();
     return out;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  GpuManifestRoles out = parse_gpu_manifest_roles(text.str());
+  GpuManifestRoles out = parse_gpu_manifest_roles(*text);
   if (!out.ok) out.error = path + ": " + out.error;
   return out;
 }

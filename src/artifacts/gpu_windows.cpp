@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "artifacts/gpu_reasons.hpp"
 #include "common/enum_names.hpp"
@@ -91,19 +89,6 @@ bool stays_below(const fs::path& root, std::string_view relative) {
     if (*ri != *pi) return false;
   }
   return ri == r.end() || (std::next(ri) == r.end() && ri->empty());
-}
-
-std::optional<std::string> read_text(const fs::path& path, std::size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > max_bytes) return std::nullopt;
-  }
-  if (in.bad()) return std::nullopt;
-  return text;
 }
 
 GpuWindowParse malformed(std::string_view code) {
@@ -285,7 +270,7 @@ GpuWindowResult read_gpu_window_result(const std::string& path) {
   GpuWindowResult out;
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return out;
-  const auto text = read_text(path, SIZE_MAX);
+  const auto text = common::read_small_file(path, SIZE_MAX);
   if (!text) return out;
   const Json doc = Json::parse(*text, nullptr, false);
   if (doc.is_discarded()) return out;
@@ -426,7 +411,7 @@ GpuWindowScan scan_gpu_windows(const std::string& power_dir, const std::string& 
       out.artifact_errors.push_back(artifact_error(relative, reason::kWindowArtifactPathInvalid));
       continue;
     }
-    const auto text = read_text(path, kGpuWindowMaxBytes);
+    const auto text = common::read_small_file(path.string(), kGpuWindowMaxBytes);
     auto parsed = text ? parse_window(*text, python_path_stem(name), below_root)
                        : malformed(reason::kWindowMalformed);
     if (!parsed.window) {
