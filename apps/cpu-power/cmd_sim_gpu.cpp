@@ -54,28 +54,25 @@ struct ListenAddress {
 
 // ADDR:PORT with ADDR an IPv4 literal, [IPv6] literal, "localhost" or empty (all IPv4
 // interfaces, like Go's ":9400"); PORT 0..65535, 0 letting the kernel pick.
-std::optional<ListenAddress> parse_listen(std::string_view text, std::string* error) {
+Result<ListenAddress> parse_listen(std::string_view text) {
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos) {
-    *error = "'" + std::string(text) + "' is not ADDR:PORT, e.g. 127.0.0.1:0 or :9400";
-    return std::nullopt;
+    return Error{"'" + std::string(text) + "' is not ADDR:PORT, e.g. 127.0.0.1:0 or :9400"};
   }
   std::string_view host = text.substr(0, colon);
   const auto port = common::parse_u64(text.substr(colon + 1));
   if (!port || *port > 65535) {
-    *error = "port '" + std::string(text.substr(colon + 1)) + "' is not 0..65535";
-    return std::nullopt;
+    return Error{"port '" + std::string(text.substr(colon + 1)) + "' is not 0..65535"};
   }
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   } else if (host.find(':') != std::string_view::npos) {
-    *error = "an IPv6 address needs brackets, e.g. [::1]:9400";
-    return std::nullopt;
+    return Error{"an IPv6 address needs brackets, e.g. [::1]:9400"};
   }
-  ListenAddress out;
-  out.ip = host.empty() ? "0.0.0.0" : host == "localhost" ? "127.0.0.1" : std::string(host);
-  out.port = static_cast<std::uint16_t>(*port);
-  return out;
+  return ListenAddress{host.empty()          ? "0.0.0.0"
+                       : host == "localhost" ? "127.0.0.1"
+                                             : std::string(host),
+                       static_cast<std::uint16_t>(*port)};
 }
 
 // "" (every GPU) or a comma-separated list of GPU indices.
@@ -102,9 +99,8 @@ std::vector<std::uint32_t> parse_mig(const std::string& text, std::uint32_t gpus
 // Cross-option checks CLI11 cannot express; thrown as usage errors (exit 2).
 sim::SimGpuOptions to_options(const SimGpuArgs& args, bool mig_given) {
   sim::SimGpuOptions o;
-  std::string error;
-  const auto listen = parse_listen(args.listen, &error);
-  if (!listen) throw CLI::ValidationError("--listen", error);
+  const auto listen = parse_listen(args.listen);
+  if (!listen) throw CLI::ValidationError("--listen", listen.error());
   o.bind_ip = listen->ip;
   o.port = listen->port;
   o.gpus = args.gpus;
@@ -173,10 +169,7 @@ int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
   // for us below instead of killing the process mid-response.
   common::block_shutdown_signals();
   sim::SimGpu gpu(options);
-  if (const Status started = gpu.start(); !started) {
-    std::cerr << "Error: " << started.error() << std::endl;
-    return 1;
-  }
+  if (!started(gpu.start())) return 1;
   std::string error;
   if (!port_file.empty() &&
       !common::write_file_atomic(port_file, std::to_string(gpu.port()) + "\n", &error)) {
@@ -186,13 +179,9 @@ int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
   fmt::print("sim-gpu: listening on http://{}/metrics\n", gpu.address());
   std::fflush(stdout);
 
-  std::optional<std::chrono::milliseconds> timeout;
-  if (duration_s > 0) {
-    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000.0 + 0.5));
-  }
-  const int sig = common::wait_shutdown_signal(timeout);
+  const auto reason = wait_for_stop(duration_s);
   gpu.stop();
-  fmt::print("sim-gpu: stopped reason={}\n", sig ? common::signal_name(sig) : "duration");
+  fmt::print("sim-gpu: stopped reason={}\n", reason);
   std::fflush(stdout);
   return 0;
 }
@@ -248,9 +237,7 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
   cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
       ->capture_default_str();
-  cmd->add_option("--duration-s", args->duration_s,
-                  "Stop after this many seconds (default: SIGINT/SIGTERM)")
-      ->check(CLI::PositiveNumber);
+  add_duration_option(cmd, args->duration_s);
   cmd->add_option("--flavour", args->flavour,
                   "Whose names to serve: dcgm (dcgm-exporter's whole exposition) or amd "
                   "(rocm/device-metrics-exporter's: gpu_power_usage, gpu_gfx_activity, "
@@ -271,11 +258,7 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
                   "Label carrying the GPU's identity (its UUID)");
   cmd->callback([&action, args, mig] {
     auto options = std::make_shared<sim::SimGpuOptions>(to_options(*args, mig->count() > 0));
-    const std::string port_file = args->port_file;
-    const double duration_s = args->duration_s;
-    action = [options, port_file, duration_s] {
-      return run_sim_gpu(*options, port_file, duration_s);
-    };
+    action = [options, args] { return run_sim_gpu(*options, args->port_file, args->duration_s); };
   });
 }
 

@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <iostream>
 #include <memory>
 #include <set>
 
@@ -88,10 +87,7 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
   // for us below instead of killing the process mid-write.
   common::block_shutdown_signals();
   sim::SimNode node(options);
-  if (const Status started = node.start(); !started) {
-    std::cerr << "Error: " << started.error() << std::endl;
-    return 1;
-  }
+  if (!started(node.start())) return 1;
   std::size_t hwmon_w = 0, key_w = 0, label_w = 0;
   for (const auto& c : node.channels()) {
     hwmon_w = std::max(hwmon_w, c.hwmon.size());
@@ -108,13 +104,9 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
   std::fflush(stdout);
   if (options.once) return 0;
 
-  std::optional<std::chrono::milliseconds> timeout;
-  if (duration_s > 0) {
-    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000.0 + 0.5));
-  }
-  const int sig = common::wait_shutdown_signal(timeout);
+  const auto reason = wait_for_stop(duration_s);
   node.stop();
-  fmt::print("sim-node stopped reason={}\n", sig ? common::signal_name(sig) : "duration");
+  fmt::print("sim-node stopped reason={}\n", reason);
   std::fflush(stdout);
   return 0;
 }
@@ -164,15 +156,12 @@ void add_sim_node_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
   cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
       ->capture_default_str();
-  auto* duration = cmd->add_option("--duration-s", args->duration_s,
-                                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
-                       ->check(CLI::PositiveNumber);
+  auto* duration = add_duration_option(cmd, args->duration_s);
   cmd->add_flag("--once", args->once, "Write the tree with its first values and exit")
       ->excludes(duration);
   cmd->callback([&action, args, model] {
     auto options = std::make_shared<sim::SimOptions>(to_options(*args, model->count() > 0));
-    const double duration_s = args->duration_s;
-    action = [options, duration_s] { return run_sim_node(*options, duration_s); };
+    action = [options, args] { return run_sim_node(*options, args->duration_s); };
   });
 }
 
