@@ -339,29 +339,28 @@ std::vector<std::string> clock_sync_failures(const artifacts::ClockSyncCheck& ch
 
 artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
                                                std::chrono::milliseconds step_timeout) {
-  auto log = common::logger("cpu_power::run");
   artifacts::ClockSyncCheck check;
   check.max_offset_seconds = kClockOffsetBoundS;
   for (const auto& node : plan.nodes) check.nodes.push_back({node, "unknown", {}, {}, {}});
   const auto file_of = [&](const std::string& node) { return "clock_sync_" + node + ".out"; };
   const auto path_of = [&](const std::string& node) { return plan.log_dir + "/" + file_of(node); };
   if (!plan.clock_sync_check) {
-    log->warn(
+    log()->warn(
         "clock check off (telemetry.clock_sync_check: false): no node's clock is checked, and "
         "the artifacts say so");
   } else if (plan.mode == LaunchMode::slurm) {
     std::vector<pid_t> steps;
     for (const auto& step : plan.clock_steps) {
-      log->info("clock check starting name={} argv={}", step.name,
-                common::quoted(shell_quote_argv(step.srun)));
+      log()->info("clock check starting name={} argv={}", step.name,
+                  common::quoted(shell_quote_argv(step.srun)));
       SpawnOptions o;
       o.argv = step.srun;
       o.output_path = step.log;
       if (const auto child = spawn_process(o)) {
         steps.push_back(child->pid);
       } else {
-        log->warn("clock check step {} not started error={}", step.name,
-                  common::quoted(child.error()));
+        log()->warn("clock check step {} not started error={}", step.name,
+                    common::quoted(child.error()));
       }
     }
     const auto deadline = Clock::now() + step_timeout;
@@ -369,7 +368,7 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::max(deadline - Clock::now(), Clock::duration::zero()));
       if (!wait_for_exit(pid, left)) {
-        log->warn("clock check step still running after {} ms; stopped", step_timeout.count());
+        log()->warn("clock check step still running after {} ms; stopped", step_timeout.count());
         terminate_process(pid, std::chrono::milliseconds(2000), true);
       }
     }
@@ -392,7 +391,7 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
     for (auto& n : check.nodes) {
       std::string error;
       if (!common::write_file_atomic(path_of(n.hostname), local.output, &error, false)) {
-        log->warn("cannot write {} error={}", path_of(n.hostname), common::quoted(error));
+        log()->warn("cannot write {} error={}", path_of(n.hostname), common::quoted(error));
       } else {
         n.output_file = file_of(n.hostname);
       }
@@ -407,28 +406,28 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
     const std::string where =
         n.output_file ? " (" + plan.log_dir + "/" + *n.output_file + ")" : std::string();
     if (n.synchronized == "no") {
-      log->warn(
+      log()->warn(
           "clock of node {} is not synchronised (tool {}){}; its row times and window "
           "edges are not vouched for",
           n.hostname, n.tool.value_or("-"), where);
     } else if (n.synchronized == "unknown") {
-      log->warn("clock of node {} could not be checked{}", n.hostname,
-                n.output_file ? where : std::string(" (no output)"));
+      log()->warn("clock of node {} could not be checked{}", n.hostname,
+                  n.output_file ? where : std::string(" (no output)"));
     } else if (n.offset_seconds && std::abs(*n.offset_seconds) > check.max_offset_seconds) {
-      log->warn("clock of node {} is {:+.6f} s off (tool {}), over the {} s bound{}", n.hostname,
-                *n.offset_seconds, n.tool.value_or("-"), check.max_offset_seconds, where);
+      log()->warn("clock of node {} is {:+.6f} s off (tool {}), over the {} s bound{}", n.hostname,
+                  *n.offset_seconds, n.tool.value_or("-"), check.max_offset_seconds, where);
     } else {
       ++good;
     }
   }
   if (plan.clock_sync_check) {
-    log->info("clock check: {} of {} node(s) synchronised within {} s", good, check.nodes.size(),
-              check.max_offset_seconds);
+    log()->info("clock check: {} of {} node(s) synchronised within {} s", good, check.nodes.size(),
+                check.max_offset_seconds);
   }
   const auto summary = plan.log_dir + "/" + std::string(kClockSyncSummaryFile);
   std::string error;
   if (!common::write_file_atomic(summary, artifacts::clock_sync_check_json(check), &error, true)) {
-    log->warn("cannot write {} error={}", summary, common::quoted(error));
+    log()->warn("cannot write {} error={}", summary, common::quoted(error));
   }
   return check;
 }

@@ -24,10 +24,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace reason = artifacts::gpu_reason;
 
-std::shared_ptr<spdlog::logger> log() {
-  return common::logger("cpu_power::run");
-}
-
 }  // namespace
 
 GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher,

@@ -17,10 +17,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::shared_ptr<spdlog::logger> log() {
-  return common::logger("cpu_power::run");
-}
-
 }  // namespace
 
 Launcher::Launcher(const SessionPlan& plan) : plan_(plan) {}

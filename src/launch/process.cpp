@@ -322,8 +322,8 @@ bool ProcessSet::spawn(std::string name, const std::vector<std::string>& argv, s
   o.die_with_parent = true;
   const auto child = spawn_process(o);
   if (!child) {
-    common::logger("cpu_power::run")
-        ->warn("{} launch failed name={} error={}", what_, name, common::quoted(child.error()));
+    launch::log()->warn("{} launch failed name={} error={}", what_, name,
+                        common::quoted(child.error()));
   }
   processes_.push_back(
       {std::move(name), child ? child->pid : -1, std::move(log), std::move(nodes), !child});
@@ -333,9 +333,8 @@ bool ProcessSet::spawn(std::string name, const std::vector<std::string>& argv, s
 bool ProcessSet::reap(Process& p, std::string_view when) {
   int status = 0;
   if (p.pid <= 0 || ::waitpid(p.pid, &status, WNOHANG) != p.pid) return false;
-  common::logger("cpu_power::run")
-      ->warn("{} exited {} name={} status={} log={}", what_, when, p.name, describe_status(status),
-             p.log);
+  log()->warn("{} exited {} name={} status={} log={}", what_, when, p.name, describe_status(status),
+              p.log);
   p.pid = -1;
   p.failed = true;
   return true;
@@ -375,8 +374,7 @@ void ProcessSet::stop(milliseconds grace, std::optional<std::pair<int, milliseco
         status = wait_for_exit(p.pid, ask->second);
       }
       if (!status) status = terminate_process(p.pid, grace, true);
-      common::logger("cpu_power::run")
-          ->info("{} stopped name={} status={}", what_, p.name, describe_status(*status));
+      log()->info("{} stopped name={} status={}", what_, p.name, describe_status(*status));
       p.pid = -1;
     });
   }

@@ -12,9 +12,15 @@
 #include <utility>
 #include <vector>
 
+#include "common/log.hpp"
 #include "common/result.hpp"
 
 namespace cpupower::launch {
+
+// The log of a `cpu-power run` session, which every part of it writes to.
+inline std::shared_ptr<spdlog::logger> log() {
+  return common::logger("cpu_power::run");
+}
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
