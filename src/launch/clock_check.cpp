@@ -3,13 +3,10 @@
 #include <fmt/core.h>
 #include <sys/timex.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 #include "common/log.hpp"
 #include "common/text.hpp"
@@ -46,11 +43,8 @@ std::vector<std::string_view> words_of(std::string_view line) {
 }
 
 std::optional<double> number(std::string_view s) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
+  const auto v = common::parse_double(s);
+  return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
 std::optional<long> integer(std::string_view s) {
@@ -88,15 +82,7 @@ ClockSynced yes_no(std::string_view value) {
 }  // namespace
 
 std::string_view clock_synced_name(ClockSynced s) {
-  switch (s) {
-    case ClockSynced::yes:
-      return "yes";
-    case ClockSynced::no:
-      return "no";
-    case ClockSynced::unknown:
-      break;
-  }
-  return "unknown";
+  return s == ClockSynced::yes ? "yes" : s == ClockSynced::no ? "no" : "unknown";
 }
 
 ClockFinding parse_timedatectl(std::string_view text) {
@@ -117,16 +103,14 @@ ClockFinding parse_timedatectl(std::string_view text) {
 ClockFinding parse_chronyc_tracking(std::string_view text) {
   const auto leap = field(text, "Leap status", ':');
   if (!leap) return finding("chronyc", ClockSynced::unknown, "no Leap status in its output");
-  ClockFinding f;
-  f.tool = "chronyc";
-  f.note = "Leap status: " + std::string(*leap);
-  if (*leap == "Not synchronised" || *leap == "Not synchronized") {
-    f.synced = ClockSynced::no;
-  } else if (*leap == "Normal" || *leap == "Insert second" || *leap == "Delete second") {
-    f.synced = ClockSynced::yes;
-  } else {
-    return f;  // unknown
-  }
+  const bool no = *leap == "Not synchronised" || *leap == "Not synchronized";
+  const bool yes = *leap == "Normal" || *leap == "Insert second" || *leap == "Delete second";
+  auto f = finding("chronyc",
+                   no    ? ClockSynced::no
+                   : yes ? ClockSynced::yes
+                         : ClockSynced::unknown,
+                   "Leap status: " + std::string(*leap));
+  if (!no && !yes) return f;
   // "0.000012345 seconds fast of NTP time": the local clock is ahead.
   if (const auto system = field(text, "System time", ':')) {
     const auto w = words_of(*system);
@@ -153,10 +137,7 @@ ClockFinding parse_ntpq_peers(std::string_view text) {
     ++peers;
     const char tally = line.empty() ? ' ' : trim(line).front();
     if (tally != '*' && tally != 'o') continue;
-    ClockFinding f;
-    f.tool = "ntpq";
-    f.synced = ClockSynced::yes;
-    f.note = "selected peer " + std::string(w.front());
+    auto f = finding("ntpq", ClockSynced::yes, "selected peer " + std::string(w.front()));
     // The tally character sits on the remote name; columns count from it.
     if (*offset_column < w.size()) {
       if (const auto ms = number(w[*offset_column])) f.offset_s = *ms / 1000.0;
@@ -233,44 +214,6 @@ std::optional<ClockProbe> parse_clock_output(std::string_view text) {
   return out;
 }
 
-namespace {
-
-// One tool run with stdout and stderr to a temporary file, stopped at `timeout`.
-struct ToolRun {
-  bool started = false;
-  std::optional<int> status;  // unset: stopped at the timeout
-  std::string output;
-  std::string error;  // could not be started
-};
-
-ToolRun run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  ToolRun out;
-  std::string tmpl = (std::filesystem::temp_directory_path() / "cpu-power-clock-XXXXXX").string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
-    out.error = "cannot create a temporary file";
-    return out;
-  }
-  ::close(fd);
-  SpawnOptions o;
-  o.argv = argv;
-  o.output_path = tmpl;
-  const auto child = spawn_process(o);
-  if (!child) {
-    out.error = child.error();
-    ::unlink(tmpl.c_str());
-    return out;
-  }
-  out.started = true;
-  out.status = wait_for_exit(child->pid, timeout);
-  if (!out.status) terminate_process(child->pid, std::chrono::milliseconds(500), true);
-  out.output = common::read_small_file(tmpl, nullptr, 1 << 20).value_or("");
-  ::unlink(tmpl.c_str());
-  return out;
-}
-
-}  // namespace
-
 LocalClockCheck probe_local_clock(const std::string& hostname,
                                   std::chrono::milliseconds tool_timeout) {
   LocalClockCheck out;
@@ -288,9 +231,10 @@ LocalClockCheck probe_local_clock(const std::string& hostname,
       {{"adjtimex", "--print"}, parse_adjtimex},
   };
   for (const auto& t : tools) {
-    const auto run = run_tool(t.argv, tool_timeout);
+    // stdout and stderr together, as the tool interleaves them.
+    const auto run = run_capture(t.argv, Clock::now() + tool_timeout, std::nullopt, true);
     const std::string name = shell_quote_argv(t.argv);
-    if (!run.started) {
+    if (!run.error.empty()) {
       out.output += "== " + name + ": not run (" + run.error + ")\n";
       continue;
     }

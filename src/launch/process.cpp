@@ -128,6 +128,7 @@ std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
     if (fds.out >= 0 && ::dup2(fds.out, o.capture_stdout ? 2 : 1) < 0) die();
     if (fds.out >= 0 && !o.capture_stdout && ::dup2(1, 2) < 0) die();
     if (fds.pipe[1] >= 0 && ::dup2(fds.pipe[1], 1) < 0) die();
+    if (o.stderr_to_stdout && ::dup2(1, 2) < 0) die();
     ::execve(program.c_str(), argv, environ);
     die();
   }
@@ -206,6 +207,7 @@ Result<Child> spawn_process(const SpawnOptions& o, int* error_number) {
     if (!o.capture_stdout) posix_spawn_file_actions_adddup2(&s.actions, 1, 2);
   }
   if (fds.pipe[1] >= 0) posix_spawn_file_actions_adddup2(&s.actions, fds.pipe[1], 1);
+  if (o.stderr_to_stdout) posix_spawn_file_actions_adddup2(&s.actions, 1, 2);
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, argv[0], &s.actions, &s.attr, argv.data(), environ);
   if (rc != 0) return fail(o.argv[0], rc);
@@ -255,12 +257,13 @@ int terminate_process(pid_t pid, milliseconds grace, bool group) {
 }
 
 CaptureResult run_capture(const std::vector<std::string>& argv, Clock::time_point deadline,
-                          const std::optional<std::string>& stderr_path) {
+                          const std::optional<std::string>& stderr_path, bool merge_stderr) {
   CaptureResult result;
   SpawnOptions o;
   o.argv = argv;
   o.capture_stdout = true;
   o.output_path = stderr_path;
+  o.stderr_to_stdout = merge_stderr;
   auto child = spawn_process(o);
   if (!child) {
     result.error = child.error();
