@@ -43,7 +43,7 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
   // resolver steps (the same `cpu-power node-address`) find it.
   auto at_nodes = [&] {
     std::vector<scrape::Endpoint> out;
-    ResolvedAddresses own;
+    std::map<std::string, std::string> own;
     if (plan_.mode == LaunchMode::slurm && !leg_.resolvers.empty()) {
       own = resolve_node_addresses(leg_.resolvers, plan_.nodes, deadline, "dcgm-exporter");
     }
@@ -53,7 +53,7 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
         continue;
       }
       auto address = launcher_.node_address(node);
-      if (const auto it = own.address.find(node); !address && it != own.address.end()) {
+      if (const auto it = own.find(node); !address && it != own.end()) {
         address = it->second;
       }
       if (!address && leg_.resolvers.empty()) address = resolve_name(node, deadline);

@@ -304,12 +304,6 @@ std::optional<SamplesSchemas> samples_schemas_for(std::string_view profile, int 
   return out;
 }
 
-std::string_view gpu_source_name(GpuExporterSource source) {
-  return source == GpuExporterSource::started     ? "started"
-         : source == GpuExporterSource::simulated ? "simulated"
-                                                  : "running";
-}
-
 std::string_view mode_name(LaunchMode mode) {
   return mode == LaunchMode::slurm ? "slurm" : mode == LaunchMode::simulate ? "simulate" : "local";
 }
@@ -513,20 +507,13 @@ std::string describe_plan(const SessionPlan& p) {
                         ") every " + std::to_string(p.recipe.telemetry.collect_interval_ms) +
                         " ms, manifest " + g.power_dir + "/manifest.json, windows " + g.power_dir +
                         "/windows/" + (g.required ? ", required" : ", best-effort"));
-    switch (g.source) {
-      case GpuExporterSource::running:
-        line("dcgm", "already running on each node, port " + std::to_string(g.port));
-        break;
-      case GpuExporterSource::simulated:
-        line("dcgm", shell_quote_argv(g.exporter_command) + " --hostname <node>");
-        break;
-      case GpuExporterSource::started:
-        if (p.mode == LaunchMode::slurm) {
-          groups(g.groups, "dcgm-exporter");
-        } else {
-          line("dcgm", shell_quote_argv(g.exporter_command));
-        }
-        break;
+    if (g.source == GpuExporterSource::running) {
+      line("dcgm", "already running on each node, port " + std::to_string(g.port));
+    } else if (g.source == GpuExporterSource::started && p.mode == LaunchMode::slurm) {
+      groups(g.groups, "dcgm-exporter");
+    } else {
+      line("dcgm", shell_quote_argv(g.exporter_command) +
+                       (g.source == GpuExporterSource::simulated ? " --hostname <node>" : ""));
     }
     for (const auto& rs : g.resolvers) line("resolver", shell_quote_argv(rs.srun));
     if (g.roles_file) line("gpu roles", *g.roles_file);

@@ -91,7 +91,6 @@ enum class GpuExporterSource {
   started,    // `binary`/`command` given: started on each node with srun (locally: spawned)
   simulated,  // --simulate: `cpu-power sim-gpu` per simulated node, on a free port
 };
-std::string_view gpu_source_name(GpuExporterSource source);
 
 struct GpuLegPlan {
   std::string power_dir;   // <log_dir>/<storage_subdir>
