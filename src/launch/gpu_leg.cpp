@@ -282,15 +282,10 @@ std::vector<artifacts::GpuWindowKey> write_windows(const SessionPlan& plan,
   for (const auto& w : windows) {
     if (w.derived) {
       const auto path = plan.log_dir + "/" + w.file.result_path;
-      if (const Status written = artifacts::write_derived_window_result(path, *w.derived);
-          !written) {
-        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-      }
+      written(path, artifacts::write_derived_window_result(path, *w.derived));
     }
     const auto path = plan.gpu_leg->power_dir + "/windows/" + w.name + ".json";
-    if (const Status written = artifacts::write_gpu_window(path, w.file); !written) {
-      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-    }
+    written(path, artifacts::write_gpu_window(path, w.file));
     expected_windows.push_back(w.file.key());
   }
   return expected_windows;

@@ -384,6 +384,11 @@ void ProcessSet::stop(milliseconds grace, std::optional<std::pair<int, milliseco
   for (auto& t : stoppers) t.join();
 }
 
+bool written(const std::string& path, const Status& status) {
+  if (!status) log()->warn("cannot write {} error={}", path, common::quoted(status.error()));
+  return status.ok();
+}
+
 std::string shell_quote_argv(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
@@ -396,13 +401,7 @@ std::string shell_quote_argv(const std::vector<std::string>& argv) {
       continue;
     }
     out += '\'';
-    for (char c : a) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out += c;
-      }
-    }
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += '\'';
   }
   return out;

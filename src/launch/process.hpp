@@ -22,6 +22,9 @@ inline std::shared_ptr<spdlog::logger> log() {
   return common::logger("cpu_power::run");
 }
 
+// Whether a file of the session was written; when not, logged "cannot write <path> ...".
+bool written(const std::string& path, const Status& status);
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
   // stdout and stderr go to this file (created, truncated); unset: inherited.

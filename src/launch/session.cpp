@@ -37,15 +37,12 @@ constexpr milliseconds kClockStepTimeout{30000};
 // never the run.
 bool publish_prometheus_sd(const SessionPlan& plan,
                            const std::vector<scrape::Endpoint>& endpoints) {
-  if (const auto written = write_prometheus_sd(
-          plan.log_dir, prometheus_sd_json(endpoints, plan.job_id, sd_run_name(plan)));
-      !written) {
-    log()->warn("cannot write {}/{} error={}", plan.log_dir, kPrometheusSdFile,
-                common::quoted(written.error()));
+  const auto path = plan.log_dir + "/" + kPrometheusSdFile;
+  if (!written(path, write_prometheus_sd(plan.log_dir, prometheus_sd_json(endpoints, plan.job_id,
+                                                                          sd_run_name(plan))))) {
     return false;
   }
-  log()->info("Prometheus targets in {}/{} count={}", plan.log_dir, kPrometheusSdFile,
-              endpoints.size());
+  log()->info("Prometheus targets in {} count={}", path, endpoints.size());
   return true;
 }
 
@@ -278,11 +275,7 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
     run_command(plan, signals, result, record);
     // Now, not at the end: the GPU leg's session window points at it.
     const std::string path = plan.log_dir + "/session.json";
-    if (const auto written = write_session_record(path, record)) {
-      result.session_path = path;
-    } else {
-      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-    }
+    if (written(path, write_session_record(path, record))) result.session_path = path;
   }
 
   for (auto& leg : legs) {
