@@ -16,8 +16,6 @@
 #include <iostream>
 #include <memory>
 
-#include <yaml-cpp/yaml.h>
-
 #include "apps/cpu-power/commands.hpp"
 #include "common/signals.hpp"
 #include "config/load.hpp"
@@ -157,18 +155,12 @@ int run(const RunArgs& args) {
   // that a mistake is a usage error before anything starts.
   if (const auto& e = recipe->telemetry.cpu_power_exporter;
       e && (e->tls_config || e->basic_auth) && config::exporter_leg_enabled(recipe->telemetry)) {
-    scrape::ClientSecuritySpec spec;
-    if (e->tls_config) {
-      spec.tls = true;
-      spec.ca_file = e->tls_config->ca_file;
-      spec.cert_file = e->tls_config->cert_file;
-      spec.key_file = e->tls_config->key_file;
-    }
-    if (e->basic_auth) {
-      spec.username = e->basic_auth->username;
-      spec.password_file = e->basic_auth->password_file;
-    }
-    const auto resolved = scrape::resolve_client_security(spec);
+    const auto tls = e->tls_config.value_or(config::ScrapeTlsConfig{});
+    const auto& auth = e->basic_auth;
+    const auto resolved = scrape::resolve_client_security(
+        {tls.ca_file, tls.cert_file, tls.key_file, e->tls_config.has_value(),
+         auth ? std::optional(auth->username) : std::nullopt,
+         auth ? std::optional(auth->password_file) : std::nullopt});
     if (!resolved.security) {
       const auto key = resolved.refused_key;
       const bool auth = key == "username" || key == "password_file";

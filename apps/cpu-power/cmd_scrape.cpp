@@ -93,17 +93,12 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
     throw CLI::ValidationError("--out", "cannot create directory " + args.out + ": " +
                                             (ec ? ec.message() : "not a directory"));
   }
-  scrape::ClientSecuritySpec spec;
   const auto given = [](const std::string& s) {
     return s.empty() ? std::nullopt : std::optional<std::string>(s);
   };
-  spec.tls = args.tls;
-  spec.ca_file = given(args.tls_ca_file);
-  spec.cert_file = given(args.tls_cert_file);
-  spec.key_file = given(args.tls_key_file);
-  spec.username = given(args.basic_auth_username);
-  spec.password_file = given(args.basic_auth_password_file);
-  const auto resolved = scrape::resolve_client_security(spec);
+  const auto resolved = scrape::resolve_client_security(
+      {given(args.tls_ca_file), given(args.tls_cert_file), given(args.tls_key_file), args.tls,
+       given(args.basic_auth_username), given(args.basic_auth_password_file)});
   if (!resolved.security) {
     static const std::map<std::string_view, std::string> flags = {
         {"ca_file", "--tls-ca-file"},

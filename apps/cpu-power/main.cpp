@@ -2,8 +2,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "apps/cpu-power/commands.hpp"
 #include "common/version.hpp"
 

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <condition_variable>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
