@@ -15,27 +15,22 @@ namespace cpupower::app {
 namespace {
 
 struct SimNodeArgs {
-  std::string root;
+  sim::SimOptions options;  // the settings taken as given, with their defaults
   std::string profile = "gb200";
   std::string layout = "modern";
   std::string model = "load";
   std::string trace;
-  double load = 0.0;
   std::int64_t update_ms = 50;
   std::int64_t average_interval_ms = 50;
   std::int64_t sample_ms = 10;
   std::vector<std::string> faults;
-  std::uint64_t seed = 1;
   bool no_noise = false;
-  std::string proc_stat = "/proc/stat";
   double duration_s = 0.0;
-  bool once = false;
 };
 
 // Cross-option checks CLI11 cannot express; thrown as usage errors (exit 2).
 sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
-  sim::SimOptions o;
-  o.root = args.root;
+  sim::SimOptions o = args.options;
   o.profile = *sim::parse_profile(args.profile);  // IsMember-checked
   o.layout = *sim::parse_layout(args.layout);
   o.model = *sim::parse_model(args.model);
@@ -48,14 +43,10 @@ sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
   } else if (o.model == sim::Model::trace) {
     throw CLI::ValidationError("--model", "trace needs --trace FILE");
   }
-  o.load = args.load;
   o.update_interval = std::chrono::milliseconds(args.update_ms);
   o.average_interval = std::chrono::milliseconds(args.average_interval_ms);
   o.sample_step = std::chrono::milliseconds(args.sample_ms);
-  o.seed = args.seed;
   o.noise = !args.no_noise;
-  o.proc_stat = args.proc_stat;
-  o.once = args.once;
 
   std::set<std::string> known;
   std::string known_list;
@@ -71,7 +62,7 @@ sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
       throw CLI::ValidationError("--fault", "no channel '" + key + "' in profile " + args.profile +
                                                 " (channels: " + known_list + ")");
     }
-    if (fault.kind == sim::Fault::Kind::slow && args.once) {
+    if (fault.kind == sim::Fault::Kind::slow && o.once) {
       throw CLI::ValidationError("--fault",
                                  "slow faults need a running node; not allowed with --once");
     }
@@ -116,7 +107,7 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
 void add_sim_node_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<SimNodeArgs>();
   auto* cmd = app.add_subcommand("sim-node", "Simulate a Grace node's hwmon tree");
-  cmd->add_option("--root", args->root, "Directory standing for /sys/class/hwmon (created)")
+  cmd->add_option("--root", args->options.root, "Directory standing for /sys/class/hwmon (created)")
       ->required();
   cmd->add_option("--profile", args->profile,
                   "Platform: gb200, gh200, platform-uw or gh200-quad (four GH200 sockets "
@@ -132,7 +123,7 @@ void add_sim_node_command(CLI::App& app, Action& action) {
                     ->capture_default_str();
   cmd->add_option("--trace", args->trace, "CSV trace: time_s,<key>,... in watts (--model trace)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--load", args->load, "Utilisation 0..1 for the constant model")
+  cmd->add_option("--load", args->options.load, "Utilisation 0..1 for the constant model")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--update-ms", args->update_ms, "Value update interval in milliseconds")
@@ -152,12 +143,12 @@ void add_sim_node_command(CLI::App& app, Action& action) {
                   "KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. total:1=slow:150@0-2000 (repeatable)")
       ->check(CLI::Validator([](std::string& spec) { return sim::parse_fault(spec).error(); },
                              "FAULT"));
-  cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Noise seed")->capture_default_str();
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
-  cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
+  cmd->add_option("--proc-stat", args->options.proc_stat, "CPU time source for the load model")
       ->capture_default_str();
   auto* duration = add_duration_option(cmd, args->duration_s);
-  cmd->add_flag("--once", args->once, "Write the tree with its first values and exit")
+  cmd->add_flag("--once", args->options.once, "Write the tree with its first values and exit")
       ->excludes(duration);
   cmd->callback([&action, args, model] {
     auto options = std::make_shared<sim::SimOptions>(to_options(*args, model->count() > 0));
