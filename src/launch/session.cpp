@@ -1,8 +1,8 @@
 #include "launch/session.hpp"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <filesystem>
@@ -70,15 +70,12 @@ class ExporterLeg : public Leg {
     const auto ready = wait_until_ready(
         endpoints, deadline, [&] { return give_up() || !launcher_.any_running(); },
         plan_.scrape_security);
-    std::size_t ready_count = 0;
     std::string waiting;
     for (std::size_t i = 0; i < endpoints.size(); ++i) {
-      if (ready[i]) {
-        ++ready_count;
-      } else {
-        waiting += (waiting.empty() ? "" : ",") + endpoints[i].hostname;
-      }
+      if (!ready[i]) waiting += (waiting.empty() ? "" : ",") + endpoints[i].hostname;
     }
+    const auto ready_count = static_cast<std::size_t>(
+        std::count_if(ready.begin(), ready.end(), [](const auto& r) { return r.has_value(); }));
     if (ready_count == endpoints.size()) {
       log()->info("CPU power exporters ready count={}", ready_count);
     } else {
@@ -173,11 +170,11 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   // is integrated across it unsaid.
   ClockStepWatch watch;
   std::mutex watch_mutex;
-  std::condition_variable watch_cv;
-  bool watch_done = false;
-  std::thread watcher([&] {
+  std::condition_variable_any watch_cv;
+  std::jthread watcher([&](std::stop_token stop) {
     std::unique_lock lock(watch_mutex);
-    while (!watch_cv.wait_for(lock, milliseconds(100), [&] { return watch_done; })) {
+    while (
+        !watch_cv.wait_for(lock, stop, milliseconds(100), [&] { return stop.stop_requested(); })) {
       if (watch.observe()) {
         const auto& s = watch.steps().back();
         log()->warn(
@@ -207,11 +204,7 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   record.end_unix = now_unix();
   record.end_monotonic = monotonic_now_s();
   record.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  {
-    std::lock_guard lock(watch_mutex);
-    watch_done = true;
-  }
-  watch_cv.notify_all();
+  watcher.request_stop();
   watcher.join();
   const auto seen = watch.steps().size();
   watch.settle(record.start_unix, record.start_monotonic, record.end_unix, record.end_monotonic);
