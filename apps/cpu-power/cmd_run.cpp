@@ -199,14 +199,11 @@ int run(const RunArgs& args) {
 }
 
 int node_address(const std::string& interface) {
-  std::optional<std::string> iface;
-  if (!interface.empty()) iface = interface;
-  std::optional<std::string> route;
-  if (const char* launcher = std::getenv("SLURM_LAUNCH_NODE_IPADDR")) {
-    route = launch::route_source_address(launcher);
-  }
+  const char* launcher = std::getenv("SLURM_LAUNCH_NODE_IPADDR");
   const auto address =
-      launch::choose_node_address(launch::local_interface_addresses(), iface, route);
+      launch::choose_node_address(launch::local_interface_addresses(),
+                                  interface.empty() ? std::nullopt : std::optional(interface),
+                                  launcher ? launch::route_source_address(launcher) : std::nullopt);
   const std::string node = hostleg::node_name();
   if (!address) {
     std::cerr << "Error: " << node << ": " << address.error() << std::endl;
