@@ -25,24 +25,21 @@ void add_check_config_command(CLI::App& app, Action& action) {
                   "default_gpu_exporter");
   cmd->callback([&action, recipe, cluster_file] {
     action = [recipe, cluster_file] {
+      // Every error as file:line:column, then how many there were in `file`; exit 1.
+      const auto failed = [](const auto& errors, const std::string& file) {
+        for (const auto& e : errors) std::cerr << config::format_error(e) << "\n";
+        std::cerr << errors.size() << (errors.size() == 1 ? " error" : " errors") << " in " << file
+                  << std::endl;
+        return 1;
+      };
       std::optional<config::ClusterConfig> cluster;
       if (!cluster_file->empty()) {
         auto loaded = config::load_cluster_file(*cluster_file);
-        if (!loaded.cluster) {
-          for (const auto& e : loaded.errors) std::cerr << config::format_error(e) << "\n";
-          std::cerr << loaded.errors.size() << (loaded.errors.size() == 1 ? " error" : " errors")
-                    << " in " << *cluster_file << std::endl;
-          return 1;
-        }
+        if (!loaded.cluster) return failed(loaded.errors, *cluster_file);
         cluster = std::move(loaded.cluster);
       }
       const auto result = config::load_recipe_file(*recipe, cluster ? &*cluster : nullptr);
-      if (!result.recipe) {
-        for (const auto& e : result.errors) std::cerr << config::format_error(e) << "\n";
-        std::cerr << result.errors.size() << (result.errors.size() == 1 ? " error" : " errors")
-                  << " in " << *recipe << std::endl;
-        return 1;
-      }
+      if (!result.recipe) return failed(result.errors, *recipe);
       for (const auto& w : result.warnings) std::cerr << config::format_warning(w) << "\n";
       std::cout << "recipe: " << *recipe << " (valid)\n"
                 << config::describe_recipe(*result.recipe) << std::flush;

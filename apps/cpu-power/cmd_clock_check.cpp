@@ -3,27 +3,14 @@
 // start, each node's output in <log_dir>/clock_sync_<node>.out. Exits 0 whatever it finds:
 // the last line says it.
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "apps/cpu-power/commands.hpp"
+#include "hostleg/host_collector.hpp"
 #include "launch/clock_check.hpp"
 
 namespace cpupower::app {
-namespace {
-
-std::string node_name() {
-  if (const char* slurm = std::getenv("SLURMD_NODENAME"); slurm && *slurm) return slurm;
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-  const std::string name(buf);
-  return name.substr(0, name.find('.'));
-}
-
-}  // namespace
 
 void add_clock_check_command(CLI::App& app, Action& action) {
   auto timeout_ms = std::make_shared<int>(2000);
@@ -37,7 +24,7 @@ void add_clock_check_command(CLI::App& app, Action& action) {
   cmd->callback([&action, timeout_ms] {
     action = [timeout_ms] {
       const auto check =
-          launch::probe_local_clock(node_name(), std::chrono::milliseconds(*timeout_ms));
+          launch::probe_local_clock(hostleg::node_name(), std::chrono::milliseconds(*timeout_ms));
       std::cout << check.output << std::flush;
       return 0;
     };

@@ -4,7 +4,7 @@
 // status. Also the hidden `cpu-power node-address`, which run starts on every node through
 // srun to learn the address the collector should scrape there.
 
-#include <fmt/core.h>
+#include <fmt/chrono.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,11 +16,10 @@
 #include <iostream>
 #include <memory>
 
-#include <yaml-cpp/yaml.h>
-
 #include "apps/cpu-power/commands.hpp"
 #include "common/signals.hpp"
 #include "config/load.hpp"
+#include "hostleg/host_collector.hpp"
 #include "launch/node_address.hpp"
 #include "launch/process.hpp"
 #include "launch/session.hpp"
@@ -40,23 +39,16 @@ struct RunArgs {
   std::string nodes;
   std::string simulate;
   std::string gpu_roles;
-  int sim_gpus = 4;
-  std::vector<std::string> sim_gpu_faults;
   bool dry_run = false;
   int cpu_samples_schema = 0;  // 0: not given, the profile's
   int gpu_samples_schema = 0;
   std::string consumer_profile = "default";
   std::string job_id;
-  std::vector<std::string> command;
+  launch::PlanRequest request;  // --sim-gpus, --sim-gpu-fault and the command, as given
 };
 
 std::string default_log_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return std::string("cpu-power-run-") + stamp;
+  return fmt::format("cpu-power-run-{:%Y%m%dT%H%M%SZ}", fmt::gmtime(std::time(nullptr)));
 }
 
 std::string short_hostname() {
@@ -132,7 +124,7 @@ int run(const RunArgs& args) {
   const auto recipe = recipe_for(args);
   if (!recipe) return 2;  // nothing ran; the errors are printed
 
-  launch::PlanRequest request;
+  launch::PlanRequest request = args.request;
   request.recipe = *recipe;
   request.log_dir =
       std::filesystem::absolute(args.log_dir.empty() ? default_log_dir() : args.log_dir)
@@ -141,9 +133,6 @@ int run(const RunArgs& args) {
   if (!args.nodes.empty()) request.nodes = args.nodes;
   if (!args.simulate.empty()) request.simulate = args.simulate;
   if (!args.gpu_roles.empty()) request.gpu_roles = args.gpu_roles;
-  request.sim_gpus = args.sim_gpus;
-  request.sim_gpu_faults = args.sim_gpu_faults;
-  request.command = args.command;
   const auto schemas = launch::samples_schemas_for(args.consumer_profile, args.cpu_samples_schema,
                                                    args.gpu_samples_schema);
   if (!schemas) {
@@ -166,18 +155,12 @@ int run(const RunArgs& args) {
   // that a mistake is a usage error before anything starts.
   if (const auto& e = recipe->telemetry.cpu_power_exporter;
       e && (e->tls_config || e->basic_auth) && config::exporter_leg_enabled(recipe->telemetry)) {
-    scrape::ClientSecuritySpec spec;
-    if (e->tls_config) {
-      spec.tls = true;
-      spec.ca_file = e->tls_config->ca_file;
-      spec.cert_file = e->tls_config->cert_file;
-      spec.key_file = e->tls_config->key_file;
-    }
-    if (e->basic_auth) {
-      spec.username = e->basic_auth->username;
-      spec.password_file = e->basic_auth->password_file;
-    }
-    const auto resolved = scrape::resolve_client_security(spec);
+    const auto tls = e->tls_config.value_or(config::ScrapeTlsConfig{});
+    const auto& auth = e->basic_auth;
+    const auto resolved = scrape::resolve_client_security(
+        {tls.ca_file, tls.cert_file, tls.key_file, e->tls_config.has_value(),
+         auth ? std::optional(auth->username) : std::nullopt,
+         auth ? std::optional(auth->password_file) : std::nullopt});
     if (!resolved.security) {
       const auto key = resolved.refused_key;
       const bool auth = key == "username" || key == "password_file";
@@ -216,16 +199,12 @@ int run(const RunArgs& args) {
 }
 
 int node_address(const std::string& interface) {
-  std::optional<std::string> iface;
-  if (!interface.empty()) iface = interface;
-  std::optional<std::string> route;
-  if (const char* launcher = std::getenv("SLURM_LAUNCH_NODE_IPADDR")) {
-    route = launch::route_source_address(launcher);
-  }
+  const char* launcher = std::getenv("SLURM_LAUNCH_NODE_IPADDR");
   const auto address =
-      launch::choose_node_address(launch::local_interface_addresses(), iface, route);
-  const char* slurm_name = std::getenv("SLURMD_NODENAME");
-  const std::string node = slurm_name && *slurm_name ? slurm_name : short_hostname();
+      launch::choose_node_address(launch::local_interface_addresses(),
+                                  interface.empty() ? std::nullopt : std::optional(interface),
+                                  launcher ? launch::route_source_address(launcher) : std::nullopt);
+  const std::string node = hostleg::node_name();
   if (!address) {
     std::cerr << "Error: " << node << ": " << address.error() << std::endl;
     return 1;
@@ -259,10 +238,10 @@ void add_run_command(CLI::App& app, Action& action) {
                   "([{hostname, gpu_index, assignments: [{worker_role, ...}]}], or a GPU "
                   "manifest.json); default: the GPUs each node shows when it becomes ready")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--sim-gpus", args->sim_gpus,
+  cmd->add_option("--sim-gpus", args->request.sim_gpus,
                   "GPUs per simulated node for the GPU leg (--simulate)")
       ->check(CLI::Range(1, 64));
-  cmd->add_option("--sim-gpu-fault", args->sim_gpu_faults,
+  cmd->add_option("--sim-gpu-fault", args->request.sim_gpu_faults,
                   "A fault for every simulated dcgm-exporter (--simulate; repeatable), as "
                   "`cpu-power sim-gpu --fault` takes it: slow:MS, hang, garbage, http500, "
                   "vanish:GPU, uuid-change:GPU, each with @FROM_MS[-TO_MS]");
@@ -275,7 +254,7 @@ void add_run_command(CLI::App& app, Action& action) {
                   "default: local-<UTC time>-<PID>)")
       ->check(
           [](const std::string& v) { return v.empty() ? std::string("empty") : std::string(); });
-  cmd->add_option("command", args->command, "The command to run, after --")->required();
+  cmd->add_option("command", args->request.command, "The command to run, after --")->required();
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 
   // run's helper on the nodes; not for people.

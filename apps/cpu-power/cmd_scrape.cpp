@@ -91,17 +91,12 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
     throw CLI::ValidationError("--out", "cannot create directory " + args.out + ": " +
                                             (ec ? ec.message() : "not a directory"));
   }
-  scrape::ClientSecuritySpec spec;
   const auto given = [](const std::string& s) {
     return s.empty() ? std::nullopt : std::optional<std::string>(s);
   };
-  spec.tls = args.tls;
-  spec.ca_file = given(args.tls_ca_file);
-  spec.cert_file = given(args.tls_cert_file);
-  spec.key_file = given(args.tls_key_file);
-  spec.username = given(args.basic_auth_username);
-  spec.password_file = given(args.basic_auth_password_file);
-  const auto resolved = scrape::resolve_client_security(spec);
+  const auto resolved = scrape::resolve_client_security(
+      {given(args.tls_ca_file), given(args.tls_cert_file), given(args.tls_key_file), args.tls,
+       given(args.basic_auth_username), given(args.basic_auth_password_file)});
   if (!resolved.security) {
     static const std::map<std::string_view, std::string> flags = {
         {"ca_file", "--tls-ca-file"},
@@ -119,8 +114,7 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
   if (!schemas) throw CLI::ValidationError("--consumer-profile", "unknown profile");
   plan.options.cpu_samples_schema = schemas->cpu;
   plan.options.collect_interval = milliseconds(args.interval_ms);
-  plan.options.request_timeout =
-      milliseconds(static_cast<std::int64_t>(args.request_timeout_s * 1000.0 + 0.5));
+  plan.options.request_timeout = to_ms(args.request_timeout_s);
   if (plan.options.request_timeout.count() <= 0) {
     throw CLI::ValidationError("--request-timeout-s", "must be at least 0.001 s");
   }
@@ -128,9 +122,7 @@ ScrapePlan to_plan(const ScrapeArgs& args) {
   plan.interval_warning = config::interval_gap_reason(
       args.interval_ms, args.request_timeout_s, "--interval-ms " + std::to_string(args.interval_ms),
       fmt::format("--request-timeout-s {}", args.request_timeout_s));
-  if (args.duration_s > 0) {
-    plan.duration = milliseconds(static_cast<std::int64_t>(args.duration_s * 1000.0 + 0.5));
-  }
+  if (args.duration_s > 0) plan.duration = to_ms(args.duration_s);
   return plan;
 }
 
@@ -160,10 +152,7 @@ int run_scrape(const ScrapePlan& plan) {
   auto log = common::logger("cpu_power::scrape");
   if (!plan.interval_warning.empty()) log->warn("{}", plan.interval_warning);
   scrape::Collector collector(plan.endpoints, plan.options);
-  if (const Status started = collector.start(); !started) {
-    std::cerr << "Error: " << started.error() << std::endl;
-    return 1;
-  }
+  if (!started(collector.start())) return 1;
 
   // On a terminal, one status line redrawn in place; elsewhere (srun's .out files) a log
   // line now and then, since carriage returns make a mess of a file.
@@ -252,9 +241,7 @@ void add_scrape_command(CLI::App& app, Action& action) {
                   "Deadline per request, connect and read together")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--duration-s", args->duration_s,
-                  "Stop after this many seconds (default: SIGINT/SIGTERM)")
-      ->check(CLI::PositiveNumber);
+  add_duration_option(cmd, args->duration_s);
   add_cpu_samples_schema_option(cmd, args->cpu_samples_schema);
   add_consumer_profile_option(cmd, args->consumer_profile);
   cmd->add_flag("--tls", args->tls,

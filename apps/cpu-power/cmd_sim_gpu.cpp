@@ -21,24 +21,15 @@ namespace {
 constexpr std::uint32_t kMaxGpus = 64;
 
 struct SimGpuArgs {
+  sim::SimGpuOptions options;  // the settings taken as given, with their defaults
   std::string listen = "0.0.0.0:9400";
   std::string port_file;
-  std::uint32_t gpus = 4;
-  std::string hostname;
   bool no_hostname = false;
-  std::string model_name = "NVIDIA GH200 480GB";
-  std::string driver_version = "570.133.20";
   std::string power = "load";
-  double idle_w = sim::kGpuIdleWatts;
-  double max_w = sim::kGpuMaxWatts;
   std::int64_t collect_interval_ms = 1000;
-  bool profiling = false;
   std::string mig;
-  bool kubernetes = false;
   std::vector<std::string> faults;
-  std::uint64_t seed = 1;
   bool no_noise = false;
-  std::string proc_stat = "/proc/stat";
   double duration_s = 0.0;
   std::string flavour = "dcgm";
   // --power-metric ... --identity-label: set when given (empty for the optional families:
@@ -54,28 +45,25 @@ struct ListenAddress {
 
 // ADDR:PORT with ADDR an IPv4 literal, [IPv6] literal, "localhost" or empty (all IPv4
 // interfaces, like Go's ":9400"); PORT 0..65535, 0 letting the kernel pick.
-std::optional<ListenAddress> parse_listen(std::string_view text, std::string* error) {
+Result<ListenAddress> parse_listen(std::string_view text) {
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos) {
-    *error = "'" + std::string(text) + "' is not ADDR:PORT, e.g. 127.0.0.1:0 or :9400";
-    return std::nullopt;
+    return Error{"'" + std::string(text) + "' is not ADDR:PORT, e.g. 127.0.0.1:0 or :9400"};
   }
   std::string_view host = text.substr(0, colon);
   const auto port = common::parse_u64(text.substr(colon + 1));
   if (!port || *port > 65535) {
-    *error = "port '" + std::string(text.substr(colon + 1)) + "' is not 0..65535";
-    return std::nullopt;
+    return Error{"port '" + std::string(text.substr(colon + 1)) + "' is not 0..65535"};
   }
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   } else if (host.find(':') != std::string_view::npos) {
-    *error = "an IPv6 address needs brackets, e.g. [::1]:9400";
-    return std::nullopt;
+    return Error{"an IPv6 address needs brackets, e.g. [::1]:9400"};
   }
-  ListenAddress out;
-  out.ip = host.empty() ? "0.0.0.0" : host == "localhost" ? "127.0.0.1" : std::string(host);
-  out.port = static_cast<std::uint16_t>(*port);
-  return out;
+  return ListenAddress{host.empty()          ? "0.0.0.0"
+                       : host == "localhost" ? "127.0.0.1"
+                                             : std::string(host),
+                       static_cast<std::uint16_t>(*port)};
 }
 
 // "" (every GPU) or a comma-separated list of GPU indices.
@@ -101,44 +89,31 @@ std::vector<std::uint32_t> parse_mig(const std::string& text, std::uint32_t gpus
 
 // Cross-option checks CLI11 cannot express; thrown as usage errors (exit 2).
 sim::SimGpuOptions to_options(const SimGpuArgs& args, bool mig_given) {
-  sim::SimGpuOptions o;
-  std::string error;
-  const auto listen = parse_listen(args.listen, &error);
-  if (!listen) throw CLI::ValidationError("--listen", error);
+  sim::SimGpuOptions o = args.options;
+  const auto listen = parse_listen(args.listen);
+  if (!listen) throw CLI::ValidationError("--listen", listen.error());
   o.bind_ip = listen->ip;
   o.port = listen->port;
-  o.gpus = args.gpus;
-  o.hostname = args.hostname;
   o.hostname_label = !args.no_hostname;
-  o.model_name = args.model_name;
-  o.driver_version = args.driver_version;
   const auto power = sim::parse_gpu_power_spec(args.power);
   if (!power) throw CLI::ValidationError("--power", power.error());  // unreachable: checked
   o.power = *power;
-  if (!(args.max_w > args.idle_w)) {
-    throw CLI::ValidationError("--max-w", "must be above --idle-w");
-  }
-  o.idle_w = args.idle_w;
-  o.max_w = args.max_w;
+  if (!(o.max_w > o.idle_w)) throw CLI::ValidationError("--max-w", "must be above --idle-w");
   o.collect_interval = std::chrono::milliseconds(args.collect_interval_ms);
-  o.profiling = args.profiling;
-  if (mig_given) o.mig_gpus = parse_mig(args.mig, args.gpus);
-  o.kubernetes = args.kubernetes;
+  if (mig_given) o.mig_gpus = parse_mig(args.mig, o.gpus);
   for (const auto& spec : args.faults) {
     auto fault = sim::parse_gpu_fault(spec);
     if (!fault) throw CLI::ValidationError("--fault", fault.error());  // unreachable: checked
     if ((fault->kind == sim::GpuFault::Kind::vanish ||
          fault->kind == sim::GpuFault::Kind::uuid_change) &&
-        fault->gpu >= args.gpus) {
+        fault->gpu >= o.gpus) {
       throw CLI::ValidationError("--fault", "'" + spec + "' names gpu " +
                                                 std::to_string(fault->gpu) + ", but --gpus is " +
-                                                std::to_string(args.gpus));
+                                                std::to_string(o.gpus));
     }
     o.faults.push_back(*fault);
   }
-  o.seed = args.seed;
   o.noise = !args.no_noise;
-  o.proc_stat = args.proc_stat;
   // Another exporter's names: the flavour's, then each name given.
   const bool renamed = args.flavour != "dcgm" || args.power_metric || args.util_metric ||
                        args.sm_active_metric || args.temperature_metric || args.index_label ||
@@ -173,10 +148,7 @@ int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
   // for us below instead of killing the process mid-response.
   common::block_shutdown_signals();
   sim::SimGpu gpu(options);
-  if (const Status started = gpu.start(); !started) {
-    std::cerr << "Error: " << started.error() << std::endl;
-    return 1;
-  }
+  if (!started(gpu.start())) return 1;
   if (!port_file.empty()) {
     const Status written = common::write_file_atomic(port_file, std::to_string(gpu.port()) + "\n");
     if (!written) {
@@ -188,13 +160,9 @@ int run_sim_gpu(const sim::SimGpuOptions& options, const std::string& port_file,
   fmt::print("sim-gpu: listening on http://{}/metrics\n", gpu.address());
   std::fflush(stdout);
 
-  std::optional<std::chrono::milliseconds> timeout;
-  if (duration_s > 0) {
-    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000.0 + 0.5));
-  }
-  const int sig = common::wait_shutdown_signal(timeout);
+  const auto reason = wait_for_stop(duration_s);
   gpu.stop();
-  fmt::print("sim-gpu: stopped reason={}\n", sig ? common::signal_name(sig) : "duration");
+  fmt::print("sim-gpu: stopped reason={}\n", reason);
   std::fflush(stdout);
   return 0;
 }
@@ -209,50 +177,49 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--port-file", args->port_file,
                   "Write the bound port to this file (atomically) once listening");
-  cmd->add_option("--gpus", args->gpus, "Number of GPUs")
+  cmd->add_option("--gpus", args->options.gpus, "Number of GPUs")
       ->check(CLI::Range(std::uint32_t{1}, kMaxGpus))
       ->capture_default_str();
-  cmd->add_option("--hostname", args->hostname,
+  cmd->add_option("--hostname", args->options.hostname,
                   "Hostname label and seed of the UUIDs (default: this host's name)");
   cmd->add_flag("--no-hostname", args->no_hostname, "No Hostname label (dcgm-exporter -n)");
-  cmd->add_option("--model-name", args->model_name, "modelName label")->capture_default_str();
-  cmd->add_option("--driver-version", args->driver_version,
+  cmd->add_option("--model-name", args->options.model_name, "modelName label")
+      ->capture_default_str();
+  cmd->add_option("--driver-version", args->options.driver_version,
                   "DCGM_FI_DRIVER_VERSION label (empty: none)")
       ->capture_default_str();
   cmd->add_option("--power", args->power, "Board power: load, constant:W or trace:FILE")
       ->check(CLI::Validator(
           [](std::string& spec) { return sim::parse_gpu_power_spec(spec).error(); }, "POWER"))
       ->capture_default_str();
-  cmd->add_option("--idle-w", args->idle_w, "Load model: watts at 0 % host CPU load")
+  cmd->add_option("--idle-w", args->options.idle_w, "Load model: watts at 0 % host CPU load")
       ->check(CLI::Range(0.0, 10000.0))
       ->capture_default_str();
-  cmd->add_option("--max-w", args->max_w, "Load model: watts at 100 % host CPU load")
+  cmd->add_option("--max-w", args->options.max_w, "Load model: watts at 100 % host CPU load")
       ->check(CLI::Range(0.0, 10000.0))
       ->capture_default_str();
   cmd->add_option("--collect-interval-ms", args->collect_interval_ms,
                   "Values refresh every this many ms (dcgm-exporter -c; its default is 30000)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{3600000}))
       ->capture_default_str();
-  cmd->add_flag("--profiling", args->profiling,
+  cmd->add_flag("--profiling", args->options.profiling,
                 "Serve the DCGM_FI_PROF_* fields (DCGM_FI_PROF_SM_ACTIVE, ...): opt-in");
   auto* mig = cmd->add_option("--mig", args->mig,
                               "GPUs in MIG mode (comma-separated; no list: all): their GPU "
                               "instances are served, with GPU_I_PROFILE and GPU_I_ID")
                   ->expected(0, 1);
-  cmd->add_flag("--kubernetes", args->kubernetes,
+  cmd->add_flag("--kubernetes", args->options.kubernetes,
                 "container, namespace and pod labels on every GPU (dcgm-exporter -k)");
   cmd->add_option("--fault", args->faults,
                   "KIND[:ARG][@FROM_MS[-TO_MS]]: slow:MS, hang, garbage, http500, vanish:GPU, "
                   "uuid-change:GPU, e.g. vanish:1@3000 (repeatable)")
       ->check(CLI::Validator([](std::string& spec) { return sim::parse_gpu_fault(spec).error(); },
                              "FAULT"));
-  cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Noise seed")->capture_default_str();
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
-  cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
+  cmd->add_option("--proc-stat", args->options.proc_stat, "CPU time source for the load model")
       ->capture_default_str();
-  cmd->add_option("--duration-s", args->duration_s,
-                  "Stop after this many seconds (default: SIGINT/SIGTERM)")
-      ->check(CLI::PositiveNumber);
+  add_duration_option(cmd, args->duration_s);
   cmd->add_option("--flavour", args->flavour,
                   "Whose names to serve: dcgm (dcgm-exporter's whole exposition) or amd "
                   "(rocm/device-metrics-exporter's: gpu_power_usage, gpu_gfx_activity, "
@@ -273,11 +240,7 @@ void add_sim_gpu_command(CLI::App& app, Action& action) {
                   "Label carrying the GPU's identity (its UUID)");
   cmd->callback([&action, args, mig] {
     auto options = std::make_shared<sim::SimGpuOptions>(to_options(*args, mig->count() > 0));
-    const std::string port_file = args->port_file;
-    const double duration_s = args->duration_s;
-    action = [options, port_file, duration_s] {
-      return run_sim_gpu(*options, port_file, duration_s);
-    };
+    action = [options, args] { return run_sim_gpu(*options, args->port_file, args->duration_s); };
   });
 }
 

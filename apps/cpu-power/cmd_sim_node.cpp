@@ -4,7 +4,6 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <iostream>
 #include <memory>
 #include <set>
 
@@ -16,27 +15,22 @@ namespace cpupower::app {
 namespace {
 
 struct SimNodeArgs {
-  std::string root;
+  sim::SimOptions options;  // the settings taken as given, with their defaults
   std::string profile = "gb200";
   std::string layout = "modern";
   std::string model = "load";
   std::string trace;
-  double load = 0.0;
   std::int64_t update_ms = 50;
   std::int64_t average_interval_ms = 50;
   std::int64_t sample_ms = 10;
   std::vector<std::string> faults;
-  std::uint64_t seed = 1;
   bool no_noise = false;
-  std::string proc_stat = "/proc/stat";
   double duration_s = 0.0;
-  bool once = false;
 };
 
 // Cross-option checks CLI11 cannot express; thrown as usage errors (exit 2).
 sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
-  sim::SimOptions o;
-  o.root = args.root;
+  sim::SimOptions o = args.options;
   o.profile = *sim::parse_profile(args.profile);  // IsMember-checked
   o.layout = *sim::parse_layout(args.layout);
   o.model = *sim::parse_model(args.model);
@@ -49,14 +43,10 @@ sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
   } else if (o.model == sim::Model::trace) {
     throw CLI::ValidationError("--model", "trace needs --trace FILE");
   }
-  o.load = args.load;
   o.update_interval = std::chrono::milliseconds(args.update_ms);
   o.average_interval = std::chrono::milliseconds(args.average_interval_ms);
   o.sample_step = std::chrono::milliseconds(args.sample_ms);
-  o.seed = args.seed;
   o.noise = !args.no_noise;
-  o.proc_stat = args.proc_stat;
-  o.once = args.once;
 
   std::set<std::string> known;
   std::string known_list;
@@ -72,7 +62,7 @@ sim::SimOptions to_options(const SimNodeArgs& args, bool model_given) {
       throw CLI::ValidationError("--fault", "no channel '" + key + "' in profile " + args.profile +
                                                 " (channels: " + known_list + ")");
     }
-    if (fault.kind == sim::Fault::Kind::slow && args.once) {
+    if (fault.kind == sim::Fault::Kind::slow && o.once) {
       throw CLI::ValidationError("--fault",
                                  "slow faults need a running node; not allowed with --once");
     }
@@ -88,10 +78,7 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
   // for us below instead of killing the process mid-write.
   common::block_shutdown_signals();
   sim::SimNode node(options);
-  if (const Status started = node.start(); !started) {
-    std::cerr << "Error: " << started.error() << std::endl;
-    return 1;
-  }
+  if (!started(node.start())) return 1;
   std::size_t hwmon_w = 0, key_w = 0, label_w = 0;
   for (const auto& c : node.channels()) {
     hwmon_w = std::max(hwmon_w, c.hwmon.size());
@@ -108,13 +95,9 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
   std::fflush(stdout);
   if (options.once) return 0;
 
-  std::optional<std::chrono::milliseconds> timeout;
-  if (duration_s > 0) {
-    timeout = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000.0 + 0.5));
-  }
-  const int sig = common::wait_shutdown_signal(timeout);
+  const auto reason = wait_for_stop(duration_s);
   node.stop();
-  fmt::print("sim-node stopped reason={}\n", sig ? common::signal_name(sig) : "duration");
+  fmt::print("sim-node stopped reason={}\n", reason);
   std::fflush(stdout);
   return 0;
 }
@@ -124,7 +107,7 @@ int run_sim_node(const sim::SimOptions& options, double duration_s) {
 void add_sim_node_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<SimNodeArgs>();
   auto* cmd = app.add_subcommand("sim-node", "Simulate a Grace node's hwmon tree");
-  cmd->add_option("--root", args->root, "Directory standing for /sys/class/hwmon (created)")
+  cmd->add_option("--root", args->options.root, "Directory standing for /sys/class/hwmon (created)")
       ->required();
   cmd->add_option("--profile", args->profile,
                   "Platform: gb200, gh200, platform-uw or gh200-quad (four GH200 sockets "
@@ -140,7 +123,7 @@ void add_sim_node_command(CLI::App& app, Action& action) {
                     ->capture_default_str();
   cmd->add_option("--trace", args->trace, "CSV trace: time_s,<key>,... in watts (--model trace)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--load", args->load, "Utilisation 0..1 for the constant model")
+  cmd->add_option("--load", args->options.load, "Utilisation 0..1 for the constant model")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_option("--update-ms", args->update_ms, "Value update interval in milliseconds")
@@ -160,19 +143,16 @@ void add_sim_node_command(CLI::App& app, Action& action) {
                   "KEY=KIND[:ARG][@FROM_MS[-TO_MS]], e.g. total:1=slow:150@0-2000 (repeatable)")
       ->check(CLI::Validator([](std::string& spec) { return sim::parse_fault(spec).error(); },
                              "FAULT"));
-  cmd->add_option("--seed", args->seed, "Noise seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Noise seed")->capture_default_str();
   cmd->add_flag("--no-noise", args->no_noise, "No noise on the load model");
-  cmd->add_option("--proc-stat", args->proc_stat, "CPU time source for the load model")
+  cmd->add_option("--proc-stat", args->options.proc_stat, "CPU time source for the load model")
       ->capture_default_str();
-  auto* duration = cmd->add_option("--duration-s", args->duration_s,
-                                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
-                       ->check(CLI::PositiveNumber);
-  cmd->add_flag("--once", args->once, "Write the tree with its first values and exit")
+  auto* duration = add_duration_option(cmd, args->duration_s);
+  cmd->add_flag("--once", args->options.once, "Write the tree with its first values and exit")
       ->excludes(duration);
   cmd->callback([&action, args, model] {
     auto options = std::make_shared<sim::SimOptions>(to_options(*args, model->count() > 0));
-    const double duration_s = args->duration_s;
-    action = [options, duration_s] { return run_sim_node(*options, duration_s); };
+    action = [options, args] { return run_sim_node(*options, args->duration_s); };
   });
 }
 

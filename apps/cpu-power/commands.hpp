@@ -5,13 +5,46 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <string>
+
+#include "common/result.hpp"
+#include "common/signals.hpp"
 
 namespace cpupower::app {
 
 using Action = std::function<int()>;
+
+// Seconds from the command line as whole milliseconds, rounded.
+inline std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0 + 0.5));
+}
+
+// --duration-s of `scrape`, `sim-node` and `sim-gpu`: 0 (not given) runs until a signal.
+inline CLI::Option* add_duration_option(CLI::App* cmd, double& seconds) {
+  return cmd
+      ->add_option("--duration-s", seconds,
+                   "Stop after this many seconds (default: SIGINT/SIGTERM)")
+      ->check(CLI::PositiveNumber);
+}
+
+// Waits for SIGINT or SIGTERM, or `duration_s` when it is positive; why it stopped, as the
+// stop lines say it: the signal's name or "duration".
+inline std::string wait_for_stop(double duration_s) {
+  const int sig = common::wait_shutdown_signal(duration_s > 0 ? std::optional(to_ms(duration_s))
+                                                              : std::nullopt);
+  return sig ? common::signal_name(sig) : "duration";
+}
+
+// A server's start: its failure said on stderr as "Error: <why>". Whether it started.
+inline bool started(const Status& status) {
+  if (!status) std::cerr << "Error: " << status.error() << std::endl;
+  return status.ok();
+}
 
 // --cpu-samples-schema of `scrape` and `run`: the samples.csv layout the collector writes; 0
 // (not given) leaves it to the consumer profile.

@@ -2,8 +2,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <iostream>
-
 #include "apps/cpu-power/commands.hpp"
 #include "common/version.hpp"
 
@@ -27,11 +25,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

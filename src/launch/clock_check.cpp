@@ -3,13 +3,10 @@
 #include <fmt/core.h>
 #include <sys/timex.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <thread>
 
 #include "common/log.hpp"
 #include "common/text.hpp"
@@ -46,11 +43,8 @@ std::vector<std::string_view> words_of(std::string_view line) {
 }
 
 std::optional<double> number(std::string_view s) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
+  const auto v = common::parse_double(s);
+  return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
 std::optional<long> integer(std::string_view s) {
@@ -88,15 +82,7 @@ ClockSynced yes_no(std::string_view value) {
 }  // namespace
 
 std::string_view clock_synced_name(ClockSynced s) {
-  switch (s) {
-    case ClockSynced::yes:
-      return "yes";
-    case ClockSynced::no:
-      return "no";
-    case ClockSynced::unknown:
-      break;
-  }
-  return "unknown";
+  return s == ClockSynced::yes ? "yes" : s == ClockSynced::no ? "no" : "unknown";
 }
 
 ClockFinding parse_timedatectl(std::string_view text) {
@@ -117,16 +103,14 @@ ClockFinding parse_timedatectl(std::string_view text) {
 ClockFinding parse_chronyc_tracking(std::string_view text) {
   const auto leap = field(text, "Leap status", ':');
   if (!leap) return finding("chronyc", ClockSynced::unknown, "no Leap status in its output");
-  ClockFinding f;
-  f.tool = "chronyc";
-  f.note = "Leap status: " + std::string(*leap);
-  if (*leap == "Not synchronised" || *leap == "Not synchronized") {
-    f.synced = ClockSynced::no;
-  } else if (*leap == "Normal" || *leap == "Insert second" || *leap == "Delete second") {
-    f.synced = ClockSynced::yes;
-  } else {
-    return f;  // unknown
-  }
+  const bool no = *leap == "Not synchronised" || *leap == "Not synchronized";
+  const bool yes = *leap == "Normal" || *leap == "Insert second" || *leap == "Delete second";
+  auto f = finding("chronyc",
+                   no    ? ClockSynced::no
+                   : yes ? ClockSynced::yes
+                         : ClockSynced::unknown,
+                   "Leap status: " + std::string(*leap));
+  if (!no && !yes) return f;
   // "0.000012345 seconds fast of NTP time": the local clock is ahead.
   if (const auto system = field(text, "System time", ':')) {
     const auto w = words_of(*system);
@@ -153,10 +137,7 @@ ClockFinding parse_ntpq_peers(std::string_view text) {
     ++peers;
     const char tally = line.empty() ? ' ' : trim(line).front();
     if (tally != '*' && tally != 'o') continue;
-    ClockFinding f;
-    f.tool = "ntpq";
-    f.synced = ClockSynced::yes;
-    f.note = "selected peer " + std::string(w.front());
+    auto f = finding("ntpq", ClockSynced::yes, "selected peer " + std::string(w.front()));
     // The tally character sits on the remote name; columns count from it.
     if (*offset_column < w.size()) {
       if (const auto ms = number(w[*offset_column])) f.offset_s = *ms / 1000.0;
@@ -233,45 +214,6 @@ std::optional<ClockProbe> parse_clock_output(std::string_view text) {
   return out;
 }
 
-namespace {
-
-// One tool run with stdout and stderr to a temporary file, stopped at `timeout`.
-struct ToolRun {
-  bool started = false;
-  std::optional<int> status;  // unset: stopped at the timeout
-  std::string output;
-  std::string error;  // could not be started
-};
-
-ToolRun run_tool(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  ToolRun out;
-  std::string tmpl = (std::filesystem::temp_directory_path() / "cpu-power-clock-XXXXXX").string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
-    out.error = "cannot create a temporary file";
-    return out;
-  }
-  ::close(fd);
-  SpawnOptions o;
-  o.argv = argv;
-  o.output_path = tmpl;
-  const auto child = spawn_process(o);
-  if (!child) {
-    out.error = child.error();
-    ::unlink(tmpl.c_str());
-    return out;
-  }
-  out.started = true;
-  out.status = wait_for_exit(child->pid, timeout);
-  if (!out.status) terminate_process(child->pid, std::chrono::milliseconds(500), true);
-  const auto text = common::read_small_file(tmpl, 1 << 20);
-  out.output = text ? *text : std::string();
-  ::unlink(tmpl.c_str());
-  return out;
-}
-
-}  // namespace
-
 LocalClockCheck probe_local_clock(const std::string& hostname,
                                   std::chrono::milliseconds tool_timeout) {
   LocalClockCheck out;
@@ -289,9 +231,10 @@ LocalClockCheck probe_local_clock(const std::string& hostname,
       {{"adjtimex", "--print"}, parse_adjtimex},
   };
   for (const auto& t : tools) {
-    const auto run = run_tool(t.argv, tool_timeout);
+    // stdout and stderr together, as the tool interleaves them.
+    const auto run = run_capture(t.argv, Clock::now() + tool_timeout, std::nullopt, true);
     const std::string name = shell_quote_argv(t.argv);
-    if (!run.started) {
+    if (!run.error.empty()) {
       out.output += "== " + name + ": not run (" + run.error + ")\n";
       continue;
     }
@@ -340,29 +283,28 @@ std::vector<std::string> clock_sync_failures(const artifacts::ClockSyncCheck& ch
 
 artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
                                                std::chrono::milliseconds step_timeout) {
-  auto log = common::logger("cpu_power::run");
   artifacts::ClockSyncCheck check;
   check.max_offset_seconds = kClockOffsetBoundS;
   for (const auto& node : plan.nodes) check.nodes.push_back({node, "unknown", {}, {}, {}});
   const auto file_of = [&](const std::string& node) { return "clock_sync_" + node + ".out"; };
   const auto path_of = [&](const std::string& node) { return plan.log_dir + "/" + file_of(node); };
   if (!plan.clock_sync_check) {
-    log->warn(
+    log()->warn(
         "clock check off (telemetry.clock_sync_check: false): no node's clock is checked, and "
         "the artifacts say so");
   } else if (plan.mode == LaunchMode::slurm) {
     std::vector<pid_t> steps;
     for (const auto& step : plan.clock_steps) {
-      log->info("clock check starting name={} argv={}", step.name,
-                common::quoted(shell_quote_argv(step.srun)));
+      log()->info("clock check starting name={} argv={}", step.name,
+                  common::quoted(shell_quote_argv(step.srun)));
       SpawnOptions o;
       o.argv = step.srun;
       o.output_path = step.log;
       if (const auto child = spawn_process(o)) {
         steps.push_back(child->pid);
       } else {
-        log->warn("clock check step {} not started error={}", step.name,
-                  common::quoted(child.error()));
+        log()->warn("clock check step {} not started error={}", step.name,
+                    common::quoted(child.error()));
       }
     }
     const auto deadline = Clock::now() + step_timeout;
@@ -370,7 +312,7 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::max(deadline - Clock::now(), Clock::duration::zero()));
       if (!wait_for_exit(pid, left)) {
-        log->warn("clock check step still running after {} ms; stopped", step_timeout.count());
+        log()->warn("clock check step still running after {} ms; stopped", step_timeout.count());
         terminate_process(pid, std::chrono::milliseconds(2000), true);
       }
     }
@@ -393,7 +335,8 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
     for (auto& n : check.nodes) {
       const auto written = common::write_file_atomic(path_of(n.hostname), local.output, false);
       if (!written) {
-        log->warn("cannot write {} error={}", path_of(n.hostname), common::quoted(written.error()));
+        log()->warn("cannot write {} error={}", path_of(n.hostname),
+                    common::quoted(written.error()));
       } else {
         n.output_file = file_of(n.hostname);
       }
@@ -408,29 +351,29 @@ artifacts::ClockSyncCheck check_session_clocks(const SessionPlan& plan,
     const std::string where =
         n.output_file ? " (" + plan.log_dir + "/" + *n.output_file + ")" : std::string();
     if (n.synchronized == "no") {
-      log->warn(
+      log()->warn(
           "clock of node {} is not synchronised (tool {}){}; its row times and window "
           "edges are not vouched for",
           n.hostname, n.tool.value_or("-"), where);
     } else if (n.synchronized == "unknown") {
-      log->warn("clock of node {} could not be checked{}", n.hostname,
-                n.output_file ? where : std::string(" (no output)"));
+      log()->warn("clock of node {} could not be checked{}", n.hostname,
+                  n.output_file ? where : std::string(" (no output)"));
     } else if (n.offset_seconds && std::abs(*n.offset_seconds) > check.max_offset_seconds) {
-      log->warn("clock of node {} is {:+.6f} s off (tool {}), over the {} s bound{}", n.hostname,
-                *n.offset_seconds, n.tool.value_or("-"), check.max_offset_seconds, where);
+      log()->warn("clock of node {} is {:+.6f} s off (tool {}), over the {} s bound{}", n.hostname,
+                  *n.offset_seconds, n.tool.value_or("-"), check.max_offset_seconds, where);
     } else {
       ++good;
     }
   }
   if (plan.clock_sync_check) {
-    log->info("clock check: {} of {} node(s) synchronised within {} s", good, check.nodes.size(),
-              check.max_offset_seconds);
+    log()->info("clock check: {} of {} node(s) synchronised within {} s", good, check.nodes.size(),
+                check.max_offset_seconds);
   }
   const auto summary = plan.log_dir + "/" + std::string(kClockSyncSummaryFile);
   const auto written =
       common::write_file_atomic(summary, artifacts::clock_sync_check_json(check), true);
   if (!written) {
-    log->warn("cannot write {} error={}", summary, common::quoted(written.error()));
+    log()->warn("cannot write {} error={}", summary, common::quoted(written.error()));
   }
   return check;
 }

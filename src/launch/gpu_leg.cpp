@@ -24,10 +24,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace reason = artifacts::gpu_reason;
 
-std::shared_ptr<spdlog::logger> log() {
-  return common::logger("cpu_power::run");
-}
-
 }  // namespace
 
 GpuLegRun::GpuLegRun(const SessionPlan& plan, Launcher& launcher,
@@ -47,7 +43,7 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
   // resolver steps (the same `cpu-power node-address`) find it.
   auto at_nodes = [&] {
     std::vector<scrape::Endpoint> out;
-    ResolvedAddresses own;
+    std::map<std::string, std::string> own;
     if (plan_.mode == LaunchMode::slurm && !leg_.resolvers.empty()) {
       own = resolve_node_addresses(leg_.resolvers, plan_.nodes, deadline, "dcgm-exporter");
     }
@@ -57,7 +53,7 @@ std::vector<scrape::Endpoint> GpuLegRun::start_exporters(Clock::time_point deadl
         continue;
       }
       auto address = launcher_.node_address(node);
-      if (const auto it = own.address.find(node); !address && it != own.address.end()) {
+      if (const auto it = own.find(node); !address && it != own.end()) {
         address = it->second;
       }
       if (!address && leg_.resolvers.empty()) address = resolve_name(node, deadline);
@@ -286,15 +282,10 @@ std::vector<artifacts::GpuWindowKey> write_windows(const SessionPlan& plan,
   for (const auto& w : windows) {
     if (w.derived) {
       const auto path = plan.log_dir + "/" + w.file.result_path;
-      if (const Status written = artifacts::write_derived_window_result(path, *w.derived);
-          !written) {
-        log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-      }
+      written(path, artifacts::write_derived_window_result(path, *w.derived));
     }
     const auto path = plan.gpu_leg->power_dir + "/windows/" + w.name + ".json";
-    if (const Status written = artifacts::write_gpu_window(path, w.file); !written) {
-      log()->warn("cannot write {} error={}", path, common::quoted(written.error()));
-    }
+    written(path, artifacts::write_gpu_window(path, w.file));
     expected_windows.push_back(w.file.key());
   }
   return expected_windows;

@@ -29,10 +29,6 @@ using std::chrono::milliseconds;
 // write; srun then relays the exits. Past this it is killed.
 constexpr milliseconds kStopGrace{10000};
 
-std::shared_ptr<spdlog::logger> log() {
-  return common::logger("cpu_power::run");
-}
-
 // Nodes whose collector wrote its first metadata (it started) but not the final one (it
 // never finished: SIGKILL, a crash, a node lost).
 std::vector<std::string> unfinished_nodes(const std::string& cpu_dir,

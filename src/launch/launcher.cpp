@@ -17,10 +17,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::shared_ptr<spdlog::logger> log() {
-  return common::logger("cpu_power::run");
-}
-
 }  // namespace
 
 Launcher::Launcher(const SessionPlan& plan) : plan_(plan) {}
@@ -45,25 +41,17 @@ std::vector<scrape::Endpoint> Launcher::start(Clock::time_point deadline,
     log()->info("CPU power exporter: binary not found, falling back to Python exporter {}",
                 plan_.exporter.path);
   }
-  std::vector<scrape::Endpoint> endpoints;
-  switch (plan_.mode) {
-    case LaunchMode::slurm:
-      endpoints = start_slurm(deadline);
-      break;
-    case LaunchMode::local:
-      endpoints = start_local();
-      break;
-    case LaunchMode::simulate:
-      endpoints = start_simulated(deadline, give_up);
-      break;
-  }
+  auto endpoints = plan_.mode == LaunchMode::slurm   ? start_slurm(deadline)
+                   : plan_.mode == LaunchMode::local ? start_local()
+                                                     : start_simulated(deadline, give_up);
   processes_.poll();  // an exporter that ended already is logged now
   return endpoints;
 }
 
-ResolvedAddresses resolve_node_addresses(const std::vector<ResolverStep>& steps,
-                                         const std::vector<std::string>& nodes,
-                                         Clock::time_point deadline, std::string_view what) {
+std::map<std::string, std::string> resolve_node_addresses(const std::vector<ResolverStep>& steps,
+                                                          const std::vector<std::string>& nodes,
+                                                          Clock::time_point deadline,
+                                                          std::string_view what) {
   // Every group's resolver at once; each returns by the deadline.
   std::vector<std::map<std::string, std::string>> answers(steps.size());
   std::vector<std::thread> resolvers;
@@ -82,14 +70,14 @@ ResolvedAddresses resolve_node_addresses(const std::vector<ResolverStep>& steps,
     });
   }
   for (auto& t : resolvers) t.join();
-  ResolvedAddresses out;
-  for (const auto& a : answers) out.address.insert(a.begin(), a.end());
-  out.on_node = out.address.size();
+  std::map<std::string, std::string> out;
+  for (const auto& a : answers) out.insert(a.begin(), a.end());
+  const std::size_t on_node = out.size();
 
   // Nodes without an answer: name resolution on this host, all at once, by the same deadline.
   std::vector<std::string> missing;
   for (const auto& n : nodes) {
-    if (!out.address.count(n)) missing.push_back(n);
+    if (!out.count(n)) missing.push_back(n);
   }
   std::vector<std::optional<std::string>> looked_up(missing.size());
   std::vector<std::thread> lookups;
@@ -105,10 +93,10 @@ ResolvedAddresses resolve_node_addresses(const std::vector<ResolverStep>& steps,
     } else {
       log()->info("{} endpoint for {} resolved by name on this host", what, missing[i]);
     }
-    out.address[missing[i]] = *looked_up[i];
+    out[missing[i]] = *looked_up[i];
   }
-  log()->info("{} endpoints resolved on_node={} by_name={} of={}", what, out.on_node,
-              out.address.size() - out.on_node, nodes.size());
+  log()->info("{} endpoints resolved on_node={} by_name={} of={}", what, on_node,
+              out.size() - on_node, nodes.size());
   return out;
 }
 
@@ -121,14 +109,11 @@ std::vector<scrape::Endpoint> Launcher::start_slurm(Clock::time_point deadline) 
   }
   std::vector<ResolverStep> steps;
   for (const auto& g : plan_.groups) steps.push_back(g.resolver);
-  const ResolvedAddresses resolved =
-      resolve_node_addresses(steps, plan_.nodes, deadline, "CPU power");
-  const auto& address = resolved.address;
-  addresses_ = address;
+  addresses_ = resolve_node_addresses(steps, plan_.nodes, deadline, "CPU power");
   std::vector<scrape::Endpoint> endpoints;
   for (const auto& n : plan_.nodes) {
-    const auto it = address.find(n);
-    if (it == address.end()) {
+    const auto it = addresses_.find(n);
+    if (it == addresses_.end()) {
       log()->warn("CPU power endpoint resolution failed for {}; it is left out", n);
       continue;
     }

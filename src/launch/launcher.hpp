@@ -25,18 +25,13 @@ class SimNode;
 
 namespace cpupower::launch {
 
-// Where each of `nodes` answers (slurm mode): the resolver steps' answers, every step at
-// once, then name resolution on this host for the nodes no step answered for, all by
-// `deadline`. `what` begins the log lines ("CPU power", "dcgm-exporter"). A node found
-// neither way is absent.
-struct ResolvedAddresses {
-  std::map<std::string, std::string> address;  // node -> IP address
-  std::size_t on_node = 0;                     // of them, answered by a resolver step
-};
-ResolvedAddresses resolve_node_addresses(const std::vector<ResolverStep>& steps,
-                                         const std::vector<std::string>& nodes,
-                                         std::chrono::steady_clock::time_point deadline,
-                                         std::string_view what);
+// Where each of `nodes` answers (slurm mode), node -> IP address: the resolver steps'
+// answers, every step at once, then name resolution on this host for the nodes no step
+// answered for, all by `deadline`. `what` begins the log lines ("CPU power",
+// "dcgm-exporter"). A node found neither way is absent.
+std::map<std::string, std::string> resolve_node_addresses(
+    const std::vector<ResolverStep>& steps, const std::vector<std::string>& nodes,
+    std::chrono::steady_clock::time_point deadline, std::string_view what);
 
 class Launcher {
  public:

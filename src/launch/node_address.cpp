@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <condition_variable>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -102,12 +101,9 @@ Result<std::string> choose_node_address(const std::vector<InterfaceAddress>& add
   // Within the candidates: IPv4 before IPv6, and link-local only as a last resort (it needs
   // a zone to be reached at all).
   auto best = [](const std::vector<const InterfaceAddress*>& c) -> std::optional<std::string> {
-    for (int pass = 0; pass < 3; ++pass) {
+    for (const bool ipv6 : {false, true}) {
       for (const auto* a : c) {
-        const bool fits = pass == 0   ? (!a->ipv6 && !a->link_local)
-                          : pass == 1 ? (a->ipv6 && !a->link_local)
-                                      : false;
-        if (fits) return a->address;
+        if (a->ipv6 == ipv6 && !a->link_local) return a->address;
       }
     }
     return std::nullopt;

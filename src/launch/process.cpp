@@ -128,6 +128,7 @@ std::optional<pid_t> fork_exec(const SpawnOptions& o, const ChildFds& fds,
     if (fds.out >= 0 && ::dup2(fds.out, o.capture_stdout ? 2 : 1) < 0) die();
     if (fds.out >= 0 && !o.capture_stdout && ::dup2(1, 2) < 0) die();
     if (fds.pipe[1] >= 0 && ::dup2(fds.pipe[1], 1) < 0) die();
+    if (o.stderr_to_stdout && ::dup2(1, 2) < 0) die();
     ::execve(program.c_str(), argv, environ);
     die();
   }
@@ -206,6 +207,7 @@ Result<Child> spawn_process(const SpawnOptions& o, int* error_number) {
     if (!o.capture_stdout) posix_spawn_file_actions_adddup2(&s.actions, 1, 2);
   }
   if (fds.pipe[1] >= 0) posix_spawn_file_actions_adddup2(&s.actions, fds.pipe[1], 1);
+  if (o.stderr_to_stdout) posix_spawn_file_actions_adddup2(&s.actions, 1, 2);
   pid_t pid = -1;
   const int rc = ::posix_spawnp(&pid, argv[0], &s.actions, &s.attr, argv.data(), environ);
   if (rc != 0) return fail(o.argv[0], rc);
@@ -255,12 +257,13 @@ int terminate_process(pid_t pid, milliseconds grace, bool group) {
 }
 
 CaptureResult run_capture(const std::vector<std::string>& argv, Clock::time_point deadline,
-                          const std::optional<std::string>& stderr_path) {
+                          const std::optional<std::string>& stderr_path, bool merge_stderr) {
   CaptureResult result;
   SpawnOptions o;
   o.argv = argv;
   o.capture_stdout = true;
   o.output_path = stderr_path;
+  o.stderr_to_stdout = merge_stderr;
   auto child = spawn_process(o);
   if (!child) {
     result.error = child.error();
@@ -322,8 +325,8 @@ bool ProcessSet::spawn(std::string name, const std::vector<std::string>& argv, s
   o.die_with_parent = true;
   const auto child = spawn_process(o);
   if (!child) {
-    common::logger("cpu_power::run")
-        ->warn("{} launch failed name={} error={}", what_, name, common::quoted(child.error()));
+    launch::log()->warn("{} launch failed name={} error={}", what_, name,
+                        common::quoted(child.error()));
   }
   processes_.push_back(
       {std::move(name), child ? child->pid : -1, std::move(log), std::move(nodes), !child});
@@ -333,9 +336,8 @@ bool ProcessSet::spawn(std::string name, const std::vector<std::string>& argv, s
 bool ProcessSet::reap(Process& p, std::string_view when) {
   int status = 0;
   if (p.pid <= 0 || ::waitpid(p.pid, &status, WNOHANG) != p.pid) return false;
-  common::logger("cpu_power::run")
-      ->warn("{} exited {} name={} status={} log={}", what_, when, p.name, describe_status(status),
-             p.log);
+  log()->warn("{} exited {} name={} status={} log={}", what_, when, p.name, describe_status(status),
+              p.log);
   p.pid = -1;
   p.failed = true;
   return true;
@@ -375,12 +377,16 @@ void ProcessSet::stop(milliseconds grace, std::optional<std::pair<int, milliseco
         status = wait_for_exit(p.pid, ask->second);
       }
       if (!status) status = terminate_process(p.pid, grace, true);
-      common::logger("cpu_power::run")
-          ->info("{} stopped name={} status={}", what_, p.name, describe_status(*status));
+      log()->info("{} stopped name={} status={}", what_, p.name, describe_status(*status));
       p.pid = -1;
     });
   }
   for (auto& t : stoppers) t.join();
+}
+
+bool written(const std::string& path, const Status& status) {
+  if (!status) log()->warn("cannot write {} error={}", path, common::quoted(status.error()));
+  return status.ok();
 }
 
 std::string shell_quote_argv(const std::vector<std::string>& argv) {
@@ -395,13 +401,7 @@ std::string shell_quote_argv(const std::vector<std::string>& argv) {
       continue;
     }
     out += '\'';
-    for (char c : a) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out += c;
-      }
-    }
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += '\'';
   }
   return out;

@@ -12,15 +12,25 @@
 #include <utility>
 #include <vector>
 
+#include "common/log.hpp"
 #include "common/result.hpp"
 
 namespace cpupower::launch {
+
+// The log of a `cpu-power run` session, which every part of it writes to.
+inline std::shared_ptr<spdlog::logger> log() {
+  return common::logger("cpu_power::run");
+}
+
+// Whether a file of the session was written; when not, logged "cannot write <path> ...".
+bool written(const std::string& path, const Status& status);
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up on PATH when it has no '/'
   // stdout and stderr go to this file (created, truncated); unset: inherited.
   std::optional<std::string> output_path;
-  bool capture_stdout = false;  // stdout to a pipe (Child::stdout_fd); stderr as above
+  bool capture_stdout = false;    // stdout to a pipe (Child::stdout_fd); stderr as above
+  bool stderr_to_stdout = false;  // stderr where stdout goes (with capture_stdout: the pipe)
   // Its own process group, so that a terminal's Ctrl-C reaches it only through us, and so
   // that stopping it reaches whatever it started.
   bool own_process_group = true;
@@ -62,10 +72,12 @@ struct CaptureResult {
 };
 
 // Runs argv to completion with stdout captured, stopping it (SIGTERM, then SIGKILL after
-// 1 s) at `deadline`. stderr goes to `stderr_path` when given, else is inherited.
+// 1 s) at `deadline`. stderr goes to `stderr_path` when given, with `merge_stderr` into the
+// captured output, else is inherited.
 CaptureResult run_capture(const std::vector<std::string>& argv,
                           std::chrono::steady_clock::time_point deadline,
-                          const std::optional<std::string>& stderr_path = std::nullopt);
+                          const std::optional<std::string>& stderr_path = std::nullopt,
+                          bool merge_stderr = false);
 
 // The port of a readiness line: the exporter's "listening addr=<ip>:<port>" (also
 // "[v6]:port"), or `cpu-power sim-gpu`'s "listening on http://<ip>:<port>/metrics";

@@ -28,11 +28,7 @@ struct Probe {
 
 std::string health_url(const scrape::Endpoint& endpoint, bool https) {
   std::string url = scrape::endpoint_url(endpoint, https);
-  const std::string metrics = "/metrics";
-  if (url.size() >= metrics.size() &&
-      url.compare(url.size() - metrics.size(), metrics.size(), metrics) == 0) {
-    url.replace(url.size() - metrics.size(), metrics.size(), "/health");
-  }
+  if (url.ends_with("/metrics")) url.replace(url.size() - 8, 8, "/health");
   return url;
 }
 

@@ -1,8 +1,8 @@
 #include "launch/session.hpp"
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <filesystem>
@@ -37,16 +37,12 @@ constexpr milliseconds kClockStepTimeout{30000};
 // never the run.
 bool publish_prometheus_sd(const SessionPlan& plan,
                            const std::vector<scrape::Endpoint>& endpoints) {
-  auto log = common::logger("cpu_power::run");
-  if (const auto written = write_prometheus_sd(
-          plan.log_dir, prometheus_sd_json(endpoints, plan.job_id, sd_run_name(plan)));
-      !written) {
-    log->warn("cannot write {}/{} error={}", plan.log_dir, kPrometheusSdFile,
-              common::quoted(written.error()));
+  const auto path = plan.log_dir + "/" + kPrometheusSdFile;
+  if (!written(path, write_prometheus_sd(plan.log_dir, prometheus_sd_json(endpoints, plan.job_id,
+                                                                          sd_run_name(plan))))) {
     return false;
   }
-  log->info("Prometheus targets in {}/{} count={}", plan.log_dir, kPrometheusSdFile,
-            endpoints.size());
+  log()->info("Prometheus targets in {} count={}", path, endpoints.size());
   return true;
 }
 
@@ -74,15 +70,12 @@ class ExporterLeg : public Leg {
     const auto ready = wait_until_ready(
         endpoints, deadline, [&] { return give_up() || !launcher_.any_running(); },
         plan_.scrape_security);
-    std::size_t ready_count = 0;
     std::string waiting;
     for (std::size_t i = 0; i < endpoints.size(); ++i) {
-      if (ready[i]) {
-        ++ready_count;
-      } else {
-        waiting += (waiting.empty() ? "" : ",") + endpoints[i].hostname;
-      }
+      if (!ready[i]) waiting += (waiting.empty() ? "" : ",") + endpoints[i].hostname;
     }
+    const auto ready_count = static_cast<std::size_t>(
+        std::count_if(ready.begin(), ready.end(), [](const auto& r) { return r.has_value(); }));
     if (ready_count == endpoints.size()) {
       log()->info("CPU power exporters ready count={}", ready_count);
     } else {
@@ -156,8 +149,6 @@ class ExporterLeg : public Leg {
   }
 
  private:
-  static std::shared_ptr<spdlog::logger> log() { return common::logger("cpu_power::run"); }
-
   const SessionPlan& plan_;
   Launcher& launcher_;
   std::unique_ptr<scrape::Collector> collector_;
@@ -168,7 +159,6 @@ class ExporterLeg : public Leg {
 // Runs the command in our process group (it keeps the terminal) and waits for it.
 void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResult& result,
                  SessionRecord& record) {
-  auto log = common::logger("cpu_power::run");
   SpawnOptions o;
   o.argv = plan.command;
   o.own_process_group = false;
@@ -180,14 +170,14 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   // is integrated across it unsaid.
   ClockStepWatch watch;
   std::mutex watch_mutex;
-  std::condition_variable watch_cv;
-  bool watch_done = false;
-  std::thread watcher([&] {
+  std::condition_variable_any watch_cv;
+  std::jthread watcher([&](std::stop_token stop) {
     std::unique_lock lock(watch_mutex);
-    while (!watch_cv.wait_for(lock, milliseconds(100), [&] { return watch_done; })) {
+    while (
+        !watch_cv.wait_for(lock, stop, milliseconds(100), [&] { return stop.stop_requested(); })) {
       if (watch.observe()) {
         const auto& s = watch.steps().back();
-        log->warn(
+        log()->warn(
             "the wall clock stepped by {:+.3f} s against the monotonic clock at {:.3f} while "
             "the command ran; energy over it is not vouched for",
             s.step_s, s.at_unix);
@@ -200,7 +190,7 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
   const auto child = spawn_process(o, &error_number);
   result.command_started = true;
   if (!child) {
-    log->error("command could not be started error={}", common::quoted(child.error()));
+    log()->error("command could not be started error={}", common::quoted(child.error()));
     // As a shell reports it: 127 not found, 126 found but not runnable.
     record.exit_code = error_number == ENOENT ? 127 : 126;
   } else {
@@ -208,22 +198,18 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
     const int status = wait_for_exit(child->pid).value_or(0);
     signals.set_target(0);
     record.exit_code = exit_code_from_status(status);
-    log->info("command finished {} after {:.3f} s", describe_status(status),
-              std::chrono::duration<double>(Clock::now() - t0).count());
+    log()->info("command finished {} after {:.3f} s", describe_status(status),
+                std::chrono::duration<double>(Clock::now() - t0).count());
   }
   record.end_unix = now_unix();
   record.end_monotonic = monotonic_now_s();
   record.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  {
-    std::lock_guard lock(watch_mutex);
-    watch_done = true;
-  }
-  watch_cv.notify_all();
+  watcher.request_stop();
   watcher.join();
   const auto seen = watch.steps().size();
   watch.settle(record.start_unix, record.start_monotonic, record.end_unix, record.end_monotonic);
   if (watch.steps().size() > seen) {
-    log->warn(
+    log()->warn(
         "the wall clock moved {:+.3f} s against the monotonic clock during the command; energy "
         "over it is not vouched for",
         watch.steps().back().step_s);
@@ -237,12 +223,11 @@ void run_command(const SessionPlan& plan, SignalForwarder& signals, SessionResul
 
 SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
                           Clock::time_point started) {
-  auto log = common::logger("cpu_power::run");
   SessionResult result;
   std::error_code ec;
   std::filesystem::create_directories(plan.log_dir, ec);
-  if (ec) log->warn("cannot create log dir {}: {}", plan.log_dir, ec.message());
-  for (const auto& w : plan.warnings) log->warn("{}", w);
+  if (ec) log()->warn("cannot create log dir {}: {}", plan.log_dir, ec.message());
+  for (const auto& w : plan.warnings) log()->warn("{}", w);
   // Every node's clock, before any server starts (launch/clock_check.hpp); bounded, and kept
   // out of the startup deadlines, which count from its end: a slow probe never costs a leg
   // its readiness.
@@ -274,20 +259,16 @@ SessionResult run_session(const SessionPlan& plan, SignalForwarder& signals,
   SessionRecord record;
   record.job_id = plan.artifact_job_id;
   if (signals.interrupted()) {
-    log->warn("interrupted before the command started; it is not run");
+    log()->warn("interrupted before the command started; it is not run");
     result.exit_code = 128 + signals.last_signal();
   } else if (blocked) {
-    log->error("{}", *blocked);
+    log()->error("{}", *blocked);
     result.exit_code = 1;
   } else {
     run_command(plan, signals, result, record);
     // Now, not at the end: the GPU leg's session window points at it.
     const std::string path = plan.log_dir + "/session.json";
-    if (const auto written = write_session_record(path, record)) {
-      result.session_path = path;
-    } else {
-      log->warn("cannot write {} error={}", path, common::quoted(written.error()));
-    }
+    if (written(path, write_session_record(path, record))) result.session_path = path;
   }
 
   for (auto& leg : legs) {

@@ -1,6 +1,6 @@
 #include "launch/session_plan.hpp"
 
-#include <fmt/core.h>
+#include <fmt/chrono.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -41,13 +41,39 @@ ResolverStep resolver_step(const PlanRequest& r, const SessionPlan& plan, const 
           plan.log_dir + "/" + name + "_resolver" + group_suffix(g.het_group, several) + ".log"};
 }
 
+// The node groups of a step over `nodes` (srun's --jobid: the allocation's). A node that no
+// het component holds is left out, and a warning when `what` names the step's program.
+GroupedNodes slurm_groups(SessionPlan& plan, const std::optional<Allocation>& allocation,
+                          const std::vector<std::string>& nodes, std::string_view what) {
+  if (allocation) plan.job_id = allocation->job_id;
+  GroupedNodes grouped = group_nodes(nodes, allocation);
+  for (const auto& e : grouped.errors) {
+    if (!what.empty()) {
+      plan.warnings.push_back(std::string(what) + " launch failed for " + e + "; it is left out");
+    }
+  }
+  return grouped;
+}
+
+// `command` on each group, as the step `name` (with several groups `name`<sep>g<G>), each
+// node's output in <log_dir>/<step>.%N.out.
+std::vector<SrunGroup> srun_groups(const SessionPlan& plan, const GroupedNodes& grouped,
+                                   const std::string& name, char sep,
+                                   const std::vector<std::string>& command) {
+  std::vector<SrunGroup> out;
+  for (const auto& g : grouped.groups) {
+    SrunGroup s{g, name, {}};
+    if (grouped.groups.size() > 1) s.process_name += sep + ("g" + std::to_string(g.het_group));
+    s.srun =
+        srun_on(plan, g, percent_escaped(plan.log_dir) + "/" + s.process_name + ".%N.out", command);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 void plan_slurm(const PlanRequest& r, const std::optional<Allocation>& allocation,
                 std::vector<std::string> nodes, SessionPlan& plan) {
-  if (allocation) plan.job_id = allocation->job_id;
-  const GroupedNodes grouped = group_nodes(nodes, allocation);
-  for (const auto& e : grouped.errors) {
-    plan.warnings.push_back("CPU power exporter launch failed for " + e + "; it is left out");
-  }
+  const GroupedNodes grouped = slurm_groups(plan, allocation, nodes, "CPU power exporter");
   const bool several = grouped.groups.size() > 1;
   for (const auto& g : grouped.groups) {
     GroupPlan gp;
@@ -78,21 +104,9 @@ void plan_host_leg(const PlanRequest& r, const std::optional<Allocation>& alloca
   leg.cpu_dir = r.log_dir + "/" + r.recipe.telemetry.cpu_power.storage_subdir;
   leg.collector_command = host_collector_command(r, leg.cpu_dir);
   if (plan.mode == LaunchMode::slurm) {
-    if (allocation) plan.job_id = allocation->job_id;
-    const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
-    for (const auto& e : grouped.errors) {
-      plan.warnings.push_back("CPU power collector launch failed for " + e + "; it is left out");
-    }
-    const bool several = grouped.groups.size() > 1;
-    for (const auto& g : grouped.groups) {
-      HostLegGroup hg;
-      hg.group = g;
-      hg.process_name = std::string("telemetry_cpu_power") +
-                        (several ? "_g" + std::to_string(g.het_group) : std::string());
-      hg.srun = srun_on(plan, g, percent_escaped(plan.log_dir) + "/" + hg.process_name + ".%N.out",
-                        leg.collector_command);
-      leg.groups.push_back(std::move(hg));
-    }
+    leg.groups =
+        srun_groups(plan, slurm_groups(plan, allocation, plan.nodes, "CPU power collector"),
+                    "telemetry_cpu_power", '_', leg.collector_command);
   }
   plan.host_leg = std::move(leg);
 }
@@ -211,8 +225,9 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
     }
   }
   if (plan.mode == LaunchMode::slurm) {
-    if (allocation) plan.job_id = allocation->job_id;
-    const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
+    const bool started = leg.source == GpuExporterSource::started;
+    const GroupedNodes grouped =
+        slurm_groups(plan, allocation, plan.nodes, started ? "dcgm-exporter" : "");
     const bool several = grouped.groups.size() > 1;
     // Where each node answers: the exporter leg's resolvers find it for both legs; without
     // that leg, the GPU leg runs the same resolver step itself.
@@ -221,19 +236,8 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
         leg.resolvers.push_back(resolver_step(r, plan, g, "telemetry_dcgm_exporter", several));
       }
     }
-    if (leg.source == GpuExporterSource::started) {
-      for (const auto& e : grouped.errors) {
-        plan.warnings.push_back("dcgm-exporter launch failed for " + e + "; it is left out");
-      }
-      for (const auto& g : grouped.groups) {
-        GpuLegGroup gg;
-        gg.group = g;
-        gg.process_name = "telemetry_dcgm_exporter" + group_suffix(g.het_group, several);
-        gg.srun =
-            srun_on(plan, g, percent_escaped(plan.log_dir) + "/" + gg.process_name + ".%N.out",
-                    leg.exporter_command);
-        leg.groups.push_back(std::move(gg));
-      }
+    if (started) {
+      leg.groups = srun_groups(plan, grouped, "telemetry_dcgm_exporter", '.', leg.exporter_command);
     }
   }
   plan.gpu_leg = std::move(leg);
@@ -243,7 +247,7 @@ void plan_gpu_leg(const PlanRequest& r, const std::optional<Allocation>& allocat
 // node's output in <log_dir>/clock_sync_<node>.out (srun's %N).
 void plan_clock_steps(const PlanRequest& r, const std::optional<Allocation>& allocation,
                       SessionPlan& plan) {
-  const GroupedNodes grouped = group_nodes(plan.nodes, allocation);
+  const GroupedNodes grouped = slurm_groups(plan, allocation, plan.nodes, "");
   const bool several = grouped.groups.size() > 1;
   for (const auto& g : grouped.groups) {
     ResolverStep step;
@@ -284,11 +288,7 @@ void choose_artifact_job_id(const PlanRequest& r, const std::optional<Allocation
 }  // namespace
 
 std::string local_job_id(std::time_t now, long pid) {
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  return fmt::format("local-{}-{}", stamp, pid);
+  return fmt::format("local-{:%Y%m%dT%H%M%SZ}-{}", fmt::gmtime(now), pid);
 }
 
 std::optional<SamplesSchemas> samples_schemas_for(std::string_view profile, int cpu_schema,
@@ -304,28 +304,8 @@ std::optional<SamplesSchemas> samples_schemas_for(std::string_view profile, int 
   return out;
 }
 
-std::string_view gpu_source_name(GpuExporterSource source) {
-  switch (source) {
-    case GpuExporterSource::started:
-      return "started";
-    case GpuExporterSource::simulated:
-      return "simulated";
-    case GpuExporterSource::running:
-      break;
-  }
-  return "running";
-}
-
 std::string_view mode_name(LaunchMode mode) {
-  switch (mode) {
-    case LaunchMode::slurm:
-      return "slurm";
-    case LaunchMode::simulate:
-      return "simulate";
-    case LaunchMode::local:
-      break;
-  }
-  return "local";
+  return mode == LaunchMode::slurm ? "slurm" : mode == LaunchMode::simulate ? "simulate" : "local";
 }
 
 SessionPlan make_plan(const PlanRequest& r) {
@@ -338,18 +318,17 @@ SessionPlan make_plan(const PlanRequest& r) {
   plan.exporter_leg = config::exporter_leg_enabled(t);
   plan.cpu_dir = r.log_dir + "/" + t.storage_subdir + "/cpu";
   plan.cpu_samples_schema = r.cpu_samples_schema;
-  if (r.command.empty()) {
-    plan.error = "no command to run: give it after --";
+  // A usage error: the plan cannot run.
+  const auto fail = [&plan](std::string error) {
+    plan.error = std::move(error);
     return plan;
-  }
+  };
+  if (r.command.empty()) return fail("no command to run: give it after --");
 
   std::optional<Allocation> allocation;
   if (!r.simulate) {
     auto from_env = allocation_from_env(r.env, r.expand);
-    if (!from_env) {
-      plan.error = "cannot read the Slurm allocation: " + from_env.error();
-      return plan;
-    }
+    if (!from_env) return fail("cannot read the Slurm allocation: " + from_env.error());
     allocation = std::move(*from_env);
   }
   choose_artifact_job_id(r, allocation, plan);
@@ -361,14 +340,8 @@ SessionPlan make_plan(const PlanRequest& r) {
           Error{"--simulate takes plain node names, not the range " + expr});
     };
     auto parsed = parse_node_list(*r.nodes, r.simulate ? no_ranges : r.expand);
-    if (!parsed) {
-      plan.error = "--nodes: " + parsed.error();
-      return plan;
-    }
-    if (parsed->empty()) {
-      plan.error = "--nodes: no node names in '" + *r.nodes + "'";
-      return plan;
-    }
+    if (!parsed) return fail("--nodes: " + parsed.error());
+    if (parsed->empty()) return fail("--nodes: no node names in '" + *r.nodes + "'");
     nodes = std::move(*parsed);
   }
 
@@ -382,15 +355,12 @@ SessionPlan make_plan(const PlanRequest& r) {
     if (!on) continue;
     const auto problem = config::path_length_problem(
         std::string("--log-dir + ") + field, r.log_dir + "/" + subdir, config::kBelowSubdirBytes);
-    if (!problem.empty()) {
-      plan.error = problem;
-      return plan;
-    }
+    if (!problem.empty()) return fail(problem);
   }
+  plan.mode = r.simulate                ? LaunchMode::simulate
+              : (allocation || r.nodes) ? LaunchMode::slurm
+                                        : LaunchMode::local;
   if (!plan.exporter_leg && !host_leg && !gpu_leg) {
-    plan.mode = r.simulate                ? LaunchMode::simulate
-                : (allocation || r.nodes) ? LaunchMode::slurm
-                                          : LaunchMode::local;
     plan.warnings.push_back(
         "power telemetry is off in the recipe (telemetry.enabled with "
         "telemetry.cpu_power_exporter, telemetry.cpu_power.enabled or telemetry.dcgm_exporter); "
@@ -418,48 +388,40 @@ SessionPlan make_plan(const PlanRequest& r) {
           "exporter serves plain HTTP without authentication; it is started without it");
     }
   }
-  if (r.simulate) {
-    plan.mode = LaunchMode::simulate;
+  // Simulated nodes share this host's loopback: port 0, each exporter takes a free one.
+  if (r.simulate) web_args.insert(web_args.begin(), {"--bind", "127.0.0.1"});
+  plan.exporter_command =
+      exporter_argv(r.exporter, r.simulate ? 0 : exporter.port, exporter.source, web_args);
+  if (plan.mode == LaunchMode::simulate) {
     plan.simulate_profile = *r.simulate;
     plan.nodes = nodes.empty() ? std::vector<std::string>{"sim1"} : nodes;
-    // Port 0: simulated nodes share this host's loopback, each exporter takes a free port.
-    std::vector<std::string> extra = {"--bind", "127.0.0.1"};
-    extra.insert(extra.end(), web_args.begin(), web_args.end());
-    plan.exporter_command = exporter_argv(r.exporter, 0, exporter.source, extra);
-  } else if (allocation || r.nodes) {
-    plan.mode = LaunchMode::slurm;
+  } else if (plan.mode == LaunchMode::slurm) {
     if (nodes.empty()) {
       for (const auto& g : allocation->groups)
         nodes.insert(nodes.end(), g.nodes.begin(), g.nodes.end());
     }
-    plan.exporter_command = exporter_argv(r.exporter, exporter.port, exporter.source, web_args);
     if (plan.exporter_leg && r.exporter.kind != ExporterKind::none) {
       plan_slurm(r, allocation, nodes, plan);
     } else {
       plan.nodes = nodes;
     }
   } else {
-    plan.mode = LaunchMode::local;
     plan.nodes = {r.local_hostname};
-    plan.exporter_command = exporter_argv(r.exporter, exporter.port, exporter.source, web_args);
   }
   plan.scrape_security = r.scrape_security;
   if (!plan.exporter_leg) plan.exporter_command.clear();
   // Node names name files in the log directory (logs, the host leg's rows and markers).
   for (const auto& n : plan.nodes) {
     if (!hostleg::is_file_name(n)) {
-      plan.error = "node name '" + n +
-                   "' cannot name the node's files: it is empty, '.', '..' or holds a '/'";
-      return plan;
+      return fail("node name '" + n +
+                  "' cannot name the node's files: it is empty, '.', '..' or holds a '/'");
     }
   }
   if (host_leg) plan_host_leg(r, allocation, plan);
   if (gpu_leg) plan_gpu_leg(r, allocation, plan);
   plan.clock_sync_check = r.clock_sync_check;
-  if (plan.clock_sync_check && plan.mode == LaunchMode::slurm) {
-    if (allocation) plan.job_id = allocation->job_id;
+  if (plan.clock_sync_check && plan.mode == LaunchMode::slurm)
     plan_clock_steps(r, allocation, plan);
-  }
   if (plan.exporter_leg && !source_warning.empty()) plan.warnings.push_back(source_warning);
   return plan;
 }
@@ -468,6 +430,12 @@ std::string describe_plan(const SessionPlan& p) {
   std::string out;
   auto line = [&](const std::string& key, const std::string& value) {
     out += fmt::format("{:<10} {}\n", key + ":", value);
+  };
+  auto groups = [&](const std::vector<SrunGroup>& gs, std::string_view what) {
+    for (const auto& g : gs) {
+      out += fmt::format("group {} ({} node{}):\n  {}: {}\n", g.process_name, g.group.nodes.size(),
+                         g.group.nodes.size() == 1 ? "" : "s", what, shell_quote_argv(g.srun));
+    }
   };
   line("mode", std::string(mode_name(p.mode)) + (p.job_id ? " (job " + *p.job_id + ")" : ""));
   line("log dir", p.log_dir);
@@ -525,11 +493,7 @@ std::string describe_plan(const SessionPlan& p) {
                          fmt::format("{}", c.sample_interval_seconds) + " s" +
                          (c.required ? ", required" : ", best-effort"));
     if (p.mode == LaunchMode::slurm) {
-      for (const auto& g : p.host_leg->groups) {
-        out += fmt::format("group {} ({} node{}):\n", g.process_name, g.group.nodes.size(),
-                           g.group.nodes.size() == 1 ? "" : "s");
-        out += "  collector: " + shell_quote_argv(g.srun) + "\n";
-      }
+      groups(p.host_leg->groups, "collector");
     } else {
       line(
           "collector",
@@ -543,24 +507,13 @@ std::string describe_plan(const SessionPlan& p) {
                         ") every " + std::to_string(p.recipe.telemetry.collect_interval_ms) +
                         " ms, manifest " + g.power_dir + "/manifest.json, windows " + g.power_dir +
                         "/windows/" + (g.required ? ", required" : ", best-effort"));
-    switch (g.source) {
-      case GpuExporterSource::running:
-        line("dcgm", "already running on each node, port " + std::to_string(g.port));
-        break;
-      case GpuExporterSource::simulated:
-        line("dcgm", shell_quote_argv(g.exporter_command) + " --hostname <node>");
-        break;
-      case GpuExporterSource::started:
-        if (p.mode == LaunchMode::slurm) {
-          for (const auto& gg : g.groups) {
-            out += fmt::format("group {} ({} node{}):\n", gg.process_name, gg.group.nodes.size(),
-                               gg.group.nodes.size() == 1 ? "" : "s");
-            out += "  dcgm-exporter: " + shell_quote_argv(gg.srun) + "\n";
-          }
-        } else {
-          line("dcgm", shell_quote_argv(g.exporter_command));
-        }
-        break;
+    if (g.source == GpuExporterSource::running) {
+      line("dcgm", "already running on each node, port " + std::to_string(g.port));
+    } else if (g.source == GpuExporterSource::started && p.mode == LaunchMode::slurm) {
+      groups(g.groups, "dcgm-exporter");
+    } else {
+      line("dcgm", shell_quote_argv(g.exporter_command) +
+                       (g.source == GpuExporterSource::simulated ? " --hostname <node>" : ""));
     }
     for (const auto& rs : g.resolvers) line("resolver", shell_quote_argv(rs.srun));
     if (g.roles_file) line("gpu roles", *g.roles_file);

@@ -69,18 +69,19 @@ struct GroupPlan {
   ResolverStep resolver;
 };
 
-// The host-collector leg (telemetry.cpu_power.enabled): `cpu-power host-collect` on every
-// node, writing under <log_dir>/<cpu_power.storage_subdir>/nodes, merged at the end.
-struct HostLegGroup {
+// A leg's helpers on one node group: one srun step.
+struct SrunGroup {
   NodeGroup group;
-  std::string process_name;  // telemetry_cpu_power[_gG]
+  std::string process_name;  // telemetry_cpu_power[_gG], telemetry_dcgm_exporter[.gG]
   std::vector<std::string> srun;
 };
 
+// The host-collector leg (telemetry.cpu_power.enabled): `cpu-power host-collect` on every
+// node, writing under <log_dir>/<cpu_power.storage_subdir>/nodes, merged at the end.
 struct HostLegPlan {
   std::string cpu_dir;                         // <log_dir>/<cpu_power.storage_subdir>
   std::vector<std::string> collector_command;  // as run on each node
-  std::vector<HostLegGroup> groups;            // slurm mode
+  std::vector<SrunGroup> groups;               // slurm mode
 };
 
 // The GPU leg (telemetry.dcgm_exporter): dcgm-exporter on every node, scraped by a second
@@ -90,13 +91,6 @@ enum class GpuExporterSource {
   started,    // `binary`/`command` given: started on each node with srun (locally: spawned)
   simulated,  // --simulate: `cpu-power sim-gpu` per simulated node, on a free port
 };
-std::string_view gpu_source_name(GpuExporterSource source);
-
-struct GpuLegGroup {
-  NodeGroup group;
-  std::string process_name;  // telemetry_dcgm_exporter[_gG]
-  std::vector<std::string> srun;
-};
 
 struct GpuLegPlan {
   std::string power_dir;   // <log_dir>/<storage_subdir>
@@ -104,7 +98,7 @@ struct GpuLegPlan {
   GpuExporterSource source = GpuExporterSource::running;
   long port = 9400;                           // where each node's dcgm-exporter listens
   std::vector<std::string> exporter_command;  // as started on each node (started, simulated)
-  std::vector<GpuLegGroup> groups;            // slurm mode, started
+  std::vector<SrunGroup> groups;              // slurm mode, started
   // Slurm mode without the exporter leg, whose resolution serves both legs otherwise.
   std::vector<ResolverStep> resolvers;
   std::optional<std::string> roles_file;  // --gpu-roles

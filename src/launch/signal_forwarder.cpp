@@ -2,11 +2,10 @@
 
 #include <signal.h>
 
-#include <cerrno>
 #include <ctime>
 
-#include "common/log.hpp"
 #include "common/signals.hpp"
+#include "launch/process.hpp"
 
 namespace cpupower::launch {
 SignalForwarder::~SignalForwarder() {
@@ -17,7 +16,6 @@ void SignalForwarder::start() {
   sigset_t set = common::shutdown_set();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   thread_ = std::thread([this] {
-    auto log = common::logger("cpu_power::run");
     const sigset_t waited = common::shutdown_set();
     while (!stop_.load()) {
       siginfo_t info{};
@@ -31,19 +29,15 @@ void SignalForwarder::start() {
         if (hook_) hook_();
       }
       const pid_t target = target_.load();
+      const char* name = common::signal_name(sig);  // SIGINT or SIGTERM
       if (target <= 0) {
-        log->warn("received {} before the command started; the session stops",
-                  sig == SIGINT ? "SIGINT" : "SIGTERM");
-        continue;
+        log()->warn("received {} before the command started; the session stops", name);
+      } else if (info.si_code == SI_KERNEL) {
+        log()->info("received {} from the terminal; the command got it too", name);
+      } else {
+        log()->info("forwarding {} to the command pid={}", name, target);
+        ::kill(target, sig);
       }
-      if (info.si_code == SI_KERNEL) {
-        log->info("received {} from the terminal; the command got it too",
-                  sig == SIGINT ? "SIGINT" : "SIGTERM");
-        continue;
-      }
-      log->info("forwarding {} to the command pid={}", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                target);
-      ::kill(target, sig);
     }
   });
 }
