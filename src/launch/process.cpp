@@ -280,7 +280,12 @@ CaptureResult run_capture(const std::vector<std::string>& argv, Clock::time_poin
     if (n <= 0) continue;
     const ssize_t got = ::read(child->stdout_fd, buf, sizeof buf);
     if (got > 0) {
-      result.output.append(buf, static_cast<std::size_t>(got));
+      // The first MiB is kept; the rest is read and dropped so that the child never blocks.
+      constexpr std::size_t kMaxOutput = 1 << 20;
+      if (result.output.size() < kMaxOutput) {
+        result.output.append(
+            buf, std::min(static_cast<std::size_t>(got), kMaxOutput - result.output.size()));
+      }
     } else if (got == 0 || errno != EINTR) {
       open = false;
     }

@@ -71,9 +71,9 @@ struct CaptureResult {
   std::string error;          // could not be started
 };
 
-// Runs argv to completion with stdout captured, stopping it (SIGTERM, then SIGKILL after
-// 1 s) at `deadline`. stderr goes to `stderr_path` when given, with `merge_stderr` into the
-// captured output, else is inherited.
+// Runs argv to completion with stdout captured (its first MiB), stopping it (SIGTERM, then
+// SIGKILL after 1 s) at `deadline`. stderr goes to `stderr_path` when given, with `merge_stderr`
+// into the captured output, else is inherited.
 CaptureResult run_capture(const std::vector<std::string>& argv,
                           std::chrono::steady_clock::time_point deadline,
                           const std::optional<std::string>& stderr_path = std::nullopt,
