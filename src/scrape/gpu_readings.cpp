@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <climits>
 #include <cmath>
 #include <iterator>
@@ -12,6 +11,7 @@
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/limits.hpp"
 #include "common/text.hpp"
+#include "scrape/readings.hpp"
 
 namespace cpupower::scrape {
 namespace {
@@ -77,32 +77,6 @@ struct Optional {
   }
 };
 
-// FNV-1a, 64-bit, as the CPU leg's fingerprint (scrape/readings.cpp).
-class Fingerprint {
- public:
-  void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (v >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(std::string_view s) {
-    add(s.size());
-    for (const unsigned char c : s) {
-      hash_ ^= c;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::optional<double>& v) {
-    add(std::uint64_t{v.has_value() ? 1u : 0u});
-    if (v) add(std::bit_cast<std::uint64_t>(*v));
-  }
-  std::uint64_t value() const { return hash_; }
-
- private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
-
 std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
   Fingerprint f;
   f.add(std::uint64_t{gpus.size()});
@@ -117,22 +91,7 @@ std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
   return f.value();
 }
 
-}  // namespace
-
-const GpuExporterProfile& GpuExporterProfile::dcgm() {
-  static const GpuExporterProfile profile{"DCGM_FI_DEV_POWER_USAGE",
-                                          "gpu_device_board_as_reported_by_dcgm",
-                                          "gpu",
-                                          "UUID",
-                                          {"GPU_I_ID", "GPU_I_PROFILE"},
-                                          "DCGM_FI_DEV_GPU_UTIL",
-                                          "DCGM_FI_PROF_SM_ACTIVE",
-                                          "DCGM_FI_DEV_GPU_TEMP"};
-  return profile;
-}
-
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
-                                    const GpuReadOptions& options) {
+GpuScrape from_samples(const std::vector<expo::Sample>& samples, const GpuReadOptions& options) {
   const GpuExporterProfile& p = options.profile;
   const auto selected = [&](long long index) {
     if (!options.only_indices) return true;
@@ -217,6 +176,25 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
   return out;
 }
 
+}  // namespace
+
+const GpuExporterProfile& GpuExporterProfile::dcgm() {
+  static const GpuExporterProfile profile{"DCGM_FI_DEV_POWER_USAGE",
+                                          "gpu_device_board_as_reported_by_dcgm",
+                                          "gpu",
+                                          "UUID",
+                                          {"GPU_I_ID", "GPU_I_PROFILE"},
+                                          "DCGM_FI_DEV_GPU_UTIL",
+                                          "DCGM_FI_PROF_SM_ACTIVE",
+                                          "DCGM_FI_DEV_GPU_TEMP"};
+  return profile;
+}
+
+const GpuReadOptions& GpuReadOptions::dcgm() {
+  static const GpuReadOptions options;
+  return options;
+}
+
 GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch,
                                  const GpuReadOptions& options) {
   // The families read above; every other line is still checked (expo::ParseOptions).
@@ -237,32 +215,12 @@ GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scrat
     out.fingerprint = fingerprint_of(out.gpus);
     return out;
   }
-  return gpu_readings_from_samples(scratch.samples, options);
+  return from_samples(scratch.samples, options);
 }
 
 GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& options) {
   expo::ParseResult scratch;
   return gpu_readings_from_body(body, scratch, options);
-}
-
-// The option-less forms: one set of default options, not a copy of the profile per call.
-namespace {
-const GpuReadOptions& dcgm_options() {
-  static const GpuReadOptions options;
-  return options;
-}
-}  // namespace
-
-GpuScrape gpu_readings_from_body(std::string_view body) {
-  return gpu_readings_from_body(body, dcgm_options());
-}
-
-GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch) {
-  return gpu_readings_from_body(body, scratch, dcgm_options());
-}
-
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
-  return gpu_readings_from_samples(samples, dcgm_options());
 }
 
 }  // namespace cpupower::scrape

@@ -57,6 +57,8 @@ struct GpuExporterProfile {
 struct GpuReadOptions {
   GpuExporterProfile profile = GpuExporterProfile::dcgm();
   std::optional<std::vector<long long>> only_indices;
+
+  static const GpuReadOptions& dcgm();  // dcgm-exporter's names, every GPU
 };
 
 struct GpuReading {
@@ -79,19 +81,13 @@ struct GpuScrape {
 
 // Parses one body and extracts the readings. Never throws. Without options: dcgm-exporter's
 // names, every GPU.
-GpuScrape gpu_readings_from_body(std::string_view body);
-GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& options);
+GpuScrape gpu_readings_from_body(std::string_view body,
+                                 const GpuReadOptions& options = GpuReadOptions::dcgm());
 
 // The same, parsing into `scratch` (whose storage is reused from one call to the next: the
 // GPU leg keeps one). Only the profile's families are kept from the parse; a line of any
 // other family still fails the body when it is not valid exposition.
-GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch);
 GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch,
                                  const GpuReadOptions& options);
-
-// The same for an already parsed exposition.
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples);
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
-                                    const GpuReadOptions& options);
 
 }  // namespace cpupower::scrape

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <charconv>
 #include <cmath>
 
@@ -121,44 +120,20 @@ void add_nvml(const expo::Sample& sample, SocketTable& table) {
   if (!slot) slot = sample.value;
 }
 
-std::optional<double> age_value(const expo::Sample& sample) {
-  if (sample.name != expo::kSampleAge.name || !std::isfinite(sample.value) || sample.value < 0) {
-    return std::nullopt;
-  }
-  return sample.value;
-}
-
-std::optional<double> acpi_age_s(const std::vector<expo::Sample>& samples,
-                                 const std::vector<std::string_view>& sensors) {
+// The mean of cpu_power_exporter_sample_age_seconds over `keys`: for each, the first valid age
+// sample that `matches` it. nullopt when no key has one.
+template <class Keys, class Match>
+std::optional<double> mean_age_s(const std::vector<expo::Sample>& samples, const Keys& keys,
+                                 Match matches) {
   double sum_s = 0;
   std::size_t n = 0;
-  for (const auto sensor : sensors) {
-    if (sensor.empty()) continue;
+  for (const auto& key : keys) {
     for (const auto& sample : samples) {
-      const auto age = age_value(sample);
-      if (age && sample.label("sensor") == std::optional(sensor)) {
-        sum_s += *age;
-        ++n;
-        break;
+      if (sample.name != expo::kSampleAge.name || !std::isfinite(sample.value) ||
+          sample.value < 0 || !matches(sample, key)) {
+        continue;
       }
-    }
-  }
-  if (n == 0) return std::nullopt;
-  return sum_s / static_cast<double>(n);
-}
-
-std::optional<double> dcgm_age_s(const std::vector<expo::Sample>& samples,
-                                 const std::vector<SocketRow>& rows) {
-  double sum_s = 0;
-  std::size_t n = 0;
-  for (const auto& row : rows) {
-    for (const auto& sample : samples) {
-      const auto age = age_value(sample);
-      if (!age || socket_label(sample) != std::optional(row.socket_id)) continue;
-      const auto source = sample.label("source");
-      if (source && *source != "dcgm") continue;
-      if (dcgm_kind(sample) != rails::Kind::cpu_rail) continue;
-      sum_s += *age;
+      sum_s += sample.value;
       ++n;
       break;
     }
@@ -166,26 +141,6 @@ std::optional<double> dcgm_age_s(const std::vector<expo::Sample>& samples,
   if (n == 0) return std::nullopt;
   return sum_s / static_cast<double>(n);
 }
-
-// FNV-1a, 64-bit: small, deterministic across runs and builds, good enough to tell two
-// scrapes' readings apart.
-class Fingerprint {
- public:
-  void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (v >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::optional<double>& v) {
-    add(v.has_value() ? 1 : 0);
-    if (v) add(std::bit_cast<std::uint64_t>(*v));
-  }
-  std::uint64_t value() const { return hash_; }
-
- private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 // The exporter's socket_up samples, sockets ascending, the first per socket winning. A value
 // other than exactly 0 or 1 says nothing and is left out.
@@ -284,8 +239,18 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
     if (!s.up || !has_row) out.sockets_missing.push_back(s.socket);
   }
 
-  out.total_age_s = out.mode == Mode::acpi ? acpi_age_s(samples, primary_sensor_labels)
-                                           : dcgm_age_s(samples, out.rows);
+  if (out.mode == Mode::acpi) {
+    out.total_age_s = mean_age_s(samples, primary_sensor_labels, [](const auto& s, auto sensor) {
+      return !sensor.empty() && s.label("sensor") == std::optional(sensor);
+    });
+  } else {
+    // The DCGM field 1130 age (field_id absent or 1130) of each row's socket.
+    out.total_age_s = mean_age_s(samples, out.rows, [](const auto& s, const SocketRow& row) {
+      const auto source = s.label("source");
+      return socket_label(s) == std::optional(row.socket_id) && (!source || *source == "dcgm") &&
+             dcgm_kind(s) == rails::Kind::cpu_rail;
+    });
+  }
   out.fingerprint = fingerprint_of(out.mode, out.rows, out.socket_up);
   return out;
 }
