@@ -768,7 +768,6 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   input.midpoint_unix = to_unix_s(t.started_wall) + seconds(round_trip) / 2;
   input.round_trip_s = seconds(round_trip);
   input.scrape_seq = t.seq;
-  input.final_cycle = t.final_cycle;
   lines_.clear();
   BodyOutcome body;
   {
