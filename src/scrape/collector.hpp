@@ -196,13 +196,14 @@ class Collector {
   std::string samples_path() const;
   std::string manifest_path() const;
   // Whether stop_and_finalize wrote the manifest at manifest_path().
-  bool manifest_written() const;
+  bool manifest_written() const { return manifest_written_; }
 
  private:
   std::shared_ptr<detail::CollectorState> state_;
   std::thread thread_;
   bool started_ = false;
   bool finalized_ = false;
+  bool manifest_written_ = false;
 };
 
 }  // namespace cpupower::scrape
