@@ -19,7 +19,7 @@
 #include <set>
 #include <utility>
 
-#include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "artifacts/row_appender.hpp"
 #include "common/log.hpp"
@@ -797,19 +797,14 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   }
   // Degraded and whole again: once each way (and again when the missing sockets change).
   if (body.sockets_missing != was_missing) {
-    auto list = [](const std::vector<std::uint32_t>& v) {
-      std::string out;
-      for (const auto socket : v) out += (out.empty() ? "" : ",") + std::to_string(socket);
-      return out;
-    };
     if (!body.sockets_missing.empty()) {
       s_->log->warn(
           "node degraded: a socket gives no power; its rows carry no total_power_w host={} "
           "url={} sockets_missing={}",
-          common::quoted(hostname), t.url, list(body.sockets_missing));
+          common::quoted(hostname), t.url, fmt::join(body.sockets_missing, ","));
     } else {
       s_->log->info("node whole again: every socket gives power host={} url={} was_missing={}",
-                    common::quoted(hostname), t.url, list(was_missing));
+                    common::quoted(hostname), t.url, fmt::join(was_missing, ","));
     }
   }
   std::uint64_t streak = 0;
@@ -829,8 +824,7 @@ std::string reason_of_error(const std::string& error) {
 
 void record_write_error(detail::CollectorState& s, const std::string& error, double now_unix) {
   constexpr std::size_t kMaxKinds = 16;  // distinct texts kept; the rest share one entry
-  auto it = std::find_if(s.write_error_log.begin(), s.write_error_log.end(),
-                         [&](const auto& e) { return e.error == error; });
+  auto it = std::ranges::find(s.write_error_log, error, &SamplesWriteError::error);
   if (it == s.write_error_log.end()) {
     if (s.write_error_log.size() >= kMaxKinds) {
       it = s.write_error_log.end() - 1;

@@ -52,10 +52,7 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   for (const auto& s : readings.socket_up) node.expected.insert(s.socket);
   std::set<std::uint32_t> missing(readings.sockets_missing.begin(), readings.sockets_missing.end());
   for (const auto socket : node.expected) {
-    if (std::none_of(readings.rows.begin(), readings.rows.end(),
-                     [&](const SocketRow& r) { return r.socket_id == socket; })) {
-      missing.insert(socket);
-    }
+    if (!std::ranges::count(readings.rows, socket, &SocketRow::socket_id)) missing.insert(socket);
   }
   out.sockets_missing.assign(missing.begin(), missing.end());
   auto& w = written_[input.endpoint_index];

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <fmt/ranges.h>
+
 #include "artifacts/gpu_reasons.hpp"
 #include "scrape/collector.hpp"
 
@@ -46,12 +48,8 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
   out.timestamp_unix = input.midpoint_unix;
   if (scrape.gpus.empty()) {
     out.reason = kReasonNoGpus;
-    out.detail = "no usable GPU power in the body";
-    const char* sep = ": ";
-    for (const auto& code : scrape.reasons) {
-      out.detail += sep + code;
-      sep = ", ";
-    }
+    out.detail = fmt::format("no usable GPU power in the body{}{}",
+                             scrape.reasons.empty() ? "" : ": ", fmt::join(scrape.reasons, ", "));
     return out;
   }
   artifacts::GpuSampleOut row;

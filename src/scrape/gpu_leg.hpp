@@ -1,9 +1,9 @@
 #pragma once
 // The GPU leg: dcgm-exporter bodies -> one row per GPU per scrape in power/samples.csv
 // (GPU schema v3, or v1/v2 when asked), every GPU of a scrape with the same timestamp and
-// scrape_seq. The manifest and windows are the session's (they need the benchmark's windows and the
-// expected devices); this leg gives it what the scrapes said: each contract reason code
-// met, how often and on which hosts.
+// scrape_seq. The manifest and windows are the session's (they need the benchmark's windows
+// and the expected devices); this leg gives it what the scrapes said: each contract reason
+// code met and how often, and the devices each node showed first.
 //
 // Row time: the request midpoint. dcgm-exporter reports no age for its values; a value it
 // serves may be up to its own collection interval old (docs/formats.md).

@@ -61,10 +61,7 @@ struct Optional {
     entries.push_back(e);
   }
 
-  void sort() {
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const Entry& a, const Entry& b) { return a.index < b.index; });
-  }
+  void sort() { std::ranges::stable_sort(entries, {}, &Entry::index); }
 
   // nullopt when no sample or more than one names the index (seen twice: ambiguous).
   std::optional<double> join(long long index, std::string_view uuid) const {
@@ -94,9 +91,7 @@ std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
 GpuScrape from_samples(const std::vector<expo::Sample>& samples, const GpuReadOptions& options) {
   const GpuExporterProfile& p = options.profile;
   const auto selected = [&](long long index) {
-    if (!options.only_indices) return true;
-    const auto& only = *options.only_indices;
-    return std::find(only.begin(), only.end(), index) != only.end();
+    return !options.only_indices || std::ranges::count(*options.only_indices, index) > 0;
   };
   const auto named = [](const std::optional<std::string>& family, std::string_view name) {
     return family && *family == name;
@@ -133,8 +128,7 @@ GpuScrape from_samples(const std::vector<expo::Sample>& samples, const GpuReadOp
     }
   }
   if (!any_power) note(reason::kPowerMetricMissing);
-  std::stable_sort(power.begin(), power.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::ranges::stable_sort(power, {}, [](const auto& p) { return p.first; });
   util.sort();
   sm_active.sort();
   temp.sort();

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 
 #include "artifacts/limits.hpp"
+#include "common/text.hpp"
 #include "expo/families.hpp"
 #include "rails/rails.hpp"
 
@@ -20,23 +20,16 @@ bool usable_watts(double value) {
 }
 
 std::optional<std::uint32_t> socket_label(const expo::Sample& sample) {
-  const auto text = sample.label("socket");
-  if (!text) return std::nullopt;
-  return rails::socket_index(*text);
+  return rails::socket_index(sample.label("socket").value_or(""));
 }
 
 // The rail of the DCGM field a sample carries; Kind::other when the field_id is unreadable
 // or not one we publish.
 rails::Kind dcgm_kind(const expo::Sample& sample) {
-  const auto text = sample.label("field_id");
-  std::uint32_t field = rails::kDcgmCpuPowerField;
-  if (text && !text->empty()) {
-    const auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), field);
-    if (ec != std::errc() || p != text->data() + text->size() || field > 0xffff) {
-      return rails::Kind::other;
-    }
-  }
-  return rails::dcgm_field_kind(static_cast<std::uint16_t>(field)).value_or(rails::Kind::other);
+  const auto text = sample.label("field_id").value_or("");
+  const auto field = text.empty() ? rails::kDcgmCpuPowerField : common::parse_u64(text);
+  if (!field || *field > 0xffff) return rails::Kind::other;
+  return rails::dcgm_field_kind(static_cast<std::uint16_t>(*field)).value_or(rails::Kind::other);
 }
 
 // Indexed by Kind; `other` included so that every Kind is a valid index.
@@ -64,8 +57,7 @@ class SocketTable {
     return added;
   }
   std::vector<SocketReadings>& sorted() {
-    std::sort(sockets_.begin(), sockets_.end(),
-              [](const auto& a, const auto& b) { return a.socket_id < b.socket_id; });
+    std::ranges::sort(sockets_, {}, &SocketReadings::socket_id);
     return sockets_;
   }
 
@@ -150,13 +142,11 @@ std::vector<Readings::SocketUp> socket_up_of(const std::vector<expo::Sample>& sa
     if (sample.name != expo::kSocketUp.name) continue;
     const auto socket = socket_label(sample);
     if (!socket || (sample.value != 0 && sample.value != 1)) continue;
-    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.socket == *socket; })) {
-      continue;
+    if (!std::ranges::count(out, *socket, &Readings::SocketUp::socket)) {
+      out.push_back({*socket, sample.value == 1});
     }
-    out.push_back({*socket, sample.value == 1});
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.socket < b.socket; });
+  std::ranges::sort(out, {}, &Readings::SocketUp::socket);
   return out;
 }
 
@@ -234,9 +224,9 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
   for (auto& row : out.rows) row.total_power_w = total_w;
 
   for (const auto& s : out.socket_up) {
-    const bool has_row = std::any_of(out.rows.begin(), out.rows.end(),
-                                     [&](const SocketRow& r) { return r.socket_id == s.socket; });
-    if (!s.up || !has_row) out.sockets_missing.push_back(s.socket);
+    if (!s.up || !std::ranges::count(out.rows, s.socket, &SocketRow::socket_id)) {
+      out.sockets_missing.push_back(s.socket);
+    }
   }
 
   if (out.mode == Mode::acpi) {
