@@ -82,9 +82,8 @@ class RateLimitedLog {
   // Returns true when the recovery should be logged; `streak` receives the failures it ends.
   bool on_success(Clock::time_point now, std::uint64_t* streak) {
     const bool log = streak_ > 0 && announced_;
-    *streak = streak_;
+    *streak = std::exchange(streak_, 0);
     if (log) last_line_ = now;
-    streak_ = 0;
     unlogged_ = 0;
     announced_ = false;
     return log;
@@ -106,19 +105,12 @@ bool is_ip_literal(const std::string& address) {
 }
 
 std::string_view reason_of(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-      return kReasonResolve;
-    case CURLE_COULDNT_CONNECT:
-      return kReasonConnect;
-    case CURLE_OPERATION_TIMEDOUT:
-      return kReasonTimeout;
-    case CURLE_FILESIZE_EXCEEDED:
-      return kReasonBodyTooLarge;
-    default:
-      return kReasonTransport;
-  }
+  const bool resolve = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY;
+  return resolve                            ? kReasonResolve
+         : code == CURLE_COULDNT_CONNECT    ? kReasonConnect
+         : code == CURLE_OPERATION_TIMEDOUT ? kReasonTimeout
+         : code == CURLE_FILESIZE_EXCEEDED  ? kReasonBodyTooLarge
+                                            : kReasonTransport;
 }
 
 }  // namespace
@@ -239,14 +231,13 @@ struct Transfer {
   std::size_t max_body_bytes = 0;
   bool over_cap = false;
   bool in_flight = false;
-  bool final_cycle = false;
+  // The request in flight as its ScrapeEvent will report it: endpoint, slot, start, scrape_seq
+  // (the number of its slot) and final_cycle; the outcome is filled in when it completes.
+  ScrapeEvent request;
   Clock::time_point next_slot;
-  Clock::time_point slot;
-  Clock::time_point started;
   std::chrono::system_clock::time_point started_wall;
   char curl_error[CURL_ERROR_SIZE] = {};
   std::uint64_t next_seq = 0;  // the number of next_slot: slots since the schedule began
-  std::uint64_t seq = 0;       // the number of the slot the request in flight serves
   RateLimitedLog failures;
 };
 
@@ -320,14 +311,12 @@ class Loop {
   void drive(Shard& shard, curl_socket_t fd, int mask);
   void complete(std::size_t i, CURLcode code, Clock::time_point finished);
   void note_duplicates(std::size_t i, const BodyOutcome& body);
-  ScrapeEvent event_of(std::size_t i, Clock::time_point finished) const;
   // A completed request without rows: counted, told to the leg, logged and reported.
   void fail(std::size_t i, Clock::time_point finished, std::string_view reason,
             const std::string& detail);
   void flush(Clock::time_point now);
   void note_clock_step(double& last_offset);
   void check_samples_file(Clock::time_point now);
-  void retire_writer();
   void on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
                         const std::string& reason, std::uint64_t dropped_before);
   void on_write_success(Clock::time_point now, std::string_view what);
@@ -419,6 +408,7 @@ Status Loop::setup() {
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     auto& t = transfers_[i];
     t.shard = i / kShardSize;
+    t.request.endpoint_index = i;
     t.url = endpoint_url(s_->endpoints[i], s_->options.security.https);
     t.max_body_bytes = s_->options.max_body_bytes;
     t.easy = curl_.easy_init();
@@ -500,8 +490,7 @@ void Loop::run() {
   const auto final_slot = Clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     if (transfers_[i].in_flight) continue;
-    transfers_[i].final_cycle = true;
-    transfers_[i].seq = transfers_[i].next_seq;
+    transfers_[i].request.final_cycle = true;
     start_transfer(i, final_slot);
   }
   const auto drain =
@@ -613,7 +602,6 @@ void Loop::fire_due_slots(Clock::time_point now) {
     if (t.in_flight) {
       ++missed;
     } else {
-      t.seq = t.next_seq;
       start_transfer(i, t.next_slot);
     }
     t.next_slot += step;
@@ -632,12 +620,13 @@ void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
   if (t.body.capacity() > 64 * 1024) t.body.shrink_to_fit();  // after an oversized body
   t.over_cap = false;
   t.curl_error[0] = '\0';
-  t.slot = slot;
-  t.started = Clock::now();
+  t.request.slot = slot;
+  t.request.scrape_seq = t.next_seq;  // the final cycle's: the number after the last slot's
+  t.request.started = Clock::now();
   t.started_wall = std::chrono::system_clock::now();
   const CURLMcode rc = curl_.multi_add_handle(shards_[t.shard].multi, t.easy);
   if (rc != CURLM_OK) {
-    return fail(i, t.started, kReasonTransport,
+    return fail(i, t.request.started, kReasonTransport,
                 std::string("curl_multi_add_handle: ") + curl_.multi_strerror(rc));
   }
   t.in_flight = true;
@@ -659,21 +648,10 @@ void Loop::drive(Shard& shard, curl_socket_t fd, int mask) {
   }
 }
 
-ScrapeEvent Loop::event_of(std::size_t i, Clock::time_point finished) const {
-  const auto& t = transfers_[i];
-  ScrapeEvent event;
-  event.endpoint_index = i;
-  event.slot = t.slot;
-  event.started = t.started;
-  event.finished = finished;
-  event.final_cycle = t.final_cycle;
-  event.scrape_seq = t.seq;
-  return event;
-}
-
 void Loop::fail(std::size_t i, Clock::time_point finished, std::string_view reason,
                 const std::string& detail) {
-  ScrapeEvent event = event_of(i, finished);
+  ScrapeEvent event = transfers_[i].request;
+  event.finished = finished;
   event.outcome = ScrapeOutcome::failed;
   event.reason = reason;
   const std::string text = std::string(reason) + ": " + detail;
@@ -736,14 +714,14 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   }
   if (status != 200) return fail(i, finished, kReasonHttpStatus, "HTTP " + std::to_string(status));
 
-  const auto round_trip = finished - t.started;
+  const auto round_trip = finished - t.request.started;
   BodyInput input;
   input.endpoint_index = i;
   input.hostname = s_->endpoints[i].hostname;
   input.body = t.body;
   input.midpoint_unix = seconds(t.started_wall.time_since_epoch()) + seconds(round_trip) / 2;
   input.round_trip_s = seconds(round_trip);
-  input.scrape_seq = t.seq;
+  input.scrape_seq = t.request.scrape_seq;
   lines_.clear();
   BodyOutcome body;
   {
@@ -765,7 +743,8 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
     }
     return fail(i, finished, body.reason, body.detail);
   }
-  ScrapeEvent event = event_of(i, finished);
+  ScrapeEvent event = t.request;
+  event.finished = finished;
   event.timestamp_unix = body.timestamp_unix;
   event.outcome = body.unchanged ? ScrapeOutcome::unchanged : ScrapeOutcome::written;
   const auto& hostname = s_->endpoints[i].hostname;
@@ -868,16 +847,6 @@ void Loop::on_write_success(Clock::time_point now, std::string_view what) {
   outage_.reset();
 }
 
-// Called with writer_mutex held: gives up on the writer, counting its pending rows dropped.
-void Loop::retire_writer() {
-  auto& w = *s_->writer;
-  w.discard_pending();
-  s_->retired_written += w.rows_written();
-  s_->retired_dropped += w.rows_dropped();
-  s_->retired_errors += w.write_errors();
-  s_->writer.reset();
-}
-
 // Called with writer_mutex held. A samples.csv deleted, replaced, moved or truncated under
 // us would otherwise go on taking rows nobody can read at the path: say so once and start
 // a new file there (or continue the one put there, if it is a v3 samples.csv).
@@ -898,7 +867,12 @@ void Loop::check_samples_file(Clock::time_point now) {
   if (Status reopened = w.reopen(); !reopened) {
     ++s_->open_failures;
     const std::string error = reopened.error();
-    retire_writer();
+    // Gives up on the writer, counting its pending rows dropped.
+    w.discard_pending();
+    s_->retired_written += w.rows_written();
+    s_->retired_dropped += w.rows_dropped();
+    s_->retired_errors += w.write_errors();
+    s_->writer.reset();
     next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
     on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
   }
@@ -915,9 +889,8 @@ void Loop::flush(Clock::time_point now) {
     auto opened = artifacts::RowAppender::open(s_->samples_path, s_->leg->samples_header());
     if (!opened) {
       ++s_->open_failures;
-      const std::string error = opened.error();
-      on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
-      return;
+      const auto& error = opened.error();
+      return on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
     }
     s_->writer = std::move(opened.value());
     on_write_success(now, "open");
@@ -957,10 +930,9 @@ Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options,
   const auto manifest = state_->leg->manifest_filename();
   if (!manifest.empty()) state_->manifest_path = dir / manifest;
   for (const auto& e : state_->endpoints) {
-    NodeStats node;
+    auto& node = state_->nodes.emplace_back();
     node.hostname = e.hostname;
     node.endpoint_url = endpoint_url(e, state_->options.security.https);
-    state_->nodes.push_back(std::move(node));
   }
 }
 

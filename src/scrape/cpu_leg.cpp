@@ -11,12 +11,6 @@ namespace cpupower::scrape {
 CpuLeg::CpuLeg(std::size_t endpoints, CpuLegOptions options)
     : options_(std::move(options)), written_(endpoints), sockets_(endpoints) {}
 
-std::string_view CpuLeg::samples_header() const {
-  // None for a version the rows are not written in (v1): the collector refuses to start.
-  if (!artifacts::is_writable_cpu_schema(options_.samples_schema)) return {};
-  return artifacts::cpu_header(options_.samples_schema);
-}
-
 bool CpuLeg::same_reading(const Written& w, const Readings& readings, double read_unix,
                           double round_trip_s) const {
   if (w.fingerprint != readings.fingerprint) return false;

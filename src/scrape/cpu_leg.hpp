@@ -39,7 +39,11 @@ class CpuLeg final : public Leg {
   CpuLeg(std::size_t endpoints, CpuLegOptions options);
 
   std::string_view samples_filename() const override { return artifacts::kCpuSamplesFilename; }
-  std::string_view samples_header() const override;
+  // None for a version the rows are not written in (v1): the collector refuses to start.
+  std::string_view samples_header() const override {
+    const int v = options_.samples_schema;
+    return artifacts::is_writable_cpu_schema(v) ? artifacts::cpu_header(v) : "";
+  }
   std::string_view manifest_filename() const override { return artifacts::kCpuManifestFilename; }
   BodyOutcome on_body(const BodyInput& input, std::string& lines) override;
   Status finalize(const CollectorStats& stats, std::optional<double> started_at_unix,

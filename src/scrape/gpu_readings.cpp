@@ -108,17 +108,10 @@ GpuScrape from_samples(const std::vector<expo::Sample>& samples, const GpuReadOp
   for (const auto& s : samples) {
     if (s.name == p.power_metric) {
       any_power = true;
-      if (is_instance(s, p)) {
-        note(reason::kMigInstanceUnsupported);
-        continue;
-      }
-      const auto index = gpu_index(s, p);
-      if (!index) {
-        note(reason::kGpuIndexMissing);
-        continue;
-      }
-      if (!selected(*index)) continue;  // a GPU the run does not use
-      power.emplace_back(*index, &s);
+      const bool instance = is_instance(s, p);
+      const auto index = instance ? std::nullopt : gpu_index(s, p);
+      if (!index) note(instance ? reason::kMigInstanceUnsupported : reason::kGpuIndexMissing);
+      if (index && selected(*index)) power.emplace_back(*index, &s);  // else not a GPU the run uses
     } else if (named(p.util_metric, s.name)) {
       util.add(s, p, 0.0, 100.0);
     } else if (named(p.sm_active_metric, s.name)) {
@@ -142,27 +135,17 @@ GpuScrape from_samples(const std::vector<expo::Sample>& samples, const GpuReadOp
     const auto count = group_end - it;
     const auto& s = *it->second;
     it = group_end;
-    if (count > 1) {
-      note(reason::kDuplicatePowerMetric);
+    const auto uuid = s.label(p.identity_label).value_or("");
+    const std::string_view refused = count > 1               ? reason::kDuplicatePowerMetric
+                                     : uuid.empty()          ? reason::kGpuUuidMissing
+                                     : !valid_power(s.value) ? reason::kInvalidPowerValue
+                                                             : "";
+    if (!refused.empty()) {
+      note(refused);
       continue;
     }
-    const auto uuid = s.label(p.identity_label);
-    if (!uuid || uuid->empty()) {
-      note(reason::kGpuUuidMissing);
-      continue;
-    }
-    if (!valid_power(s.value)) {
-      note(reason::kInvalidPowerValue);
-      continue;
-    }
-    GpuReading r;
-    r.gpu_index = index;
-    r.uuid = std::string(*uuid);
-    r.power_w = s.value;
-    r.gpu_util_pct = util.join(index, *uuid);
-    r.sm_active = sm_active.join(index, *uuid);
-    r.temperature_c = temp.join(index, *uuid);
-    out.gpus.push_back(std::move(r));
+    out.gpus.push_back({index, std::string(uuid), s.value, util.join(index, uuid),
+                        sm_active.join(index, uuid), temp.join(index, uuid)});
   }
   std::sort(reasons.begin(), reasons.end());
   for (const auto r : reasons) out.reasons.emplace_back(r);  // sorted, each once
@@ -203,11 +186,10 @@ GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scrat
   parse.only_names = std::span<const std::string_view>(families.data(), n);
   expo::parse_into(body, scratch, parse);
   if (!scratch.ok()) {
-    GpuScrape out;
-    out.error = expo::describe(*scratch.error);
-    out.reasons.emplace_back(reason::kEndpointParseError);
-    out.fingerprint = fingerprint_of(out.gpus);
-    return out;
+    return {{},
+            {std::string(reason::kEndpointParseError)},
+            expo::describe(*scratch.error),
+            fingerprint_of({})};
   }
   return from_samples(scratch.samples, options);
 }

@@ -49,9 +49,8 @@ struct SocketReadings {
 class SocketTable {
  public:
   SocketReadings& at(std::uint32_t socket_id) {
-    for (auto& s : sockets_) {
-      if (s.socket_id == socket_id) return s;
-    }
+    const auto it = std::ranges::find(sockets_, socket_id, &SocketReadings::socket_id);
+    if (it != sockets_.end()) return *it;
     auto& added = sockets_.emplace_back();
     added.socket_id = socket_id;
     return added;
@@ -104,10 +103,8 @@ bool add_dcgm(const expo::Sample& sample, SocketTable& table) {
 }
 
 void add_nvml(const expo::Sample& sample, SocketTable& table) {
-  if (sample.label("type") != std::optional<std::string_view>("module")) return;
-  if (!usable_watts(sample.value)) return;
   const auto socket = socket_label(sample);
-  if (!socket) return;
+  if (sample.label("type") != "module" || !usable_watts(sample.value) || !socket) return;
   auto& slot = table.at(*socket).nvml_module_w;
   if (!slot) slot = sample.value;
 }
