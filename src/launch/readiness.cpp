@@ -27,7 +27,13 @@ struct Probe {
 }  // namespace
 
 std::string health_url(const scrape::Endpoint& endpoint, bool https) {
-  return scrape::endpoint_url(endpoint, https, "/health");
+  std::string url = scrape::endpoint_url(endpoint, https);
+  const std::string metrics = "/metrics";
+  if (url.size() >= metrics.size() &&
+      url.compare(url.size() - metrics.size(), metrics.size(), metrics) == 0) {
+    url.replace(url.size() - metrics.size(), metrics.size(), "/health");
+  }
+  return url;
 }
 
 std::vector<std::optional<double>> wait_until_ready(const std::vector<scrape::Endpoint>& endpoints,

@@ -20,7 +20,7 @@ std::optional<Endpoint> fail(std::string* error, std::string message) {
 
 }  // namespace
 
-std::string endpoint_url(const Endpoint& endpoint, bool https, std::string_view path) {
+std::string endpoint_url(const Endpoint& endpoint, bool https) {
   std::string host = endpoint.address;
   if (host.find(':') != std::string::npos) {
     // An IPv6 literal; in a URL its zone separator must itself be percent-encoded (RFC 6874).
@@ -28,8 +28,7 @@ std::string endpoint_url(const Endpoint& endpoint, bool https, std::string_view 
     for (char c : host) escaped += c == '%' ? std::string("%25") : std::string(1, c);
     host = "[" + escaped + "]";
   }
-  return (https ? "https://" : "http://") + host + ":" + std::to_string(endpoint.port) +
-         std::string(path);
+  return (https ? "https://" : "http://") + host + ":" + std::to_string(endpoint.port) + "/metrics";
 }
 
 std::optional<Endpoint> parse_endpoint(std::string_view spec, std::string* error) {

@@ -19,9 +19,8 @@ struct Endpoint {
 };
 
 // http://10.0.0.7:9405/metrics, http://[fd00::7]:9405/metrics (a zone id is %25-escaped);
-// https:// with `https`; another `path` for the exporter's other pages (/health).
-std::string endpoint_url(const Endpoint& endpoint, bool https = false,
-                         std::string_view path = "/metrics");
+// https:// with `https`.
+std::string endpoint_url(const Endpoint& endpoint, bool https = false);
 
 // Parses HOST=ADDR:PORT, where ADDR may be a bracketed IPv6 literal ([fd00::7]). nullopt
 // with `error` saying what is wrong, quoting the text.
