@@ -381,10 +381,8 @@ Result run(const Args& a, const Bodies& bodies, std::size_t n_stalled, const std
   Server server = start_server(a.endpoints, n_stalled, bodies);
 
   std::vector<scrape::Endpoint> endpoints;
-  std::vector<std::string> hostnames;
   for (std::size_t i = 0; i < a.endpoints; ++i) {
-    hostnames.push_back(host_name(i));
-    endpoints.push_back({hostnames.back(), "127.0.0.1", server.ports[i]});
+    endpoints.push_back({host_name(i), "127.0.0.1", server.ports[i]});
   }
   const auto dir = std::filesystem::temp_directory_path() /
                    ("collector-scale-" + a.leg + "-" + (n_stalled ? "stalled" : "healthy") + "-" +
@@ -405,7 +403,7 @@ Result run(const Args& a, const Bodies& bodies, std::size_t n_stalled, const std
   auto summary = std::make_shared<scrape::GpuLegSummary>();
   // As the session builds it (launch/gpu_leg.cpp); null: the CPU leg.
   std::unique_ptr<scrape::Leg> leg;
-  if (a.leg == "gpu") leg = std::make_unique<scrape::GpuLeg>(hostnames, summary);
+  if (a.leg == "gpu") leg = std::make_unique<scrape::GpuLeg>(endpoints.size(), summary);
   scrape::Collector collector(endpoints, o, std::move(leg));
 
   rusage before{}, after{};

@@ -143,7 +143,7 @@ BENCHMARK(BM_GpuReadingsFromDcgmBody);
 // The GPU leg's whole work on one body: readings, then one CSV row per GPU.
 void BM_GpuLegOnBody(benchmark::State& state) {
   const std::string body = dcgm_body();
-  cpupower::scrape::GpuLeg leg({"node-0000"}, nullptr);
+  cpupower::scrape::GpuLeg leg(1, nullptr);
   cpupower::scrape::BodyInput input;
   input.hostname = "node-0000";
   input.body = body;

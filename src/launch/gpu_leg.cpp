@@ -134,8 +134,6 @@ bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& gi
   std::error_code ec;
   std::filesystem::create_directories(leg_.power_dir + "/windows", ec);
   endpoints_ = start_exporters(deadline, give_up);
-  std::vector<std::string> hostnames;
-  for (const auto& e : endpoints_) hostnames.push_back(e.hostname);
   auto options = collector_options(plan_, leg_.power_dir);
   options.on_scrape = [slowest = slowest_scrape_us_](const scrape::ScrapeEvent& e) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(e.finished - e.started);
@@ -145,7 +143,8 @@ bool GpuLegRun::start(Clock::time_point started, const std::function<bool()>& gi
   };
   collector_ = std::make_unique<scrape::Collector>(
       endpoints_, std::move(options),
-      std::make_unique<scrape::GpuLeg>(hostnames, summary_, leg_.read, leg_.samples_schema));
+      std::make_unique<scrape::GpuLeg>(endpoints_.size(), summary_, leg_.read,
+                                       leg_.samples_schema));
   if (const Status started = collector_->start(); !started) {
     log()->warn("GPU power collector did not start error={}", common::quoted(started.error()));
     reasons_.add(reason::kCollectorException);

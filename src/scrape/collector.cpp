@@ -13,12 +13,13 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <queue>
 #include <set>
 #include <utility>
 
-#include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "artifacts/row_appender.hpp"
 #include "common/log.hpp"
@@ -46,24 +47,17 @@ constexpr std::size_t kShardSize = 64;
 // clock, not reading jitter or slewing.
 constexpr double kClockStepS = 0.25;
 
+double seconds(auto duration) {
+  return std::chrono::duration<double>(duration).count();
+}
+
+double now_unix() {
+  return seconds(std::chrono::system_clock::now().time_since_epoch());
+}
+
 double wall_minus_monotonic() {
-  const double mono = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-             .count() -
-         mono;
-}
-
-double to_unix_s(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-std::string join_path(const std::string& dir, std::string_view name) {
-  if (dir.empty()) return std::string(name);
-  return dir.back() == '/' ? dir + std::string(name) : dir + "/" + std::string(name);
+  const double mono = seconds(Clock::now().time_since_epoch());
+  return now_unix() - mono;
 }
 
 // Logs a failing thing without flooding: the first failure of each reason right away, then
@@ -88,9 +82,8 @@ class RateLimitedLog {
   // Returns true when the recovery should be logged; `streak` receives the failures it ends.
   bool on_success(Clock::time_point now, std::uint64_t* streak) {
     const bool log = streak_ > 0 && announced_;
-    *streak = streak_;
+    *streak = std::exchange(streak_, 0);
     if (log) last_line_ = now;
-    streak_ = 0;
     unlogged_ = 0;
     announced_ = false;
     return log;
@@ -112,38 +105,28 @@ bool is_ip_literal(const std::string& address) {
 }
 
 std::string_view reason_of(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-      return kReasonResolve;
-    case CURLE_COULDNT_CONNECT:
-      return kReasonConnect;
-    case CURLE_OPERATION_TIMEDOUT:
-      return kReasonTimeout;
-    case CURLE_FILESIZE_EXCEEDED:
-      return kReasonBodyTooLarge;
-    default:
-      return kReasonTransport;
-  }
+  const bool resolve = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY;
+  return resolve                            ? kReasonResolve
+         : code == CURLE_COULDNT_CONNECT    ? kReasonConnect
+         : code == CURLE_OPERATION_TIMEDOUT ? kReasonTimeout
+         : code == CURLE_FILESIZE_EXCEEDED  ? kReasonBodyTooLarge
+                                            : kReasonTransport;
 }
 
 }  // namespace
 
 std::size_t CollectorStats::nodes_ok() const {
-  return static_cast<std::size_t>(std::count_if(nodes.begin(), nodes.end(), [](const auto& n) {
-    return n.last_ok == true && n.sockets_missing.empty();
-  }));
+  return std::ranges::count_if(
+      nodes, [](const auto& n) { return n.last_ok == true && n.sockets_missing.empty(); });
 }
 
 std::size_t CollectorStats::nodes_degraded() const {
-  return static_cast<std::size_t>(std::count_if(nodes.begin(), nodes.end(), [](const auto& n) {
-    return n.last_ok == true && !n.sockets_missing.empty();
-  }));
+  return std::ranges::count_if(
+      nodes, [](const auto& n) { return n.last_ok == true && !n.sockets_missing.empty(); });
 }
 
 std::size_t CollectorStats::nodes_failing() const {
-  return static_cast<std::size_t>(
-      std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.last_ok == false; }));
+  return std::ranges::count_if(nodes, [](const auto& n) { return n.last_ok == false; });
 }
 
 std::uint64_t CollectorStats::rows_lost() const {
@@ -223,13 +206,13 @@ struct detail::CollectorState {
 
   // A signal's stop: set before stop_requested, and the final cycle drains briefly.
   std::atomic<bool> interrupted{false};
-  bool manifest_written = false;  // by stop_and_finalize
 
-  CollectorState() = default;
-  CollectorState(const CollectorState&) = delete;
-  CollectorState& operator=(const CollectorState&) = delete;
   ~CollectorState() {
     if (wake_fd >= 0) ::close(wake_fd);
+  }
+  void wake() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto w = ::write(wake_fd, &one, sizeof one);
   }
 
   std::mutex done_mutex;
@@ -248,14 +231,13 @@ struct Transfer {
   std::size_t max_body_bytes = 0;
   bool over_cap = false;
   bool in_flight = false;
-  bool final_cycle = false;
+  // The request in flight as its ScrapeEvent will report it: endpoint, slot, start, scrape_seq
+  // (the number of its slot) and final_cycle; the outcome is filled in when it completes.
+  ScrapeEvent request;
   Clock::time_point next_slot;
-  Clock::time_point slot;
-  Clock::time_point started;
   std::chrono::system_clock::time_point started_wall;
   char curl_error[CURL_ERROR_SIZE] = {};
   std::uint64_t next_seq = 0;  // the number of next_slot: slots since the schedule began
-  std::uint64_t seq = 0;       // the number of the slot the request in flight serves
   RateLimitedLog failures;
 };
 
@@ -278,6 +260,14 @@ struct Shard {
   std::size_t index = 0;
   CURLM* multi = nullptr;
   std::optional<Clock::time_point> deadline;  // when libcurl wants its timers run
+
+  void set_timer(long timeout_ms) {  // libcurl's timeout: -1 for none
+    if (timeout_ms < 0) {
+      deadline.reset();
+    } else {
+      deadline = Clock::now() + milliseconds(timeout_ms);
+    }
+  }
 };
 
 // The event loop: libcurl multi handles driven by socket_action over one epoll set, so each
@@ -321,16 +311,15 @@ class Loop {
   void drive(Shard& shard, curl_socket_t fd, int mask);
   void complete(std::size_t i, CURLcode code, Clock::time_point finished);
   void note_duplicates(std::size_t i, const BodyOutcome& body);
-  void record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
-                      const std::string& detail);
+  // A completed request without rows: counted, told to the leg, logged and reported.
+  void fail(std::size_t i, Clock::time_point finished, std::string_view reason,
+            const std::string& detail);
   void flush(Clock::time_point now);
   void note_clock_step(double& last_offset);
   void check_samples_file(Clock::time_point now);
-  void retire_writer();
   void on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
                         const std::string& reason, std::uint64_t dropped_before);
   void on_write_success(Clock::time_point now, std::string_view what);
-  int running() const;
 
   std::shared_ptr<detail::CollectorState> s_;
   const CurlApi& curl_;
@@ -387,21 +376,14 @@ int Loop::on_socket(CURL*, curl_socket_t fd, int what, void* shard_ptr, void*) {
   return 0;
 }
 
-int Loop::on_timer(CURLM*, long timeout_ms, void* shard_ptr) {
-  auto& shard = *static_cast<Shard*>(shard_ptr);
-  if (timeout_ms < 0) {
-    shard.deadline.reset();
-  } else {
-    shard.deadline = Clock::now() + milliseconds(timeout_ms);
-  }
+int Loop::on_timer(CURLM*, long timeout_ms, void* shard) {
+  static_cast<Shard*>(shard)->set_timer(timeout_ms);
   return 0;
 }
 
 Status Loop::setup() {
   ep_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (ep_ < 0) {
-    return Error{std::string("epoll_create1: ") + std::strerror(errno)};
-  }
+  if (ep_ < 0) return Error{std::string("epoll_create1: ") + std::strerror(errno)};
   epoll_event wake{};
   wake.events = EPOLLIN;
   wake.data.fd = s_->wake_fd;
@@ -414,9 +396,7 @@ Status Loop::setup() {
     shard.loop = this;
     shard.index = k;
     shard.multi = curl_.multi_init();
-    if (!shard.multi) {
-      return Error{"curl_multi_init failed"};
-    }
+    if (!shard.multi) return Error{"curl_multi_init failed"};
     curl_.multi_setopt(shard.multi, CURLMOPT_SOCKETFUNCTION, &Loop::on_socket);
     curl_.multi_setopt(shard.multi, CURLMOPT_SOCKETDATA, &shard);
     curl_.multi_setopt(shard.multi, CURLMOPT_TIMERFUNCTION, &Loop::on_timer);
@@ -428,12 +408,11 @@ Status Loop::setup() {
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     auto& t = transfers_[i];
     t.shard = i / kShardSize;
+    t.request.endpoint_index = i;
     t.url = endpoint_url(s_->endpoints[i], s_->options.security.https);
     t.max_body_bytes = s_->options.max_body_bytes;
     t.easy = curl_.easy_init();
-    if (!t.easy) {
-      return Error{"curl_easy_init failed"};
-    }
+    if (!t.easy) return Error{"curl_easy_init failed"};
     CURL* e = t.easy;
     curl_.easy_setopt(e, CURLOPT_URL, t.url.c_str());
     curl_.easy_setopt(e, CURLOPT_PRIVATE, reinterpret_cast<void*>(i));
@@ -511,8 +490,7 @@ void Loop::run() {
   const auto final_slot = Clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     if (transfers_[i].in_flight) continue;
-    transfers_[i].final_cycle = true;
-    transfers_[i].seq = transfers_[i].next_seq;
+    transfers_[i].request.final_cycle = true;
     start_transfer(i, final_slot);
   }
   const auto drain =
@@ -527,7 +505,7 @@ void Loop::run() {
       deadline = std::min(deadline, Clock::now() + Collector::kInterruptedDrain);
     }
     run_curl_timers();  // on loopback a transfer can finish right here
-    if (running() == 0) break;
+    if (std::ranges::none_of(transfers_, &Transfer::in_flight)) break;
     wait_for_events(deadline);
   }
   flush(Clock::now());
@@ -549,7 +527,7 @@ void Loop::note_clock_step(double& last_offset) {
   const double step = offset - last_offset;
   last_offset = offset;
   if (std::abs(step) <= kClockStepS) return;
-  const double at = to_unix_s(std::chrono::system_clock::now());
+  const double at = now_unix();
   s_->log->warn(
       "the wall clock stepped by {:+.3f} s against the monotonic clock at {:.3f}; row "
       "times on either side of it are on different clocks",
@@ -567,11 +545,7 @@ void Loop::run_curl_timers() {
     // had expired yet, and a lost timer would stall a transfer.
     long timeout_ms = -1;
     curl_.multi_timeout(shard.multi, &timeout_ms);
-    if (timeout_ms < 0) {
-      shard.deadline.reset();
-    } else {
-      shard.deadline = Clock::now() + milliseconds(timeout_ms);
-    }
+    shard.set_timer(timeout_ms);
   }
 }
 
@@ -611,11 +585,6 @@ void Loop::handle_event(const epoll_event& ev) {
   drive(shards_[sockets_[slot].shard], ev.data.fd, mask);
 }
 
-int Loop::running() const {
-  return static_cast<int>(std::count_if(transfers_.begin(), transfers_.end(),
-                                        [](const auto& t) { return t.in_flight; }));
-}
-
 void Loop::fire_due_slots(Clock::time_point now) {
   const auto step = std::chrono::duration_cast<Clock::duration>(interval());
   while (!slots_.empty() && slots_.top().first <= now) {
@@ -633,7 +602,6 @@ void Loop::fire_due_slots(Clock::time_point now) {
     if (t.in_flight) {
       ++missed;
     } else {
-      t.seq = t.next_seq;
       start_transfer(i, t.next_slot);
     }
     t.next_slot += step;
@@ -652,21 +620,14 @@ void Loop::start_transfer(std::size_t i, Clock::time_point slot) {
   if (t.body.capacity() > 64 * 1024) t.body.shrink_to_fit();  // after an oversized body
   t.over_cap = false;
   t.curl_error[0] = '\0';
-  t.slot = slot;
-  t.started = Clock::now();
+  t.request.slot = slot;
+  t.request.scrape_seq = t.next_seq;  // the final cycle's: the number after the last slot's
+  t.request.started = Clock::now();
   t.started_wall = std::chrono::system_clock::now();
   const CURLMcode rc = curl_.multi_add_handle(shards_[t.shard].multi, t.easy);
   if (rc != CURLM_OK) {
-    ScrapeEvent event;
-    event.endpoint_index = i;
-    event.slot = slot;
-    event.started = event.finished = t.started;
-    event.final_cycle = t.final_cycle;
-    event.scrape_seq = t.seq;
-    record_failure(i, event, kReasonTransport,
-                   std::string("curl_multi_add_handle: ") + curl_.multi_strerror(rc));
-    if (s_->options.on_scrape) s_->options.on_scrape(event);
-    return;
+    return fail(i, t.request.started, kReasonTransport,
+                std::string("curl_multi_add_handle: ") + curl_.multi_strerror(rc));
   }
   t.in_flight = true;
 }
@@ -687,8 +648,10 @@ void Loop::drive(Shard& shard, curl_socket_t fd, int mask) {
   }
 }
 
-void Loop::record_failure(std::size_t i, ScrapeEvent& event, std::string_view reason,
-                          const std::string& detail) {
+void Loop::fail(std::size_t i, Clock::time_point finished, std::string_view reason,
+                const std::string& detail) {
+  ScrapeEvent event = transfers_[i].request;
+  event.finished = finished;
   event.outcome = ScrapeOutcome::failed;
   event.reason = reason;
   const std::string text = std::string(reason) + ": " + detail;
@@ -705,11 +668,12 @@ void Loop::record_failure(std::size_t i, ScrapeEvent& event, std::string_view re
     s_->leg->on_failure(i, reason);
   }
   std::uint64_t since = 0;
-  if (transfers_[i].failures.on_failure(reason, event.finished, s_->options.log_interval, &since)) {
+  if (transfers_[i].failures.on_failure(reason, finished, s_->options.log_interval, &since)) {
     s_->log->warn("scrape failed host={} url={} reason={} error={} failures_since_last_line={}",
                   common::quoted(s_->endpoints[i].hostname), transfers_[i].url, reason,
                   common::quoted(detail), since);
   }
+  if (s_->options.on_scrape) s_->options.on_scrape(event);
 }
 
 // A body that repeats a series: counted, and a WARN when a node starts doing it or repeats
@@ -734,41 +698,30 @@ void Loop::note_duplicates(std::size_t i, const BodyOutcome& body) {
 
 void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   auto& t = transfers_[i];
-  ScrapeEvent event;
-  event.endpoint_index = i;
-  event.slot = t.slot;
-  event.started = t.started;
-  event.finished = finished;
-  event.final_cycle = t.final_cycle;
-  event.scrape_seq = t.seq;
   long status = 0;
   curl_.easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
   curl_.multi_remove_handle(shards_[t.shard].multi, t.easy);
   t.in_flight = false;
 
-  auto fail = [&](std::string_view reason, const std::string& detail) {
-    record_failure(i, event, reason, detail);
-    if (s_->options.on_scrape) s_->options.on_scrape(event);
-  };
   if (t.over_cap || code == CURLE_FILESIZE_EXCEEDED) {
-    return fail(kReasonBodyTooLarge, "body over the " + std::to_string(t.max_body_bytes) +
-                                         "-byte cap; transfer aborted");
+    return fail(
+        i, finished, kReasonBodyTooLarge,
+        "body over the " + std::to_string(t.max_body_bytes) + "-byte cap; transfer aborted");
   }
   if (code != CURLE_OK) {
-    const std::string detail = t.curl_error[0] ? t.curl_error : curl_.easy_strerror(code);
-    return fail(reason_of(code), detail);
+    return fail(i, finished, reason_of(code),
+                t.curl_error[0] ? t.curl_error : curl_.easy_strerror(code));
   }
-  if (status != 200) return fail(kReasonHttpStatus, "HTTP " + std::to_string(status));
+  if (status != 200) return fail(i, finished, kReasonHttpStatus, "HTTP " + std::to_string(status));
 
-  const auto round_trip = event.finished - event.started;
+  const auto round_trip = finished - t.request.started;
   BodyInput input;
   input.endpoint_index = i;
   input.hostname = s_->endpoints[i].hostname;
   input.body = t.body;
-  input.midpoint_unix = to_unix_s(t.started_wall) + seconds(round_trip) / 2;
+  input.midpoint_unix = seconds(t.started_wall.time_since_epoch()) + seconds(round_trip) / 2;
   input.round_trip_s = seconds(round_trip);
-  input.scrape_seq = t.seq;
-  input.final_cycle = t.final_cycle;
+  input.scrape_seq = t.request.scrape_seq;
   lines_.clear();
   BodyOutcome body;
   {
@@ -776,12 +729,9 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
     body = s_->leg->on_body(input, lines_);
     if (body.refused > 0) {
       std::lock_guard writer_lock(s_->writer_mutex);
-      for (std::size_t k = 0; k < body.refused; ++k) {
-        if (s_->writer) {
-          s_->writer->refuse(body.refused_why);
-        } else {
-          ++s_->rows_dropped_unopened;
-        }
+      if (!s_->writer) s_->rows_dropped_unopened += body.refused;
+      for (std::size_t k = 0; s_->writer && k < body.refused; ++k) {
+        s_->writer->refuse(body.refused_why);
       }
     }
   }
@@ -791,8 +741,10 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
       std::lock_guard lock(s_->stats_mutex);
       s_->nodes[i].resolved_mode = body.mode;
     }
-    return fail(body.reason, body.detail);
+    return fail(i, finished, body.reason, body.detail);
   }
+  ScrapeEvent event = t.request;
+  event.finished = finished;
   event.timestamp_unix = body.timestamp_unix;
   event.outcome = body.unchanged ? ScrapeOutcome::unchanged : ScrapeOutcome::written;
   const auto& hostname = s_->endpoints[i].hostname;
@@ -824,19 +776,14 @@ void Loop::complete(std::size_t i, CURLcode code, Clock::time_point finished) {
   }
   // Degraded and whole again: once each way (and again when the missing sockets change).
   if (body.sockets_missing != was_missing) {
-    auto list = [](const std::vector<std::uint32_t>& v) {
-      std::string out;
-      for (const auto socket : v) out += (out.empty() ? "" : ",") + std::to_string(socket);
-      return out;
-    };
     if (!body.sockets_missing.empty()) {
       s_->log->warn(
           "node degraded: a socket gives no power; its rows carry no total_power_w host={} "
           "url={} sockets_missing={}",
-          common::quoted(hostname), t.url, list(body.sockets_missing));
+          common::quoted(hostname), t.url, fmt::join(body.sockets_missing, ","));
     } else {
       s_->log->info("node whole again: every socket gives power host={} url={} was_missing={}",
-                    common::quoted(hostname), t.url, list(was_missing));
+                    common::quoted(hostname), t.url, fmt::join(was_missing, ","));
     }
   }
   std::uint64_t streak = 0;
@@ -856,8 +803,7 @@ std::string reason_of_error(const std::string& error) {
 
 void record_write_error(detail::CollectorState& s, const std::string& error, double now_unix) {
   constexpr std::size_t kMaxKinds = 16;  // distinct texts kept; the rest share one entry
-  auto it = std::find_if(s.write_error_log.begin(), s.write_error_log.end(),
-                         [&](const auto& e) { return e.error == error; });
+  auto it = std::ranges::find(s.write_error_log, error, &SamplesWriteError::error);
   if (it == s.write_error_log.end()) {
     if (s.write_error_log.size() >= kMaxKinds) {
       it = s.write_error_log.end() - 1;
@@ -874,7 +820,7 @@ void record_write_error(detail::CollectorState& s, const std::string& error, dou
 // Called with writer_mutex held.
 void Loop::on_write_failure(Clock::time_point now, std::string_view what, const std::string& error,
                             const std::string& reason, std::uint64_t dropped_before) {
-  record_write_error(*s_, error, to_unix_s(std::chrono::system_clock::now()));
+  record_write_error(*s_, error, now_unix());
   s_->samples_failing = reason;
   if (outage_) {
     ++outage_->failures;  // said when it began; the status line and manifest keep counting
@@ -901,16 +847,6 @@ void Loop::on_write_success(Clock::time_point now, std::string_view what) {
   outage_.reset();
 }
 
-// Called with writer_mutex held: gives up on the writer, counting its pending rows dropped.
-void Loop::retire_writer() {
-  auto& w = *s_->writer;
-  w.discard_pending();
-  s_->retired_written += w.rows_written();
-  s_->retired_dropped += w.rows_dropped();
-  s_->retired_errors += w.write_errors();
-  s_->writer.reset();
-}
-
 // Called with writer_mutex held. A samples.csv deleted, replaced, moved or truncated under
 // us would otherwise go on taking rows nobody can read at the path: say so once and start
 // a new file there (or continue the one put there, if it is a v3 samples.csv).
@@ -920,8 +856,7 @@ void Loop::check_samples_file(Clock::time_point now) {
   if (change == artifacts::SamplesFileChange::none) return;
   const auto name = artifacts::samples_file_change_name(change);
   const auto rows = w.rows_in_file();
-  s_->file_changes.push_back(
-      SamplesFileEvent{to_unix_s(std::chrono::system_clock::now()), std::string(name), rows});
+  s_->file_changes.push_back(SamplesFileEvent{now_unix(), std::string(name), rows});
   const bool moved = change == artifacts::SamplesFileChange::moved;
   s_->log->error(
       "samples.csv was {} under the collector; the {} rows written to it {}; writing samples.csv "
@@ -932,7 +867,12 @@ void Loop::check_samples_file(Clock::time_point now) {
   if (Status reopened = w.reopen(); !reopened) {
     ++s_->open_failures;
     const std::string error = reopened.error();
-    retire_writer();
+    // Gives up on the writer, counting its pending rows dropped.
+    w.discard_pending();
+    s_->retired_written += w.rows_written();
+    s_->retired_dropped += w.rows_dropped();
+    s_->retired_errors += w.write_errors();
+    s_->writer.reset();
     next_open_attempt_ = now + std::max(interval(), milliseconds(1000));
     on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
   }
@@ -949,9 +889,8 @@ void Loop::flush(Clock::time_point now) {
     auto opened = artifacts::RowAppender::open(s_->samples_path, s_->leg->samples_header());
     if (!opened) {
       ++s_->open_failures;
-      const std::string error = opened.error();
-      on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
-      return;
+      const auto& error = opened.error();
+      return on_write_failure(now, "open", error, reason_of_error(error), dropped_before);
     }
     s_->writer = std::move(opened.value());
     on_write_success(now, "open");
@@ -986,14 +925,14 @@ Collector::Collector(std::vector<Endpoint> endpoints, CollectorOptions options,
                       state_->options.cpu_samples_schema});
   }
   state_->leg = std::move(leg);
-  state_->samples_path = join_path(state_->options.out_dir, state_->leg->samples_filename());
+  const std::filesystem::path dir = state_->options.out_dir;
+  state_->samples_path = dir / state_->leg->samples_filename();
   const auto manifest = state_->leg->manifest_filename();
-  if (!manifest.empty()) state_->manifest_path = join_path(state_->options.out_dir, manifest);
+  if (!manifest.empty()) state_->manifest_path = dir / manifest;
   for (const auto& e : state_->endpoints) {
-    NodeStats node;
+    auto& node = state_->nodes.emplace_back();
     node.hostname = e.hostname;
     node.endpoint_url = endpoint_url(e, state_->options.security.https);
-    state_->nodes.push_back(std::move(node));
   }
 }
 
@@ -1009,30 +948,25 @@ std::string Collector::manifest_path() const {
   return state_->manifest_path;
 }
 
-bool Collector::manifest_written() const {
-  return state_->manifest_written;
-}
-
 Status Collector::start() {
-  auto fail = [](std::string message) -> Status { return Error{std::move(message)}; };
-  if (started_) return fail("collector already started");
+  if (started_) return Error{"collector already started"};
   const auto& o = state_->options;
-  if (o.collect_interval.count() <= 0) return fail("collect interval must be positive");
-  if (o.request_timeout.count() <= 0) return fail("request timeout must be positive");
-  if (o.max_body_bytes == 0) return fail("body cap must be positive");
+  if (o.collect_interval.count() <= 0) return Error{"collect interval must be positive"};
+  if (o.request_timeout.count() <= 0) return Error{"request timeout must be positive"};
+  if (o.max_body_bytes == 0) return Error{"body cap must be positive"};
   if (state_->leg->samples_header().empty()) {
-    return fail("no samples.csv layout to write (CPU samples schema " +
-                std::to_string(o.cpu_samples_schema) + "; only 2 and 3 are written)");
+    return Error{"no samples.csv layout to write (CPU samples schema " +
+                 std::to_string(o.cpu_samples_schema) + "; only 2 and 3 are written)"};
   }
   std::set<std::string> hosts;
   for (const auto& e : state_->endpoints) {
-    if (!hosts.insert(e.hostname).second) return fail("duplicate hostname '" + e.hostname + "'");
+    if (!hosts.insert(e.hostname).second) return Error{"duplicate hostname '" + e.hostname + "'"};
   }
   // Loaded (and curl_global_init run) before our thread exists.
   const auto curl = curl_api();
-  if (!curl) return fail(curl.error());
+  if (!curl) return Error{curl.error()};
   if (state_->wake_fd < 0) state_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (state_->wake_fd < 0) return fail(std::string("eventfd: ") + std::strerror(errno));
+  if (state_->wake_fd < 0) return Error{std::string("eventfd: ") + std::strerror(errno)};
   auto loop = std::make_unique<Loop>(state_, **curl);
   if (const Status set_up = loop->setup(); !set_up) return set_up;
 
@@ -1042,7 +976,7 @@ Status Collector::start() {
     auto opened = artifacts::RowAppender::open(state_->samples_path, state_->leg->samples_header());
     if (opened) state_->writer = std::move(opened.value());
   }
-  state_->started_at_unix = to_unix_s(std::chrono::system_clock::now());
+  state_->started_at_unix = now_unix();
   state_->log->info("collector started endpoints={} interval_ms={} request_timeout_ms={} out={}",
                     state_->endpoints.size(), o.collect_interval.count(), o.request_timeout.count(),
                     state_->samples_path);
@@ -1080,10 +1014,7 @@ CollectorStats Collector::stats() const {
 
 void Collector::interrupt() {
   state_->interrupted.store(true);
-  if (state_->wake_fd >= 0) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const auto w = ::write(state_->wake_fd, &one, sizeof one);
-  }
+  if (state_->wake_fd >= 0) state_->wake();
 }
 
 Finalized Collector::stop_and_finalize_interrupted() {
@@ -1102,8 +1033,7 @@ Finalized Collector::stop_and_finalize() {
 
   if (thread_.joinable()) {
     s.stop_requested.store(true);
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const auto w = ::write(s.wake_fd, &one, sizeof one);
+    s.wake();
     const auto join_timeout = s.options.join_timeout.value_or(
         2 * (2 * s.options.request_timeout + milliseconds(1000)) + milliseconds(2000));
     std::unique_lock lock(s.done_mutex);
@@ -1115,7 +1045,7 @@ Finalized Collector::stop_and_finalize() {
       // It owns its state through the shared pointer; the writer is closed under it below.
       thread_.detach();
       s.log->warn("collector thread did not stop within {}s; leaving it behind",
-                  std::chrono::duration<double>(join_timeout).count());
+                  seconds(join_timeout));
       out.loop_left_behind = true;
       problem("collector thread did not stop in time");
     }
@@ -1132,7 +1062,7 @@ Finalized Collector::stop_and_finalize() {
 
   const auto stats = this->stats();
   {
-    const auto stopped_unix = to_unix_s(std::chrono::system_clock::now());
+    const auto stopped_unix = now_unix();
     std::lock_guard lock(s.leg_mutex);
     if (const Status done =
             s.leg->finalize(stats, s.started_at_unix, stopped_unix, s.manifest_path);
@@ -1141,7 +1071,7 @@ Finalized Collector::stop_and_finalize() {
                    common::quoted(done.error()));
       problem("writing " + std::string(s.leg->manifest_filename()) + ": " + done.error());
     } else {
-      s.manifest_written = !s.manifest_path.empty();
+      manifest_written_ = !s.manifest_path.empty();
     }
   }
   std::uint64_t scrapes = 0, errors = 0, missed = 0, unchanged = 0;

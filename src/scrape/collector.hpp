@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "artifacts/cpu_manifest.hpp"
 #include "scrape/client_security.hpp"
 #include "scrape/endpoint.hpp"
 #include "scrape/leg.hpp"
@@ -117,28 +118,11 @@ struct NodeStats {
   std::string last_duplicate;
 };
 
-// One kind of samples.csv failure (the same text each time), counted.
-struct SamplesWriteError {
-  std::string error;  // "<operation> <path>: <errno text>"
-  std::uint64_t count = 0;
-  double first_unix = 0;
-  double last_unix = 0;
-};
-
-// samples.csv deleted, replaced, moved or truncated under the collector (noticed at a flush).
-struct SamplesFileEvent {
-  double at_unix = 0;
-  std::string
-      change;  // artifacts::samples_file_change_name: deleted | replaced | moved | truncated
-  std::uint64_t rows_in_old_file = 0;  // rows this collector had written to that file
-};
-
-// The wall clock stepped against the monotonic one between two cycles of the loop (NTP, an
-// operator): row times on either side of it are on different clocks.
-struct WallClockStep {
-  double at_unix = 0;  // the wall clock just after the step
-  double step_s = 0;   // negative: back
-};
+// Each kind of samples.csv failure (the same text each time, counted), each change of the file
+// under the collector, and each step of the wall clock, as cpu_manifest.json records them.
+using SamplesWriteError = artifacts::CpuManifestWriteError;
+using SamplesFileEvent = artifacts::CpuManifestFileChange;
+using WallClockStep = artifacts::CpuManifestClockStep;
 
 struct CollectorStats {
   std::vector<NodeStats> nodes;    // in endpoint order
@@ -212,13 +196,14 @@ class Collector {
   std::string samples_path() const;
   std::string manifest_path() const;
   // Whether stop_and_finalize wrote the manifest at manifest_path().
-  bool manifest_written() const;
+  bool manifest_written() const { return manifest_written_; }
 
  private:
   std::shared_ptr<detail::CollectorState> state_;
   std::thread thread_;
   bool started_ = false;
   bool finalized_ = false;
+  bool manifest_written_ = false;
 };
 
 }  // namespace cpupower::scrape

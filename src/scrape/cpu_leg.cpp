@@ -4,27 +4,12 @@
 #include <cmath>
 #include <utility>
 
-#include "artifacts/cpu_manifest.hpp"
 #include "scrape/collector.hpp"
 
 namespace cpupower::scrape {
 
 CpuLeg::CpuLeg(std::size_t endpoints, CpuLegOptions options)
     : options_(std::move(options)), written_(endpoints), sockets_(endpoints) {}
-
-std::string_view CpuLeg::samples_filename() const {
-  return artifacts::kCpuSamplesFilename;
-}
-
-std::string_view CpuLeg::samples_header() const {
-  // None for a version the rows are not written in (v1): the collector refuses to start.
-  if (!artifacts::is_writable_cpu_schema(options_.samples_schema)) return {};
-  return artifacts::cpu_header(options_.samples_schema);
-}
-
-std::string_view CpuLeg::manifest_filename() const {
-  return artifacts::kCpuManifestFilename;
-}
 
 bool CpuLeg::same_reading(const Written& w, const Readings& readings, double read_unix,
                           double round_trip_s) const {
@@ -61,10 +46,7 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
   for (const auto& s : readings.socket_up) node.expected.insert(s.socket);
   std::set<std::uint32_t> missing(readings.sockets_missing.begin(), readings.sockets_missing.end());
   for (const auto socket : node.expected) {
-    if (std::none_of(readings.rows.begin(), readings.rows.end(),
-                     [&](const SocketRow& r) { return r.socket_id == socket; })) {
-      missing.insert(socket);
-    }
+    if (!std::ranges::count(readings.rows, socket, &SocketRow::socket_id)) missing.insert(socket);
   }
   out.sockets_missing.assign(missing.begin(), missing.end());
   auto& w = written_[input.endpoint_index];
@@ -112,42 +94,33 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
 
 Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> started_at_unix,
                         double stopped_at_unix, const std::string& manifest_path) {
-  artifacts::CpuManifest manifest;
-  manifest.producer_git_commit = options_.producer_git_commit;
-  manifest.started_at_unix = started_at_unix;
-  manifest.stopped_at_unix = stopped_at_unix;
+  artifacts::CpuManifest manifest{.producer_git_commit = options_.producer_git_commit,
+                                  .started_at_unix = started_at_unix,
+                                  .stopped_at_unix = stopped_at_unix,
+                                  .nodes = {},
+                                  .rows_written = stats.rows_written,
+                                  .rows_dropped = stats.rows_dropped,
+                                  .write_errors = stats.write_error_log,
+                                  .samples_file_changes = stats.samples_file_changes,
+                                  .samples_schema_version = options_.samples_schema,
+                                  .clock_steps = stats.clock_steps};
   for (std::size_t i = 0; i < stats.nodes.size(); ++i) {
     const auto& node = stats.nodes[i];
-    artifacts::CpuManifestNode m;
-    m.resolved_mode = std::string(mode_name(node.resolved_mode));
-    m.scrape_count = node.scrape_count;
-    m.error_count = node.error_count;
-    m.endpoint_url = node.endpoint_url;
-    m.last_error = node.last_error;
-    m.missed_slots = node.missed_slots;
-    m.first_sample_unix = node.first_sample_unix;
-    m.last_sample_unix = node.last_sample_unix;
-    if (i < sockets_.size()) {
-      const auto& sockets = sockets_[i];
-      m.sockets_expected.assign(sockets.expected.begin(), sockets.expected.end());
-      for (const auto& [socket, gap] : sockets.missing) {
-        m.sockets_missing[socket] = {gap.rows, gap.first_unix, gap.last_unix};
-      }
-      m.status = sockets.missing.empty() && !node.degraded_scrapes ? "ok" : "degraded";
-      m.duplicate_series = node.duplicate_series;
-    }
-    manifest.nodes[node.hostname] = std::move(m);
+    const auto& sockets = sockets_[i];  // both by endpoint
+    manifest.nodes[node.hostname] = {
+        .resolved_mode = std::string(mode_name(node.resolved_mode)),
+        .scrape_count = node.scrape_count,
+        .error_count = node.error_count,
+        .endpoint_url = node.endpoint_url,
+        .last_error = node.last_error,
+        .missed_slots = node.missed_slots,
+        .first_sample_unix = node.first_sample_unix,
+        .last_sample_unix = node.last_sample_unix,
+        .sockets_expected = {sockets.expected.begin(), sockets.expected.end()},
+        .sockets_missing = sockets.missing,
+        .status = sockets.missing.empty() && !node.degraded_scrapes ? "ok" : "degraded",
+        .duplicate_series = node.duplicate_series};
   }
-  manifest.rows_written = stats.rows_written;
-  manifest.rows_dropped = stats.rows_dropped;
-  for (const auto& e : stats.write_error_log) {
-    manifest.write_errors.push_back({e.error, e.count, e.first_unix, e.last_unix});
-  }
-  for (const auto& c : stats.samples_file_changes) {
-    manifest.samples_file_changes.push_back({c.at_unix, c.change, c.rows_in_old_file});
-  }
-  manifest.samples_schema_version = options_.samples_schema;
-  for (const auto& c : stats.clock_steps) manifest.clock_steps.push_back({c.at_unix, c.step_s});
   return artifacts::write_cpu_manifest(manifest_path, manifest);
 }
 

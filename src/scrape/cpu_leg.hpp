@@ -17,12 +17,12 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "artifacts/cpu_manifest.hpp"
 #include "artifacts/cpu_samples.hpp"
 #include "scrape/leg.hpp"
 
@@ -38,10 +38,13 @@ class CpuLeg final : public Leg {
  public:
   CpuLeg(std::size_t endpoints, CpuLegOptions options);
 
-  std::string_view name() const override { return "cpu"; }
-  std::string_view samples_filename() const override;
-  std::string_view samples_header() const override;
-  std::string_view manifest_filename() const override;
+  std::string_view samples_filename() const override { return artifacts::kCpuSamplesFilename; }
+  // None for a version the rows are not written in (v1): the collector refuses to start.
+  std::string_view samples_header() const override {
+    const int v = options_.samples_schema;
+    return artifacts::is_writable_cpu_schema(v) ? artifacts::cpu_header(v) : "";
+  }
+  std::string_view manifest_filename() const override { return artifacts::kCpuManifestFilename; }
   BodyOutcome on_body(const BodyInput& input, std::string& lines) override;
   Status finalize(const CollectorStats& stats, std::optional<double> started_at_unix,
                   double stopped_at_unix, const std::string& manifest_path) override;
@@ -57,14 +60,9 @@ class CpuLeg final : public Leg {
                     double round_trip_s) const;
 
   // Which sockets a node has, and the rows written while one of them was missing.
-  struct SocketGap {
-    std::uint64_t rows = 0;
-    std::optional<double> first_unix;
-    std::optional<double> last_unix;
-  };
   struct NodeSockets {
     std::set<std::uint32_t> expected;  // every socket socket_up listed or a row was written for
-    std::map<std::uint32_t, SocketGap> missing;
+    std::map<std::uint32_t, artifacts::CpuManifestNode::SocketGap> missing;
   };
 
   CpuLegOptions options_;

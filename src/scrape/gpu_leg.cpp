@@ -2,49 +2,23 @@
 
 #include <utility>
 
+#include <fmt/ranges.h>
+
 #include "artifacts/gpu_reasons.hpp"
-#include "artifacts/gpu_samples_out.hpp"
 #include "scrape/collector.hpp"
-#include "scrape/gpu_readings.hpp"
 
 namespace cpupower::scrape {
 
 namespace reason = artifacts::gpu_reason;
 
-std::string_view gpu_reason_for_failure(std::string_view collector_reason) {
-  if (collector_reason == kReasonTimeout) return reason::kEndpointTimeout;
-  if (collector_reason == kReasonMalformed) return reason::kEndpointParseError;
-  // Refused connections, HTTP statuses, oversized bodies, names that stopped resolving:
-  // the contract's vocabulary has one code for a request that got no usable answer. (A node
-  // whose address cannot be found at launch is the session's endpoint_resolution_failed.)
-  return reason::kEndpointHttpError;
-}
-
-GpuLeg::GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
-               GpuReadOptions read, int samples_schema)
-    : hostnames_(std::move(hostnames)),
-      out_(std::move(summary)),
+GpuLeg::GpuLeg(std::size_t endpoints, std::shared_ptr<GpuLegSummary> summary, GpuReadOptions read,
+               int samples_schema)
+    : out_(std::move(summary)),
       samples_schema_(artifacts::gpu_samples_header(samples_schema)
                           ? samples_schema
                           : artifacts::kGpuSamplesSchemaVersion),
-      answered_(hostnames_.size()),
+      answered_(endpoints),
       read_(std::move(read)) {}
-
-std::string_view GpuLeg::samples_filename() const {
-  return artifacts::kGpuSamplesFilename;
-}
-
-std::string_view GpuLeg::samples_header() const {
-  return *artifacts::gpu_samples_header(samples_schema_);
-}
-
-void GpuLeg::note(std::string_view code, std::size_t endpoint_index) {
-  const std::string key(code);
-  ++summary_.reason_counts[key];
-  if (endpoint_index < hostnames_.size()) {
-    summary_.reason_hosts[key].insert(hostnames_[endpoint_index]);
-  }
-}
 
 void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_reason) {
   // A body the GPU leg refused was noted in on_body already, with its own codes.
@@ -53,7 +27,13 @@ void GpuLeg::on_failure(std::size_t endpoint_index, std::string_view collector_r
   // answer): that is readiness, which the session judges at its startup deadline
   // (exporter_startup_timeout), not a failure of the run's endpoint.
   if (endpoint_index >= answered_.size() || !answered_[endpoint_index]) return;
-  note(gpu_reason_for_failure(collector_reason), endpoint_index);
+  // Refused connections, HTTP statuses, oversized bodies, names that stopped resolving: the
+  // contract's vocabulary has one code for a request that got no usable answer. (A node whose
+  // address cannot be found at launch is the session's endpoint_resolution_failed.)
+  const auto code = collector_reason == kReasonTimeout     ? reason::kEndpointTimeout
+                    : collector_reason == kReasonMalformed ? reason::kEndpointParseError
+                                                           : reason::kEndpointHttpError;
+  ++summary_.reason_counts[std::string(code)];
 }
 
 BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
@@ -64,16 +44,12 @@ BodyOutcome GpuLeg::on_body(const BodyInput& input, std::string& lines) {
     out.detail = *scrape.error;
     return out;
   }
-  for (const auto& code : scrape.reasons) note(code, input.endpoint_index);
+  for (const auto& code : scrape.reasons) ++summary_.reason_counts[code];
   out.timestamp_unix = input.midpoint_unix;
   if (scrape.gpus.empty()) {
     out.reason = kReasonNoGpus;
-    out.detail = "no usable GPU power in the body";
-    const char* sep = ": ";
-    for (const auto& code : scrape.reasons) {
-      out.detail += sep + code;
-      sep = ", ";
-    }
+    out.detail = fmt::format("no usable GPU power in the body{}{}",
+                             scrape.reasons.empty() ? "" : ": ", fmt::join(scrape.reasons, ", "));
     return out;
   }
   artifacts::GpuSampleOut row;

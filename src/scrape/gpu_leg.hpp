@@ -1,9 +1,9 @@
 #pragma once
 // The GPU leg: dcgm-exporter bodies -> one row per GPU per scrape in power/samples.csv
 // (GPU schema v3, or v1/v2 when asked), every GPU of a scrape with the same timestamp and
-// scrape_seq. The manifest and windows are the session's (they need the benchmark's windows and the
-// expected devices); this leg gives it what the scrapes said: each contract reason code
-// met, how often and on which hosts.
+// scrape_seq. The manifest and windows are the session's (they need the benchmark's windows
+// and the expected devices); this leg gives it what the scrapes said: each contract reason
+// code met and how often, and the devices each node showed first.
 //
 // Row time: the request midpoint. dcgm-exporter reports no age for its values; a value it
 // serves may be up to its own collection interval old (docs/formats.md).
@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "artifacts/gpu_samples_out.hpp"
 #include "expo/parser.hpp"
 #include "scrape/gpu_readings.hpp"
 #include "scrape/leg.hpp"
@@ -27,29 +27,26 @@ inline constexpr std::string_view kReasonNoGpus = "no_gpus";
 // What the GPU leg's scrapes met, by contract reason code.
 struct GpuLegSummary {
   std::map<std::string, std::uint64_t> reason_counts;
-  std::map<std::string, std::set<std::string>> reason_hosts;  // code -> hostnames
   std::uint64_t rows = 0;
   // The GPU indices of each host's first scrape that gave rows: the devices a node showed
   // when it became ready, the expected ones when no roles file says otherwise.
   std::map<std::string, std::vector<long long>> first_devices;
 };
 
-// The contract's code for a failed request (a kReason* of the collector).
-std::string_view gpu_reason_for_failure(std::string_view collector_reason);
-
 class GpuLeg final : public Leg {
  public:
-  // `summary` receives the counts at finalize (the session reads it after the collector
-  // stopped; the leg's own counts may still move if the loop was left behind).
-  // `read` names the exporter's families and labels and the GPUs the run uses (default:
-  // dcgm-exporter's, every GPU). `samples_schema`: the samples.csv layout, 1, 2 or 3
+  // For `endpoints` endpoints. `summary` receives the counts at finalize (the session reads it
+  // after the collector stopped; the leg's own counts may still move if the loop was left
+  // behind). `read` names the exporter's families and labels and the GPUs the run uses
+  // (default: dcgm-exporter's, every GPU). `samples_schema`: the samples.csv layout, 1, 2 or 3
   // (anything else: 3).
-  GpuLeg(std::vector<std::string> hostnames, std::shared_ptr<GpuLegSummary> summary,
-         GpuReadOptions read = {}, int samples_schema = 3);
+  GpuLeg(std::size_t endpoints, std::shared_ptr<GpuLegSummary> summary, GpuReadOptions read = {},
+         int samples_schema = 3);
 
-  std::string_view name() const override { return "gpu"; }
-  std::string_view samples_filename() const override;
-  std::string_view samples_header() const override;
+  std::string_view samples_filename() const override { return artifacts::kGpuSamplesFilename; }
+  std::string_view samples_header() const override {
+    return *artifacts::gpu_samples_header(samples_schema_);
+  }
   std::string_view manifest_filename() const override { return {}; }
   BodyOutcome on_body(const BodyInput& input, std::string& lines) override;
   void on_failure(std::size_t endpoint_index, std::string_view reason) override;
@@ -57,9 +54,6 @@ class GpuLeg final : public Leg {
                   double stopped_at_unix, const std::string& manifest_path) override;
 
  private:
-  void note(std::string_view code, std::size_t endpoint_index);
-
-  std::vector<std::string> hostnames_;
   std::shared_ptr<GpuLegSummary> out_;
   int samples_schema_ = 3;
   std::vector<bool> answered_;  // by endpoint: gave rows at least once

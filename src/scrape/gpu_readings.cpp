@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <climits>
 #include <cmath>
 #include <iterator>
@@ -12,6 +11,7 @@
 #include "artifacts/gpu_reasons.hpp"
 #include "artifacts/limits.hpp"
 #include "common/text.hpp"
+#include "scrape/readings.hpp"
 
 namespace cpupower::scrape {
 namespace {
@@ -61,10 +61,7 @@ struct Optional {
     entries.push_back(e);
   }
 
-  void sort() {
-    std::stable_sort(entries.begin(), entries.end(),
-                     [](const Entry& a, const Entry& b) { return a.index < b.index; });
-  }
+  void sort() { std::ranges::stable_sort(entries, {}, &Entry::index); }
 
   // nullopt when no sample or more than one names the index (seen twice: ambiguous).
   std::optional<double> join(long long index, std::string_view uuid) const {
@@ -75,32 +72,6 @@ struct Optional {
     if (it->uuid && !it->uuid->empty() && *it->uuid != uuid) return std::nullopt;
     return it->value;
   }
-};
-
-// FNV-1a, 64-bit, as the CPU leg's fingerprint (scrape/readings.cpp).
-class Fingerprint {
- public:
-  void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (v >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(std::string_view s) {
-    add(s.size());
-    for (const unsigned char c : s) {
-      hash_ ^= c;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::optional<double>& v) {
-    add(std::uint64_t{v.has_value() ? 1u : 0u});
-    if (v) add(std::bit_cast<std::uint64_t>(*v));
-  }
-  std::uint64_t value() const { return hash_; }
-
- private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
 
 std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
@@ -117,27 +88,10 @@ std::uint64_t fingerprint_of(const std::vector<GpuReading>& gpus) {
   return f.value();
 }
 
-}  // namespace
-
-const GpuExporterProfile& GpuExporterProfile::dcgm() {
-  static const GpuExporterProfile profile{"DCGM_FI_DEV_POWER_USAGE",
-                                          "gpu_device_board_as_reported_by_dcgm",
-                                          "gpu",
-                                          "UUID",
-                                          {"GPU_I_ID", "GPU_I_PROFILE"},
-                                          "DCGM_FI_DEV_GPU_UTIL",
-                                          "DCGM_FI_PROF_SM_ACTIVE",
-                                          "DCGM_FI_DEV_GPU_TEMP"};
-  return profile;
-}
-
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
-                                    const GpuReadOptions& options) {
+GpuScrape from_samples(const std::vector<expo::Sample>& samples, const GpuReadOptions& options) {
   const GpuExporterProfile& p = options.profile;
   const auto selected = [&](long long index) {
-    if (!options.only_indices) return true;
-    const auto& only = *options.only_indices;
-    return std::find(only.begin(), only.end(), index) != only.end();
+    return !options.only_indices || std::ranges::count(*options.only_indices, index) > 0;
   };
   const auto named = [](const std::optional<std::string>& family, std::string_view name) {
     return family && *family == name;
@@ -154,17 +108,10 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
   for (const auto& s : samples) {
     if (s.name == p.power_metric) {
       any_power = true;
-      if (is_instance(s, p)) {
-        note(reason::kMigInstanceUnsupported);
-        continue;
-      }
-      const auto index = gpu_index(s, p);
-      if (!index) {
-        note(reason::kGpuIndexMissing);
-        continue;
-      }
-      if (!selected(*index)) continue;  // a GPU the run does not use
-      power.emplace_back(*index, &s);
+      const bool instance = is_instance(s, p);
+      const auto index = instance ? std::nullopt : gpu_index(s, p);
+      if (!index) note(instance ? reason::kMigInstanceUnsupported : reason::kGpuIndexMissing);
+      if (index && selected(*index)) power.emplace_back(*index, &s);  // else not a GPU the run uses
     } else if (named(p.util_metric, s.name)) {
       util.add(s, p, 0.0, 100.0);
     } else if (named(p.sm_active_metric, s.name)) {
@@ -174,8 +121,7 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
     }
   }
   if (!any_power) note(reason::kPowerMetricMissing);
-  std::stable_sort(power.begin(), power.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::ranges::stable_sort(power, {}, [](const auto& p) { return p.first; });
   util.sort();
   sm_active.sort();
   temp.sort();
@@ -189,32 +135,41 @@ GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
     const auto count = group_end - it;
     const auto& s = *it->second;
     it = group_end;
-    if (count > 1) {
-      note(reason::kDuplicatePowerMetric);
+    const auto uuid = s.label(p.identity_label).value_or("");
+    const std::string_view refused = count > 1               ? reason::kDuplicatePowerMetric
+                                     : uuid.empty()          ? reason::kGpuUuidMissing
+                                     : !valid_power(s.value) ? reason::kInvalidPowerValue
+                                                             : "";
+    if (!refused.empty()) {
+      note(refused);
       continue;
     }
-    const auto uuid = s.label(p.identity_label);
-    if (!uuid || uuid->empty()) {
-      note(reason::kGpuUuidMissing);
-      continue;
-    }
-    if (!valid_power(s.value)) {
-      note(reason::kInvalidPowerValue);
-      continue;
-    }
-    GpuReading r;
-    r.gpu_index = index;
-    r.uuid = std::string(*uuid);
-    r.power_w = s.value;
-    r.gpu_util_pct = util.join(index, *uuid);
-    r.sm_active = sm_active.join(index, *uuid);
-    r.temperature_c = temp.join(index, *uuid);
-    out.gpus.push_back(std::move(r));
+    out.gpus.push_back({index, std::string(uuid), s.value, util.join(index, uuid),
+                        sm_active.join(index, uuid), temp.join(index, uuid)});
   }
   std::sort(reasons.begin(), reasons.end());
   for (const auto r : reasons) out.reasons.emplace_back(r);  // sorted, each once
   out.fingerprint = fingerprint_of(out.gpus);
   return out;
+}
+
+}  // namespace
+
+const GpuExporterProfile& GpuExporterProfile::dcgm() {
+  static const GpuExporterProfile profile{"DCGM_FI_DEV_POWER_USAGE",
+                                          "gpu_device_board_as_reported_by_dcgm",
+                                          "gpu",
+                                          "UUID",
+                                          {"GPU_I_ID", "GPU_I_PROFILE"},
+                                          "DCGM_FI_DEV_GPU_UTIL",
+                                          "DCGM_FI_PROF_SM_ACTIVE",
+                                          "DCGM_FI_DEV_GPU_TEMP"};
+  return profile;
+}
+
+const GpuReadOptions& GpuReadOptions::dcgm() {
+  static const GpuReadOptions options;
+  return options;
 }
 
 GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch,
@@ -231,38 +186,17 @@ GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scrat
   parse.only_names = std::span<const std::string_view>(families.data(), n);
   expo::parse_into(body, scratch, parse);
   if (!scratch.ok()) {
-    GpuScrape out;
-    out.error = expo::describe(*scratch.error);
-    out.reasons.emplace_back(reason::kEndpointParseError);
-    out.fingerprint = fingerprint_of(out.gpus);
-    return out;
+    return {{},
+            {std::string(reason::kEndpointParseError)},
+            expo::describe(*scratch.error),
+            fingerprint_of({})};
   }
-  return gpu_readings_from_samples(scratch.samples, options);
+  return from_samples(scratch.samples, options);
 }
 
 GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& options) {
   expo::ParseResult scratch;
   return gpu_readings_from_body(body, scratch, options);
-}
-
-// The option-less forms: one set of default options, not a copy of the profile per call.
-namespace {
-const GpuReadOptions& dcgm_options() {
-  static const GpuReadOptions options;
-  return options;
-}
-}  // namespace
-
-GpuScrape gpu_readings_from_body(std::string_view body) {
-  return gpu_readings_from_body(body, dcgm_options());
-}
-
-GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch) {
-  return gpu_readings_from_body(body, scratch, dcgm_options());
-}
-
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples) {
-  return gpu_readings_from_samples(samples, dcgm_options());
 }
 
 }  // namespace cpupower::scrape

@@ -1,29 +1,12 @@
 #pragma once
 // One dcgm-exporter body -> the GPU leg's readings, one per GPU. Pure: no I/O, no clock.
 //
-// The rules (docs/formats.md, "dcgm-exporter exposition"; reason codes from
-// artifacts/gpu_reasons.hpp), in dcgm-exporter's names; another exporter's profile
-// (GpuExporterProfile below) renames the families and labels, the rules stay:
-//   * The source metric is DCGM_FI_DEV_POWER_USAGE; a GPU is named by its `gpu` label (the
-//     index, a non-negative integer) and its `UUID` label. Hostname and every other label are
-//     ignored.
-//   * A sample with a GPU_I_ID or GPU_I_PROFILE label is a MIG instance: rejected
-//     (mig_instance_unsupported). DCGM reports the whole board's power on each instance, so
-//     no instance can stand for the GPU and their sum would count the board several times.
-//   * No DCGM_FI_DEV_POWER_USAGE sample at all: power_metric_missing.
-//   * `gpu` missing or not a non-negative integer: gpu_index_missing. UUID missing or empty:
-//     gpu_uuid_missing. Either way the sample gives no reading.
-//   * The same index on more than one (non-MIG) power sample: duplicate_power_metric, and that
-//     GPU has no reading at all: which sample is right cannot be told, and keeping either could
-//     attribute another board's power (or the same board twice) to it; a GPU without a reading
-//     is a visible gap that the coverage checks report, a wrong value is not.
-//   * Power NaN, infinite, negative or above the physical bound (artifacts/limits.hpp):
-//     invalid_power_value, and the GPU is left out.
-//   * DCGM_FI_DEV_GPU_UTIL (0..100 %), DCGM_FI_PROF_SM_ACTIVE (0..1) and DCGM_FI_DEV_GPU_TEMP
-//     (-273.15..200 C) are joined to a reading by gpu index, and by UUID when the sample has
-//     one. Out of range, non-finite, ambiguous (two samples for one GPU), MIG-instance or
-//     UUID-mismatched values are simply missing, never a reason.
-//   * A body that cannot be parsed: `error` set, reasons = {endpoint_parse_error}, no GPUs.
+// The rules and the reason code each refusal carries (artifacts/gpu_reasons.hpp) are stated
+// once, in docs/formats.md ("What the GPU leg reads"), in dcgm-exporter's names; another
+// exporter's profile (GpuExporterProfile below) renames the families and labels, the rules
+// stay. In short: one reading per GPU index with a UUID and a power value within the bound;
+// MIG instances, duplicated indices and unnamed GPUs give none; the optional metrics join a
+// reading by index (and UUID), and are missing, never a reason, when they cannot.
 
 #include <cstdint>
 #include <optional>
@@ -37,7 +20,7 @@ namespace cpupower::scrape {
 
 // Which families and labels of an exporter's body carry what: data, so that one parser reads
 // dcgm-exporter and any other GPU exporter (an AMD GPU metrics exporter, say). dcgm() is
-// dcgm-exporter's, and the rules above are written in its names.
+// dcgm-exporter's, and the rules are written in its names.
 struct GpuExporterProfile {
   std::string power_metric;  // watts
   std::string power_scope;   // what the watts measure (the manifest's power_scope)
@@ -57,6 +40,8 @@ struct GpuExporterProfile {
 struct GpuReadOptions {
   GpuExporterProfile profile = GpuExporterProfile::dcgm();
   std::optional<std::vector<long long>> only_indices;
+
+  static const GpuReadOptions& dcgm();  // dcgm-exporter's names, every GPU
 };
 
 struct GpuReading {
@@ -79,19 +64,13 @@ struct GpuScrape {
 
 // Parses one body and extracts the readings. Never throws. Without options: dcgm-exporter's
 // names, every GPU.
-GpuScrape gpu_readings_from_body(std::string_view body);
-GpuScrape gpu_readings_from_body(std::string_view body, const GpuReadOptions& options);
+GpuScrape gpu_readings_from_body(std::string_view body,
+                                 const GpuReadOptions& options = GpuReadOptions::dcgm());
 
 // The same, parsing into `scratch` (whose storage is reused from one call to the next: the
 // GPU leg keeps one). Only the profile's families are kept from the parse; a line of any
 // other family still fails the body when it is not valid exposition.
-GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch);
 GpuScrape gpu_readings_from_body(std::string_view body, expo::ParseResult& scratch,
                                  const GpuReadOptions& options);
-
-// The same for an already parsed exposition.
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples);
-GpuScrape gpu_readings_from_samples(const std::vector<expo::Sample>& samples,
-                                    const GpuReadOptions& options);
 
 }  // namespace cpupower::scrape

@@ -31,7 +31,6 @@ struct BodyInput {
   double midpoint_unix = 0;  // wall clock halfway between request start and response end
   double round_trip_s = 0;
   std::uint64_t scrape_seq = 0;  // the slot's number, shared by every endpoint's same slot
-  bool final_cycle = false;
 };
 
 struct BodyOutcome {
@@ -54,7 +53,6 @@ class Leg {
  public:
   virtual ~Leg() = default;
 
-  virtual std::string_view name() const = 0;               // "cpu", "gpu": log lines
   virtual std::string_view samples_filename() const = 0;   // in CollectorOptions::out_dir
   virtual std::string_view samples_header() const = 0;     // without its line end
   virtual std::string_view manifest_filename() const = 0;  // "" when the leg writes none
@@ -63,10 +61,7 @@ class Leg {
   virtual BodyOutcome on_body(const BodyInput& input, std::string& lines) = 0;
 
   // A request that produced no body to read: a kReason* code (connect, timeout, ...).
-  virtual void on_failure(std::size_t endpoint_index, std::string_view reason) {
-    (void)endpoint_index;
-    (void)reason;
-  }
+  virtual void on_failure(std::size_t /*endpoint_index*/, std::string_view /*reason*/) {}
 
   // After the last scrape, with the collector's final counters: writes the leg's manifest
   // at `manifest_path` ("" when manifest_filename() is).

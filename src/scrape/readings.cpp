@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <charconv>
 #include <cmath>
 
 #include "artifacts/limits.hpp"
+#include "common/text.hpp"
 #include "expo/families.hpp"
 #include "rails/rails.hpp"
 
@@ -21,23 +20,16 @@ bool usable_watts(double value) {
 }
 
 std::optional<std::uint32_t> socket_label(const expo::Sample& sample) {
-  const auto text = sample.label("socket");
-  if (!text) return std::nullopt;
-  return rails::socket_index(*text);
+  return rails::socket_index(sample.label("socket").value_or(""));
 }
 
 // The rail of the DCGM field a sample carries; Kind::other when the field_id is unreadable
 // or not one we publish.
 rails::Kind dcgm_kind(const expo::Sample& sample) {
-  const auto text = sample.label("field_id");
-  std::uint32_t field = rails::kDcgmCpuPowerField;
-  if (text && !text->empty()) {
-    const auto [p, ec] = std::from_chars(text->data(), text->data() + text->size(), field);
-    if (ec != std::errc() || p != text->data() + text->size() || field > 0xffff) {
-      return rails::Kind::other;
-    }
-  }
-  return rails::dcgm_field_kind(static_cast<std::uint16_t>(field)).value_or(rails::Kind::other);
+  const auto text = sample.label("field_id").value_or("");
+  const auto field = text.empty() ? rails::kDcgmCpuPowerField : common::parse_u64(text);
+  if (!field || *field > 0xffff) return rails::Kind::other;
+  return rails::dcgm_field_kind(static_cast<std::uint16_t>(*field)).value_or(rails::Kind::other);
 }
 
 // Indexed by Kind; `other` included so that every Kind is a valid index.
@@ -57,16 +49,14 @@ struct SocketReadings {
 class SocketTable {
  public:
   SocketReadings& at(std::uint32_t socket_id) {
-    for (auto& s : sockets_) {
-      if (s.socket_id == socket_id) return s;
-    }
+    const auto it = std::ranges::find(sockets_, socket_id, &SocketReadings::socket_id);
+    if (it != sockets_.end()) return *it;
     auto& added = sockets_.emplace_back();
     added.socket_id = socket_id;
     return added;
   }
   std::vector<SocketReadings>& sorted() {
-    std::sort(sockets_.begin(), sockets_.end(),
-              [](const auto& a, const auto& b) { return a.socket_id < b.socket_id; });
+    std::ranges::sort(sockets_, {}, &SocketReadings::socket_id);
     return sockets_;
   }
 
@@ -113,52 +103,26 @@ bool add_dcgm(const expo::Sample& sample, SocketTable& table) {
 }
 
 void add_nvml(const expo::Sample& sample, SocketTable& table) {
-  if (sample.label("type") != std::optional<std::string_view>("module")) return;
-  if (!usable_watts(sample.value)) return;
   const auto socket = socket_label(sample);
-  if (!socket) return;
+  if (sample.label("type") != "module" || !usable_watts(sample.value) || !socket) return;
   auto& slot = table.at(*socket).nvml_module_w;
   if (!slot) slot = sample.value;
 }
 
-std::optional<double> age_value(const expo::Sample& sample) {
-  if (sample.name != expo::kSampleAge.name || !std::isfinite(sample.value) || sample.value < 0) {
-    return std::nullopt;
-  }
-  return sample.value;
-}
-
-std::optional<double> acpi_age_s(const std::vector<expo::Sample>& samples,
-                                 const std::vector<std::string_view>& sensors) {
+// The mean of cpu_power_exporter_sample_age_seconds over `keys`: for each, the first valid age
+// sample that `matches` it. nullopt when no key has one.
+template <class Keys, class Match>
+std::optional<double> mean_age_s(const std::vector<expo::Sample>& samples, const Keys& keys,
+                                 Match matches) {
   double sum_s = 0;
   std::size_t n = 0;
-  for (const auto sensor : sensors) {
-    if (sensor.empty()) continue;
+  for (const auto& key : keys) {
     for (const auto& sample : samples) {
-      const auto age = age_value(sample);
-      if (age && sample.label("sensor") == std::optional(sensor)) {
-        sum_s += *age;
-        ++n;
-        break;
+      if (sample.name != expo::kSampleAge.name || !std::isfinite(sample.value) ||
+          sample.value < 0 || !matches(sample, key)) {
+        continue;
       }
-    }
-  }
-  if (n == 0) return std::nullopt;
-  return sum_s / static_cast<double>(n);
-}
-
-std::optional<double> dcgm_age_s(const std::vector<expo::Sample>& samples,
-                                 const std::vector<SocketRow>& rows) {
-  double sum_s = 0;
-  std::size_t n = 0;
-  for (const auto& row : rows) {
-    for (const auto& sample : samples) {
-      const auto age = age_value(sample);
-      if (!age || socket_label(sample) != std::optional(row.socket_id)) continue;
-      const auto source = sample.label("source");
-      if (source && *source != "dcgm") continue;
-      if (dcgm_kind(sample) != rails::Kind::cpu_rail) continue;
-      sum_s += *age;
+      sum_s += sample.value;
       ++n;
       break;
     }
@@ -166,26 +130,6 @@ std::optional<double> dcgm_age_s(const std::vector<expo::Sample>& samples,
   if (n == 0) return std::nullopt;
   return sum_s / static_cast<double>(n);
 }
-
-// FNV-1a, 64-bit: small, deterministic across runs and builds, good enough to tell two
-// scrapes' readings apart.
-class Fingerprint {
- public:
-  void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= (v >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void add(const std::optional<double>& v) {
-    add(v.has_value() ? 1 : 0);
-    if (v) add(std::bit_cast<std::uint64_t>(*v));
-  }
-  std::uint64_t value() const { return hash_; }
-
- private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 // The exporter's socket_up samples, sockets ascending, the first per socket winning. A value
 // other than exactly 0 or 1 says nothing and is left out.
@@ -195,13 +139,11 @@ std::vector<Readings::SocketUp> socket_up_of(const std::vector<expo::Sample>& sa
     if (sample.name != expo::kSocketUp.name) continue;
     const auto socket = socket_label(sample);
     if (!socket || (sample.value != 0 && sample.value != 1)) continue;
-    if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.socket == *socket; })) {
-      continue;
+    if (!std::ranges::count(out, *socket, &Readings::SocketUp::socket)) {
+      out.push_back({*socket, sample.value == 1});
     }
-    out.push_back({*socket, sample.value == 1});
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.socket < b.socket; });
+  std::ranges::sort(out, {}, &Readings::SocketUp::socket);
   return out;
 }
 
@@ -279,13 +221,23 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
   for (auto& row : out.rows) row.total_power_w = total_w;
 
   for (const auto& s : out.socket_up) {
-    const bool has_row = std::any_of(out.rows.begin(), out.rows.end(),
-                                     [&](const SocketRow& r) { return r.socket_id == s.socket; });
-    if (!s.up || !has_row) out.sockets_missing.push_back(s.socket);
+    if (!s.up || !std::ranges::count(out.rows, s.socket, &SocketRow::socket_id)) {
+      out.sockets_missing.push_back(s.socket);
+    }
   }
 
-  out.total_age_s = out.mode == Mode::acpi ? acpi_age_s(samples, primary_sensor_labels)
-                                           : dcgm_age_s(samples, out.rows);
+  if (out.mode == Mode::acpi) {
+    out.total_age_s = mean_age_s(samples, primary_sensor_labels, [](const auto& s, auto sensor) {
+      return !sensor.empty() && s.label("sensor") == std::optional(sensor);
+    });
+  } else {
+    // The DCGM field 1130 age (field_id absent or 1130) of each row's socket.
+    out.total_age_s = mean_age_s(samples, out.rows, [](const auto& s, const SocketRow& row) {
+      const auto source = s.label("source");
+      return socket_label(s) == std::optional(row.socket_id) && (!source || *source == "dcgm") &&
+             dcgm_kind(s) == rails::Kind::cpu_rail;
+    });
+  }
   out.fingerprint = fingerprint_of(out.mode, out.rows, out.socket_up);
   return out;
 }

@@ -25,6 +25,7 @@
 //     found at discovery and whether each one's primary reading is served; the first sample
 //     per socket wins. A socket it lists at 0, or lists at 1 with no row here, is missing.
 
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -86,6 +87,28 @@ struct Readings {
 
   // Set when the body could not be parsed (the scrape then has mode unknown and no rows).
   std::optional<std::string> error;
+};
+
+// FNV-1a, 64-bit: small, deterministic across runs and builds, good enough to tell two
+// scrapes' readings apart (Readings::fingerprint, GpuScrape::fingerprint).
+class Fingerprint {
+ public:
+  void add(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte((v >> (8 * i)) & 0xff);
+  }
+  void add(std::string_view s) {
+    add(s.size());
+    for (const unsigned char c : s) byte(c);
+  }
+  void add(const std::optional<double>& v) {
+    add(std::uint64_t{v.has_value()});
+    if (v) add(std::bit_cast<std::uint64_t>(*v));
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  void byte(std::uint64_t b) { hash_ = (hash_ ^ b) * 0x100000001b3ULL; }
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
 
 // Parses and pivots one body. Never throws.

@@ -364,7 +364,7 @@ TEST(GpuReadings, FingerprintTellsARepeatedBody) {
 // codes its failures become - none before an endpoint's first rows (it is coming up).
 TEST(GpuLeg, RowsAndTheReasonsOfFailures) {
   auto summary = std::make_shared<GpuLegSummary>();
-  GpuLeg leg({"n1"}, summary);
+  GpuLeg leg(1, summary);
   EXPECT_EQ(leg.samples_header(), *artifacts::gpu_samples_header(3));
   leg.on_failure(0, kReasonConnect);  // refused while the exporter starts
   std::string lines;
@@ -530,7 +530,7 @@ TEST(GpuLeg, ReadsACustomExportersBody) {
   auto summary = std::make_shared<GpuLegSummary>();
   GpuReadOptions amd;
   amd.profile = amd_profile();
-  GpuLeg leg({"n1"}, summary, amd);
+  GpuLeg leg(1, summary, amd);
   std::string lines;
   BodyInput in;
   in.hostname = "n1";
@@ -560,13 +560,13 @@ TEST(GpuLeg, WritesTheSchemaItWasGiven) {
        "2,1700000000.5,7,n1,0,GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52,71.482,0,0\r\n"
        "2,1700000000.5,7,n1,1,GPU-6bf47ca9-ad3e-15db-beed-1079a7d74116,302.206,44,0.412334\r\n"}};
   for (const auto& [schema, want] : cases) {
-    GpuLeg leg({"n1"}, std::make_shared<GpuLegSummary>(), {}, schema);
+    GpuLeg leg(1, std::make_shared<GpuLegSummary>(), {}, schema);
     EXPECT_EQ(leg.samples_header(), *artifacts::gpu_samples_header(schema));
     std::string lines;
     EXPECT_EQ(leg.on_body(in, lines).rows, 2u);
     EXPECT_EQ(lines, want) << schema;
   }
-  EXPECT_EQ(GpuLeg({"n1"}, std::make_shared<GpuLegSummary>(), {}, 7).samples_header(),
+  EXPECT_EQ(GpuLeg(1, std::make_shared<GpuLegSummary>(), {}, 7).samples_header(),
             *artifacts::gpu_samples_header(3));
 }
 
