@@ -128,6 +128,36 @@ TEST(CsvLayouts, HeadersAreTheLiteralOnesOfEveryVersion) {
 }
 
 // A row of each version has the cells of that version's header, in its order.
+// A column is one row of its layout's table: in a throwaway layout whose v2 adds `fake_w`,
+// that row alone gives the new header, the writer's cell, the readers' look-up and the cell
+// rule (docs/architecture.md, Add a CSV column).
+TEST(CsvLayouts, AThrowawayColumnIsOneRowOfItsTable) {
+  static constexpr CsvColumn kFake[] = {
+      {"schema_version", 1, Cell::version},
+      {"timestamp_unix", 1, Cell::finite, kKey},
+      {"power_w", 1, Cell::watts, kKey, 0, kMaxSocketWatts},
+      {"fake_w", 2, Cell::watts, kOptional, 0, kMaxSocketWatts},
+  };
+  static_assert(newest_version(kFake) == 2 && csv_width(kFake, 1) == 3 && csv_width(kFake, 2) == 4);
+  EXPECT_EQ(csv_header(kFake, 1), "schema_version,timestamp_unix,power_w");
+  EXPECT_EQ(csv_header(kFake, 2), "schema_version,timestamp_unix,power_w,fake_w");
+  EXPECT_EQ(header_version(kFake, "schema_version,timestamp_unix,power_w,fake_w"), 2);
+  std::string v1, v2;
+  append_row(v1, kFake, 1, 1, 1.5, 100.0, std::optional<double>(7.25));
+  append_row(v2, kFake, 2, 2, 1.5, 100.0, std::optional<double>(7.25));
+  EXPECT_EQ(v1, "1,1.5,100\r\n");
+  EXPECT_EQ(v2, "2,1.5,100,7.25\r\n");
+  const std::vector<std::string> header = {"fake_w", "timestamp_unix", "power_w", "schema_version"};
+  const auto found = find_columns(kFake, header);
+  ASSERT_EQ(found.size(), 4u);
+  EXPECT_EQ(found[column_of(kFake, "fake_w")], std::optional<std::size_t>(0));
+  EXPECT_EQ(missing_key(kFake, found), std::nullopt);
+  EXPECT_EQ(cell_problem(kFake[3], "", 2), std::nullopt);  // optional: empty is missing
+  EXPECT_NE(cell_problem(kFake[3], "-1", 2).value_or("").find("fake_w"), std::string::npos);
+  EXPECT_TRUE(in_bounds(kFake[3], 7.25));
+  EXPECT_FALSE(in_bounds(kFake[3], 2 * kMaxSocketWatts));
+}
+
 TEST(CsvLayouts, RowsOfEveryVersionHaveTheirHeadersCells) {
   const auto cells = [](const std::string& line) {
     return static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1;
