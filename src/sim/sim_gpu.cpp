@@ -4,18 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "sim/power_model.hpp"
+#include "sim/ticker.hpp"
 
 namespace cpupower::sim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // What Go's net/http sends for a body it had to sniff (dcgm-exporter sets no Content-Type).
@@ -52,13 +50,11 @@ struct SimGpu::Impl {
   std::vector<Noise> noise;
 
   exporter::HttpServer server;
-  std::thread collector;
+  Ticker ticker;  // the collections; its stop also releases held requests
   Clock::time_point start{};
   bool started = false;
 
   mutable std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
   std::vector<GpuReadout> readouts;  // the latest collection
   std::vector<double> energy_mj;     // unrounded counters
   Clock::time_point last_collect{};
@@ -107,30 +103,6 @@ struct SimGpu::Impl {
       readouts[g].energy_mj = static_cast<std::int64_t>(std::floor(energy_mj[g]));
     }
     last_collect = now;
-  }
-
-  void collect_loop() {
-    auto next = start + options.collect_interval;
-    std::unique_lock<std::mutex> lock(mu);
-    while (!cv.wait_until(lock, next, [this] { return stopping; })) {
-      lock.unlock();
-      collect(Clock::now(), false);
-      lock.lock();
-      next += options.collect_interval;
-      // A machine too busy to keep the schedule skips collections rather than bunching them.
-      const auto now = Clock::now();
-      if (next <= now) next = now + options.collect_interval;
-    }
-  }
-
-  // Waits until `until` or the stop; true when stopped.
-  bool wait_or_stop(std::optional<Clock::time_point> until) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!until) {
-      cv.wait(lock, [this] { return stopping; });
-      return true;
-    }
-    return cv.wait_until(lock, *until, [this] { return stopping; });
   }
 
   milliseconds elapsed_ms() const {
@@ -195,20 +167,18 @@ Status SimGpu::start() {
       !started) {
     return started;
   }
-  d.collector = std::thread([&d] { d.collect_loop(); });
+  d.ticker.start(d.start + o.collect_interval,
+                 [&d, next = d.start + o.collect_interval](Clock::time_point now) mutable {
+                   d.collect(now, false);
+                   return next = next_tick(next, d.options.collect_interval, Clock::now());
+                 });
   d.started = true;
   return Ok{};
 }
 
 void SimGpu::stop() {
-  auto& d = *impl_;
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    d.stopping = true;
-  }
-  d.cv.notify_all();
-  if (d.collector.joinable()) d.collector.join();
-  d.server.stop();
+  impl_->ticker.stop();
+  impl_->server.stop();
 }
 
 const std::string& SimGpu::address() const {
@@ -268,14 +238,14 @@ exporter::HttpResponse SimGpu::respond(std::string_view method, std::string_view
   while (state.hang) {
     const std::optional<Clock::time_point> until =
         state.hang_until ? std::optional(d.start + *state.hang_until) : std::nullopt;
-    if (d.wait_or_stop(until)) {
+    if (d.ticker.wait_until(until)) {
       r.status = 503;
       r.body = "stopping\n";
       return r;
     }
     state = gpu_fault_state_at(d.options.faults, d.elapsed_ms());
   }
-  if (state.delay.count() > 0 && d.wait_or_stop(Clock::now() + state.delay)) {
+  if (state.delay.count() > 0 && d.ticker.wait_until(Clock::now() + state.delay)) {
     r.status = 503;
     r.body = "stopping\n";
     return r;

@@ -47,8 +47,6 @@ class SimGpu {
  public:
   explicit SimGpu(SimGpuOptions options);
   ~SimGpu();  // stops
-  SimGpu(const SimGpu&) = delete;
-  SimGpu& operator=(const SimGpu&) = delete;
 
   // Loads the trace (trace power), takes the first CPU-time reading (load power), makes the
   // first collection, binds and starts serving. An error for a bad trace, an unreadable

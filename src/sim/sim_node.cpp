@@ -16,12 +16,12 @@
 
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "sim/ticker.hpp"
 #include "sim/tree_writer.hpp"
 
 namespace cpupower::sim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr double kNoiseAmplitudeW = 0.3;
@@ -142,12 +142,18 @@ struct SimNode::Impl {
   double started_unix = 0;  // started_at on the system clock: a trace's time 0
   std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::sim");
 
-  mutable std::mutex mutex;  // overrides, lifecycle flags, update_cv
-  std::condition_variable update_cv;
+  mutable std::mutex mutex;  // overrides, lifecycle flags
   std::map<std::string, double> overrides;
   bool started = false;
-  bool stopping = false;
-  std::thread updater;
+  bool stopped = false;
+  // The update thread's schedule: the next publication, load sample and fault window edge.
+  Ticker ticker;
+  Clock::time_point next_update{}, next_sample{}, boundary{};
+
+  // The channel's power1_average_interval, beside its value file.
+  static std::string interval_path(const Channel& c) {
+    return c.value_path.substr(0, c.value_path.rfind('/') + 1) + "power1_average_interval";
+  }
 
   Channel* find(const std::string& key) const {
     for (const auto& c : channels) {
@@ -155,8 +161,6 @@ struct SimNode::Impl {
     }
     return nullptr;
   }
-
-  const std::string& path_of(const Channel& c) const { return c.value_path; }
 
   Status validate() const;
   void build_channels(const std::string& root);
@@ -175,8 +179,9 @@ struct SimNode::Impl {
   void start_writer(Channel& c);
   void stop_writer(Channel& c);
   void writer_loop(Channel& c);
-  void run_updates();
-  Clock::time_point next_fault_boundary(milliseconds elapsed) const;
+  // The update thread's work at `at`; when it is due next.
+  Clock::time_point tick(Clock::time_point at);
+  Clock::time_point next_wake();
   void release_files();
 };
 
@@ -225,9 +230,7 @@ void SimNode::Impl::build_channels(const std::string& root) {
   }
   for (std::size_t i = 0; i < specs.size(); ++i) {
     NodeSpec node{power_meter_hwmon(i), acpi_device_dir(i), "power_meter", options.layout, {}};
-    infos[i] =
-        ChannelInfo{specs[i].key,      node.hwmon,    attribute_dir(root, node) + "/power1_average",
-                    specs[i].oem_info, specs[i].kind, specs[i].socket};
+    infos[i] = ChannelInfo{specs[i], node.hwmon, attribute_dir(root, node) + "/power1_average"};
     channels[i]->value_path = infos[i].value_path;
   }
 }
@@ -314,8 +317,7 @@ Status SimNode::Impl::update(Clock::time_point now, bool first) {
 
 void SimNode::Impl::poll_intervals(Clock::time_point now) {
   for (auto& c : channels) {
-    const std::string path =
-        path_of(*c).substr(0, path_of(*c).rfind('/') + 1) + "power1_average_interval";
+    const std::string path = interval_path(*c);
     const auto text = common::read_small_file(path, 64);
     const std::string content = text ? std::string(common::trim(*text)) : std::string("<none>");
     const auto ms = text ? common::parse_u64(content) : std::nullopt;
@@ -357,9 +359,7 @@ void SimNode::Impl::change_interval(Channel& c, milliseconds interval, Clock::ti
     return;
   }
   // Kernels <= 6.14 keep the hwmon device on a CONFIG notify: only the value changes.
-  const std::string path =
-      path_of(c).substr(0, path_of(c).rfind('/') + 1) + "power1_average_interval";
-  (void)write_atomic(path, interval_line(interval));
+  (void)write_atomic(interval_path(c), interval_line(interval));
   log->info("averaging interval changed channel={} from_ms={} to_ms={}", c.spec.key, from.count(),
             interval.count());
 }
@@ -411,7 +411,7 @@ void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
 }
 
 Status SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed) {
-  const std::string& path = path_of(c);
+  const std::string& path = c.value_path;
   c.model_uw = uw;
   const bool faulted = c.fault && c.fault->active_at(elapsed);
   const auto kind = faulted ? std::optional(c.fault->kind) : std::nullopt;
@@ -455,7 +455,7 @@ Status SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed) {
 }
 
 Status SimNode::Impl::retire_fifo(Channel& c, std::string_view content) {
-  const std::string& path = path_of(c);
+  const std::string& path = c.value_path;
   // A slow writer's last act is a fresh FIFO, so the only readers left on the one at `path`
   // are blocked in open() and have had no value yet.
   if (c.writer.joinable()) stop_writer(c);
@@ -490,7 +490,7 @@ void SimNode::Impl::stop_writer(Channel& c) {
   c.writer_cv.notify_all();
   // A reader of our own lets a writer blocked in open() through; it stays open until the
   // join so that the writer's final write cannot hit a pipe with no reader.
-  const int unblock = ::open(path_of(c).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int unblock = ::open(c.value_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   c.writer.join();
   if (unblock >= 0) ::close(unblock);
 }
@@ -501,7 +501,7 @@ void SimNode::Impl::writer_loop(Channel& c) {
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
 
-  const std::string path = path_of(c);
+  const std::string path = c.value_path;
   const auto delay = c.fault ? c.fault->delay : milliseconds(0);
   auto pause = [&c](milliseconds how_long) {
     std::unique_lock lock(c.writer_mutex);
@@ -543,47 +543,33 @@ void SimNode::Impl::writer_loop(Channel& c) {
   }
 }
 
-Clock::time_point SimNode::Impl::next_fault_boundary(milliseconds elapsed) const {
-  auto next = Clock::time_point::max();
+Clock::time_point SimNode::Impl::next_wake() {
+  const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - started_at);
+  boundary = Clock::time_point::max();
   for (const auto& c : channels) {
     if (!c->fault) continue;
     for (const auto edge : {std::optional(c->fault->from), c->fault->to}) {
-      if (edge && *edge > elapsed) next = std::min(next, started_at + *edge);
+      if (edge && *edge > elapsed) boundary = std::min(boundary, started_at + *edge);
     }
   }
-  return next;
+  return std::min({next_update, next_sample, boundary});
 }
 
-void SimNode::Impl::run_updates() {
-  const bool sampled = options.model == Model::load;
-  auto next_tick = started_at + options.update_interval;
-  auto next_sample = sampled ? started_at + options.sample_step : Clock::time_point::max();
-  std::unique_lock lock(mutex);
-  while (!stopping) {
-    const auto now = Clock::now();
-    const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
-    const auto boundary = next_fault_boundary(elapsed);
-    const auto wake = std::min({next_tick, next_sample, boundary});
-    if (update_cv.wait_until(lock, wake, [this] { return stopping; })) break;
-    lock.unlock();
-    const auto at = Clock::now();
-    bool publish = at >= boundary;
-    if (at >= next_tick) {
-      publish = true;
-      next_tick += options.update_interval;
-      if (next_tick <= at) next_tick = at + options.update_interval;  // fell behind: skip
-    }
-    if (at >= next_sample) {
-      next_sample += options.sample_step;
-      if (next_sample <= at) next_sample = at + options.sample_step;
-      if (!publish) sample_models(at);  // a publication samples too
-    }
-    if (publish) {
-      poll_intervals(at);
-      (void)update(at, false);  // not the first: it logs its failures
-    }
-    lock.lock();
+Clock::time_point SimNode::Impl::tick(Clock::time_point at) {
+  bool publish = at >= boundary;
+  if (at >= next_update) {
+    publish = true;
+    next_update = next_tick(next_update, options.update_interval, at);
   }
+  if (at >= next_sample) {
+    next_sample = next_tick(next_sample, options.sample_step, at);
+    if (!publish) sample_models(at);  // a publication samples too
+  }
+  if (publish) {
+    poll_intervals(at);
+    (void)update(at, false);  // not the first: it logs its failures
+  }
+  return next_wake();
 }
 
 void SimNode::Impl::release_files() {
@@ -678,18 +664,23 @@ Status SimNode::start() {
     impl_->release_files();
     return started;
   }
-  if (!impl_->options.once) impl_->updater = std::thread([this] { impl_->run_updates(); });
+  if (!impl_->options.once) {
+    auto& d = *impl_;
+    d.next_update = d.started_at + d.options.update_interval;
+    d.next_sample = d.options.model == Model::load ? d.started_at + d.options.sample_step
+                                                   : Clock::time_point::max();
+    d.ticker.start(d.next_wake(), [&d](Clock::time_point at) { return d.tick(at); });
+  }
   return Ok{};
 }
 
 void SimNode::stop() {
   {
     std::lock_guard lock(impl_->mutex);
-    if (!impl_->started || impl_->stopping) return;
-    impl_->stopping = true;
+    if (!impl_->started || impl_->stopped) return;
+    impl_->stopped = true;
   }
-  impl_->update_cv.notify_all();
-  if (impl_->updater.joinable()) impl_->updater.join();
+  impl_->ticker.stop();
   if (!impl_->options.once) impl_->release_files();
 }
 
