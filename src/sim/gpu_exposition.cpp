@@ -78,10 +78,12 @@ void append_label(std::string& out, std::string_view name, std::string_view valu
   out += '"';
 }
 
-// The label set of one series: the template's fixed part, MIG, Hostname, the label fields
+// One sample line. Its label set: the template's fixed part, MIG, Hostname, the label fields
 // (a Go map: sorted by name), then the attributes (also a map: container, namespace, pod).
-void append_labels(std::string& out, const GpuSeries& gpu, const MigInstance* instance,
-                   const ExpositionOptions& options, const KubernetesPod* pod) {
+void append_sample(std::string& out, std::string_view name, const GpuSeries& gpu,
+                   const MigInstance* instance, const ExpositionOptions& options,
+                   const KubernetesPod* pod, const std::string& value) {
+  out += name;
   out += '{';
   append_label(out, options.names ? std::string_view(options.names->index_label) : "gpu",
                std::to_string(gpu.index));
@@ -103,7 +105,7 @@ void append_labels(std::string& out, const GpuSeries& gpu, const MigInstance* in
     append_label(out, "namespace", pod->namespace_name);
     append_label(out, "pod", pod->pod);
   }
-  out += '}';
+  out += "} " + value + '\n';
 }
 
 // FNV-1a 64-bit over the bytes, then a splitmix64 finaliser so that near inputs spread.
@@ -159,30 +161,16 @@ std::string render_dcgm_exposition(std::span<const GpuSeries> gpus,
       // The value as the exporter prints it.
       const std::string value = field.integer ? std::to_string(gpu.values.*field.integer)
                                               : format_go_float(gpu.values.*field.real);
-      if (gpu.mig.empty()) {
-        samples += name;
-        append_labels(samples, gpu, nullptr, options, pod);
-        samples += ' ' + value + '\n';
-        continue;
-      }
+      if (gpu.mig.empty()) append_sample(samples, name, gpu, nullptr, options, pod, value);
       if (field.id == kGpuUtilField) continue;  // a blank in MIG mode: no sample
       for (const auto& instance : gpu.mig) {
-        samples += name;
-        append_labels(samples, gpu, &instance, options, pod);
-        samples += ' ' + value + '\n';
+        append_sample(samples, name, gpu, &instance, options, pod, value);
       }
     }
     if (samples.empty()) continue;
-    out += "# HELP ";
-    out += name;
-    out += ' ';
-    out += field.help;
-    out += "\n# TYPE ";
-    out += name;
-    out += ' ';
-    out += field.type;
-    out += '\n';
-    out += samples;
+    const std::string family(name);
+    out += "# HELP " + family + ' ' + std::string(field.help) + "\n# TYPE " + family + ' ' +
+           std::string(field.type) + '\n' + samples;
   }
   return out;
 }
