@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -30,17 +29,14 @@ double board_offset(std::uint32_t index) {
   return kOffsets[index % (sizeof kOffsets / sizeof kOffsets[0])];
 }
 
-std::vector<MigInstance> mig_instances() {
-  return {{1, "3g.48gb"}, {2, "4g.48gb"}};
-}
-
-}  // namespace
-
+// This machine's host name (gethostname), "localhost" when it has none.
 std::string local_hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
   return buf;
 }
+
+}  // namespace
 
 struct SimGpu::Impl {
   SimGpuOptions options;
@@ -61,45 +57,32 @@ struct SimGpu::Impl {
 
   explicit Impl(SimGpuOptions o) : options(std::move(o)) {}
 
-  double elapsed_s(Clock::time_point now) const {
-    return std::chrono::duration<double>(now - start).count();
-  }
-
-  // The power of every GPU at `now` (load: the tracker must have sampled already).
-  std::vector<double> powers(Clock::time_point now) {
-    std::vector<double> out(options.gpus, 0.0);
-    for (std::uint32_t g = 0; g < options.gpus; ++g) {
-      double w = 0;
-      switch (options.power.mode) {
-        case GpuPowerSpec::Mode::constant:
-          w = options.power.constant_w;
-          break;
-        case GpuPowerSpec::Mode::trace:
-          w = trace->watts_at(g, elapsed_s(now));
-          break;
-        case GpuPowerSpec::Mode::load: {
-          const double u = load->utilisation(0);
-          w = gpu_load_watts(u, options.idle_w, options.max_w) * (1.0 + board_offset(g));
-          if (options.noise) w += noise[g].next(1.5);
-          w = std::clamp(w, 0.0, options.max_w * 1.05);
-          break;
-        }
-      }
-      out[g] = w;
+  // The power of GPU g at `now` (load: the tracker must have sampled already).
+  double power(std::uint32_t g, Clock::time_point now) {
+    switch (options.power.mode) {
+      case GpuPowerSpec::Mode::constant:
+        return options.power.constant_w;
+      case GpuPowerSpec::Mode::trace:
+        return trace->watts_at(g, std::chrono::duration<double>(now - start).count());
+      case GpuPowerSpec::Mode::load:
+        break;
     }
-    return out;
+    double w = gpu_load_watts(load->utilisation(0), options.idle_w, options.max_w) *
+               (1.0 + board_offset(g));
+    if (options.noise) w += noise[g].next(1.5);
+    return std::clamp(w, 0.0, options.max_w * 1.05);
   }
 
   // One collection: new readings, the energy counters integrated (trapezoid) since the last.
   void collect(Clock::time_point now, bool first) {
     if (load) load->sample(now);
-    const auto watts = powers(now);
     std::lock_guard<std::mutex> lock(mu);
     const double dt_s = first ? 0.0 : std::chrono::duration<double>(now - last_collect).count();
     for (std::uint32_t g = 0; g < options.gpus; ++g) {
-      const double previous_w = first ? watts[g] : readouts[g].power_w;
-      energy_mj[g] += 0.5 * (previous_w + watts[g]) * dt_s * 1000.0;
-      readouts[g] = derive_gpu_readout(watts[g], options.idle_w, options.max_w);
+      const double watts = power(g, now);
+      const double previous_w = first ? watts : readouts[g].power_w;
+      energy_mj[g] += 0.5 * (previous_w + watts) * dt_s * 1000.0;
+      readouts[g] = derive_gpu_readout(watts, options.idle_w, options.max_w);
       readouts[g].energy_mj = static_cast<std::int64_t>(std::floor(energy_mj[g]));
     }
     last_collect = now;
@@ -219,7 +202,7 @@ std::string SimGpu::exposition_at(milliseconds elapsed) const {
     s.model_name = o.model_name;
     s.values = readouts[g];
     if (std::find(o.mig_gpus.begin(), o.mig_gpus.end(), g) != o.mig_gpus.end()) {
-      s.mig = mig_instances();
+      s.mig = {{1, "3g.48gb"}, {2, "4g.48gb"}};
     }
     series.push_back(std::move(s));
     if (o.kubernetes) {
@@ -235,17 +218,13 @@ exporter::HttpResponse SimGpu::respond(std::string_view method, std::string_view
   exporter::HttpResponse r;
   r.content_type = std::string(kGoTextPlain);
   auto state = gpu_fault_state_at(d.options.faults, d.elapsed_ms());
-  while (state.hang) {
-    const std::optional<Clock::time_point> until =
-        state.hang_until ? std::optional(d.start + *state.hang_until) : std::nullopt;
-    if (d.ticker.wait_until(until)) {
-      r.status = 503;
-      r.body = "stopping\n";
-      return r;
-    }
+  bool stopped = false;
+  while (state.hang && !stopped) {
+    stopped = d.ticker.wait_until(state.hang_until ? std::optional(d.start + *state.hang_until)
+                                                   : std::nullopt);
     state = gpu_fault_state_at(d.options.faults, d.elapsed_ms());
   }
-  if (state.delay.count() > 0 && d.ticker.wait_until(Clock::now() + state.delay)) {
+  if (stopped || (state.delay.count() > 0 && d.ticker.wait_until(Clock::now() + state.delay))) {
     r.status = 503;
     r.body = "stopping\n";
     return r;

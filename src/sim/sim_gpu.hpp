@@ -75,7 +75,4 @@ class SimGpu {
   std::unique_ptr<Impl> impl_;
 };
 
-// This machine's host name (gethostname), "localhost" when it has none.
-std::string local_hostname();
-
 }  // namespace cpupower::sim
