@@ -12,15 +12,14 @@ constexpr common::EnumName<Fault::Kind> kKinds[] = {
     {Fault::Kind::zero, "zero"},       {Fault::Kind::unreadable, "unreadable"},
     {Fault::Kind::slow, "slow"},       {Fault::Kind::hang, "hang"}};
 
-Error fail(std::string_view spec, const std::string& why) {
+}  // namespace
+
+Error fault_error(std::string_view spec, const std::string& why) {
   return Error{"fault '" + std::string(spec) + "': " + why};
 }
 
-}  // namespace
-
 std::optional<std::chrono::milliseconds> parse_fault_ms(std::string_view text) {
   const auto v = common::parse_u64(text);
-  // Bounded so that adding it to a time point can never overflow.
   if (!v || *v > 1000ULL * 3600 * 24 * 365) return std::nullopt;
   return std::chrono::milliseconds(static_cast<std::int64_t>(*v));
 }
@@ -49,41 +48,26 @@ Status take_fault_window(std::string_view& rest, FaultWindow& window) {
   return Ok{};
 }
 
-std::string_view fault_kind_name(Fault::Kind kind) {
-  return common::name_of(kKinds, kind);
-}
-
 Result<std::pair<std::string, Fault>> parse_fault(std::string_view spec) {
   const auto eq = spec.find('=');
-  if (eq == std::string_view::npos) return fail(spec, "expected KEY=KIND[:ARG][@FROM_MS[-TO_MS]]");
+  if (eq == std::string_view::npos) {
+    return fault_error(spec, "expected KEY=KIND[:ARG][@FROM_MS[-TO_MS]]");
+  }
   const std::string_view key_text = spec.substr(0, eq);
-  const std::string_view rest = spec.substr(eq + 1);
-
   const auto colon = key_text.find(':');
   const auto rail = rails::parse_kind(key_text.substr(0, colon));
   const auto socket = colon == std::string_view::npos
                           ? std::nullopt
                           : rails::socket_index(key_text.substr(colon + 1));
   if (!rail || !socket) {
-    return fail(spec, "key '" + std::string(key_text) + "' is not <kind>:<socket>, e.g. total:0");
+    return fault_error(spec,
+                       "key '" + std::string(key_text) + "' is not <kind>:<socket>, e.g. total:0");
   }
-
   const auto p =
-      parse_fault_spec(rest, kKinds, "invalid, empty, zero, unreadable, slow:MS or hang");
-  if (!p) return fail(spec, p.error());
-  Fault fault;
-  static_cast<FaultWindow&>(fault) = p->window;
-  fault.kind = p->kind;
-  if (fault.kind == Fault::Kind::slow) {
-    const auto delay = p->arg ? parse_fault_ms(*p->arg) : std::nullopt;
-    if (!delay || delay->count() == 0) {
-      return fail(spec, "slow needs a delay in milliseconds > 0, e.g. slow:150");
-    }
-    fault.delay = *delay;
-  } else if (p->arg) {
-    return fail(spec, std::string(p->kind_text) + " takes no argument");
-  }
-  return std::make_pair(channel_key(*rail, *socket), fault);
+      parse_fault_spec<Fault>(spec, spec.substr(eq + 1), kKinds,
+                              "invalid, empty, zero, unreadable, slow:MS or hang", "150");
+  if (!p) return Error{p.error()};
+  return std::make_pair(channel_key(*rail, *socket), p->first);
 }
 
 }  // namespace cpupower::sim

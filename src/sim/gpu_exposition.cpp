@@ -7,115 +7,68 @@
 namespace cpupower::sim {
 namespace {
 
-// HELP texts as NVIDIA/dcgm-exporter's etc/default-counters.csv (device fields) and
-// etc/dcp-metrics-included.csv (profiling fields) give them. Ascending field id: the order
-// dcgm-exporter's template visits its map keyed by counter (Go's text/template sorts map
-// keys; the counter struct's first member is the field id).
+using R = GpuReadout;
+using N = ExporterNames;
+
+// One field dcgm-exporter can serve: its DCGM field id, name (the metric name), Prometheus
+// type and HELP text as etc/default-counters.csv and etc/dcp-metrics-included.csv give them,
+// and the reading it prints.
+struct DcgmField {
+  std::uint16_t id = 0;
+  std::string_view name;
+  std::string_view type;  // "gauge" or "counter"
+  std::string_view help;
+  std::int64_t R::*integer = nullptr;  // DCGM_FT_INT64 (%d), or
+  double R::*real = nullptr;           // DCGM_FT_DOUBLE (%f)
+  bool profiling = false;              // DCGM_FI_PROF_*: served only with profiling on
+  // The family's name among another exporter's names; null: not served with them.
+  std::string N::*renamed = nullptr;
+};
+
+// Every field the simulator serves. Ascending field id: the order dcgm-exporter's template
+// visits its map keyed by counter (Go's text/template sorts map keys; the counter struct's
+// first member is the field id).
 constexpr std::array kFields = {
-    DcgmField{100, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."},
-    DcgmField{101, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."},
-    DcgmField{140, "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."},
-    DcgmField{150, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."},
-    DcgmField{155, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", false},
+    DcgmField{100, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
+              &R::sm_clock_mhz},
+    DcgmField{101, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
+              &R::mem_clock_mhz},
+    DcgmField{140, "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
+              &R::memory_temp_c},
+    DcgmField{150, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", &R::gpu_temp_c,
+              nullptr, false, &N::temperature},
+    DcgmField{155, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", nullptr, &R::power_w,
+              false, &N::power},
     DcgmField{156, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-              "Total energy consumption since boot (in mJ)."},
-    DcgmField{202, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."},
-    DcgmField{203, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."},
-    DcgmField{204, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."},
-    DcgmField{206, "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %)."},
-    DcgmField{207, "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %)."},
-    DcgmField{251, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."},
-    DcgmField{252, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."},
+              "Total energy consumption since boot (in mJ).", &R::energy_mj},
+    DcgmField{202, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
+              &R::pcie_replay},
+    DcgmField{203, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", &R::gpu_util_pct,
+              nullptr, false, &N::gpu_util},
+    DcgmField{204, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
+              &R::mem_copy_util_pct},
+    DcgmField{206, "DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).",
+              &R::enc_util_pct},
+    DcgmField{207, "DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).",
+              &R::dec_util_pct},
+    DcgmField{251, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
+              &R::fb_free_mib},
+    DcgmField{252, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
+              &R::fb_used_mib},
     DcgmField{1001, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
-              "Ratio of time the graphics engine is active.", false, true},
+              "Ratio of time the graphics engine is active.", nullptr, &R::gr_engine_active, true},
     DcgmField{1002, "DCGM_FI_PROF_SM_ACTIVE", "gauge",
-              "The ratio of cycles an SM has at least 1 warp assigned.", false, true},
+              "The ratio of cycles an SM has at least 1 warp assigned.", nullptr, &R::sm_active,
+              true, &N::sm_active},
     DcgmField{1004, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
-              "Ratio of cycles the tensor (HMMA) pipe is active.", false, true},
+              "Ratio of cycles the tensor (HMMA) pipe is active.", nullptr, &R::tensor_active,
+              true},
     DcgmField{1005, "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
               "Ratio of cycles the device memory interface is active sending or receiving data.",
-              false, true},
+              nullptr, &R::dram_active, true},
 };
 
 constexpr std::uint16_t kGpuUtilField = 203;
-
-// The value of field `id` as the exporter prints it.
-std::string field_value(const DcgmField& field, const GpuReadout& v) {
-  std::int64_t i = 0;
-  double d = 0;
-  switch (field.id) {
-    case 100:
-      i = v.sm_clock_mhz;
-      break;
-    case 101:
-      i = v.mem_clock_mhz;
-      break;
-    case 140:
-      i = v.memory_temp_c;
-      break;
-    case 150:
-      i = v.gpu_temp_c;
-      break;
-    case 155:
-      d = v.power_w;
-      break;
-    case 156:
-      i = v.energy_mj;
-      break;
-    case 202:
-      i = v.pcie_replay;
-      break;
-    case 203:
-      i = v.gpu_util_pct;
-      break;
-    case 204:
-      i = v.mem_copy_util_pct;
-      break;
-    case 206:
-      i = v.enc_util_pct;
-      break;
-    case 207:
-      i = v.dec_util_pct;
-      break;
-    case 251:
-      i = v.fb_free_mib;
-      break;
-    case 252:
-      i = v.fb_used_mib;
-      break;
-    case 1001:
-      d = v.gr_engine_active;
-      break;
-    case 1002:
-      d = v.sm_active;
-      break;
-    case 1004:
-      d = v.tensor_active;
-      break;
-    case 1005:
-      d = v.dram_active;
-      break;
-    default:
-      break;
-  }
-  return field.integer ? std::to_string(i) : format_go_float(d);
-}
-
-// The name field `id` is served under with renamed families ("" : not served).
-std::string_view renamed(const ExporterNames& names, std::uint16_t id) {
-  switch (id) {
-    case 155:
-      return names.power;
-    case 203:
-      return names.gpu_util;
-    case 1002:
-      return names.sm_active;
-    case 150:
-      return names.temperature;
-    default:
-      return {};
-  }
-}
 
 void append_label(std::string& out, std::string_view name, std::string_view value) {
   if (out.back() != '{') out += ',';
@@ -125,10 +78,12 @@ void append_label(std::string& out, std::string_view name, std::string_view valu
   out += '"';
 }
 
-// The label set of one series: the template's fixed part, MIG, Hostname, the label fields
+// One sample line. Its label set: the template's fixed part, MIG, Hostname, the label fields
 // (a Go map: sorted by name), then the attributes (also a map: container, namespace, pod).
-void append_labels(std::string& out, const GpuSeries& gpu, const MigInstance* instance,
-                   const ExpositionOptions& options, const KubernetesPod* pod) {
+void append_sample(std::string& out, std::string_view name, const GpuSeries& gpu,
+                   const MigInstance* instance, const ExpositionOptions& options,
+                   const KubernetesPod* pod, const std::string& value) {
+  out += name;
   out += '{';
   append_label(out, options.names ? std::string_view(options.names->index_label) : "gpu",
                std::to_string(gpu.index));
@@ -150,7 +105,7 @@ void append_labels(std::string& out, const GpuSeries& gpu, const MigInstance* in
     append_label(out, "namespace", pod->namespace_name);
     append_label(out, "pod", pod->pod);
   }
-  out += '}';
+  out += "} " + value + '\n';
 }
 
 // FNV-1a 64-bit over the bytes, then a splitmix64 finaliser so that near inputs spread.
@@ -179,10 +134,6 @@ ExporterNames ExporterNames::amd() {
   return n;
 }
 
-std::span<const DcgmField> dcgm_fields() {
-  return kFields;
-}
-
 std::string format_go_float(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
@@ -198,7 +149,8 @@ std::string render_dcgm_exposition(std::span<const GpuSeries> gpus,
   out.reserve(gpus.size() * 3000 + 2000);
   for (const auto& field : kFields) {
     // Renamed: the four families the GPU leg reads, whatever --profiling says.
-    const std::string_view name = options.names ? renamed(*options.names, field.id) : field.name;
+    std::string_view name = field.name;
+    if (options.names) name = field.renamed ? (*options.names).*field.renamed : std::string_view();
     if (name.empty()) continue;
     if (field.profiling && !options.profiling && !options.names) continue;
     std::string samples;
@@ -206,31 +158,19 @@ std::string render_dcgm_exposition(std::span<const GpuSeries> gpus,
       const auto& gpu = gpus[g];
       const KubernetesPod* pod = nullptr;
       if (g < options.pods.size() && !options.pods[g].pod.empty()) pod = &options.pods[g];
-      const std::string value = field_value(field, gpu.values);
-      if (gpu.mig.empty()) {
-        samples += name;
-        append_labels(samples, gpu, nullptr, options, pod);
-        samples += ' ' + value + '\n';
-        continue;
-      }
+      // The value as the exporter prints it.
+      const std::string value = field.integer ? std::to_string(gpu.values.*field.integer)
+                                              : format_go_float(gpu.values.*field.real);
+      if (gpu.mig.empty()) append_sample(samples, name, gpu, nullptr, options, pod, value);
       if (field.id == kGpuUtilField) continue;  // a blank in MIG mode: no sample
       for (const auto& instance : gpu.mig) {
-        samples += name;
-        append_labels(samples, gpu, &instance, options, pod);
-        samples += ' ' + value + '\n';
+        append_sample(samples, name, gpu, &instance, options, pod, value);
       }
     }
     if (samples.empty()) continue;
-    out += "# HELP ";
-    out += name;
-    out += ' ';
-    out += field.help;
-    out += "\n# TYPE ";
-    out += name;
-    out += ' ';
-    out += field.type;
-    out += '\n';
-    out += samples;
+    const std::string family(name);
+    out += "# HELP " + family + ' ' + std::string(field.help) + "\n# TYPE " + family + ' ' +
+           std::string(field.type) + '\n' + samples;
   }
   return out;
 }

@@ -22,20 +22,6 @@
 
 namespace cpupower::sim {
 
-// One field dcgm-exporter can serve: its DCGM field id, name (the metric name), Prometheus
-// type and HELP text as etc/default-counters.csv and etc/dcp-metrics-included.csv give them.
-struct DcgmField {
-  std::uint16_t id = 0;
-  std::string_view name;
-  std::string_view type;  // "gauge" or "counter"
-  std::string_view help;
-  bool integer = true;     // DCGM_FT_INT64 (%d); false: DCGM_FT_DOUBLE (%f)
-  bool profiling = false;  // DCGM_FI_PROF_*: served only with profiling on
-};
-
-// Every field the simulator serves, ascending by id.
-std::span<const DcgmField> dcgm_fields();
-
 // The readings of one GPU for one collection.
 struct GpuReadout {
   std::int64_t sm_clock_mhz = 0;       // 100 DCGM_FI_DEV_SM_CLOCK

@@ -10,10 +10,6 @@ constexpr common::EnumName<GpuFault::Kind> kKinds[] = {
     {GpuFault::Kind::garbage, "garbage"}, {GpuFault::Kind::http500, "http500"},
     {GpuFault::Kind::vanish, "vanish"},   {GpuFault::Kind::uuid_change, "uuid-change"}};
 
-Error fail(std::string_view spec, const std::string& why) {
-  return Error{"fault '" + std::string(spec) + "': " + why};
-}
-
 }  // namespace
 
 std::string_view gpu_fault_kind_name(GpuFault::Kind kind) {
@@ -21,37 +17,18 @@ std::string_view gpu_fault_kind_name(GpuFault::Kind kind) {
 }
 
 Result<GpuFault> parse_gpu_fault(std::string_view spec) {
-  const auto p = parse_fault_spec(spec, kKinds,
-                                  "slow:MS, hang, garbage, http500, vanish:GPU or uuid-change:GPU");
-  if (!p) return fail(spec, p.error());
-  GpuFault fault;
-  static_cast<FaultWindow&>(fault) = p->window;
-  fault.kind = p->kind;
-  const auto& arg = p->arg;
-  const std::string kind_text(p->kind_text);
-  switch (fault.kind) {
-    case GpuFault::Kind::slow: {
-      const auto delay = arg ? parse_fault_ms(*arg) : std::nullopt;
-      if (!delay || delay->count() == 0) {
-        return fail(spec, "slow needs a delay in milliseconds > 0, e.g. slow:250");
-      }
-      fault.delay = *delay;
-      break;
+  const auto p = parse_fault_spec<GpuFault>(
+      spec, spec, kKinds, "slow:MS, hang, garbage, http500, vanish:GPU or uuid-change:GPU", "250",
+      {GpuFault::Kind::vanish, GpuFault::Kind::uuid_change});
+  if (!p) return Error{p.error()};
+  auto [fault, arg] = *p;
+  if (fault.kind == GpuFault::Kind::vanish || fault.kind == GpuFault::Kind::uuid_change) {
+    const auto gpu = arg ? common::parse_u64(*arg) : std::nullopt;
+    if (!gpu || *gpu >= UINT32_MAX) {
+      const std::string kind(gpu_fault_kind_name(fault.kind));
+      return fault_error(spec, kind + " needs a GPU index, e.g. " + kind + ":1");
     }
-    case GpuFault::Kind::vanish:
-    case GpuFault::Kind::uuid_change: {
-      const auto gpu = arg ? common::parse_u64(*arg) : std::nullopt;
-      if (!gpu || *gpu >= UINT32_MAX) {
-        return fail(spec, kind_text + " needs a GPU index, e.g. " + kind_text + ":1");
-      }
-      fault.gpu = static_cast<std::uint32_t>(*gpu);
-      break;
-    }
-    case GpuFault::Kind::hang:
-    case GpuFault::Kind::garbage:
-    case GpuFault::Kind::http500:
-      if (arg) return fail(spec, kind_text + " takes no argument");
-      break;
+    fault.gpu = static_cast<std::uint32_t>(*gpu);
   }
   return fault;
 }

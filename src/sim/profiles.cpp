@@ -1,6 +1,7 @@
 #include "sim/profiles.hpp"
 
 #include <array>
+#include <span>
 
 #include "common/enum_names.hpp"
 
@@ -20,12 +21,7 @@ constexpr std::array kGraceLabels = {
 };
 
 // A four-socket GH200 node's firmware: the module meter enumerates first.
-constexpr std::array kQuadGraceLabels = {
-    Label{rails::Kind::module, "Module Power Socket "},
-    Label{rails::Kind::total, "Grace Power Socket "},
-    Label{rails::Kind::cpu_rail, "CPU Power Socket "},
-    Label{rails::Kind::soc, "SysIO Power Socket "},
-};
+constexpr std::array kModuleLabel = {Label{rails::Kind::module, "Module Power Socket "}};
 
 constexpr std::array kMicrowattLabels = {
     Label{rails::Kind::total, "Total Power in uW socket "},
@@ -34,8 +30,7 @@ constexpr std::array kMicrowattLabels = {
     Label{rails::Kind::dram, "DRAM Power in uW socket "},
 };
 
-template <std::size_t N>
-void append_socket(std::vector<ChannelSpec>& out, const std::array<Label, N>& labels,
+void append_socket(std::vector<ChannelSpec>& out, std::span<const Label> labels,
                    std::uint32_t socket) {
   for (const auto& label : labels) {
     out.push_back(ChannelSpec{channel_key(label.kind, socket), label.kind, socket,
@@ -74,28 +69,17 @@ std::string_view model_name(Model model) {
 }
 
 std::uint32_t profile_sockets(Profile profile) {
-  switch (profile) {
-    case Profile::gh200:
-      return 1;
-    case Profile::gh200_quad:
-      return 4;
-    case Profile::gb200:
-    case Profile::platform_uw:
-      break;
-  }
-  return 2;
+  return profile == Profile::gh200 ? 1 : profile == Profile::gh200_quad ? 4 : 2;
 }
 
 std::vector<ChannelSpec> profile_channels(Profile profile) {
   std::vector<ChannelSpec> out;
   for (std::uint32_t socket = 0; socket < profile_sockets(profile); ++socket) {
-    if (profile == Profile::platform_uw) {
-      append_socket(out, kMicrowattLabels, socket);
-    } else if (profile == Profile::gh200_quad) {
-      append_socket(out, kQuadGraceLabels, socket);
-    } else {
-      append_socket(out, kGraceLabels, socket);
-    }
+    if (profile == Profile::gh200_quad) append_socket(out, kModuleLabel, socket);
+    append_socket(
+        out,
+        profile == Profile::platform_uw ? std::span<const Label>(kMicrowattLabels) : kGraceLabels,
+        socket);
   }
   return out;
 }

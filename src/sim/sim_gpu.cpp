@@ -4,18 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
-#include <limits>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "sim/power_model.hpp"
+#include "sim/ticker.hpp"
 
 namespace cpupower::sim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // What Go's net/http sends for a body it had to sniff (dcgm-exporter sets no Content-Type).
@@ -32,17 +29,14 @@ double board_offset(std::uint32_t index) {
   return kOffsets[index % (sizeof kOffsets / sizeof kOffsets[0])];
 }
 
-std::vector<MigInstance> mig_instances() {
-  return {{1, "3g.48gb"}, {2, "4g.48gb"}};
-}
-
-}  // namespace
-
+// This machine's host name (gethostname), "localhost" when it has none.
 std::string local_hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
   return buf;
 }
+
+}  // namespace
 
 struct SimGpu::Impl {
   SimGpuOptions options;
@@ -52,85 +46,46 @@ struct SimGpu::Impl {
   std::vector<Noise> noise;
 
   exporter::HttpServer server;
-  std::thread collector;
+  Ticker ticker;  // the collections; its stop also releases held requests
   Clock::time_point start{};
   bool started = false;
 
   mutable std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
   std::vector<GpuReadout> readouts;  // the latest collection
   std::vector<double> energy_mj;     // unrounded counters
   Clock::time_point last_collect{};
 
   explicit Impl(SimGpuOptions o) : options(std::move(o)) {}
 
-  double elapsed_s(Clock::time_point now) const {
-    return std::chrono::duration<double>(now - start).count();
-  }
-
-  // The power of every GPU at `now` (load: the tracker must have sampled already).
-  std::vector<double> powers(Clock::time_point now) {
-    std::vector<double> out(options.gpus, 0.0);
-    for (std::uint32_t g = 0; g < options.gpus; ++g) {
-      double w = 0;
-      switch (options.power.mode) {
-        case GpuPowerSpec::Mode::constant:
-          w = options.power.constant_w;
-          break;
-        case GpuPowerSpec::Mode::trace:
-          w = trace->watts_at(g, elapsed_s(now));
-          break;
-        case GpuPowerSpec::Mode::load: {
-          const double u = load->utilisation(0);
-          w = gpu_load_watts(u, options.idle_w, options.max_w) * (1.0 + board_offset(g));
-          if (options.noise) w += noise[g].next(1.5);
-          w = std::clamp(w, 0.0, options.max_w * 1.05);
-          break;
-        }
-      }
-      out[g] = w;
+  // The power of GPU g at `now` (load: the tracker must have sampled already).
+  double power(std::uint32_t g, Clock::time_point now) {
+    switch (options.power.mode) {
+      case GpuPowerSpec::Mode::constant:
+        return options.power.constant_w;
+      case GpuPowerSpec::Mode::trace:
+        return trace->watts_at(g, std::chrono::duration<double>(now - start).count());
+      case GpuPowerSpec::Mode::load:
+        break;
     }
-    return out;
+    double w = gpu_load_watts(load->utilisation(0), options.idle_w, options.max_w) *
+               (1.0 + board_offset(g));
+    if (options.noise) w += noise[g].next(1.5);
+    return std::clamp(w, 0.0, options.max_w * 1.05);
   }
 
   // One collection: new readings, the energy counters integrated (trapezoid) since the last.
   void collect(Clock::time_point now, bool first) {
     if (load) load->sample(now);
-    const auto watts = powers(now);
     std::lock_guard<std::mutex> lock(mu);
     const double dt_s = first ? 0.0 : std::chrono::duration<double>(now - last_collect).count();
     for (std::uint32_t g = 0; g < options.gpus; ++g) {
-      const double previous_w = first ? watts[g] : readouts[g].power_w;
-      energy_mj[g] += 0.5 * (previous_w + watts[g]) * dt_s * 1000.0;
-      readouts[g] = derive_gpu_readout(watts[g], options.idle_w, options.max_w);
+      const double watts = power(g, now);
+      const double previous_w = first ? watts : readouts[g].power_w;
+      energy_mj[g] += 0.5 * (previous_w + watts) * dt_s * 1000.0;
+      readouts[g] = derive_gpu_readout(watts, options.idle_w, options.max_w);
       readouts[g].energy_mj = static_cast<std::int64_t>(std::floor(energy_mj[g]));
     }
     last_collect = now;
-  }
-
-  void collect_loop() {
-    auto next = start + options.collect_interval;
-    std::unique_lock<std::mutex> lock(mu);
-    while (!cv.wait_until(lock, next, [this] { return stopping; })) {
-      lock.unlock();
-      collect(Clock::now(), false);
-      lock.lock();
-      next += options.collect_interval;
-      // A machine too busy to keep the schedule skips collections rather than bunching them.
-      const auto now = Clock::now();
-      if (next <= now) next = now + options.collect_interval;
-    }
-  }
-
-  // Waits until `until` or the stop; true when stopped.
-  bool wait_or_stop(std::optional<Clock::time_point> until) {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!until) {
-      cv.wait(lock, [this] { return stopping; });
-      return true;
-    }
-    return cv.wait_until(lock, *until, [this] { return stopping; });
   }
 
   milliseconds elapsed_ms() const {
@@ -195,20 +150,18 @@ Status SimGpu::start() {
       !started) {
     return started;
   }
-  d.collector = std::thread([&d] { d.collect_loop(); });
+  d.ticker.start(d.start + o.collect_interval,
+                 [&d, next = d.start + o.collect_interval](Clock::time_point now) mutable {
+                   d.collect(now, false);
+                   return next = next_tick(next, d.options.collect_interval, Clock::now());
+                 });
   d.started = true;
   return Ok{};
 }
 
 void SimGpu::stop() {
-  auto& d = *impl_;
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    d.stopping = true;
-  }
-  d.cv.notify_all();
-  if (d.collector.joinable()) d.collector.join();
-  d.server.stop();
+  impl_->ticker.stop();
+  impl_->server.stop();
 }
 
 const std::string& SimGpu::address() const {
@@ -249,7 +202,7 @@ std::string SimGpu::exposition_at(milliseconds elapsed) const {
     s.model_name = o.model_name;
     s.values = readouts[g];
     if (std::find(o.mig_gpus.begin(), o.mig_gpus.end(), g) != o.mig_gpus.end()) {
-      s.mig = mig_instances();
+      s.mig = {{1, "3g.48gb"}, {2, "4g.48gb"}};
     }
     series.push_back(std::move(s));
     if (o.kubernetes) {
@@ -265,17 +218,13 @@ exporter::HttpResponse SimGpu::respond(std::string_view method, std::string_view
   exporter::HttpResponse r;
   r.content_type = std::string(kGoTextPlain);
   auto state = gpu_fault_state_at(d.options.faults, d.elapsed_ms());
-  while (state.hang) {
-    const std::optional<Clock::time_point> until =
-        state.hang_until ? std::optional(d.start + *state.hang_until) : std::nullopt;
-    if (d.wait_or_stop(until)) {
-      r.status = 503;
-      r.body = "stopping\n";
-      return r;
-    }
+  bool stopped = false;
+  while (state.hang && !stopped) {
+    stopped = d.ticker.wait_until(state.hang_until ? std::optional(d.start + *state.hang_until)
+                                                   : std::nullopt);
     state = gpu_fault_state_at(d.options.faults, d.elapsed_ms());
   }
-  if (state.delay.count() > 0 && d.wait_or_stop(Clock::now() + state.delay)) {
+  if (stopped || (state.delay.count() > 0 && d.ticker.wait_until(Clock::now() + state.delay))) {
     r.status = 503;
     r.body = "stopping\n";
     return r;

@@ -47,8 +47,6 @@ class SimGpu {
  public:
   explicit SimGpu(SimGpuOptions options);
   ~SimGpu();  // stops
-  SimGpu(const SimGpu&) = delete;
-  SimGpu& operator=(const SimGpu&) = delete;
 
   // Loads the trace (trace power), takes the first CPU-time reading (load power), makes the
   // first collection, binds and starts serving. An error for a bad trace, an unreadable
@@ -76,8 +74,5 @@ class SimGpu {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// This machine's host name (gethostname), "localhost" when it has none.
-std::string local_hostname();
 
 }  // namespace cpupower::sim

@@ -9,19 +9,18 @@
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "common/log.hpp"
 #include "common/text.hpp"
+#include "sim/ticker.hpp"
 #include "sim/tree_writer.hpp"
 
 namespace cpupower::sim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr double kNoiseAmplitudeW = 0.3;
@@ -39,12 +38,13 @@ bool accepted_interval(std::int64_t ms) {
   return ms == kIntervalMinMs || ms == kIntervalMaxMs;
 }
 
-std::string interval_line(std::chrono::milliseconds interval) {
-  return std::to_string(interval.count()) + "\n";
-}
-
 double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// A number as sysfs shows it: decimal, then a newline.
+std::string sysfs_line(std::int64_t n) {
+  return std::to_string(n) + "\n";
 }
 
 // Every attribute of one power meter channel, power1_average first.
@@ -52,16 +52,12 @@ std::vector<std::pair<std::string, std::string>> meter_attributes(
     const ChannelSpec& spec, std::chrono::milliseconds interval, std::string value) {
   return {{"power1_average", std::move(value)},
           {"power1_oem_info", spec.oem_info + "\n"},
-          {"power1_average_interval", interval_line(interval)},
-          {"power1_average_interval_min", std::to_string(kIntervalMinMs) + "\n"},
-          {"power1_average_interval_max", std::to_string(kIntervalMaxMs) + "\n"},
+          {"power1_average_interval", sysfs_line(interval.count())},
+          {"power1_average_interval_min", sysfs_line(kIntervalMinMs)},
+          {"power1_average_interval_max", sysfs_line(kIntervalMaxMs)},
           {"power1_accuracy", "95.0%\n"},
           {"power1_is_battery", "0\n"},
           {"power1_model_number", "\n"}};
-}
-
-std::string value_line(std::int64_t microwatts) {
-  return std::to_string(microwatts) + "\n";
 }
 
 std::int64_t to_microwatts(double watts) {
@@ -142,12 +138,18 @@ struct SimNode::Impl {
   double started_unix = 0;  // started_at on the system clock: a trace's time 0
   std::shared_ptr<spdlog::logger> log = common::logger("cpu_power::sim");
 
-  mutable std::mutex mutex;  // overrides, lifecycle flags, update_cv
-  std::condition_variable update_cv;
+  mutable std::mutex mutex;  // overrides, lifecycle flags
   std::map<std::string, double> overrides;
   bool started = false;
-  bool stopping = false;
-  std::thread updater;
+  bool stopped = false;
+  // The update thread's schedule: the next publication, load sample and fault window edge.
+  Ticker ticker;
+  Clock::time_point next_update{}, next_sample{}, boundary{};
+
+  // The channel's power1_average_interval, beside its value file.
+  static std::string interval_path(const Channel& c) {
+    return c.value_path.substr(0, c.value_path.rfind('/') + 1) + "power1_average_interval";
+  }
 
   Channel* find(const std::string& key) const {
     for (const auto& c : channels) {
@@ -156,504 +158,465 @@ struct SimNode::Impl {
     return nullptr;
   }
 
-  const std::string& path_of(const Channel& c) const { return c.value_path; }
-
-  Status validate() const;
-  void build_channels(const std::string& root);
-  Status write_tree();
-  double underlying(const Channel& c, double t_s) const;
-  void feed(Channel& c, double t_s, const std::optional<double>& forced);
-  std::map<std::string, double> forced_values() const;
-  void sample_models(Clock::time_point now);
-  // The first update's first failing channel is its error; other failures are logged.
-  Status update(Clock::time_point now, bool first);
-  void poll_intervals(Clock::time_point now);
-  void change_interval(Channel& c, milliseconds interval, Clock::time_point now);
-  void reregister(Channel& c, Clock::time_point now);
-  Status apply(Channel& c, std::int64_t uw, milliseconds elapsed);
-  Status retire_fifo(Channel& c, std::string_view content);
-  void start_writer(Channel& c);
-  void stop_writer(Channel& c);
-  void writer_loop(Channel& c);
-  void run_updates();
-  Clock::time_point next_fault_boundary(milliseconds elapsed) const;
-  void release_files();
-};
-
-Status SimNode::Impl::validate() const {
-  if (options.root.empty()) return Error{"no root directory given"};
-  if (options.update_interval.count() <= 0) return Error{"update interval must be > 0 ms"};
-  if (!accepted_interval(options.average_interval.count())) {
-    return Error{"averaging interval must be 50 or 1000 ms"};
-  }
-  if (options.sample_step.count() <= 0) return Error{"sample step must be > 0 ms"};
-  if (!(options.load >= 0.0 && options.load <= 1.0)) return Error{"load must be within 0..1"};
-  if (options.model == Model::trace && options.trace_path.empty()) {
-    return Error{"the trace model needs a trace file"};
-  }
-  for (const auto& [key, fault] : options.faults) {
-    if (!find(key)) {
-      std::string known;
-      for (const auto& c : channels) known += (known.empty() ? "" : ", ") + c->spec.key;
-      return Error{"fault for unknown channel '" + key + "' (profile " +
-                   std::string(profile_name(options.profile)) + " has " + known + ")"};
+  Status validate() const {
+    if (options.root.empty()) return Error{"no root directory given"};
+    if (options.update_interval.count() <= 0) return Error{"update interval must be > 0 ms"};
+    if (!accepted_interval(options.average_interval.count())) {
+      return Error{"averaging interval must be 50 or 1000 ms"};
     }
-    if (fault.kind == Fault::Kind::slow && options.once) {
-      return Error{"slow fault on '" + key + "' needs a running node, not a one-shot tree"};
+    if (options.sample_step.count() <= 0) return Error{"sample step must be > 0 ms"};
+    if (!(options.load >= 0.0 && options.load <= 1.0)) return Error{"load must be within 0..1"};
+    if (options.model == Model::trace && options.trace_path.empty()) {
+      return Error{"the trace model needs a trace file"};
     }
-    if (fault.kind == Fault::Kind::slow && fault.delay.count() <= 0) {
-      return Error{"slow fault on '" + key + "' needs a delay > 0 ms"};
+    for (const auto& [key, fault] : options.faults) {
+      if (!find(key)) {
+        std::string known;
+        for (const auto& c : channels) known += (known.empty() ? "" : ", ") + c->spec.key;
+        return Error{"fault for unknown channel '" + key + "' (profile " +
+                     std::string(profile_name(options.profile)) + " has " + known + ")"};
+      }
+      if (fault.kind == Fault::Kind::slow && options.once) {
+        return Error{"slow fault on '" + key + "' needs a running node, not a one-shot tree"};
+      }
+      if (fault.kind == Fault::Kind::slow && fault.delay.count() <= 0) {
+        return Error{"slow fault on '" + key + "' needs a delay > 0 ms"};
+      }
     }
+    return Ok{};
   }
-  return Ok{};
-}
 
-void SimNode::Impl::build_channels(const std::string& root) {
-  const auto specs = profile_channels(options.profile);
-  if (channels.empty()) {
+  void build_channels(const std::string& root) {
+    const auto specs = profile_channels(options.profile);
+    if (channels.empty()) {
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        auto c = std::make_unique<Channel>();
+        c->spec = specs[i];
+        c->index = i;
+        c->interval_ms = options.average_interval.count();
+        if (auto f = options.faults.find(specs[i].key); f != options.faults.end()) {
+          c->fault = f->second;
+        }
+        channels.push_back(std::move(c));
+      }
+      infos.resize(specs.size());
+    }
     for (std::size_t i = 0; i < specs.size(); ++i) {
-      auto c = std::make_unique<Channel>();
-      c->spec = specs[i];
-      c->index = i;
-      c->interval_ms = options.average_interval.count();
-      if (auto f = options.faults.find(specs[i].key); f != options.faults.end()) {
-        c->fault = f->second;
-      }
-      channels.push_back(std::move(c));
-    }
-    infos.resize(specs.size());
-  }
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    NodeSpec node{power_meter_hwmon(i), acpi_device_dir(i), "power_meter", options.layout, {}};
-    infos[i] =
-        ChannelInfo{specs[i].key,      node.hwmon,    attribute_dir(root, node) + "/power1_average",
-                    specs[i].oem_info, specs[i].kind, specs[i].socket};
-    channels[i]->value_path = infos[i].value_path;
-  }
-}
-
-double SimNode::Impl::underlying(const Channel& c, double t_s) const {
-  switch (options.model) {
-    case Model::load:
-      return model_watts(options.profile, c.spec.kind,
-                         tracker ? tracker->utilisation(c.spec.socket) : 0.0);
-    case Model::trace:
-      if (trace) {
-        if (const auto v = trace->value_at(c.spec.key, t_s)) return *v;
-      }
-      [[fallthrough]];
-    case Model::constant:
-      break;
-  }
-  return model_watts(options.profile, c.spec.kind, options.load);
-}
-
-void SimNode::Impl::feed(Channel& c, double t_s, const std::optional<double>& forced) {
-  if (forced) {
-    c.history.set(t_s, *forced);
-    c.trace_until_s = t_s;
-    return;
-  }
-  if (trace) {
-    // A trace's steps go in at their own times, so its averages are exact whatever the
-    // update and sample cadence.
-    for (const auto& [at_s, watts] : trace->steps(c.spec.key, c.trace_until_s, t_s)) {
-      c.history.set(at_s, watts);
-    }
-    c.trace_until_s = t_s;
-  }
-  c.history.set(t_s, underlying(c, t_s));
-}
-
-std::map<std::string, double> SimNode::Impl::forced_values() const {
-  std::lock_guard lock(mutex);
-  return overrides;
-}
-
-void SimNode::Impl::sample_models(Clock::time_point now) {
-  if (tracker) tracker->sample(now);
-  const double t_s = seconds(now - started_at);
-  const auto forced = forced_values();
-  for (auto& c : channels) {
-    const auto f = forced.find(c->spec.key);
-    feed(*c, t_s, f == forced.end() ? std::nullopt : std::optional(f->second));
-  }
-}
-
-Status SimNode::Impl::update(Clock::time_point now, bool first) {
-  Status result = Ok{};
-  const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
-  const double t_s = seconds(now - started_at);
-  if (tracker && !first) tracker->sample(now);
-  const auto forced = forced_values();
-  for (auto& c : channels) {
-    const auto f = forced.find(c->spec.key);
-    const bool overridden = f != forced.end();
-    feed(*c, t_s, overridden ? std::optional(f->second) : std::nullopt);
-    // What the firmware publishes: the mean over the averaging interval ending now.
-    double watts = c->history.mean(t_s - seconds(c->interval()), t_s);
-    // Measurement noise on the published value. It is drawn even when overridden, so the
-    // noise sequence for a seed does not depend on which channels were forced.
-    const double noise =
-        options.model == Model::load && options.noise ? noise_source.next(kNoiseAmplitudeW) : 0.0;
-    if (!overridden) watts += noise;
-    std::unique_lock value_lock(c->value_mutex);
-    const Status applied = apply(*c, to_microwatts(watts), elapsed);
-    value_lock.unlock();
-    if (applied) {
-      c->failing = false;
-    } else if (first && result) {
-      result = applied;
-    } else if (!c->failing) {
-      c->failing = true;
-      log->warn("cannot update channel={} error={}", c->spec.key, common::quoted(applied.error()));
+      NodeSpec node{power_meter_hwmon(i), acpi_device_dir(i), "power_meter", options.layout, {}};
+      infos[i] = ChannelInfo{specs[i], node.hwmon, attribute_dir(root, node) + "/power1_average"};
+      channels[i]->value_path = infos[i].value_path;
     }
   }
-  return result;
-}
 
-void SimNode::Impl::poll_intervals(Clock::time_point now) {
-  for (auto& c : channels) {
-    const std::string path =
-        path_of(*c).substr(0, path_of(*c).rfind('/') + 1) + "power1_average_interval";
-    const auto text = common::read_small_file(path, 64);
-    const std::string content = text ? std::string(common::trim(*text)) : std::string("<none>");
-    const auto ms = text ? common::parse_u64(content) : std::nullopt;
-    const auto wanted = ms && *ms <= 3600000
-                            ? std::optional<std::int64_t>(static_cast<std::int64_t>(*ms))
-                            : std::nullopt;
-    if (wanted && *wanted == c->interval().count()) {
-      c->bad_interval_polls = 0;
-      if (*text != interval_line(c->interval())) {
-        // "50" -> "50\n", as sysfs shows it
-        (void)write_atomic(path, interval_line(c->interval()));
-      }
-      continue;
-    }
-    if (wanted && accepted_interval(*wanted)) {
-      change_interval(*c, milliseconds(*wanted), now);
-      continue;
-    }
-    // Seen twice in a row: a writer caught between truncation and write gets another poll.
-    if (++c->bad_interval_polls < 2) continue;
-    c->bad_interval_polls = 0;
-    log->warn(
-        "power1_average_interval holds a value the firmware refuses; putting back the interval "
-        "(a real kernel fails such a write with EINVAL) channel={} content={} interval_ms={}",
-        c->spec.key, common::quoted(content.substr(0, 32)), c->interval().count());
-    if (const Status restored = write_atomic(path, interval_line(c->interval())); !restored) {
-      log->warn("cannot restore power1_average_interval channel={} error={}", c->spec.key,
-                common::quoted(restored.error()));
-    }
-  }
-}
+  Status write_tree() {
+    const std::string& root = options.root;
+    if (Status prepared = prepare_root(root); !prepared) return prepared;
+    std::error_code ec;
+    const auto canonical = std::filesystem::canonical(root, ec);
+    if (ec) return Error{"cannot resolve root " + root + ": " + ec.message()};
+    abs_root = canonical.string();
+    build_channels(abs_root);
 
-void SimNode::Impl::change_interval(Channel& c, milliseconds interval, Clock::time_point now) {
-  const auto from = c.interval();
-  c.interval_ms = interval.count();
-  c.bad_interval_polls = 0;
-  if (options.layout == Layout::modern) {
-    reregister(c, now);
-    return;
-  }
-  // Kernels <= 6.14 keep the hwmon device on a CONFIG notify: only the value changes.
-  const std::string path =
-      path_of(c).substr(0, path_of(c).rfind('/') + 1) + "power1_average_interval";
-  (void)write_atomic(path, interval_line(interval));
-  log->info("averaging interval changed channel={} from_ms={} to_ms={}", c.spec.key, from.count(),
-            interval.count());
-}
-
-void SimNode::Impl::reregister(Channel& c, Clock::time_point now) {
-  namespace fs = std::filesystem;
-  std::lock_guard value_lock(c.value_mutex);
-  const std::size_t i = c.index;
-  const std::string old_hwmon = infos[i].hwmon;
-  // A slow or hang FIFO goes first: its readers get a value and its writer thread stops
-  // before the directory it writes in disappears.
-  if (c.state == FileState::fifo) {
-    if (const Status retired = retire_fifo(c, value_line(c.model_uw)); !retired) {
-      log->warn("cannot retire channel={} error={}", c.spec.key, common::quoted(retired.error()));
+    if (options.model == Model::load) {
+      tracker.emplace(options.proc_stat, profile_sockets(options.profile));
+      if (Status primed = tracker->prime(Clock::now()); !primed) return primed;
     }
-  }
-  // hwmon_device_unregister: the class entry and the class directory disappear.
-  const std::string device_dir = acpi_device_dir(i);
-  ::unlink((abs_root + "/" + old_hwmon).c_str());
-  std::error_code ec;
-  fs::remove_all(abs_root + "/" + device_dir + "/hwmon/" + old_hwmon, ec);
-  // hwmon_device_register_with_info: a new number, the same device and labels.
-  NodeSpec node{"hwmon" + std::to_string(next_hwmon++), device_dir, "power_meter", options.layout,
-                meter_attributes(c.spec, c.interval(), value_line(c.model_uw))};
-  Status registered = write_node(abs_root, node);
-  c.value_path = attribute_dir(abs_root, node) + "/power1_average";
-  c.state = FileState::regular;
-  c.reading_uw = c.model_uw.load();
-  if (registered) {
-    // Any fault active now applies to the new file before the node becomes visible.
-    registered = apply(c, c.model_uw, std::chrono::duration_cast<milliseconds>(now - started_at));
-    if (registered) registered = link_class_entry(abs_root, node);
-  }
-  {
-    // channels() shows the new node only once it can be found under the root.
-    std::lock_guard lock(infos_mutex);
-    infos[i].hwmon = node.hwmon;
-    infos[i].value_path = c.value_path;
-  }
-  if (!registered) {
-    log->warn("cannot re-register channel={} error={}", c.spec.key,
-              common::quoted(registered.error()));
-    return;
-  }
-  log->info(
-      "averaging interval changed; re-registered the hwmon device as the kernel does channel={} "
-      "oem_info={} from={} to={} interval_ms={}",
-      c.spec.key, common::quoted(c.spec.oem_info), old_hwmon, node.hwmon, c.interval().count());
-}
-
-Status SimNode::Impl::apply(Channel& c, std::int64_t uw, milliseconds elapsed) {
-  const std::string& path = path_of(c);
-  c.model_uw = uw;
-  const bool faulted = c.fault && c.fault->active_at(elapsed);
-  const auto kind = faulted ? std::optional(c.fault->kind) : std::nullopt;
-
-  if (kind == Fault::Kind::unreadable) {
-    if (c.state == FileState::socket) return Ok{};
-    if (c.state == FileState::fifo) {
-      if (Status s = retire_fifo(c, value_line(uw)); !s) return s;
+    if (options.model == Model::trace) {
+      auto loaded = Trace::load(options.trace_path, profile_channels(options.profile));
+      if (!loaded) return Error{loaded.error()};
+      trace = std::move(*loaded);
     }
-    c.reading_uw = kNoReading;
-    if (Status s = replace_with_socket(path); !s) return s;
-    c.state = FileState::socket;
-    return Ok{};
-  }
-  if (kind == Fault::Kind::slow || kind == Fault::Kind::hang) {
-    c.reading_uw = kind == Fault::Kind::slow ? uw : kNoReading;
-    if (c.state == FileState::fifo) return Ok{};
-    if (Status s = replace_with_fifo(path); !s) return s;
-    c.state = FileState::fifo;
-    if (kind == Fault::Kind::slow) start_writer(c);
+
+    // Unrelated hwmon devices a consumer must skip: a thermal zone, and an NVMe drive that
+    // even reports a power1_average of its own.
+    std::vector<NodeSpec> nodes;
+    nodes.push_back(NodeSpec{"hwmon0",
+                             "devices/virtual/thermal/thermal_zone0",
+                             "acpitz",
+                             Layout::modern,
+                             {{"temp1_input", "45000\n"}}});
+    nodes.push_back(NodeSpec{"hwmon1",
+                             "devices/pci0000:00/0000:00:01.0/nvme/nvme0",
+                             "nvme",
+                             options.layout,
+                             {{"temp1_input", "38850\n"}, {"power1_average", "5000000\n"}}});
+    for (std::size_t i = 0; i < channels.size(); ++i) {
+      const auto& c = *channels[i];
+      // power1_average first holds the unfaulted first value; apply() below lays any fault
+      // active at t = 0 over it before the class entry makes the node visible.
+      nodes.push_back(NodeSpec{power_meter_hwmon(i), acpi_device_dir(i), "power_meter",
+                               options.layout,
+                               meter_attributes(c.spec, c.interval(), sysfs_line(0))});
+    }
+    if (!channels.empty()) {
+      // Re-registration numbers continue after the highest power meter's.
+      next_hwmon = std::stoi(power_meter_hwmon(channels.size() - 1).substr(5)) + 1;
+    }
+    for (const auto& node : nodes) {
+      if (Status written = write_node(abs_root, node); !written) return written;
+    }
+    started_at = Clock::now();
+    started_unix =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (Status first = update(started_at, true); !first) return first;
+    for (const auto& node : nodes) {
+      if (Status linked = link_class_entry(abs_root, node); !linked) return linked;
+    }
     return Ok{};
   }
 
-  std::string content;
-  std::int64_t reading = kNoReading;
-  if (!kind) {
-    content = value_line(uw);
-    reading = uw;
-  } else if (kind == Fault::Kind::invalid) {
-    content = kInvalidReading;
-  } else if (kind == Fault::Kind::zero) {
-    content = "0\n";
-    reading = 0;
-  }  // empty: no content
-  const Status written =
-      c.state == FileState::fifo ? retire_fifo(c, content) : write_atomic(path, content);
-  if (!written) return written;
-  c.state = FileState::regular;
-  c.reading_uw = reading;
-  return Ok{};
-}
-
-Status SimNode::Impl::retire_fifo(Channel& c, std::string_view content) {
-  const std::string& path = path_of(c);
-  // A slow writer's last act is a fresh FIFO, so the only readers left on the one at `path`
-  // are blocked in open() and have had no value yet.
-  if (c.writer.joinable()) stop_writer(c);
-  // Holding the FIFO open read-write is a writer arriving: readers blocked in open() wake up.
-  // The handle also keeps the inode reachable after the rename, so every reader that got in
-  // before the regular file replaced it receives a value instead of hanging. Several such
-  // readers share one pipe: the first gets the value, the rest read EOF.
-  const int keep = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  Status written = write_atomic(path, content);
-  if (keep >= 0) {
-    const std::string line = content.empty() ? value_line(c.model_uw) : std::string(content);
-    write_all_nonblocking(keep, line);
-    ::close(keep);
-  }
-  if (written) c.state = FileState::regular;
-  return written;
-}
-
-void SimNode::Impl::start_writer(Channel& c) {
-  {
-    std::lock_guard lock(c.writer_mutex);
-    c.writer_stop = false;
-  }
-  c.writer = std::thread([this, &c] { writer_loop(c); });
-}
-
-void SimNode::Impl::stop_writer(Channel& c) {
-  {
-    std::lock_guard lock(c.writer_mutex);
-    c.writer_stop = true;
-  }
-  c.writer_cv.notify_all();
-  // A reader of our own lets a writer blocked in open() through; it stays open until the
-  // join so that the writer's final write cannot hit a pipe with no reader.
-  const int unblock = ::open(path_of(c).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  c.writer.join();
-  if (unblock >= 0) ::close(unblock);
-}
-
-void SimNode::Impl::writer_loop(Channel& c) {
-  sigset_t pipe_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
-
-  const std::string path = path_of(c);
-  const auto delay = c.fault ? c.fault->delay : milliseconds(0);
-  auto pause = [&c](milliseconds how_long) {
-    std::unique_lock lock(c.writer_mutex);
-    return c.writer_cv.wait_for(lock, how_long, [&c] { return c.writer_stop; });
-  };
-  bool logged = false;
-  while (!pause(milliseconds(0))) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // blocks until a reader opens
-    if (fd < 0) {
-      if (errno != EINTR) pause(milliseconds(10));
-      continue;
+  double underlying(const Channel& c, double t_s) const {
+    switch (options.model) {
+      case Model::load:
+        return model_watts(options.profile, c.spec.kind,
+                           tracker ? tracker->utilisation(c.spec.socket) : 0.0);
+      case Model::trace:
+        if (trace) {
+          if (const auto v = trace->value_at(c.spec.key, t_s)) return *v;
+        }
+        [[fallthrough]];
+      case Model::constant:
+        break;
     }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {  // replaced behind our back
-      ::close(fd);
-      pause(milliseconds(10));
-      continue;
-    }
-    // The firmware round trip. The value is the one published half-way through it: when
-    // in the round trip firmware takes its value is not known, and the middle is what the
-    // exporter assumes when it dates a read by its midpoint. Stopping cuts the trip short;
-    // the reader still gets its value.
-    const auto half = delay / 2;
-    pause(half);
-    const std::string value = value_line(c.model_uw);
-    pause(delay - half);
-    // A fresh FIFO for the next reader before this one gets its value: a reader that has its
-    // value but has not yet seen EOF must never see a second writer (and a second value) on
-    // its inode, and a reader that opens the path once this one has its value must get the
-    // fresh FIFO, not this one's EOF, however late either gets scheduled.
-    if (const Status renewed = replace_with_fifo(path); !renewed && !logged) {
-      logged = true;
-      log->warn("cannot renew slow channel={} error={}", c.spec.key,
-                common::quoted(renewed.error()));
-    }
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    write_all_nonblocking(fd, value);
-    ::close(fd);
+    return model_watts(options.profile, c.spec.kind, options.load);
   }
-}
 
-Clock::time_point SimNode::Impl::next_fault_boundary(milliseconds elapsed) const {
-  auto next = Clock::time_point::max();
-  for (const auto& c : channels) {
-    if (!c->fault) continue;
-    for (const auto edge : {std::optional(c->fault->from), c->fault->to}) {
-      if (edge && *edge > elapsed) next = std::min(next, started_at + *edge);
+  void feed(Channel& c, double t_s, const std::optional<double>& forced) {
+    if (forced) {
+      c.history.set(t_s, *forced);
+      c.trace_until_s = t_s;
+      return;
     }
+    if (trace) {
+      // A trace's steps go in at their own times, so its averages are exact whatever the
+      // update and sample cadence.
+      for (const auto& [at_s, watts] : trace->steps(c.spec.key, c.trace_until_s, t_s)) {
+        c.history.set(at_s, watts);
+      }
+      c.trace_until_s = t_s;
+    }
+    c.history.set(t_s, underlying(c, t_s));
   }
-  return next;
-}
 
-void SimNode::Impl::run_updates() {
-  const bool sampled = options.model == Model::load;
-  auto next_tick = started_at + options.update_interval;
-  auto next_sample = sampled ? started_at + options.sample_step : Clock::time_point::max();
-  std::unique_lock lock(mutex);
-  while (!stopping) {
-    const auto now = Clock::now();
+  // Feeds every channel's underlying power up to `now`, the load model sampled first unless
+  // this is the first update (priming took its reading); the overrides it used.
+  std::map<std::string, double> sample_models(Clock::time_point now, bool first = false) {
+    if (tracker && !first) tracker->sample(now);
+    const double t_s = seconds(now - started_at);
+    const auto forced = [this] {
+      std::lock_guard lock(mutex);
+      return overrides;
+    }();
+    for (auto& c : channels) {
+      const auto f = forced.find(c->spec.key);
+      feed(*c, t_s, f == forced.end() ? std::nullopt : std::optional(f->second));
+    }
+    return forced;
+  }
+
+  // The first update's first failing channel is its error; other failures are logged.
+  Status update(Clock::time_point now, bool first) {
+    Status result = Ok{};
     const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started_at);
-    const auto boundary = next_fault_boundary(elapsed);
-    const auto wake = std::min({next_tick, next_sample, boundary});
-    if (update_cv.wait_until(lock, wake, [this] { return stopping; })) break;
-    lock.unlock();
-    const auto at = Clock::now();
+    const double t_s = seconds(now - started_at);
+    const auto forced = sample_models(now, first);
+    for (auto& c : channels) {
+      const bool overridden = forced.count(c->spec.key) > 0;
+      // What the firmware publishes: the mean over the averaging interval ending now.
+      double watts = c->history.mean(t_s - seconds(c->interval()), t_s);
+      // Measurement noise on the published value. It is drawn even when overridden, so the
+      // noise sequence for a seed does not depend on which channels were forced.
+      const double noise =
+          options.model == Model::load && options.noise ? noise_source.next(kNoiseAmplitudeW) : 0.0;
+      if (!overridden) watts += noise;
+      std::unique_lock value_lock(c->value_mutex);
+      const Status applied = apply(*c, to_microwatts(watts), elapsed);
+      value_lock.unlock();
+      if (applied) {
+        c->failing = false;
+      } else if (first && result) {
+        result = applied;
+      } else if (!c->failing) {
+        c->failing = true;
+        log->warn("cannot update channel={} error={}", c->spec.key,
+                  common::quoted(applied.error()));
+      }
+    }
+    return result;
+  }
+
+  void poll_intervals(Clock::time_point now) {
+    for (auto& c : channels) {
+      const std::string path = interval_path(*c);
+      const auto text = common::read_small_file(path, 64);
+      const std::string content = text ? std::string(common::trim(*text)) : std::string("<none>");
+      const auto ms = text ? common::parse_u64(content) : std::nullopt;
+      const auto wanted = ms && *ms <= 3600000
+                              ? std::optional<std::int64_t>(static_cast<std::int64_t>(*ms))
+                              : std::nullopt;
+      if (wanted && *wanted == c->interval().count()) {
+        c->bad_interval_polls = 0;
+        if (*text != sysfs_line(c->interval().count())) {
+          // "50" -> "50\n", as sysfs shows it
+          (void)write_atomic(path, sysfs_line(c->interval().count()));
+        }
+        continue;
+      }
+      if (wanted && accepted_interval(*wanted)) {
+        change_interval(*c, milliseconds(*wanted), now);
+        continue;
+      }
+      // Seen twice in a row: a writer caught between truncation and write gets another poll.
+      if (++c->bad_interval_polls < 2) continue;
+      c->bad_interval_polls = 0;
+      log->warn(
+          "power1_average_interval holds a value the firmware refuses; putting back the interval "
+          "(a real kernel fails such a write with EINVAL) channel={} content={} interval_ms={}",
+          c->spec.key, common::quoted(content.substr(0, 32)), c->interval().count());
+      if (const Status restored = write_atomic(path, sysfs_line(c->interval().count()));
+          !restored) {
+        log->warn("cannot restore power1_average_interval channel={} error={}", c->spec.key,
+                  common::quoted(restored.error()));
+      }
+    }
+  }
+
+  void change_interval(Channel& c, milliseconds interval, Clock::time_point now) {
+    const auto from = c.interval();
+    c.interval_ms = interval.count();
+    c.bad_interval_polls = 0;
+    if (options.layout == Layout::modern) {
+      reregister(c, now);
+      return;
+    }
+    // Kernels <= 6.14 keep the hwmon device on a CONFIG notify: only the value changes.
+    (void)write_atomic(interval_path(c), sysfs_line(interval.count()));
+    log->info("averaging interval changed channel={} from_ms={} to_ms={}", c.spec.key, from.count(),
+              interval.count());
+  }
+
+  void reregister(Channel& c, Clock::time_point now) {
+    namespace fs = std::filesystem;
+    std::lock_guard value_lock(c.value_mutex);
+    const std::size_t i = c.index;
+    const std::string old_hwmon = infos[i].hwmon;
+    // A slow or hang FIFO goes first: its readers get a value and its writer thread stops
+    // before the directory it writes in disappears.
+    if (c.state == FileState::fifo) {
+      if (const Status retired = retire_fifo(c, sysfs_line(c.model_uw)); !retired) {
+        log->warn("cannot retire channel={} error={}", c.spec.key, common::quoted(retired.error()));
+      }
+    }
+    // hwmon_device_unregister: the class entry and the class directory disappear.
+    const std::string device_dir = acpi_device_dir(i);
+    ::unlink((abs_root + "/" + old_hwmon).c_str());
+    std::error_code ec;
+    fs::remove_all(abs_root + "/" + device_dir + "/hwmon/" + old_hwmon, ec);
+    // hwmon_device_register_with_info: a new number, the same device and labels.
+    NodeSpec node{"hwmon" + std::to_string(next_hwmon++), device_dir, "power_meter", options.layout,
+                  meter_attributes(c.spec, c.interval(), sysfs_line(c.model_uw))};
+    Status registered = write_node(abs_root, node);
+    c.value_path = attribute_dir(abs_root, node) + "/power1_average";
+    c.state = FileState::regular;
+    c.reading_uw = c.model_uw.load();
+    if (registered) {
+      // Any fault active now applies to the new file before the node becomes visible.
+      registered = apply(c, c.model_uw, std::chrono::duration_cast<milliseconds>(now - started_at));
+      if (registered) registered = link_class_entry(abs_root, node);
+    }
+    {
+      // channels() shows the new node only once it can be found under the root.
+      std::lock_guard lock(infos_mutex);
+      infos[i].hwmon = node.hwmon;
+      infos[i].value_path = c.value_path;
+    }
+    if (!registered) {
+      log->warn("cannot re-register channel={} error={}", c.spec.key,
+                common::quoted(registered.error()));
+      return;
+    }
+    log->info(
+        "averaging interval changed; re-registered the hwmon device as the kernel does channel={} "
+        "oem_info={} from={} to={} interval_ms={}",
+        c.spec.key, common::quoted(c.spec.oem_info), old_hwmon, node.hwmon, c.interval().count());
+  }
+
+  Status apply(Channel& c, std::int64_t uw, milliseconds elapsed) {
+    const std::string& path = c.value_path;
+    c.model_uw = uw;
+    const bool faulted = c.fault && c.fault->active_at(elapsed);
+    const auto kind = faulted ? std::optional(c.fault->kind) : std::nullopt;
+
+    if (kind == Fault::Kind::unreadable) {
+      if (c.state == FileState::socket) return Ok{};
+      if (c.state == FileState::fifo) {
+        if (Status s = retire_fifo(c, sysfs_line(uw)); !s) return s;
+      }
+      c.reading_uw = kNoReading;
+      if (Status s = replace_with_socket(path); !s) return s;
+      c.state = FileState::socket;
+      return Ok{};
+    }
+    if (kind == Fault::Kind::slow || kind == Fault::Kind::hang) {
+      c.reading_uw = kind == Fault::Kind::slow ? uw : kNoReading;
+      if (c.state == FileState::fifo) return Ok{};
+      if (Status s = replace_with_fifo(path); !s) return s;
+      c.state = FileState::fifo;
+      if (kind == Fault::Kind::slow) start_writer(c);
+      return Ok{};
+    }
+
+    std::string content;
+    std::int64_t reading = kNoReading;
+    if (!kind) {
+      content = sysfs_line(uw);
+      reading = uw;
+    } else if (kind == Fault::Kind::invalid) {
+      content = kInvalidReading;
+    } else if (kind == Fault::Kind::zero) {
+      content = "0\n";
+      reading = 0;
+    }  // empty: no content
+    const Status written =
+        c.state == FileState::fifo ? retire_fifo(c, content) : write_atomic(path, content);
+    if (!written) return written;
+    c.state = FileState::regular;
+    c.reading_uw = reading;
+    return Ok{};
+  }
+
+  Status retire_fifo(Channel& c, std::string_view content) {
+    const std::string& path = c.value_path;
+    // A slow writer's last act is a fresh FIFO, so the only readers left on the one at `path`
+    // are blocked in open() and have had no value yet.
+    if (c.writer.joinable()) stop_writer(c);
+    // Holding the FIFO open read-write is a writer arriving: readers blocked in open() wake up.
+    // The handle also keeps the inode reachable after the rename, so every reader that got in
+    // before the regular file replaced it receives a value instead of hanging. Several such
+    // readers share one pipe: the first gets the value, the rest read EOF.
+    const int keep = ::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    Status written = write_atomic(path, content);
+    if (keep >= 0) {
+      const std::string line = content.empty() ? sysfs_line(c.model_uw) : std::string(content);
+      write_all_nonblocking(keep, line);
+      ::close(keep);
+    }
+    if (written) c.state = FileState::regular;
+    return written;
+  }
+
+  void start_writer(Channel& c) {
+    {
+      std::lock_guard lock(c.writer_mutex);
+      c.writer_stop = false;
+    }
+    c.writer = std::thread([this, &c] { writer_loop(c); });
+  }
+
+  void stop_writer(Channel& c) {
+    {
+      std::lock_guard lock(c.writer_mutex);
+      c.writer_stop = true;
+    }
+    c.writer_cv.notify_all();
+    // A reader of our own lets a writer blocked in open() through; it stays open until the
+    // join so that the writer's final write cannot hit a pipe with no reader.
+    const int unblock = ::open(c.value_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    c.writer.join();
+    if (unblock >= 0) ::close(unblock);
+  }
+
+  void writer_loop(Channel& c) {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+
+    const std::string path = c.value_path;
+    const auto delay = c.fault ? c.fault->delay : milliseconds(0);
+    auto pause = [&c](milliseconds how_long) {
+      std::unique_lock lock(c.writer_mutex);
+      return c.writer_cv.wait_for(lock, how_long, [&c] { return c.writer_stop; });
+    };
+    bool logged = false;
+    while (!pause(milliseconds(0))) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // blocks until a reader opens
+      if (fd < 0) {
+        if (errno != EINTR) pause(milliseconds(10));
+        continue;
+      }
+      struct stat st {};
+      if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {  // replaced behind our back
+        ::close(fd);
+        pause(milliseconds(10));
+        continue;
+      }
+      // The firmware round trip. The value is the one published half-way through it: when
+      // in the round trip firmware takes its value is not known, and the middle is what the
+      // exporter assumes when it dates a read by its midpoint. Stopping cuts the trip short;
+      // the reader still gets its value.
+      const auto half = delay / 2;
+      pause(half);
+      const std::string value = sysfs_line(c.model_uw);
+      pause(delay - half);
+      // A fresh FIFO for the next reader before this one gets its value: a reader that has its
+      // value but has not yet seen EOF must never see a second writer (and a second value) on
+      // its inode, and a reader that opens the path once this one has its value must get the
+      // fresh FIFO, not this one's EOF, however late either gets scheduled.
+      if (const Status renewed = replace_with_fifo(path); !renewed && !logged) {
+        logged = true;
+        log->warn("cannot renew slow channel={} error={}", c.spec.key,
+                  common::quoted(renewed.error()));
+      }
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      write_all_nonblocking(fd, value);
+      ::close(fd);
+    }
+  }
+
+  // The update thread's work at `at`; when it is due next.
+  Clock::time_point tick(Clock::time_point at) {
     bool publish = at >= boundary;
-    if (at >= next_tick) {
+    if (at >= next_update) {
       publish = true;
-      next_tick += options.update_interval;
-      if (next_tick <= at) next_tick = at + options.update_interval;  // fell behind: skip
+      next_update = next_tick(next_update, options.update_interval, at);
     }
     if (at >= next_sample) {
-      next_sample += options.sample_step;
-      if (next_sample <= at) next_sample = at + options.sample_step;
+      next_sample = next_tick(next_sample, options.sample_step, at);
       if (!publish) sample_models(at);  // a publication samples too
     }
     if (publish) {
       poll_intervals(at);
       (void)update(at, false);  // not the first: it logs its failures
     }
-    lock.lock();
+    return next_wake();
   }
-}
 
-void SimNode::Impl::release_files() {
-  for (auto& c : channels) {
-    std::lock_guard value_lock(c->value_mutex);
-    if (c->writer.joinable()) stop_writer(*c);
-    if (c->state != FileState::fifo) continue;
-    if (const Status retired = retire_fifo(*c, value_line(c->model_uw)); !retired) {
-      log->warn("cannot restore channel={} error={}", c->spec.key, common::quoted(retired.error()));
+  Clock::time_point next_wake() {
+    const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - started_at);
+    boundary = Clock::time_point::max();
+    for (const auto& c : channels) {
+      if (!c->fault) continue;
+      for (const auto edge : {std::optional(c->fault->from), c->fault->to}) {
+        if (edge && *edge > elapsed) boundary = std::min(boundary, started_at + *edge);
+      }
     }
-    c->reading_uw = static_cast<std::int64_t>(c->model_uw);
-  }
-}
-
-Status SimNode::Impl::write_tree() {
-  const std::string& root = options.root;
-  if (Status prepared = prepare_root(root); !prepared) return prepared;
-  std::error_code ec;
-  const auto canonical = std::filesystem::canonical(root, ec);
-  if (ec) return Error{"cannot resolve root " + root + ": " + ec.message()};
-  abs_root = canonical.string();
-  build_channels(abs_root);
-
-  if (options.model == Model::load) {
-    tracker.emplace(options.proc_stat, profile_sockets(options.profile));
-    if (Status primed = tracker->prime(Clock::now()); !primed) return primed;
-  }
-  if (options.model == Model::trace) {
-    auto loaded = Trace::load(options.trace_path, profile_channels(options.profile));
-    if (!loaded) return Error{loaded.error()};
-    trace = std::move(*loaded);
+    return std::min({next_update, next_sample, boundary});
   }
 
-  // Unrelated hwmon devices a consumer must skip: a thermal zone, and an NVMe drive that
-  // even reports a power1_average of its own.
-  std::vector<NodeSpec> nodes;
-  nodes.push_back(NodeSpec{"hwmon0",
-                           "devices/virtual/thermal/thermal_zone0",
-                           "acpitz",
-                           Layout::modern,
-                           {{"temp1_input", "45000\n"}}});
-  nodes.push_back(NodeSpec{"hwmon1",
-                           "devices/pci0000:00/0000:00:01.0/nvme/nvme0",
-                           "nvme",
-                           options.layout,
-                           {{"temp1_input", "38850\n"}, {"power1_average", "5000000\n"}}});
-  for (std::size_t i = 0; i < channels.size(); ++i) {
-    const auto& c = *channels[i];
-    // power1_average first holds the unfaulted first value; apply() below lays any fault
-    // active at t = 0 over it before the class entry makes the node visible.
-    nodes.push_back(NodeSpec{power_meter_hwmon(i), acpi_device_dir(i), "power_meter",
-                             options.layout,
-                             meter_attributes(c.spec, c.interval(), value_line(0))});
+  void release_files() {
+    for (auto& c : channels) {
+      std::lock_guard value_lock(c->value_mutex);
+      if (c->writer.joinable()) stop_writer(*c);
+      if (c->state != FileState::fifo) continue;
+      if (const Status retired = retire_fifo(*c, sysfs_line(c->model_uw)); !retired) {
+        log->warn("cannot restore channel={} error={}", c->spec.key,
+                  common::quoted(retired.error()));
+      }
+      c->reading_uw = static_cast<std::int64_t>(c->model_uw);
+    }
   }
-  if (!channels.empty()) {
-    // Re-registration numbers continue after the highest power meter's.
-    next_hwmon = std::stoi(power_meter_hwmon(channels.size() - 1).substr(5)) + 1;
-  }
-  for (const auto& node : nodes) {
-    if (Status written = write_node(abs_root, node); !written) return written;
-  }
-  started_at = Clock::now();
-  started_unix =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (Status first = update(started_at, true); !first) return first;
-  for (const auto& node : nodes) {
-    if (Status linked = link_class_entry(abs_root, node); !linked) return linked;
-  }
-  return Ok{};
-}
+};
 
 SimNode::SimNode(SimOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   std::error_code ec;
@@ -678,18 +641,23 @@ Status SimNode::start() {
     impl_->release_files();
     return started;
   }
-  if (!impl_->options.once) impl_->updater = std::thread([this] { impl_->run_updates(); });
+  if (!impl_->options.once) {
+    auto& d = *impl_;
+    d.next_update = d.started_at + d.options.update_interval;
+    d.next_sample = d.options.model == Model::load ? d.started_at + d.options.sample_step
+                                                   : Clock::time_point::max();
+    d.ticker.start(d.next_wake(), [&d](Clock::time_point at) { return d.tick(at); });
+  }
   return Ok{};
 }
 
 void SimNode::stop() {
   {
     std::lock_guard lock(impl_->mutex);
-    if (!impl_->started || impl_->stopping) return;
-    impl_->stopping = true;
+    if (!impl_->started || impl_->stopped) return;
+    impl_->stopped = true;
   }
-  impl_->update_cv.notify_all();
-  if (impl_->updater.joinable()) impl_->updater.join();
+  impl_->ticker.stop();
   if (!impl_->options.once) impl_->release_files();
 }
 

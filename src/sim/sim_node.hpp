@@ -53,21 +53,16 @@ struct SimOptions {
   bool once = false;
 };
 
-struct ChannelInfo {
-  std::string key;         // "total:0"
+// A channel of the profile where the tree has it.
+struct ChannelInfo : ChannelSpec {
   std::string hwmon;       // "hwmon10"; a new number after each re-registration (modern layout)
   std::string value_path;  // absolute, symlinks resolved: the file holding power1_average
-  std::string oem_info;
-  rails::Kind kind = rails::Kind::other;
-  std::uint32_t socket = 0;
 };
 
 class SimNode {
  public:
   explicit SimNode(SimOptions options);
   ~SimNode();  // stops
-  SimNode(const SimNode&) = delete;
-  SimNode& operator=(const SimNode&) = delete;
 
   // Writes the whole tree and the first values, then starts the update thread (and a writer
   // thread per slow channel). Returns once the first values are on disk. An error for bad

@@ -43,6 +43,10 @@ Status make_symlink(const std::string& target, const std::string& link) {
   return Ok{};
 }
 
+std::string class_dir(const std::string& root, const NodeSpec& node) {
+  return root + "/" + node.device_dir + "/hwmon/" + node.hwmon;
+}
+
 }  // namespace
 
 std::string temp_sibling(const std::string& path, std::string_view suffix) {
@@ -98,12 +102,6 @@ std::string acpi_device_dir(std::size_t index) {
   std::snprintf(buf, sizeof buf, "ACPI000D:%02zu", index);
   return std::string("devices/platform/") + buf;
 }
-
-namespace {
-std::string class_dir(const std::string& root, const NodeSpec& node) {
-  return root + "/" + node.device_dir + "/hwmon/" + node.hwmon;
-}
-}  // namespace
 
 std::string attribute_dir(const std::string& root, const NodeSpec& node) {
   return node.layout == Layout::legacy ? root + "/" + node.device_dir : class_dir(root, node);
