@@ -236,31 +236,26 @@ class DcgmSession {
 
 namespace {
 
-std::vector<Sensor> sensors_of(const std::vector<DcgmRow>& rows) {
+// Entity-major, 1130 first per entity (old collectors take the first sample per socket).
+std::vector<Sensor> sensors_of(const DcgmSession& session) {
   std::vector<Sensor> out;
-  for (const auto& r : rows) {
-    Sensor s;
-    s.name = "dcgm/cpu" + std::to_string(r.entity) + "/" + std::to_string(r.field);
-    const auto kind = rails::dcgm_field_kind(r.field);
-    s.kind = kind.value_or(rails::Kind::other);
-    s.power = kind.has_value();
-    s.primary = r.field == rails::kDcgmCpuPowerField;
-    s.socket = r.entity;
-    s.field_id = r.field;
-    const auto e = std::to_string(r.entity), f = std::to_string(r.field);
-    s.label_text = expo::label_text(expo::kDcgmWatts, {e, f, "dcgm"});
-    s.self_label_text = "sensor=\"" + s.name + "\"," + s.label_text;
-    out.push_back(std::move(s));
+  for (const auto entity : session.entities()) {
+    for (const auto field : session.fields()) {
+      Sensor s;
+      const auto e = std::to_string(entity), f = std::to_string(field);
+      s.name = "dcgm/cpu" + e + "/" + f;
+      const auto kind = rails::dcgm_field_kind(field);
+      s.kind = kind.value_or(rails::Kind::other);
+      s.power = kind.has_value();
+      s.primary = field == rails::kDcgmCpuPowerField;
+      s.socket = entity;
+      s.field_id = field;
+      s.label_text = expo::label_text(expo::kDcgmWatts, {e, f, "dcgm"});
+      s.self_label_text = "sensor=\"" + s.name + "\"," + s.label_text;
+      out.push_back(std::move(s));
+    }
   }
   return out;
-}
-
-std::vector<DcgmRow> rows_of(const DcgmSession& session) {
-  std::vector<DcgmRow> rows;
-  for (auto e : session.entities()) {
-    for (auto f : session.fields()) rows.push_back({e, f});
-  }
-  return rows;
 }
 
 }  // namespace
@@ -268,8 +263,7 @@ std::vector<DcgmRow> rows_of(const DcgmSession& session) {
 DcgmReader::DcgmReader(std::unique_ptr<DcgmSession> session,
                        std::chrono::milliseconds poll_interval, std::chrono::milliseconds max_age)
     : session_(std::move(session)),
-      rows_(std::make_shared<const std::vector<DcgmRow>>(rows_of(*session_))),
-      sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(*rows_))),
+      sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(*session_))),
       table_(std::make_shared<SampleTable>(sensor_names(*sensors_), max_age,
                                            "cpu_power_exporter::dcgm", "DCGM reading")),
       interval_(poll_interval) {}
@@ -307,6 +301,10 @@ void DcgmReader::stop(std::chrono::milliseconds grace) {
 
 std::vector<std::uint16_t> DcgmReader::fields() const {
   return session_->fields();
+}
+
+std::vector<std::uint32_t> DcgmReader::entities() const {
+  return session_->entities();
 }
 
 Snapshot DcgmReader::snapshot(SteadyTime now) const {
