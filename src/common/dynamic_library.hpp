@@ -36,6 +36,19 @@ class SymbolBinder {
     fn = p ? reinterpret_cast<Fn*>(*p) : nullptr;
     if (!p) missing_ += (missing_.empty() ? "" : "; ") + p.error();
   }
+  // The symbol as whichever function pointer it initialises, bound as bind() does, so that a
+  // table of functions names each symbol once: `struct Api { init_fn init = symbols("init"); };`
+  struct Symbol {
+    SymbolBinder& binder;
+    const char* name;
+    template <class Fn>
+    operator Fn*() const {  // NOLINT: implicit on purpose
+      Fn* fn = nullptr;
+      binder.bind(fn, name);
+      return fn;
+    }
+  };
+  Symbol operator()(const char* symbol_name) { return {*this, symbol_name}; }
   // Ok, or each missing symbol as "symbol <name>: <dlerror>", joined with "; ".
   Status status() const {
     if (missing_.empty()) return Ok{};

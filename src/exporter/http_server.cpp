@@ -282,6 +282,23 @@ SecurityEvent classify_tls_close(const ConnState& state, ClientAuth policy) {
   return ev;
 }
 
+// Queues a response with `body`, its Content-Type, then the other headers given, in order; a
+// null value leaves its header out.
+MHD_Result respond(MHD_Connection* connection, unsigned status, std::string_view body,
+                   std::initializer_list<std::pair<const char*, const char*>> headers = {},
+                   const char* content_type = "text/plain") {
+  MHD_Response* resp = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()),
+                                                       MHD_RESPMEM_MUST_COPY);
+  if (!resp) return MHD_NO;
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  for (const auto& [name, value] : headers) {
+    if (value) MHD_add_response_header(resp, name, value);
+  }
+  const MHD_Result ret = MHD_queue_response(connection, status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
 }  // namespace
 
 std::size_t waiting_cap(std::size_t per_thread) {
@@ -376,36 +393,6 @@ struct HttpServerAccess {
     }
   }
 
-  static MHD_Result bad_framing(MHD_Connection* connection, bool lengths_differ) {
-    static const char kTwoWays[] =
-        "Bad Request: both Content-Length and Transfer-Encoding frame the body\n";
-    static const char kLengths[] = "Bad Request: Content-Length values differ\n";
-    const char* body = lengths_differ ? kLengths : kTwoWays;
-    MHD_Response* resp = MHD_create_response_from_buffer(std::strlen(body), const_cast<char*>(body),
-                                                         MHD_RESPMEM_PERSISTENT);
-    if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    const MHD_Result ret = MHD_queue_response(connection, MHD_HTTP_BAD_REQUEST, resp);
-    MHD_destroy_response(resp);
-    return ret;
-  }
-
-  static MHD_Result plain_response(MHD_Connection* connection, unsigned status,
-                                   const char* retry_after) {
-    static const char kBusy[] = "Too Many Requests: password checks queued, retry later\n";
-    static const char kStopping[] = "Service Unavailable: shutting down\n";
-    const char* body = status == MHD_HTTP_TOO_MANY_REQUESTS ? kBusy : kStopping;
-    MHD_Response* resp = MHD_create_response_from_buffer(std::strlen(body), const_cast<char*>(body),
-                                                         MHD_RESPMEM_PERSISTENT);
-    if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    if (retry_after) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, retry_after);
-    const MHD_Result ret = MHD_queue_response(connection, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
-  }
-
   // Hands the password check to the authentication thread: the connection is suspended
   // (libmicrohttpd stops polling it; the thread serves others) and resumed once the outcome
   // is written, which brings the next call of answer(). Suspending comes first, so the
@@ -460,16 +447,8 @@ struct HttpServerAccess {
       }
       self->security_.on_event(ev);
     }
-    static const char kBody[] = "Unauthorized\n";
-    MHD_Response* resp = MHD_create_response_from_buffer(sizeof kBody - 1, const_cast<char*>(kBody),
-                                                         MHD_RESPMEM_PERSISTENT);
-    if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                            "Basic realm=\"cpu-power-exporter\"");
-    const MHD_Result ret = MHD_queue_response(connection, MHD_HTTP_UNAUTHORIZED, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return respond(connection, MHD_HTTP_UNAUTHORIZED, "Unauthorized\n",
+                   {{MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"cpu-power-exporter\""}});
   }
 
   static MHD_Result answer(void* cls, MHD_Connection* connection, const char* url,
@@ -500,7 +479,12 @@ struct HttpServerAccess {
           state->answered = true;
           self->guard_->request_complete(state->entry);
         }
-        return bad_framing(connection, framing.lengths_differ);
+        return respond(
+            connection, MHD_HTTP_BAD_REQUEST,
+            framing.lengths_differ
+                ? "Bad Request: Content-Length values differ\n"
+                : "Bad Request: both Content-Length and Transfer-Encoding frame the body\n",
+            {{MHD_HTTP_HEADER_CONNECTION, "close"}});
       }
       return MHD_YES;
     }
@@ -532,10 +516,13 @@ struct HttpServerAccess {
                    "password checks queued to the limit (all clients, or this address); "
                    "answered 429"});
             }
-            return plain_response(connection, MHD_HTTP_TOO_MANY_REQUESTS, "1");
+            return respond(connection, MHD_HTTP_TOO_MANY_REQUESTS,
+                           "Too Many Requests: password checks queued, retry later\n",
+                           {{MHD_HTTP_HEADER_RETRY_AFTER, "1"}});
           case PendingAuth::cancelled:
           case PendingAuth::waiting:
-            return plain_response(connection, MHD_HTTP_SERVICE_UNAVAILABLE, nullptr);
+            return respond(connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           "Service Unavailable: shutting down\n");
         }
       } else if (self->auth_queue_) {
         result = self->security_.authorize_cached(authorization);
@@ -545,15 +532,10 @@ struct HttpServerAccess {
       }
       if (*result != AuthResult::ok) return refuse(self, connection, *result, authorization);
     }
-    HttpResponse r = self->handler_(method ? method : "", url ? url : "");
-    MHD_Response* resp =
-        MHD_create_response_from_buffer(r.body.size(), r.body.data(), MHD_RESPMEM_MUST_COPY);
-    if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r.content_type.c_str());
-    if (!r.allow.empty()) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r.allow.c_str());
-    const MHD_Result ret = MHD_queue_response(connection, r.status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    const HttpResponse r = self->handler_(method ? method : "", url ? url : "");
+    return respond(connection, r.status, r.body,
+                   {{MHD_HTTP_HEADER_ALLOW, r.allow.empty() ? nullptr : r.allow.c_str()}},
+                   r.content_type.c_str());
   }
 };
 

@@ -42,13 +42,6 @@ std::size_t acpi_channel_bytes_bound(std::string_view label_text,
 
 namespace {
 
-void row_prefix(std::string& out, const expo::Family& family, const SelfRow& row) {
-  out += family.name;
-  out += '{';
-  out += row.label_text;
-  out += "} ";
-}
-
 // HELP and TYPE, then value(out, family, row) for every row; rows that carry only an
 // averaging interval are in that family alone.
 template <class Value>
@@ -72,7 +65,7 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   auto optional_gauge = [](auto member, bool centred = false) {
     return [member, centred](std::string& out, const expo::Family& family, const SelfRow& row) {
       if (const auto v = row.reading.*member) {
-        row_prefix(out, family, row);
+        expo::append_sample_prefix(out, family.name, row.label_text);
         expo::append_fixed6(out, centred ? *v + row.reading.centre_offset_s : *v);
         out += '\n';
       }
@@ -80,7 +73,7 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   };
   auto count = [](auto member) {
     return [member](std::string& out, const expo::Family& family, const SelfRow& row) {
-      row_prefix(out, family, row);
+      expo::append_sample_prefix(out, family.name, row.label_text);
       expo::append_uint(out, row.reading.*member);
       out += '\n';
     };
@@ -92,7 +85,7 @@ void render_self_metrics(std::string& out, const std::vector<SelfRow>& rows,
   each_row(out, expo::kReadDuration, rows, optional_gauge(&R::read_duration_s));
   each_row(out, expo::kStale, rows,
            [](std::string& out, const expo::Family& family, const SelfRow& row) {
-             row_prefix(out, family, row);
+             expo::append_sample_prefix(out, family.name, row.label_text);
              out += row.reading.stale ? "1\n" : "0\n";
            });
   if (!stats.modules.empty()) {

@@ -88,9 +88,8 @@ json dcgm_description(const sources::DcgmReader& reader) {
                     {"field_id", rails::kDcgmCpuUtilFields[k]},
                     {"field_name", kUtilNames[k]}});
   }
-  std::set<std::uint32_t> entities;
-  for (const auto& r : reader.rows()) entities.insert(r.entity);
-  for (auto e : entities) {
+  const auto ids = reader.entities();
+  for (auto e : std::set<std::uint32_t>(ids.begin(), ids.end())) {
     sensors.push_back({{"name", rails::dcgm_sensor_name(e)}, {"cpu_entity_id", e}});
   }
   return {

@@ -63,10 +63,6 @@ std::string real_path(const std::string& path) {
   return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Channel names (power1, ...) with a readable value file in `dir`: power*_average, or
 // power*_input where the channel has no _average.
 std::map<std::string, std::string> value_files(const std::string& dir,
@@ -75,9 +71,9 @@ std::map<std::string, std::string> value_files(const std::string& dir,
   for (const auto& name : names) {
     if (name.rfind("power", 0) != 0) continue;
     std::string channel;
-    if (ends_with(name, "_average")) {
+    if (name.ends_with("_average")) {
       channel = name.substr(0, name.size() - 8);
-    } else if (ends_with(name, "_input")) {
+    } else if (name.ends_with("_input")) {
       channel = name.substr(0, name.size() - 6);
     } else {
       continue;
@@ -85,7 +81,7 @@ std::map<std::string, std::string> value_files(const std::string& dir,
     if (channel.find('_') != std::string::npos) continue;  // e.g. power1_average_interval
     if (!is_value_file(dir + "/" + name)) continue;
     auto& slot = out[channel];
-    if (slot.empty() || ends_with(name, "_average")) slot = name;
+    if (slot.empty() || name.ends_with("_average")) slot = name;
   }
   return out;
 }

@@ -143,20 +143,14 @@ std::vector<Sensor> sensors_of(const std::vector<AcpiChannel>& channels) {
   return out;
 }
 
-std::vector<std::string> names_of(const std::vector<AcpiChannel>& channels) {
-  std::vector<std::string> out;
-  for (const auto& c : channels) out.push_back(c.sensor);
-  return out;
-}
-
 }  // namespace
 
 AcpiReader::AcpiReader(std::vector<AcpiChannel> channels, std::chrono::milliseconds read_interval,
                        std::chrono::milliseconds max_age, std::string hwmon_root)
     : live_(std::make_shared<Live>()),
       sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(channels))),
-      table_(std::make_shared<SampleTable>(names_of(channels), max_age, "cpu_power_exporter::acpi",
-                                           "ACPI reading")),
+      table_(std::make_shared<SampleTable>(sensor_names(*sensors_), max_age,
+                                           "cpu_power_exporter::acpi", "ACPI reading")),
       interval_(read_interval),
       threads_(kMaxReaderThreads, std::max<std::chrono::milliseconds>(
                                       2 * read_interval, std::chrono::milliseconds(500))) {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -19,28 +21,33 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// The DCGM functions we call, each bound to its symbol as the table is built; `symbols`
+// collects the missing ones.
 struct DcgmApi {
-  dcgmInit_fn init = nullptr;
-  dcgmShutdown_fn shutdown = nullptr;
-  dcgmConnect_fn connect = nullptr;
+  common::SymbolBinder& symbols;
+  dcgmInit_fn init = symbols("dcgmInit");
+  dcgmShutdown_fn shutdown = symbols("dcgmShutdown");
+  dcgmConnect_fn connect = symbols("dcgmConnect");
+  dcgmDisconnect_fn disconnect = symbols("dcgmDisconnect");
+  dcgmStartEmbedded_fn start_embedded = symbols("dcgmStartEmbedded");
+  dcgmStopEmbedded_fn stop_embedded = symbols("dcgmStopEmbedded");
+  dcgmGetEntityGroupEntities_fn get_entities = symbols("dcgmGetEntityGroupEntities");
+  dcgmGroupCreate_fn group_create = symbols("dcgmGroupCreate");
+  dcgmGroupAddEntity_fn group_add = symbols("dcgmGroupAddEntity");
+  dcgmGroupDestroy_fn group_destroy = symbols("dcgmGroupDestroy");
+  dcgmFieldGroupCreate_fn field_group_create = symbols("dcgmFieldGroupCreate");
+  dcgmFieldGroupDestroy_fn field_group_destroy = symbols("dcgmFieldGroupDestroy");
+  dcgmWatchFields_fn watch = symbols("dcgmWatchFields");
+  dcgmUnwatchFields_fn unwatch = symbols("dcgmUnwatchFields");
+  dcgmUpdateAllFields_fn update_all = symbols("dcgmUpdateAllFields");
+  dcgmEntitiesGetLatestValues_fn latest = symbols("dcgmEntitiesGetLatestValues");
   dcgmConnect_v2_fn connect_v2 = nullptr;  // optional: lets us bound the connect attempt
-  dcgmDisconnect_fn disconnect = nullptr;
-  dcgmStartEmbedded_fn start_embedded = nullptr;
-  dcgmStopEmbedded_fn stop_embedded = nullptr;
-  dcgmGetEntityGroupEntities_fn get_entities = nullptr;
-  dcgmGroupCreate_fn group_create = nullptr;
-  dcgmGroupAddEntity_fn group_add = nullptr;
-  dcgmGroupDestroy_fn group_destroy = nullptr;
-  dcgmFieldGroupCreate_fn field_group_create = nullptr;
-  dcgmFieldGroupDestroy_fn field_group_destroy = nullptr;
-  dcgmWatchFields_fn watch = nullptr;
-  dcgmUnwatchFields_fn unwatch = nullptr;
-  dcgmUpdateAllFields_fn update_all = nullptr;
-  dcgmEntitiesGetLatestValues_fn latest = nullptr;
 };
 
-std::string rc_text(const char* fn, dcgmReturn_t rc) {
-  return std::string(fn) + ": error " + std::to_string(rc);
+// A DCGM call's outcome: its error names the function and the return code.
+Status checked(const char* fn, dcgmReturn_t rc) {
+  if (rc == DCGM_ST_OK) return Ok{};
+  return Error{std::string(fn) + ": error " + std::to_string(rc)};
 }
 
 }  // namespace
@@ -67,180 +74,138 @@ DcgmValue interpret_dcgm_value(int status, unsigned short field_type, double dbl
   return {w, {}};
 }
 
-// Everything DCGM hands out, released in reverse order on every path.
+// Everything DCGM hands out, released in reverse order on every path. Errors are why DCGM is
+// unavailable.
 class DcgmSession {
  public:
   ~DcgmSession() { close(); }
 
-  bool open(const DcgmOptions& o, std::string* reason) {
-    auto log = common::logger("cpu_power_exporter::dcgm");
+  Status open(const DcgmOptions& o) {
     std::vector<std::string> names = {"libdcgm.so.4", "libdcgm.so.3", "libdcgm.so"};
     if (!o.library.empty()) names = {o.library};
     if (const Status opened = lib_.open(names); !opened) {
-      *reason = "DCGM unavailable: libdcgm not found: " + opened.error();
-      return false;
+      return Error{"libdcgm not found: " + opened.error()};
     }
-    common::SymbolBinder symbols(lib_);
-    symbols.bind(api_.init, "dcgmInit");
-    symbols.bind(api_.shutdown, "dcgmShutdown");
-    symbols.bind(api_.connect, "dcgmConnect");
-    symbols.bind(api_.disconnect, "dcgmDisconnect");
-    symbols.bind(api_.start_embedded, "dcgmStartEmbedded");
-    symbols.bind(api_.stop_embedded, "dcgmStopEmbedded");
-    symbols.bind(api_.get_entities, "dcgmGetEntityGroupEntities");
-    symbols.bind(api_.group_create, "dcgmGroupCreate");
-    symbols.bind(api_.group_add, "dcgmGroupAddEntity");
-    symbols.bind(api_.group_destroy, "dcgmGroupDestroy");
-    symbols.bind(api_.field_group_create, "dcgmFieldGroupCreate");
-    symbols.bind(api_.field_group_destroy, "dcgmFieldGroupDestroy");
-    symbols.bind(api_.watch, "dcgmWatchFields");
-    symbols.bind(api_.unwatch, "dcgmUnwatchFields");
-    symbols.bind(api_.update_all, "dcgmUpdateAllFields");
-    symbols.bind(api_.latest, "dcgmEntitiesGetLatestValues");
+    api_.emplace(DcgmApi{symbols_});
     common::SymbolBinder optional_symbols(lib_);  // absent from older DCGM: not an error
-    optional_symbols.bind(api_.connect_v2, "dcgmConnect_v2");
-    if (const Status bound = symbols.status(); !bound) {
-      *reason = "DCGM unavailable: " + lib_.name() + ": " + bound.error();
-      return false;
+    optional_symbols.bind(api_->connect_v2, "dcgmConnect_v2");
+    if (const Status bound = symbols_.status(); !bound) {
+      return Error{lib_.name() + ": " + bound.error()};
     }
-    if (const auto rc = api_.init(); rc != DCGM_ST_OK) {
-      *reason = "DCGM unavailable: " + rc_text("dcgmInit", rc);
-      return false;
-    }
+    if (const Status s = checked("dcgmInit", api_->init()); !s) return s;
     initialised_ = true;
-    if (!acquire_handle(o, reason)) return false;
-    return add_entities(reason);
+    if (const Status s = acquire_handle(o); !s) return s;
+    return add_entities();
   }
 
-  // Watches `fields` on the CPU entity group; false with the library's refusal.
-  bool watch(const std::vector<std::uint16_t>& fields, int attempt, std::string* reason) {
+  // Watches `fields` on the CPU entity group; the error is the library's refusal.
+  Status watch(const std::vector<std::uint16_t>& fields, int attempt) {
     drop_field_group();
     const std::string name = "cpu_power_fields_" + suffix_ + "_" + std::to_string(attempt);
-    auto rc = api_.field_group_create(handle_, static_cast<int>(fields.size()), fields.data(),
-                                      name.c_str(), &field_group_);
-    if (rc != DCGM_ST_OK) {
-      *reason = rc_text("dcgmFieldGroupCreate", rc);
-      return false;
-    }
+    Status s = checked("dcgmFieldGroupCreate",
+                       api_->field_group_create(handle_, static_cast<int>(fields.size()),
+                                                fields.data(), name.c_str(), &field_group_));
+    if (!s) return s;
     has_field_group_ = true;
-    rc = api_.watch(handle_, group_, field_group_, 100000, 60.0, 600);
-    if (rc != DCGM_ST_OK) {
-      *reason = rc_text("dcgmWatchFields", rc);
+    s = checked("dcgmWatchFields", api_->watch(handle_, group_, field_group_, 100000, 60.0, 600));
+    if (!s) {
       drop_field_group();
-      return false;
+      return s;
     }
     watching_ = true;
     fields_ = fields;
-    api_.update_all(handle_, 1);  // seed the first sample
-    return true;
+    api_->update_all(handle_, 1);  // seed the first sample
+    return Ok{};
   }
 
-  // One read of every (entity, field), entity-major in watch order; false on a call error.
-  bool read(std::vector<DcgmValue>* out, std::string* error) {
-    if (auto rc = api_.update_all(handle_, 1); rc != DCGM_ST_OK) {
-      *error = rc_text("dcgmUpdateAllFields", rc);
-      return false;
-    }
+  // One read of every (entity, field), entity-major in watch order; an error on a call error.
+  Result<std::vector<DcgmValue>> read() {
+    Status s = checked("dcgmUpdateAllFields", api_->update_all(handle_, 1));
+    if (!s) return Error{s.error()};
     std::vector<dcgmGroupEntityPair_t> pairs;
     for (auto e : entities_) pairs.push_back({DCGM_FE_CPU, e});
     std::vector<dcgmFieldValue_v2> values(pairs.size() * fields_.size());
     for (auto& v : values) v.version = dcgmFieldValue_version2;
     // flags 0: cached watched values (the live flag returns blanks for sysmon fields).
-    const auto rc =
-        api_.latest(handle_, pairs.data(), static_cast<unsigned>(pairs.size()), fields_.data(),
-                    static_cast<unsigned>(fields_.size()), 0, values.data());
-    if (rc != DCGM_ST_OK) {
-      *error = rc_text("dcgmEntitiesGetLatestValues", rc);
-      return false;
-    }
-    out->assign(pairs.size() * fields_.size(), DcgmValue{std::nullopt, "no sample"});
+    s = checked(
+        "dcgmEntitiesGetLatestValues",
+        api_->latest(handle_, pairs.data(), static_cast<unsigned>(pairs.size()), fields_.data(),
+                     static_cast<unsigned>(fields_.size()), 0, values.data()));
+    if (!s) return Error{s.error()};
+    std::vector<DcgmValue> out(pairs.size() * fields_.size(), DcgmValue{std::nullopt, "no sample"});
     for (const auto& v : values) {
       // Trust the ids DCGM stamped over the request order.
       const auto row = row_of(v.entityId, v.fieldId);
       if (!row) continue;
       const bool power = rails::dcgm_field_kind(v.fieldId).has_value();
-      (*out)[*row] = interpret_dcgm_value(v.status, v.fieldType, v.value.dbl, v.value.i64, !power);
+      out[*row] = interpret_dcgm_value(v.status, v.fieldType, v.value.dbl, v.value.i64, !power);
     }
-    return true;
+    return out;
   }
 
   const std::vector<std::uint32_t>& entities() const { return entities_; }
   const std::vector<std::uint16_t>& fields() const { return fields_; }
 
   void close() {
-    if (watching_) api_.unwatch(handle_, group_, field_group_);
+    if (watching_) api_->unwatch(handle_, group_, field_group_);
     watching_ = false;
     drop_field_group();
-    if (has_group_) api_.group_destroy(handle_, group_);
+    if (has_group_) api_->group_destroy(handle_, group_);
     has_group_ = false;
-    if (connected_) api_.disconnect(handle_);
-    if (embedded_) api_.stop_embedded(handle_);
+    if (connected_) api_->disconnect(handle_);
+    if (embedded_) api_->stop_embedded(handle_);
     connected_ = embedded_ = false;
-    if (initialised_) api_.shutdown();
+    if (initialised_) api_->shutdown();
     initialised_ = false;
   }
 
  private:
-  bool acquire_handle(const DcgmOptions& o, std::string* reason) {
-    auto log = common::logger("cpu_power_exporter::dcgm");
+  Status acquire_handle(const DcgmOptions& o) {
     dcgmReturn_t rc;
-    if (api_.connect_v2) {
+    if (api_->connect_v2) {
       dcgmConnectV2Params_v2 params{dcgmConnectV2Params_version2, 0,
                                     static_cast<std::uint32_t>(o.connect_timeout.count()), 0};
-      rc = api_.connect_v2("127.0.0.1", &params, &handle_);
+      rc = api_->connect_v2("127.0.0.1", &params, &handle_);
     } else {
-      rc = api_.connect("127.0.0.1", &handle_);
+      rc = api_->connect("127.0.0.1", &handle_);
     }
+    auto log = common::logger("cpu_power_exporter::dcgm");
     if (rc == DCGM_ST_OK) {
       connected_ = true;
       log->info("connected to existing DCGM daemon (root-level access)");
-      return true;
+      return Ok{};
     }
     log->info("no running DCGM daemon; starting embedded instance reason={}",
-              common::quoted(rc_text("dcgmConnect", rc)));
-    rc = api_.start_embedded(DCGM_OPERATION_MODE_AUTO, &handle_);
-    if (rc != DCGM_ST_OK) {
-      *reason = "DCGM unavailable: " + rc_text("dcgmStartEmbedded", rc);
-      return false;
-    }
-    embedded_ = true;
-    return true;
+              common::quoted(checked("dcgmConnect", rc).error()));
+    const Status s =
+        checked("dcgmStartEmbedded", api_->start_embedded(DCGM_OPERATION_MODE_AUTO, &handle_));
+    embedded_ = s.ok();
+    return s;
   }
 
-  bool add_entities(std::string* reason) {
+  Status add_entities() {
     std::uint32_t ids[kDcgmMaxCpuEntities];
     int count = kDcgmMaxCpuEntities;
-    auto rc = api_.get_entities(handle_, DCGM_FE_CPU, ids, &count, DCGM_GEGE_FLAG_ONLY_SUPPORTED);
-    if (rc != DCGM_ST_OK) {
-      *reason = "DCGM unavailable: " + rc_text("dcgmGetEntityGroupEntities", rc);
-      return false;
-    }
-    if (count <= 0) {
-      *reason = "DCGM unavailable: no supported DCGM CPU entities on this host";
-      return false;
-    }
+    Status s = checked(
+        "dcgmGetEntityGroupEntities",
+        api_->get_entities(handle_, DCGM_FE_CPU, ids, &count, DCGM_GEGE_FLAG_ONLY_SUPPORTED));
+    if (!s) return s;
+    if (count <= 0) return Error{"no supported DCGM CPU entities on this host"};
     suffix_ = std::to_string(::getpid()) + "_" +
               std::to_string(Clock::now().time_since_epoch().count() % 1000000000);
     const std::string name = "cpu_power_entities_" + suffix_;
-    rc = api_.group_create(handle_, DCGM_GROUP_EMPTY, name.c_str(), &group_);
-    if (rc != DCGM_ST_OK) {
-      *reason = "DCGM unavailable: " + rc_text("dcgmGroupCreate", rc);
-      return false;
+    s = checked("dcgmGroupCreate",
+                api_->group_create(handle_, DCGM_GROUP_EMPTY, name.c_str(), &group_));
+    has_group_ = s.ok();
+    for (int i = 0; s && i < count && i < kDcgmMaxCpuEntities; ++i) {
+      s = checked("dcgmGroupAddEntity", api_->group_add(handle_, group_, DCGM_FE_CPU, ids[i]));
+      if (s) entities_.push_back(ids[i]);
     }
-    has_group_ = true;
-    for (int i = 0; i < count && i < kDcgmMaxCpuEntities; ++i) {
-      rc = api_.group_add(handle_, group_, DCGM_FE_CPU, ids[i]);
-      if (rc != DCGM_ST_OK) {
-        *reason = "DCGM unavailable: " + rc_text("dcgmGroupAddEntity", rc);
-        return false;
-      }
-      entities_.push_back(ids[i]);
-    }
-    return true;
+    return s;
   }
 
   void drop_field_group() {
-    if (has_field_group_) api_.field_group_destroy(handle_, field_group_);
+    if (has_field_group_) api_->field_group_destroy(handle_, field_group_);
     has_field_group_ = false;
   }
 
@@ -255,7 +220,8 @@ class DcgmSession {
   }
 
   common::DynamicLibrary lib_;
-  DcgmApi api_;
+  common::SymbolBinder symbols_{lib_};
+  std::optional<DcgmApi> api_;  // bound once the library is open
   dcgmHandle_t handle_ = 0;
   dcgmGpuGrp_t group_ = 0;
   dcgmFieldGrp_t field_group_ = 0;
@@ -270,41 +236,26 @@ class DcgmSession {
 
 namespace {
 
-std::string row_name(const DcgmRow& r) {
-  return "dcgm/cpu" + std::to_string(r.entity) + "/" + std::to_string(r.field);
-}
-
-std::vector<Sensor> sensors_of(const std::vector<DcgmRow>& rows) {
+// Entity-major, 1130 first per entity (old collectors take the first sample per socket).
+std::vector<Sensor> sensors_of(const DcgmSession& session) {
   std::vector<Sensor> out;
-  for (const auto& r : rows) {
-    Sensor s;
-    s.name = row_name(r);
-    const auto kind = rails::dcgm_field_kind(r.field);
-    s.kind = kind.value_or(rails::Kind::other);
-    s.power = kind.has_value();
-    s.primary = r.field == rails::kDcgmCpuPowerField;
-    s.socket = r.entity;
-    s.field_id = r.field;
-    const auto e = std::to_string(r.entity), f = std::to_string(r.field);
-    s.label_text = expo::label_text(expo::kDcgmWatts, {e, f, "dcgm"});
-    s.self_label_text = "sensor=\"" + s.name + "\"," + s.label_text;
-    out.push_back(std::move(s));
+  for (const auto entity : session.entities()) {
+    for (const auto field : session.fields()) {
+      Sensor s;
+      const auto e = std::to_string(entity), f = std::to_string(field);
+      s.name = "dcgm/cpu" + e + "/" + f;
+      const auto kind = rails::dcgm_field_kind(field);
+      s.kind = kind.value_or(rails::Kind::other);
+      s.power = kind.has_value();
+      s.primary = field == rails::kDcgmCpuPowerField;
+      s.socket = entity;
+      s.field_id = field;
+      s.label_text = expo::label_text(expo::kDcgmWatts, {e, f, "dcgm"});
+      s.self_label_text = "sensor=\"" + s.name + "\"," + s.label_text;
+      out.push_back(std::move(s));
+    }
   }
   return out;
-}
-
-std::vector<std::string> names_of(const std::vector<DcgmRow>& rows) {
-  std::vector<std::string> out;
-  for (const auto& r : rows) out.push_back(row_name(r));
-  return out;
-}
-
-std::vector<DcgmRow> rows_of(const DcgmSession& session) {
-  std::vector<DcgmRow> rows;
-  for (auto e : session.entities()) {
-    for (auto f : session.fields()) rows.push_back({e, f});
-  }
-  return rows;
 }
 
 }  // namespace
@@ -312,10 +263,9 @@ std::vector<DcgmRow> rows_of(const DcgmSession& session) {
 DcgmReader::DcgmReader(std::unique_ptr<DcgmSession> session,
                        std::chrono::milliseconds poll_interval, std::chrono::milliseconds max_age)
     : session_(std::move(session)),
-      rows_(std::make_shared<const std::vector<DcgmRow>>(rows_of(*session_))),
-      sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(*rows_))),
-      table_(std::make_shared<SampleTable>(names_of(*rows_), max_age, "cpu_power_exporter::dcgm",
-                                           "DCGM reading")),
+      sensors_(std::make_shared<const std::vector<Sensor>>(sensors_of(*session_))),
+      table_(std::make_shared<SampleTable>(sensor_names(*sensors_), max_age,
+                                           "cpu_power_exporter::dcgm", "DCGM reading")),
       interval_(poll_interval) {}
 
 DcgmReader::~DcgmReader() {
@@ -325,24 +275,19 @@ DcgmReader::~DcgmReader() {
 void DcgmReader::start() {
   table_->start_watchdog(std::chrono::milliseconds(250));
   auto last_error = std::make_shared<std::string>();
-  threads_.spawn(interval_, [session = session_, table = table_, last_error,
-                             values = std::make_shared<std::vector<DcgmValue>>()] {
+  threads_.spawn(interval_, [session = session_, table = table_, last_error] {
     const auto t0 = Clock::now();
-    std::string error;
-    const bool ok = session->read(values.get(), &error);
+    const auto values = session->read();
     const auto t1 = Clock::now();
     for (std::size_t i = 0; i < table->size(); ++i) {
-      if (ok) {
-        table->record(i, (*values)[i].watts, t0, t1, (*values)[i].problem);
-      } else {
-        table->record(i, std::nullopt, t0, t1, error);
-      }
+      const auto& v = values ? (*values)[i] : DcgmValue{std::nullopt, values.error()};
+      table->record(i, v.watts, t0, t1, v.problem);
     }
-    if (!ok && error != *last_error) {
+    if (!values && values.error() != *last_error) {
       common::logger("cpu_power_exporter::dcgm")
-          ->warn("DCGM read failed; skipping sample error={}", common::quoted(error));
+          ->warn("DCGM read failed; skipping sample error={}", common::quoted(values.error()));
     }
-    *last_error = ok ? std::string() : error;
+    *last_error = values.error();
     return true;
   });
 }
@@ -358,15 +303,20 @@ std::vector<std::uint16_t> DcgmReader::fields() const {
   return session_->fields();
 }
 
+std::vector<std::uint32_t> DcgmReader::entities() const {
+  return session_->entities();
+}
+
 Snapshot DcgmReader::snapshot(SteadyTime now) const {
   return {sensors_, table_->snapshot(now), true, {}};
 }
 
 DcgmRung try_dcgm(const DcgmOptions& options) {
   auto log = common::logger("cpu_power_exporter::dcgm");
-  DcgmRung rung;
   auto session = std::make_unique<DcgmSession>();
-  if (!session->open(options, &rung.reason)) return rung;  // the session cleans up
+  if (const Status opened = session->open(options); !opened) {
+    return {nullptr, "DCGM unavailable: " + opened.error()};  // the session cleans up
+  }
 
   // Most informative set first: CPU rail + SysIO, then the CPU rail alone when the library
   // refuses SysIO; with utilization, each of those first with fields 1100..1104 added.
@@ -382,17 +332,12 @@ DcgmRung try_dcgm(const DcgmOptions& options) {
     }
     attempts.push_back(power);
   }
-  auto field_list = [](const std::vector<std::uint16_t>& fields) {
-    std::string out;
-    for (auto f : fields) out += (out.empty() ? "" : ", ") + std::to_string(f);
-    return out;
-  };
-  std::string refusal;
-  std::size_t attempt = 0;
-  while (!session->watch(attempts[attempt], static_cast<int>(attempt), &refusal)) {
+  for (std::size_t attempt = 0;;) {
+    const Status watched = session->watch(attempts[attempt], static_cast<int>(attempt));
+    if (watched) break;
+    const auto& refusal = watched.error();
     if (++attempt == attempts.size()) {
-      rung.reason = "cannot watch DCGM CPU power fields: " + refusal;
-      return rung;
+      return {nullptr, "cannot watch DCGM CPU power fields: " + refusal};
     }
     const auto& wanted = attempts[attempt - 1];
     const auto& next = attempts[attempt];
@@ -400,7 +345,7 @@ DcgmRung try_dcgm(const DcgmOptions& options) {
       log->warn(
           "DCGM refused the CPU utilization fields; collecting power without utilization "
           "fields=[{}] wanted=[{}] reason={}",
-          field_list(next), field_list(wanted), common::quoted(refusal));
+          fmt::join(next, ", "), fmt::join(wanted, ", "), common::quoted(refusal));
     } else {
       log->warn(
           "DCGM refused the full CPU power field set; watching the CPU rail only (no SysIO) "
@@ -409,39 +354,31 @@ DcgmRung try_dcgm(const DcgmOptions& options) {
     }
   }
 
-  std::vector<DcgmValue> values;
-  std::string error;
-  if (!session->read(&values, &error)) {
-    rung.reason = "DCGM yielded no live data: read error: " + error;
-    return rung;
-  }
+  const auto values = session->read();
+  if (!values) return {nullptr, "DCGM yielded no live data: read error: " + values.error()};
   const auto& fields = session->fields();
   std::size_t live_rail = 0, blank = 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (fields[i % fields.size()] == rails::kDcgmCpuPowerField && values[i].watts) live_rail++;
-    if (values[i].problem == "blank") blank++;
+  for (std::size_t i = 0; i < values->size(); ++i) {
+    if (fields[i % fields.size()] == rails::kDcgmCpuPowerField && (*values)[i].watts) live_rail++;
+    if ((*values)[i].problem == "blank") blank++;
   }
   if (live_rail == 0) {
-    rung.reason = "DCGM yielded no live data: no CPU entity returned a positive field 1130";
-    if (blank == values.size()) {
-      rung.reason +=
+    std::string reason = "DCGM yielded no live data: no CPU entity returned a positive field 1130";
+    if (blank == values->size()) {
+      reason +=
           " (every value blank: the embedded engine usually lacks hardware access when it runs "
           "without root while a system dcgm-exporter holds the session)";
     }
-    return rung;
+    return {nullptr, reason};
   }
-  std::string entity_list;
-  for (auto e : session->entities())
-    entity_list += (entity_list.empty() ? "" : ", ") + std::to_string(e);
   const bool sysio =
       std::find(fields.begin(), fields.end(), rails::kDcgmSysioPowerField) != fields.end();
   log->info(
       "DCGM reader initialised ({}; no socket envelope) cpu_count={} cpu_ids=[{}] fields=[{}]",
-      sysio ? "CPU rail + SysIO" : "CPU rail only", session->entities().size(), entity_list,
-      field_list(fields));
-  rung.reader =
-      std::make_unique<DcgmReader>(std::move(session), options.poll_interval, options.max_age);
-  return rung;
+      sysio ? "CPU rail + SysIO" : "CPU rail only", session->entities().size(),
+      fmt::join(session->entities(), ", "), fmt::join(fields, ", "));
+  return {std::make_unique<DcgmReader>(std::move(session), options.poll_interval, options.max_age),
+          {}};
 }
 
 }  // namespace cpupower::sources

@@ -30,11 +30,6 @@ struct DcgmOptions {
   bool utilization = false;
 };
 
-struct DcgmRow {
-  std::uint32_t entity = 0;  // DCGM CPU entity id, published as `socket`
-  std::uint16_t field = 0;
-};
-
 // One value of a read: watts, or why there is none (non-OK status, blank, not positive).
 struct DcgmValue {
   std::optional<double> watts;
@@ -56,13 +51,11 @@ class DcgmReader final : public Source {
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
-  // Entity-major, 1130 first per entity (old collectors take the first sample per socket).
-  const std::vector<DcgmRow>& rows() const { return *rows_; }
   std::vector<std::uint16_t> fields() const;
+  std::vector<std::uint32_t> entities() const;  // DCGM CPU entity ids, published as `socket`
 
  private:
   std::shared_ptr<DcgmSession> session_;
-  std::shared_ptr<const std::vector<DcgmRow>> rows_;
   std::shared_ptr<const std::vector<Sensor>> sensors_;
   std::shared_ptr<SampleTable> table_;
   std::chrono::milliseconds interval_;

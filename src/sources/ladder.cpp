@@ -1,5 +1,7 @@
 #include "sources/ladder.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <set>
 #include <thread>
@@ -64,10 +66,8 @@ AcpiRung try_acpi(const LadderOptions& options) {
   }
   const std::size_t discovered = discovery.channels.size();
   if (totals.empty()) {
-    std::string found;
-    for (const auto& l : labels) found += (found.empty() ? "" : ", ") + l;
     rung.reason = "no ACPI socket-total power_meter channels under " + options.hwmon_root +
-                  " (found: " + found + ")";
+                  " (found: " + fmt::format("{}", fmt::join(labels, ", ")) + ")";
     return rung;
   }
 

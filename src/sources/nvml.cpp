@@ -1,5 +1,7 @@
 #include "sources/nvml.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -106,12 +108,6 @@ std::optional<double> module_watts(const nvmlFieldValue_t& v) {
   return mw / 1000.0;
 }
 
-std::string join(const std::vector<unsigned>& v) {
-  std::string out;
-  for (auto x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
-  return out;
-}
-
 // Logs why module power is off for good; false, to end the NVML thread.
 bool unavailable(const std::shared_ptr<NvmlModuleReader::Shared>& sh, const std::string& reason) {
   common::logger("cpu_power_exporter::nvml")
@@ -144,16 +140,12 @@ class Poller {
       return unavailable(sh_, "libnvidia-ml not found: " + opened.error());
     }
     common::SymbolBinder symbols(lib_);
-    nvmlInit_v2_fn init = nullptr;
-    nvmlDeviceGetCount_v2_fn count_fn = nullptr;
-    nvmlDeviceGetHandleByIndex_v2_fn handle_fn = nullptr;
-    nvmlDeviceGetPciInfo_v3_fn pci_fn = nullptr;
-    symbols.bind(init, "nvmlInit_v2");
-    symbols.bind(shutdown_, "nvmlShutdown");
-    symbols.bind(count_fn, "nvmlDeviceGetCount_v2");
-    symbols.bind(handle_fn, "nvmlDeviceGetHandleByIndex_v2");
-    symbols.bind(pci_fn, "nvmlDeviceGetPciInfo_v3");
-    symbols.bind(fields_fn_, "nvmlDeviceGetFieldValues");
+    const nvmlInit_v2_fn init = symbols("nvmlInit_v2");
+    shutdown_ = symbols("nvmlShutdown");
+    const nvmlDeviceGetCount_v2_fn count_fn = symbols("nvmlDeviceGetCount_v2");
+    const nvmlDeviceGetHandleByIndex_v2_fn handle_fn = symbols("nvmlDeviceGetHandleByIndex_v2");
+    const nvmlDeviceGetPciInfo_v3_fn pci_fn = symbols("nvmlDeviceGetPciInfo_v3");
+    fields_fn_ = symbols("nvmlDeviceGetFieldValues");
     if (const Status bound = symbols.status(); !bound) {
       return unavailable(sh_, lib_.name() + ": " + bound.error());
     }
@@ -193,9 +185,7 @@ class Poller {
 
     std::set<std::uint32_t> module_sockets;
     for (const auto& g : gpus_) module_sockets.insert(g.socket);
-    std::string list;
     for (auto socket : module_sockets) {
-      list += (list.empty() ? "" : ", ") + std::to_string(socket);
       if (!o.cpu_sockets.count(socket)) {
         log->warn(
             "module power socket has no CPU socket in the base source; the collector will not "
@@ -203,7 +193,8 @@ class Poller {
             socket);
       }
     }
-    log->info("NVML module reader initialised gpu_count={} sockets=[{}]", gpus_.size(), list);
+    log->info("NVML module reader initialised gpu_count={} sockets=[{}]", gpus_.size(),
+              fmt::join(module_sockets, ", "));
     return read();
   }
 
@@ -237,12 +228,11 @@ class Poller {
       st.ever = true;
       if (!st.watts && !st.disagree_logged) {
         st.disagree_logged = true;
-        std::string w;
-        for (double x : readings.second) w += (w.empty() ? "" : ", ") + fmt::format("{:.3f}", x);
         log->warn(
             "GPU module power readings of a socket disagree by more than {:.0f}% of their mean; "
-            "withholding the socket socket={} gpus={} readings_w=[{}]",
-            o.max_disagreement * 100, socket, join(st.gpus), w);
+            "withholding the socket socket={} gpus={} readings_w=[{:.3f}]",
+            o.max_disagreement * 100, socket, fmt::join(st.gpus, ","),
+            fmt::join(readings.second, ", "));
       } else if (st.watts && st.disagree_logged) {
         st.disagree_logged = false;
         log->info("GPU module power readings of a socket agree again; publishing it socket={}",
@@ -331,8 +321,9 @@ Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
     sensor.name = "nvml/socket" + std::to_string(socket);
     sensor.kind = rails::Kind::module;
     sensor.socket = socket;
-    sensor.label_text = expo::label_text(expo::kNvmlWatts,
-                                         {"module", std::to_string(socket), join(st.gpus), "nvml"});
+    sensor.label_text = expo::label_text(
+        expo::kNvmlWatts,
+        {"module", std::to_string(socket), fmt::format("{}", fmt::join(st.gpus, ",")), "nvml"});
     sensors->push_back(std::move(sensor));
     ChannelReading r;
     const double age_s = std::max(0.0, std::chrono::duration<double>(now - st.read_at).count());

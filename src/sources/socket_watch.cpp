@@ -1,5 +1,6 @@
 #include "sources/socket_watch.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -24,16 +25,6 @@ std::vector<SocketUp> socket_states(const Snapshot& snapshot) {
   return out;
 }
 
-namespace {
-
-std::size_t count_up(const std::vector<SocketUp>& states) {
-  std::size_t n = 0;
-  for (const auto& s : states) n += s.up ? 1 : 0;
-  return n;
-}
-
-}  // namespace
-
 SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period) {
   auto last = std::make_shared<std::map<std::uint32_t, bool>>();
   auto first_pass = std::make_shared<bool>(true);
@@ -43,9 +34,9 @@ SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period)
     if (std::exchange(*first_pass, false)) return true;
     const auto states = socket_states(source.snapshot());
     auto log = common::logger("cpu_power_exporter");
-    const auto live = count_up(states);
+    const auto live = std::count_if(states.begin(), states.end(), [](auto& s) { return s.up; });
     for (const auto& s : states) {
-      const auto [it, first] = last->try_emplace(s.socket, true);
+      const auto it = last->try_emplace(s.socket, true).first;
       if (it->second == s.up) continue;
       it->second = s.up;
       if (!s.up) {
@@ -59,7 +50,6 @@ SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period)
             "total={}",
             s.socket, s.sensors, live, states.size());
       }
-      (void)first;
     }
     return true;
   });
@@ -70,9 +60,7 @@ SocketWatch::~SocketWatch() {
 }
 
 void SocketWatch::stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  thread_.stop(std::chrono::seconds(2));
+  thread_.stop(std::chrono::seconds(2));  // only the first call waits
 }
 
 }  // namespace cpupower::sources

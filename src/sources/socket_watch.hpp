@@ -42,7 +42,6 @@ class SocketWatch {
 
  private:
   ReaderThreads thread_;
-  bool stopped_ = false;
 };
 
 }  // namespace cpupower::sources

@@ -40,6 +40,13 @@ struct ModuleSocketState {
   bool disagree = false;  // its GPUs' last readings disagree by more than the bound
 };
 
+// The sensors' names, in order: the rows of the SampleTable that holds their readings.
+inline std::vector<std::string> sensor_names(const std::vector<Sensor>& sensors) {
+  std::vector<std::string> out;
+  for (const auto& s : sensors) out.push_back(s.name);
+  return out;
+}
+
 struct Snapshot {
   std::shared_ptr<const std::vector<Sensor>> sensors;
   std::vector<ChannelReading> readings;    // readings[i] belongs to (*sensors)[i]
