@@ -1,5 +1,7 @@
 #include "report/discovery.hpp"
 
+#include <fmt/ranges.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -155,17 +157,15 @@ std::string choose_samples(const Tree& tree, const std::string& root,
     if (!is_file(*cpu_override)) return *cpu_override + ": " + not_a_file(*cpu_override);
     run.cpu_samples = *cpu_override;
   } else if (cpu.size() > 1) {
-    std::string list;
-    for (const auto& p : cpu) list += (list.empty() ? "" : ", ") + p;
-    return "multiple CPU power samples.csv found below " + root + ": " + list +
-           "; pick one with --cpu-samples";
+    return fmt::format(
+        "multiple CPU power samples.csv found below {}: {}; pick one with --cpu-samples", root,
+        fmt::join(cpu, ", "));
   } else if (cpu.size() == 1) {
     run.cpu_samples = cpu[0];
   }
   if (gpu.size() > 1) {
-    std::string list;
-    for (const auto& p : gpu) list += (list.empty() ? "" : ", ") + ("PosixPath('" + p + "')");
-    return "multiple GPU power samples.csv found below " + root + ": [" + list + "]";
+    return fmt::format("multiple GPU power samples.csv found below {}: [PosixPath('{}')]", root,
+                       fmt::join(gpu, "'), PosixPath('"));
   }
   if (!run.cpu_samples && gpu.empty())
     return "no power samples.csv (CPU or GPU) found below " + root;

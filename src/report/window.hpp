@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cpupower::report {
@@ -18,6 +19,10 @@ struct ReportedTiming {
 };
 
 struct Window {
+  Window() = default;
+  Window(std::string type, std::string from, std::optional<long long> n = std::nullopt)
+      : benchmark_type(std::move(type)), source(std::move(from)), concurrency(n) {}
+
   std::string benchmark_type;  // sa-bench | aiperf | session
   std::string source;          // the artifact the window came from
   std::optional<long long> concurrency;

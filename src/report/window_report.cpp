@@ -131,26 +131,20 @@ void node_power(const RunData& run, WindowReport& r) {
     std::set<std::string> roles;
     if (run.gpu) {
       // Devices are sorted by (host, index): the host's are one range.
-      const auto& devices = run.gpu->devices;
-      for (auto d = std::lower_bound(
-               devices.begin(), devices.end(), host,
-               [](const GpuDevice&dev, const std::string&h) { return dev.host < h; });
-           d != devices.end() && d->host == host; ++d) {
-        if (d->power.size() == 0) continue;
+      for (const GpuDevice& d :
+           std::ranges::equal_range(run.gpu->devices, host, {}, &GpuDevice::host)) {
+        if (d.power.size() == 0) continue;
         ++np.gpu_count;
-        roles.insert(d->roles.begin(), d->roles.end());
+        roles.insert(d.roles.begin(), d.roles.end());
       }
     }
     np.roles.assign(roles.begin(), roles.end());
     if (!run.cpu) continue;
     std::array<double, artifacts::kRails> sums{};
     std::array<bool, artifacts::kRails> any{};
-    const auto& sockets = run.cpu->sockets;  // sorted by (host, socket)
-    for (auto it = std::lower_bound(
-             sockets.begin(), sockets.end(), host,
-             [](const CpuSocket&sock, const std::string&h) { return sock.host < h; });
-         it != sockets.end() && it->host == host; ++it) {
-      const CpuSocket& s = *it;
+    // Sockets are sorted by (host, socket).
+    for (const CpuSocket& s :
+         std::ranges::equal_range(run.cpu->sockets, host, {}, &CpuSocket::host)) {
       ++np.socket_count;
       for (std::size_t i = 0; i < artifacts::kRails; ++i) {
         if (!s.rails[i]) continue;
@@ -404,14 +398,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   if (!run.gpu) r.gpu_total_joules = 0.0;
   node_power(run, r);
   std::vector<std::string> cpu_util_warnings, gpu_util_warnings;
-  if (run.cpu) {
-    summarize_cpu_utilization(*run.cpu, window.start_unix, window.end_unix, &r.cpu_utilization,
-                              &cpu_util_warnings);
-  }
-  if (run.gpu) {
-    summarize_gpu_utilization(*run.gpu, window.start_unix, window.end_unix, &r.gpu_utilization,
-                              &gpu_util_warnings);
-  }
+  summarize_utilization(run, r, &cpu_util_warnings, &gpu_util_warnings);
   derive_figures(run, r);
   reference_warnings(run, r, cpu_util_warnings, gpu_util_warnings);
   if (run.cpu) module_rows(run, r);
