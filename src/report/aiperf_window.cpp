@@ -1,7 +1,7 @@
 // aiperf windows: from the per-record export (profile_export.jsonl) when it exists, else
 // from the aggregate (profile_export_aiperf.json) alone.
 
-#include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <simdjson.h>
 
@@ -53,10 +53,7 @@ struct Line {
 // nlohmann, refuses), or not a JSON number at all.
 Error bad_number(simdjson::ondemand::value& value, const Line& line) {
   std::string_view token = value.raw_json_token();
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' ||
-                            token.back() == '\n')) {
-    token.remove_suffix(1);
-  }
+  token = token.substr(0, token.find_last_not_of(" \t\r\n") + 1);  // npos + 1 is 0
   double parsed = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
   const std::string shown =
@@ -265,14 +262,12 @@ std::string aggregate_mismatch(const Json& agg, const std::string& agg_path,
     }
   }
   if (parts.empty()) return "";
-  std::string out = agg_path + " does not match the records of " + jsonl + ": ";
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
-  return out + fmt::format(
-                   " (tolerance {:g} s on the stamps, {:g} % of the records, at least 1, on the "
-                   "count); the window comes from the "
-                   "records, its tokens, TPOT and reported timing from the aggregate, which may "
-                   "be another run's",
-                   kAggregateStampToleranceS, kAggregateCountTolerance * 100);
+  return fmt::format(
+      "{} does not match the records of {}: {} (tolerance {:g} s on the stamps, {:g} % of the "
+      "records, at least 1, on the count); the window comes from the records, its tokens, TPOT "
+      "and reported timing from the aggregate, which may be another run's",
+      agg_path, jsonl, fmt::join(parts, "; "), kAggregateStampToleranceS,
+      kAggregateCountTolerance * 100);
 }
 
 // The aggregate and aiperf's own account of the window in it, its naive stamps read in the

@@ -31,13 +31,9 @@ std::string not_a_file(const std::string& path) {
   return "not a regular file";
 }
 
+// `root` (as python_path_str gives it) joined with the components below it.
 std::string join(const std::string& root, const Parts& rel) {
-  std::string out = root == "." ? "" : root;
-  for (const auto& part : rel) {
-    if (!out.empty() && out.back() != '/') out += '/';
-    out += part;
-  }
-  return out.empty() ? "." : out;
+  return python_path_str(fmt::format("{}/{}", root, fmt::join(rel, "/")));
 }
 
 struct Tree {

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "report/html/report.css.hpp"
 #include "report/html/report.js.hpp"
@@ -36,28 +35,22 @@ struct SeriesRef {
 
 std::vector<SeriesRef> series_of(const RunData& run) {
   // By host, then CPU sockets, GPUs and the module, each in index order.
-  std::map<std::string, std::vector<SeriesRef>> by_host;
+  std::vector<SeriesRef> out;
   if (run.cpu) {
     for (const auto& s : run.cpu->sockets) {
-      by_host[s.host].push_back(
-          {s.host, "cpu", "socket" + std::to_string(s.socket), s.label(), &s.power});
+      out.push_back({s.host, "cpu", "socket" + std::to_string(s.socket), s.label(), &s.power});
     }
   }
   if (run.gpu) {
     for (const auto& d : run.gpu->devices) {
-      by_host[d.host].push_back(
-          {d.host, "gpu", "gpu" + std::to_string(d.index), d.label(), &d.power});
+      out.push_back({d.host, "gpu", "gpu" + std::to_string(d.index), d.label(), &d.power});
     }
   }
   for (const auto& node : run.module_nodes) {
-    by_host[node->host()].push_back(
-        {node->host(), "module", "module", "module/" + node->host(), &node->whole()});
+    out.push_back({node->host(), "module", "module", "module/" + node->host(), &node->whole()});
   }
-  std::vector<SeriesRef> out;
-  for (auto& [host, list] : by_host) {
-    (void)host;
-    for (auto& s : list) out.push_back(std::move(s));
-  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SeriesRef& a, const SeriesRef& b) { return a.host < b.host; });
   return out;
 }
 
@@ -173,13 +166,7 @@ void run_json(const HtmlRun& run, std::string& out) {
 std::string script_safe(const std::string& json) {
   std::string out;
   out.reserve(json.size());
-  for (const char c : json) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else {
-      out += c;
-    }
-  }
+  for (const char c : json) out += c == '<' ? std::string_view("\\u003c") : std::string_view(&c, 1);
   return out;
 }
 

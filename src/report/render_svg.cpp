@@ -21,7 +21,6 @@ constexpr double kPlotWidth = kWidth - kLeft - kRight;
 constexpr int kColumns = 1100;
 
 struct Line {
-  const char* name;
   const char* color;
   const Track* track;
 };
@@ -40,15 +39,13 @@ std::string esc(std::string_view s) {
 std::vector<Panel> panels(const RunData& run) {
   std::map<std::string, Panel> by_host;
   if (run.cpu) {
-    for (const auto& n : run.cpu->nodes)
-      by_host[n.host].lines.push_back({"CPU total", "#d62728", &n.total});
+    for (const auto& n : run.cpu->nodes) by_host[n.host].lines.push_back({"#d62728", &n.total});
   }
   if (run.gpu) {
-    for (const auto& n : run.gpu->nodes)
-      by_host[n.host].lines.push_back({"GPU", "#1f77b4", &n.power});
+    for (const auto& n : run.gpu->nodes) by_host[n.host].lines.push_back({"#1f77b4", &n.power});
   }
   for (const auto& node : run.module_nodes) {
-    by_host[node->host()].lines.push_back({"module (superchip)", "#2ca02c", &node->whole()});
+    by_host[node->host()].lines.push_back({"#2ca02c", &node->whole()});
   }
   std::vector<Panel> out;
   for (auto& [host, p] : by_host) {

@@ -67,14 +67,10 @@ void load_cpu_expectations(const std::string& samples, RunExpectations& e,
       if (!node.is_object()) continue;
       CpuNodeExpect& x = e.cpu_node[host];
       if (const auto se = node.find("sockets_expected"); se != node.end()) {
-        std::vector<long long> ids;
-        bool ok = se->is_array();
-        for (const auto& id : ok ? *se : Json::array()) {
-          ok = ok && id.is_number_integer() && id.get<long long>() >= 0;
-          if (ok) ids.push_back(id.get<long long>());
-        }
-        if (ok) {
-          x.sockets_expected = std::move(ids);
+        if (se->is_array() && std::all_of(se->begin(), se->end(), [](const Json& id) {
+              return id.is_number_integer() && id.get<long long>() >= 0;
+            })) {
+          x.sockets_expected = se->get<std::vector<long long>>();
         } else {
           ignored("nodes." + host + ".sockets_expected", "a list of socket ids");
         }

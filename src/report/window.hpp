@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,6 +40,8 @@ struct Window {
   std::string error;  // set when the window could not be derived; nothing else is valid then
 
   double duration_s() const { return end_unix - start_unix; }
+  double lo() const { return std::min(start_unix, end_unix); }  // the earlier bound
+  double hi() const { return std::max(start_unix, end_unix); }  // the later bound
 };
 
 // sa-bench results_concurrency_<N>_*.json.

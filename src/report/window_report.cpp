@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "report/numeric.hpp"
 
@@ -45,8 +44,6 @@ bool any_value_in(const Track& track, double lo, double hi) {
 
 Status cpu_rows(const CpuData& cpu, WindowReport& r) {
   Status first = Ok{};
-  const double lo = std::min(r.window.start_unix, r.window.end_unix);
-  const double hi = std::max(r.window.start_unix, r.window.end_unix);
   // Sockets come by host: a socket without a sample in the window while another socket of its
   // node has some is missing from the window (a dead socket), said in a warning, not a
   // coverage failure of the whole window.
@@ -56,7 +53,7 @@ Status cpu_rows(const CpuData& cpu, WindowReport& r) {
     std::vector<char> present(e - b);
     bool any_present = false;
     for (std::size_t i = b; i < e; ++i) {
-      present[i - b] = any_value_in(cpu.sockets[i].power, lo, hi);
+      present[i - b] = any_value_in(cpu.sockets[i].power, r.window.lo(), r.window.hi());
       any_present = any_present || present[i - b];
     }
     for (std::size_t i = b; i < e; ++i) {
@@ -105,10 +102,9 @@ void module_rows(const RunData& run, WindowReport& r) {
     // Only the window's own stretch is summed; a failure is redone on the whole series,
     // whose error text tells how far the nearest sample is.
     const std::string label = "module/" + node->host();
-    const double lo = std::min(r.window.start_unix, r.window.end_unix) - kWindowMargin;
-    const double hi = std::max(r.window.start_unix, r.window.end_unix) + kWindowMargin;
-    Integration in = integrate_samples(node->samples(lo, hi), r.window.start_unix,
-                                       r.window.end_unix, r.edges, label);
+    Integration in = integrate_samples(
+        node->samples(r.window.lo() - kWindowMargin, r.window.hi() + kWindowMargin),
+        r.window.start_unix, r.window.end_unix, r.edges, label);
     if (!in.row) {
       in = integrate_window(node->whole(), r.window.start_unix, r.window.end_unix, r.edges, label);
     }
@@ -242,8 +238,6 @@ void our_warnings(const RunData& run, WindowReport& r) {
 // devices. Each is named; the figures leave it out, and the warning says so.
 void expectation_warnings(const RunData& run, WindowReport& r) {
   const RunExpectations& x = run.expected;
-  const double lo = std::min(r.window.start_unix, r.window.end_unix);
-  const double hi = std::max(r.window.start_unix, r.window.end_unix);
   if (run.cpu) {
     const CpuData& cpu = *run.cpu;
     if (x.cpu_nodes) {
@@ -259,7 +253,7 @@ void expectation_warnings(const RunData& run, WindowReport& r) {
       for (const SocketGap& g : node.sockets_missing) {
         const double from = g.first_unix.value_or(-std::numeric_limits<double>::infinity());
         const double to = g.last_unix.value_or(std::numeric_limits<double>::infinity());
-        if (to < lo || from > hi) continue;
+        if (to < r.window.lo() || from > r.window.hi()) continue;
         said.emplace(host, g.socket);
         r.warnings.push_back(fmt::format(
             "cpu/{}/socket{}: missing from {} to {} ({} rows, {} sockets_missing), within this "
@@ -290,14 +284,11 @@ void expectation_warnings(const RunData& run, WindowReport& r) {
     }
   }
   if (run.gpu && x.gpu_devices) {
-    const auto& devices = run.gpu->devices;  // sorted by (host, index)
     for (const auto& [host, index] : *x.gpu_devices) {
-      const auto d =
-          std::lower_bound(devices.begin(), devices.end(), std::pair(host, index),
-                           [](const GpuDevice& dev, const auto& key) {
-                             return std::tie(dev.host, dev.index) < std::tie(key.first, key.second);
-                           });
-      if (d != devices.end() && d->host == host && d->index == index && d->power.size() > 0) {
+      // Devices are sorted by (host, index): the host's are one range.
+      if (std::ranges::any_of(
+              std::ranges::equal_range(run.gpu->devices, host, {}, &GpuDevice::host),
+              [&](const GpuDevice& d) { return d.index == index && d.power.size() > 0; })) {
         continue;
       }
       r.warnings.push_back(
