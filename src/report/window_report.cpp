@@ -211,15 +211,11 @@ void our_warnings(const RunData& run, WindowReport& r) {
           " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
           "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
     }
-    // Both sorted by host: one walk.
-    auto node = run.cpu->nodes.begin();
     for (const auto& host : run.cpu->hosts) {
-      while (node != run.cpu->nodes.end() && node->host < host) ++node;
-      const bool has_total = node != run.cpu->nodes.end() && node->host == host;
-      if (!has_total) {
-        r.warnings.push_back("cpu/" + host +
-                             ": no total_power_w samples; this node is not in cpu_total_joules");
-      }
+      // Nodes are sorted by host.
+      if (std::ranges::binary_search(run.cpu->nodes, host, {}, &CpuNode::host)) continue;
+      r.warnings.push_back("cpu/" + host +
+                           ": no total_power_w samples; this node is not in cpu_total_joules");
     }
   }
   for (const auto* rows : {&r.cpu_per_socket, &r.cpu_per_node, &r.gpu_per_device, &r.gpu_per_role,
