@@ -1,7 +1,7 @@
 // aiperf windows: from the per-record export (profile_export.jsonl) when it exists, else
 // from the aggregate (profile_export_aiperf.json) alone.
 
-#include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <simdjson.h>
 
@@ -53,10 +53,7 @@ struct Line {
 // nlohmann, refuses), or not a JSON number at all.
 Error bad_number(simdjson::ondemand::value& value, const Line& line) {
   std::string_view token = value.raw_json_token();
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\r' ||
-                            token.back() == '\n')) {
-    token.remove_suffix(1);
-  }
+  token = token.substr(0, token.find_last_not_of(" \t\r\n") + 1);  // npos + 1 is 0
   double parsed = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), parsed);
   const std::string shown =
@@ -216,7 +213,8 @@ Result<RecordSpan> scan_records(const std::string& jsonl) {
   return span;
 }
 
-struct AggregateTiming {
+struct Aggregate {
+  Json doc;
   ReportedTiming reported;
   std::optional<double> cut_s;  // benchmark_duration in seconds, when its unit is known
 };
@@ -228,9 +226,9 @@ struct AggregateTiming {
 constexpr double kAggregateStampToleranceS = 5.0;
 constexpr double kAggregateCountTolerance = 0.01;  // of the records' count, at least 1 request
 
-// request_count.avg (or a plain number), as aiperf writes it.
-std::optional<double> request_count(const Json& agg) {
-  const auto it = agg.find("request_count");
+// <key>.avg, or <key> itself when it is a plain number, as aiperf writes its metrics.
+std::optional<double> metric(const Json& agg, const char* key) {
+  const auto it = agg.find(key);
   if (it == agg.end()) return std::nullopt;
   return it->is_object() ? json_member_number(*it, "avg") : json_number(*it);
 }
@@ -254,7 +252,7 @@ std::string aggregate_mismatch(const Json& agg, const std::string& agg_path,
     parts.push_back(fmt::format("end_time is {:.3f} s from the last reply ({:.3f})",
                                 *reported.end_unix - last_end, last_end));
   }
-  if (const auto count = request_count(agg)) {
+  if (const auto count = metric(agg, "request_count")) {
     const double records = static_cast<double>(span.profiling);
     const double allowed = std::max(1.0, kAggregateCountTolerance * records);
     if (std::abs(*count - records) > allowed) {
@@ -264,30 +262,30 @@ std::string aggregate_mismatch(const Json& agg, const std::string& agg_path,
     }
   }
   if (parts.empty()) return "";
-  std::string out = agg_path + " does not match the records of " + jsonl + ": ";
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
-  return out + fmt::format(
-                   " (tolerance {:g} s on the stamps, {:g} % of the records, at least 1, on the "
-                   "count); the window comes from the "
-                   "records, its tokens, TPOT and reported timing from the aggregate, which may "
-                   "be another run's",
-                   kAggregateStampToleranceS, kAggregateCountTolerance * 100);
+  return fmt::format(
+      "{} does not match the records of {}: {} (tolerance {:g} s on the stamps, {:g} % of the "
+      "records, at least 1, on the count); the window comes from the records, its tokens, TPOT "
+      "and reported timing from the aggregate, which may be another run's",
+      agg_path, jsonl, fmt::join(parts, "; "), kAggregateStampToleranceS,
+      kAggregateCountTolerance * 100);
 }
 
-// aiperf's own account of the window; an error for a stamp that is there but is no time.
-Result<AggregateTiming> aggregate_timing(const Json& agg, const std::string& path,
-                                         std::optional<int> offset) {
-  AggregateTiming out;
-  std::optional<double> duration;
-  const auto bd = agg.find("benchmark_duration");
-  if (bd != agg.end()) {
-    duration = bd->is_object() ? json_member_number(*bd, "avg") : json_number(*bd);
-    if (bd->is_object() && duration) {
-      const Json unit = bd->value("unit", Json("sec"));
-      const std::string u = unit.is_string() ? unit.get<std::string>() : "";
-      if (u == "sec" || u == "s" || u == "seconds") out.cut_s = *duration;
-      if (u == "ms") out.cut_s = *duration * 1e-3;
-    }
+// The aggregate and aiperf's own account of the window in it, its naive stamps read in the
+// run's recorded offset; an error for a stamp that is there but is no time.
+Result<Aggregate> read_aggregate(const std::string& path) {
+  auto doc = read_json_file(path);
+  if (!doc) return Error{doc.error()};
+  if (!doc->is_object()) return Error{path + ": not a JSON object"};
+  const auto offset = recorded_utc_offset(fs::path(path).parent_path().string());
+  if (!offset) return Error{offset.error()};
+  Aggregate out{std::move(*doc), {}, std::nullopt};
+  const Json& agg = out.doc;
+  const std::optional<double> duration = metric(agg, "benchmark_duration");
+  if (const auto bd = agg.find("benchmark_duration"); duration && bd->is_object()) {
+    const Json unit = bd->value("unit", Json("sec"));
+    const std::string u = unit.is_string() ? unit.get<std::string>() : "";
+    if (u == "sec" || u == "s" || u == "seconds") out.cut_s = *duration;
+    if (u == "ms") out.cut_s = *duration * 1e-3;
   }
   ReportedTiming& r = out.reported;
   const std::pair<const char*, std::optional<double>*> stamps[] = {{"start_time", &r.start_unix},
@@ -297,17 +295,17 @@ Result<AggregateTiming> aggregate_timing(const Json& agg, const std::string& pat
     if (it == agg.end() || it->is_null()) continue;
     const std::string shown = it->dump(-1, ' ', false, Json::error_handler_t::replace);
     if (!it->is_string()) return Error{fmt::format("{}: {} {}: not a string", path, key, shown)};
-    const auto unix = iso_to_unix(it->get_ref<const std::string&>(), offset);
+    const auto unix = iso_to_unix(it->get_ref<const std::string&>(), *offset);
     if (!unix) return Error{fmt::format("{}: {} {}: {}", path, key, shown, unix.error())};
     *slot = *unix;
   }
   r.duration_seconds = duration;
   if (!r.start_unix && !r.end_unix && !r.duration_seconds) return out;
   r.source = "aiperf-json";
-  r.note = offset ? "start/end are aiperf's naive local ISO stamps converted in the run's "
-                    "recorded timezone offset"
-                  : "start/end are aiperf's naive local ISO stamps converted in this host's "
-                    "timezone";
+  r.note = *offset ? "start/end are aiperf's naive local ISO stamps converted in the run's "
+                     "recorded timezone offset"
+                   : "start/end are aiperf's naive local ISO stamps converted in this host's "
+                     "timezone";
   return out;
 }
 
@@ -348,26 +346,11 @@ void set_window(Window& w, double start, double last_end, const std::optional<do
   w.end_json = w.end_unix;
 }
 
-// The aggregate's timing, its naive stamps read in the run's recorded offset.
-Result<AggregateTiming> read_timing(const Json& agg, const std::string& path) {
-  const auto offset = recorded_utc_offset(fs::path(path).parent_path().string());
-  if (!offset) return Error{offset.error()};
-  return aggregate_timing(agg, path, *offset);
-}
-
-Window base(const std::string& source, long long concurrency) {
-  Window w;
-  w.benchmark_type = "aiperf";
-  w.source = source;
-  w.concurrency = concurrency;
-  return w;
-}
-
 }  // namespace
 
 Window load_aiperf_records_window(const std::string& jsonl, long long concurrency,
                                   const std::string& benchmark_out) {
-  Window w = base(jsonl, concurrency);
+  Window w("aiperf", jsonl, concurrency);
   const auto span = scan_records(jsonl);
   if (!span) return w.error = span.error(), w;
   if (span->profiling == 0) return w.error = jsonl + ": no successful profiling-phase records", w;
@@ -377,21 +360,18 @@ Window load_aiperf_records_window(const std::string& jsonl, long long concurrenc
     w.error = fmt::format("{}: not found (expected alongside {})", agg_path, jsonl);
     return w;
   }
-  const auto agg = read_json_file(agg_path);
+  const auto agg = read_aggregate(agg_path);
   if (!agg) return w.error = agg.error(), w;
-  if (!agg->is_object()) return w.error = agg_path + ": not a JSON object", w;
-  const auto timing = read_timing(*agg, agg_path);
-  if (!timing) return w.error = timing.error(), w;
-  if (w.error = read_tokens(*agg, agg_path, w); !w.error.empty()) return w;
+  if (w.error = read_tokens(agg->doc, agg_path, w); !w.error.empty()) return w;
   set_window(w, static_cast<double>(span->min_start_ns) / 1e9,
-             static_cast<double>(span->max_end_ns) / 1e9, timing->cut_s);
+             static_cast<double>(span->max_end_ns) / 1e9, agg->cut_s);
   if (span->warmup_start_ns) {
     w.warmup_start_unix = static_cast<double>(*span->warmup_start_ns) / 1e9;
     w.warmup_end_unix = static_cast<double>(*span->warmup_end_ns) / 1e9;
   }
-  read_tpot(*agg, w);
-  w.reported = timing->reported;
-  if (auto mismatch = aggregate_mismatch(*agg, agg_path, timing->reported, *span, jsonl);
+  read_tpot(agg->doc, w);
+  w.reported = agg->reported;
+  if (auto mismatch = aggregate_mismatch(agg->doc, agg_path, agg->reported, *span, jsonl);
       !mismatch.empty()) {
     w.warnings.push_back(std::move(mismatch));
   }
@@ -401,27 +381,24 @@ Window load_aiperf_records_window(const std::string& jsonl, long long concurrenc
 
 Window load_aiperf_aggregate_window(const std::string& aggregate, long long concurrency,
                                     const std::string& benchmark_out) {
-  Window w = base(aggregate, concurrency);
-  const auto agg = read_json_file(aggregate);
+  Window w("aiperf", aggregate, concurrency);
+  const auto agg = read_aggregate(aggregate);
   if (!agg) return w.error = agg.error(), w;
-  if (!agg->is_object()) return w.error = aggregate + ": not a JSON object", w;
-  const auto timing = read_timing(*agg, aggregate);
-  if (!timing) return w.error = timing.error(), w;
-  w.reported = timing->reported;
+  w.reported = agg->reported;
   if (!w.reported.start_unix || !w.reported.end_unix) {
     w.error = aggregate + ": no start_time/end_time to derive a window from";
     return w;
   }
-  if (w.error = read_tokens(*agg, aggregate, w); !w.error.empty()) return w;
-  set_window(w, *w.reported.start_unix, *w.reported.end_unix, timing->cut_s);
-  const std::string start_time = (*agg)["start_time"].get<std::string>();
+  if (w.error = read_tokens(agg->doc, aggregate, w); !w.error.empty()) return w;
+  set_window(w, *w.reported.start_unix, *w.reported.end_unix, agg->cut_s);
+  const std::string start_time = agg->doc["start_time"].get<std::string>();
   const std::string hms = start_time.size() > 11 ? start_time.substr(11, 8) : "";
   const auto warmup = warmup_span_from_log(benchmark_out, hms, w.start_unix);
   if (warmup) {
     w.warmup_start_unix = warmup->first;
     w.warmup_end_unix = warmup->second;
   }
-  read_tpot(*agg, w);
+  read_tpot(agg->doc, w);
   return w;
 }
 

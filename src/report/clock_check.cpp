@@ -12,8 +12,7 @@ namespace {
 
 void load_from(const std::string& path, std::vector<RecordedClockStep>& out,
                std::vector<std::string>* warnings) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return;
+  if (!is_file(path)) return;
   const auto doc = read_json_file(path);
   if (!doc || !doc->is_object()) return;  // the file's own loader says what is wrong with it
   const auto it = doc->find("clock_steps");

@@ -97,6 +97,12 @@ struct Socket {
   std::optional<std::string> first_sensor;
   std::vector<std::string> sources;
 
+  Pairs& sensor(std::string_view name) {
+    for (auto& [n, pairs] : sensors) {
+      if (n == name) return pairs;
+    }
+    return sensors.emplace_back(std::string(name), Pairs{}).second;
+  }
   void note_source(std::string_view s) {
     if (!sources.empty() && sources.back() == s) return;
     if (std::find(sources.begin(), sources.end(), s) == sources.end()) sources.emplace_back(s);
@@ -257,14 +263,9 @@ class RowReader {
  private:
   // True when the sensor already had a reading at `t` (the row repeats one read before).
   static bool add_long(Socket& s, std::string_view name, double t, double power) {
-    auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
-                           [&](const auto& e) { return e.first == name; });
-    if (it == s.sensors.end()) {
-      s.sensors.emplace_back(std::string(name), Pairs{});
-      it = s.sensors.end() - 1;
-    }
-    const bool repeat = !it->second.t.empty() && it->second.t.back() == t;
-    it->second.push(t, power);
+    Pairs& pairs = s.sensor(name);
+    const bool repeat = !pairs.t.empty() && pairs.t.back() == t;
+    pairs.push(t, power);
     const SensorKind kind = classify_sensor(name);
     if (const int slot = rail_slot(kind); slot >= 0) {
       s.long_rails[static_cast<std::size_t>(slot)].push(t, power);
@@ -340,15 +341,7 @@ void join(Part& into, Part& from) {
       for (std::size_t k = 0; k < artifacts::kRails; ++k)
         append_column(s.rails[k], fs.rails[k], base, shared);
       append_column(s.module, fs.module, base, shared);
-      for (auto& [name, pairs] : fs.sensors) {
-        auto it = std::find_if(s.sensors.begin(), s.sensors.end(),
-                               [&key = name](const auto& e) { return e.first == key; });
-        if (it == s.sensors.end()) {
-          s.sensors.emplace_back(name, Pairs{});
-          it = s.sensors.end() - 1;
-        }
-        it->second.append(pairs);
-      }
+      for (auto& [name, pairs] : fs.sensors) s.sensor(name).append(pairs);
       for (std::size_t k = 0; k < artifacts::kRails; ++k) s.long_rails[k].append(fs.long_rails[k]);
       s.long_module.append(fs.long_module);
       for (std::size_t k = 0; k < artifacts::kUtils; ++k) s.util[k].append(fs.util[k]);
@@ -565,12 +558,9 @@ std::vector<long long> expected_sockets(const CpuData& cpu, const std::string& h
       it != expect.cpu_node.end() && it->second.sockets_expected) {
     return *it->second.sockets_expected;
   }
-  std::vector<long long> out;
-  const auto first =
-      std::lower_bound(cpu.sockets.begin(), cpu.sockets.end(), host,
-                       [](const CpuSocket& s, const std::string& h) { return s.host < h; });
-  for (auto it = first; it != cpu.sockets.end() && it->host == host; ++it) {
-    if (it->power.any_value()) out.push_back(it->socket);
+  std::vector<long long> out;  // sockets are sorted by (host, socket)
+  for (const CpuSocket& s : std::ranges::equal_range(cpu.sockets, host, {}, &CpuSocket::host)) {
+    if (s.power.any_value()) out.push_back(s.socket);
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "report/discovery.hpp"
 
+#include <fmt/ranges.h>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -29,13 +31,9 @@ std::string not_a_file(const std::string& path) {
   return "not a regular file";
 }
 
+// `root` (as python_path_str gives it) joined with the components below it.
 std::string join(const std::string& root, const Parts& rel) {
-  std::string out = root == "." ? "" : root;
-  for (const auto& part : rel) {
-    if (!out.empty() && out.back() != '/') out += '/';
-    out += part;
-  }
-  return out.empty() ? "." : out;
+  return python_path_str(fmt::format("{}/{}", root, fmt::join(rel, "/")));
 }
 
 struct Tree {
@@ -155,17 +153,15 @@ std::string choose_samples(const Tree& tree, const std::string& root,
     if (!is_file(*cpu_override)) return *cpu_override + ": " + not_a_file(*cpu_override);
     run.cpu_samples = *cpu_override;
   } else if (cpu.size() > 1) {
-    std::string list;
-    for (const auto& p : cpu) list += (list.empty() ? "" : ", ") + p;
-    return "multiple CPU power samples.csv found below " + root + ": " + list +
-           "; pick one with --cpu-samples";
+    return fmt::format(
+        "multiple CPU power samples.csv found below {}: {}; pick one with --cpu-samples", root,
+        fmt::join(cpu, ", "));
   } else if (cpu.size() == 1) {
     run.cpu_samples = cpu[0];
   }
   if (gpu.size() > 1) {
-    std::string list;
-    for (const auto& p : gpu) list += (list.empty() ? "" : ", ") + ("PosixPath('" + p + "')");
-    return "multiple GPU power samples.csv found below " + root + ": [" + list + "]";
+    return fmt::format("multiple GPU power samples.csv found below {}: [PosixPath('{}')]", root,
+                       fmt::join(gpu, "'), PosixPath('"));
   }
   if (!run.cpu_samples && gpu.empty())
     return "no power samples.csv (CPU or GPU) found below " + root;

@@ -2,11 +2,11 @@
 
 #include <fmt/core.h>
 
-#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 
+#include "common/text.hpp"
 #include "report/json_value.hpp"
 
 namespace cpupower::report {
@@ -135,10 +135,7 @@ Result<std::optional<int>> recorded_utc_offset(const std::string& aiperf_artifac
     const std::string path = (dir / "agentic_power_timezone_offset.txt").string();
     const auto text = read_text_file(path);
     if (text) {
-      std::string_view s(*text);
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-      const auto offset = parse_utc_offset(s);
+      const auto offset = parse_utc_offset(common::trim(*text));
       if (!offset) return Error{path + ": " + offset.error() + " (want +HH:MM or -HHMM)"};
       return std::optional<int>(*offset);
     }

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "report/html/report.css.hpp"
 #include "report/html/report.js.hpp"
@@ -36,57 +35,51 @@ struct SeriesRef {
 
 std::vector<SeriesRef> series_of(const RunData& run) {
   // By host, then CPU sockets, GPUs and the module, each in index order.
-  std::map<std::string, std::vector<SeriesRef>> by_host;
+  std::vector<SeriesRef> out;
   if (run.cpu) {
     for (const auto& s : run.cpu->sockets) {
-      by_host[s.host].push_back(
-          {s.host, "cpu", "socket" + std::to_string(s.socket), s.label(), &s.power});
+      out.push_back({s.host, "cpu", "socket" + std::to_string(s.socket), s.label(), &s.power});
     }
   }
   if (run.gpu) {
     for (const auto& d : run.gpu->devices) {
-      by_host[d.host].push_back(
-          {d.host, "gpu", "gpu" + std::to_string(d.index), d.label(), &d.power});
+      out.push_back({d.host, "gpu", "gpu" + std::to_string(d.index), d.label(), &d.power});
     }
   }
   for (const auto& node : run.module_nodes) {
-    by_host[node->host()].push_back(
-        {node->host(), "module", "module", "module/" + node->host(), &node->whole()});
+    out.push_back({node->host(), "module", "module", "module/" + node->host(), &node->whole()});
   }
-  std::vector<SeriesRef> out;
-  for (auto& [host, list] : by_host) {
-    (void)host;
-    for (auto& s : list) out.push_back(std::move(s));
-  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SeriesRef& a, const SeriesRef& b) { return a.host < b.host; });
   return out;
 }
 
 // The run's time origin and span: its first and last sample over every charted track, and
 // every window (as the SVG plot's).
-void time_range(const std::vector<SeriesRef>& series, const std::vector<WindowReport>& windows,
-                double* t0, double* t1) {
-  *t0 = std::numeric_limits<double>::infinity();
-  *t1 = -*t0;
+std::pair<double, double> time_range(const std::vector<SeriesRef>& series,
+                                     const std::vector<WindowReport>& windows) {
+  double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
   for (const auto& s : series) {
     const Track& tr = *s.track;
     for (std::size_t i = 0; i < tr.size(); ++i) {
       if (!tr.has(i) || !std::isfinite(tr.time(i))) continue;
-      *t0 = std::min(*t0, tr.time(i));
+      t0 = std::min(t0, tr.time(i));
       break;
     }
     for (std::size_t i = tr.size(); i-- > 0;) {
       if (!tr.has(i) || !std::isfinite(tr.time(i))) continue;
-      *t1 = std::max(*t1, tr.time(i));
+      t1 = std::max(t1, tr.time(i));
       break;
     }
   }
   for (const auto& r : windows) {
     if (!r.error.empty()) continue;
-    *t0 = std::min(*t0, r.window.start_unix);
-    *t1 = std::max(*t1, r.window.end_unix);
+    t0 = std::min(t0, r.window.start_unix);
+    t1 = std::max(t1, r.window.end_unix);
   }
-  if (!std::isfinite(*t0) || !std::isfinite(*t1)) *t0 = 0, *t1 = 1;
-  if (*t1 <= *t0) *t1 = *t0 + 1;
+  if (!std::isfinite(t0) || !std::isfinite(t1)) t0 = 0, t1 = 1;
+  if (t1 <= t0) t1 = t0 + 1;
+  return {t0, t1};
 }
 
 // The median over the series of each one's mean time between samples: a bucket narrower
@@ -149,8 +142,7 @@ void series_json(const SeriesRef& s, double origin, double bucket_s, std::string
 
 void run_json(const HtmlRun& run, std::string& out) {
   const std::vector<SeriesRef> series = series_of(*run.data);
-  double t0 = 0, t1 = 1;
-  time_range(series, *run.windows, &t0, &t1);
+  const auto [t0, t1] = time_range(series, *run.windows);
   const double bucket_s = std::max({(t1 - t0) / kBuckets, kMinBucketS, typical_interval(series)});
   out +=
       fmt::format("{{\"name\":{},\"origin_unix\":{},\"end_unix\":{},\"bucket_s\":{},",
@@ -173,13 +165,7 @@ void run_json(const HtmlRun& run, std::string& out) {
 std::string script_safe(const std::string& json) {
   std::string out;
   out.reserve(json.size());
-  for (const char c : json) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else {
-      out += c;
-    }
-  }
+  for (const char c : json) out += c == '<' ? std::string_view("\\u003c") : std::string_view(&c, 1);
   return out;
 }
 

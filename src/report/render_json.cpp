@@ -6,125 +6,98 @@
 namespace cpupower::report {
 namespace {
 
-Json opt(const std::optional<double>& v) {
+template <class T>
+Json opt(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
+}
+
+// A JSON list of to_json(item) for every item.
+template <class T, class F>
+Json list(const std::vector<T>& items, F to_json) {
+  Json j = Json::array();
+  for (const auto& item : items) j.push_back(to_json(item));
+  return j;
 }
 
 Json breakdown(const Breakdown& b) {
   const PowerStats& s = b.stats;
-  Json j = Json::object();
-  j["label"] = b.label;
-  j["joules"] = s.joules;
-  j["avg_power_w"] = s.avg_power_w;
-  j["sample_start_unix"] = s.sample_start_unix;
-  j["sample_end_unix"] = s.sample_end_unix;
-  j["samples"] = s.samples;
-  j["mean_w"] = s.mean_w;
-  j["min_w"] = s.min_w;
-  j["p5_w"] = s.p5_w;
-  j["p50_w"] = s.p50_w;
-  j["p95_w"] = s.p95_w;
-  j["p99_w"] = s.p99_w;
-  j["max_w"] = s.max_w;
-  return j;
+  return {{"label", b.label},
+          {"joules", s.joules},
+          {"avg_power_w", s.avg_power_w},
+          {"sample_start_unix", s.sample_start_unix},
+          {"sample_end_unix", s.sample_end_unix},
+          {"samples", s.samples},
+          {"mean_w", s.mean_w},
+          {"min_w", s.min_w},
+          {"p5_w", s.p5_w},
+          {"p50_w", s.p50_w},
+          {"p95_w", s.p95_w},
+          {"p99_w", s.p99_w},
+          {"max_w", s.max_w}};
 }
 
-Json breakdowns(const std::vector<Breakdown>& rows) {
-  Json j = Json::array();
-  for (const auto& row : rows) j.push_back(breakdown(row));
-  return j;
+Json utilization(const UtilRow& r) {
+  return {{"label", r.label},
+          {"column", r.column},
+          {"mean", r.mean},
+          {"max", r.max},
+          {"samples", r.samples}};
 }
 
-Json utilization(const std::vector<UtilRow>& rows) {
-  Json j = Json::array();
-  for (const auto& r : rows) {
-    Json u = Json::object();
-    u["label"] = r.label;
-    u["column"] = r.column;
-    u["mean"] = r.mean;
-    u["max"] = r.max;
-    u["samples"] = r.samples;
-    j.push_back(u);
-  }
-  return j;
-}
-
-Json node_power(const std::vector<NodePower>& nodes) {
-  Json j = Json::array();
-  for (const auto& n : nodes) {
-    Json e = Json::object();
-    e["hostname"] = n.host;
-    e["gpu_w"] = opt(n.gpu_w);
-    e["cpu_w"] = opt(n.cpu_w);
-    Json rails = Json::object();
-    for (const auto& [name, w] : n.cpu_rails_w) rails[name] = w;
-    e["cpu_rails_w"] = rails;
-    e["gpu_count"] = n.gpu_count;
-    e["socket_count"] = n.socket_count;
-    e["roles"] = n.roles;
-    j.push_back(e);
-  }
-  return j;
+Json node_power(const NodePower& n) {
+  Json rails = Json::object();
+  for (const auto& [name, w] : n.cpu_rails_w) rails[name] = w;
+  return {{"hostname", n.host},   {"gpu_w", opt(n.gpu_w)},    {"cpu_w", opt(n.cpu_w)},
+          {"cpu_rails_w", rails}, {"gpu_count", n.gpu_count}, {"socket_count", n.socket_count},
+          {"roles", n.roles}};
 }
 
 Json timing(const WindowReport& r) {
   const Window& w = r.window;
-  Json computed = Json::object();
-  computed["start_unix"] = w.start_json;
-  computed["end_unix"] = w.end_json;
-  const bool ints = w.start_json.is_number_integer() && w.end_json.is_number_integer();
-  computed["duration_seconds"] =
-      ints ? Json(w.end_json.get<long long>() - w.start_json.get<long long>())
-           : Json(w.duration_s());
-  Json reported = Json::object();
-  reported["source"] = w.reported.source;
-  reported["start_unix"] = opt(w.reported.start_unix);
-  reported["end_unix"] = opt(w.reported.end_unix);
-  reported["duration_seconds"] = opt(w.reported.duration_seconds);
-  reported["note"] = w.reported.note ? Json(*w.reported.note) : Json(nullptr);
-  Json coverage = Json::object();
+  const ReportedTiming& rep = w.reported;
   const auto& c = r.coverage;
-  coverage["sample_start_unix"] = c ? Json(c->start_unix) : Json(nullptr);
-  coverage["sample_end_unix"] = c ? Json(c->end_unix) : Json(nullptr);
-  coverage["duration_seconds"] = c ? Json(c->end_unix - c->start_unix) : Json(nullptr);
-  Json t = Json::object();
-  t["computed"] = computed;
-  t["reported"] = reported;
-  t["coverage"] = coverage;
-  return t;
+  const bool ints = w.start_json.is_number_integer() && w.end_json.is_number_integer();
+  return {{"computed",
+           {{"start_unix", w.start_json},
+            {"end_unix", w.end_json},
+            {"duration_seconds",
+             ints ? Json(w.end_json.get<long long>() - w.start_json.get<long long>())
+                  : Json(w.duration_s())}}},
+          {"reported",
+           {{"source", rep.source},
+            {"start_unix", opt(rep.start_unix)},
+            {"end_unix", opt(rep.end_unix)},
+            {"duration_seconds", opt(rep.duration_seconds)},
+            {"note", opt(rep.note)}}},
+          {"coverage",
+           {{"sample_start_unix", c ? Json(c->start_unix) : Json(nullptr)},
+            {"sample_end_unix", c ? Json(c->end_unix) : Json(nullptr)},
+            {"duration_seconds", c ? Json(c->end_unix - c->start_unix) : Json(nullptr)}}}};
 }
 
 Json perf(const PerfPerWatt& p) {
-  Json j = Json::object();
-  j["output_tokens_per_second"] = opt(p.output_tps);
-  j["total_tokens_per_second"] = opt(p.total_tps);
-  j["num_gpus"] = p.num_gpus;
-  j["output_tokens_per_second_per_gpu"] = opt(p.output_tps_per_gpu);
-  j["gpu_avg_power_w"] = opt(p.gpu_w);
-  j["cpu_avg_power_w"] = opt(p.cpu_w);
-  j["combined_avg_power_w"] = opt(p.combined_w);
-  j["output_tokens_per_second_per_gpu_watt"] = opt(p.o_gpu);
-  j["output_tokens_per_second_per_cpu_watt"] = opt(p.o_cpu);
-  j["output_tokens_per_second_per_combined_watt"] = opt(p.o_comb);
-  j["total_tokens_per_second_per_gpu_watt"] = opt(p.t_gpu);
-  j["total_tokens_per_second_per_cpu_watt"] = opt(p.t_cpu);
-  j["total_tokens_per_second_per_combined_watt"] = opt(p.t_comb);
-  return j;
-}
-
-Json identity(const Window& w) {
-  Json j = Json::object();
-  j["benchmark_type"] = w.benchmark_type;
-  j["source"] = w.source;
-  j["concurrency"] = w.concurrency ? Json(*w.concurrency) : Json(nullptr);
-  return j;
+  return {{"output_tokens_per_second", opt(p.output_tps)},
+          {"total_tokens_per_second", opt(p.total_tps)},
+          {"num_gpus", p.num_gpus},
+          {"output_tokens_per_second_per_gpu", opt(p.output_tps_per_gpu)},
+          {"gpu_avg_power_w", opt(p.gpu_w)},
+          {"cpu_avg_power_w", opt(p.cpu_w)},
+          {"combined_avg_power_w", opt(p.combined_w)},
+          {"output_tokens_per_second_per_gpu_watt", opt(p.o_gpu)},
+          {"output_tokens_per_second_per_cpu_watt", opt(p.o_cpu)},
+          {"output_tokens_per_second_per_combined_watt", opt(p.o_comb)},
+          {"total_tokens_per_second_per_gpu_watt", opt(p.t_gpu)},
+          {"total_tokens_per_second_per_cpu_watt", opt(p.t_cpu)},
+          {"total_tokens_per_second_per_combined_watt", opt(p.t_comb)}};
 }
 
 }  // namespace
 
 Json window_json(const WindowReport& r) {
   const Window& w = r.window;
-  Json j = identity(w);
+  Json j{{"benchmark_type", w.benchmark_type},
+         {"source", w.source},
+         {"concurrency", opt(w.concurrency)}};
   if (!r.error.empty()) {
     j["error"] = r.error;
     j["edges"] = std::string(edges_name(r.edges));
@@ -139,19 +112,16 @@ Json window_json(const WindowReport& r) {
   j["warmup_start_unix"] = opt(w.warmup_start_unix);
   j["warmup_end_unix"] = opt(w.warmup_end_unix);
   j["drain_end_unix"] = opt(w.drain_end_unix);
-  j["cpu_per_socket"] = breakdowns(r.cpu_per_socket);
-  j["cpu_per_node"] = breakdowns(r.cpu_per_node);
+  j["cpu_per_socket"] = list(r.cpu_per_socket, breakdown);
+  j["cpu_per_node"] = list(r.cpu_per_node, breakdown);
   j["cpu_total_joules"] = r.cpu_total_joules;
-  j["node_power"] = node_power(r.node_power);
-  Json sensors = Json::array();
-  for (const auto& s : r.cpu_sensors) {
-    sensors.push_back(
-        Json{{"label", s.label}, {"sensor", s.sensor}, {"other_sensors", s.other_sensors}});
-  }
-  j["cpu_sensors"] = sensors;
-  j["gpu_per_device"] = breakdowns(r.gpu_per_device);
-  j["gpu_per_role"] = breakdowns(r.gpu_per_role);
-  j["gpu_per_node"] = breakdowns(r.gpu_per_node);
+  j["node_power"] = list(r.node_power, node_power);
+  j["cpu_sensors"] = list(r.cpu_sensors, [](const SensorInfo& s) {
+    return Json{{"label", s.label}, {"sensor", s.sensor}, {"other_sensors", s.other_sensors}};
+  });
+  j["gpu_per_device"] = list(r.gpu_per_device, breakdown);
+  j["gpu_per_role"] = list(r.gpu_per_role, breakdown);
+  j["gpu_per_node"] = list(r.gpu_per_node, breakdown);
   j["gpu_total_joules"] = r.gpu_total_joules;
   const bool int_zero =
       r.cpu_total_joules.is_number_integer() && r.gpu_total_joules.is_number_integer();
@@ -160,13 +130,13 @@ Json window_json(const WindowReport& r) {
   j["joules_per_total_token"] = opt(r.joules_per_total_token);
   j["timing"] = timing(r);
   j["perf_per_watt"] = perf(r.perf);
-  j["cpu_utilization"] = utilization(r.cpu_utilization);
-  j["gpu_utilization"] = utilization(r.gpu_utilization);
+  j["cpu_utilization"] = list(r.cpu_utilization, utilization);
+  j["gpu_utilization"] = list(r.gpu_utilization, utilization);
   j["warnings"] = r.warnings;
   // Additions, after every established key, so that existing consumers read those unchanged.
   j["edges"] = std::string(edges_name(r.edges));
-  j["module_per_socket"] = breakdowns(r.module_per_socket);
-  j["module_per_node"] = breakdowns(r.module_per_node);
+  j["module_per_socket"] = list(r.module_per_socket, breakdown);
+  j["module_per_node"] = list(r.module_per_node, breakdown);
   for (const WindowFigure& f : kWindowFigures) j[std::string(f.key)] = opt(r.*f.value);
   return j;
 }

@@ -21,7 +21,6 @@ constexpr double kPlotWidth = kWidth - kLeft - kRight;
 constexpr int kColumns = 1100;
 
 struct Line {
-  const char* name;
   const char* color;
   const Track* track;
 };
@@ -40,15 +39,13 @@ std::string esc(std::string_view s) {
 std::vector<Panel> panels(const RunData& run) {
   std::map<std::string, Panel> by_host;
   if (run.cpu) {
-    for (const auto& n : run.cpu->nodes)
-      by_host[n.host].lines.push_back({"CPU total", "#d62728", &n.total});
+    for (const auto& n : run.cpu->nodes) by_host[n.host].lines.push_back({"#d62728", &n.total});
   }
   if (run.gpu) {
-    for (const auto& n : run.gpu->nodes)
-      by_host[n.host].lines.push_back({"GPU", "#1f77b4", &n.power});
+    for (const auto& n : run.gpu->nodes) by_host[n.host].lines.push_back({"#1f77b4", &n.power});
   }
   for (const auto& node : run.module_nodes) {
-    by_host[node->host()].lines.push_back({"module (superchip)", "#2ca02c", &node->whole()});
+    by_host[node->host()].lines.push_back({"#2ca02c", &node->whole()});
   }
   std::vector<Panel> out;
   for (auto& [host, p] : by_host) {
@@ -83,24 +80,24 @@ std::vector<std::vector<std::pair<double, double>>> reduce(const Track& tr, doub
   return runs;
 }
 
-void time_range(const std::vector<WindowReport>& reports, const std::vector<Panel>& ps, double* t0,
-                double* t1) {
-  *t0 = std::numeric_limits<double>::infinity();
-  *t1 = -*t0;
+std::pair<double, double> time_range(const std::vector<WindowReport>& reports,
+                                     const std::vector<Panel>& ps) {
+  double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
   for (const auto& p : ps) {
     for (const auto& l : p.lines) {
       if (l.track->size() == 0) continue;
-      *t0 = std::min(*t0, l.track->time(0));
-      *t1 = std::max(*t1, l.track->time(l.track->size() - 1));
+      t0 = std::min(t0, l.track->time(0));
+      t1 = std::max(t1, l.track->time(l.track->size() - 1));
     }
   }
   for (const auto& r : reports) {
     if (!r.window.error.empty()) continue;
-    *t0 = std::min(*t0, r.window.start_unix);
-    *t1 = std::max(*t1, r.window.end_unix);
+    t0 = std::min(t0, r.window.start_unix);
+    t1 = std::max(t1, r.window.end_unix);
   }
-  if (!std::isfinite(*t0)) *t0 = 0, *t1 = 1;
-  if (*t1 <= *t0) *t1 = *t0 + 1;
+  if (!std::isfinite(t0)) t0 = 0, t1 = 1;
+  if (t1 <= t0) t1 = t0 + 1;
+  return {t0, t1};
 }
 
 double nice_ceiling(double v) {
@@ -172,8 +169,7 @@ void axis_svg(double t0, double t1, double y, std::string& out) {
 
 std::string render_svg(const RunData& run, const std::vector<WindowReport>& reports) {
   const std::vector<Panel> ps = panels(run);
-  double t0 = 0, t1 = 1;
-  time_range(reports, ps, &t0, &t1);
+  const auto [t0, t1] = time_range(reports, ps);
   const double height = kTop + std::max<std::size_t>(ps.size(), 1) * (kPanel + kGap) + 40;
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "

@@ -19,8 +19,10 @@ std::string shown(std::string_view untrusted) {
 std::string c2(double v) {
   return py_fixed_commas(v, 2);
 }
-std::string c2_or_na(const std::optional<double>& v) {
-  return v ? c2(*v) : "n/a";
+// "n/a" when there is no value; else c2, or with `plain` > 0 that many decimals without commas.
+std::string or_na(const std::optional<double>& v, int plain = 0) {
+  if (!v) return "n/a";
+  return plain > 0 ? fmt::format("{:.{}f}", *v, plain) : c2(*v);
 }
 
 std::string header(const Window& w) {
@@ -40,10 +42,7 @@ std::string timing_line(const WindowReport& r) {
   } else {
     out += " | reported[" + shown(rep.source) + "]";
     if (rep.start_unix || rep.end_unix) {
-      const auto f3 = [](const std::optional<double>& v) {
-        return v ? fmt::format("{:.3f}", *v) : std::string("n/a");
-      };
-      out += " start=" + f3(rep.start_unix) + " end=" + f3(rep.end_unix);
+      out += " start=" + or_na(rep.start_unix, 3) + " end=" + or_na(rep.end_unix, 3);
     }
     if (rep.duration_seconds) {
       out += fmt::format(" duration={:.2f}s (computed-reported={:+.2f}s)", *rep.duration_seconds,
@@ -60,20 +59,15 @@ std::string timing_line(const WindowReport& r) {
 std::string leg(const char* name, const std::optional<double>& watts,
                 const std::optional<double>& o, const std::optional<double>& t) {
   if (!watts) return fmt::format("{}: n/a", name);
-  std::string ratios = "n/a";
-  if (o || t) {
-    const auto f4 = [](const std::optional<double>& v) {
-      return v ? fmt::format("{:.4f}", *v) : std::string("n/a");
-    };
-    ratios = "output " + f4(o) + " tok/s/W, total " + f4(t) + " tok/s/W";
-  }
+  const std::string ratios =
+      o || t ? "output " + or_na(o, 4) + " tok/s/W, total " + or_na(t, 4) + " tok/s/W" : "n/a";
   return fmt::format("{} avg={} W -> {}", name, c2(*watts), ratios);
 }
 
 std::string perf_line(const PerfPerWatt& p) {
-  std::string out = fmt::format("output={} tok/s ({} tok/s/gpu across {} gpu(s)) total={} tok/s",
-                                c2_or_na(p.output_tps), c2_or_na(p.output_tps_per_gpu), p.num_gpus,
-                                c2_or_na(p.total_tps));
+  std::string out =
+      fmt::format("output={} tok/s ({} tok/s/gpu across {} gpu(s)) total={} tok/s",
+                  or_na(p.output_tps), or_na(p.output_tps_per_gpu), p.num_gpus, or_na(p.total_tps));
   out += " | " + leg("gpu", p.gpu_w, p.o_gpu, p.t_gpu);
   out += " | " + leg("cpu", p.cpu_w, p.o_cpu, p.t_cpu);
   out += " | " + leg("combined", p.combined_w, p.o_comb, p.t_comb);
@@ -133,8 +127,8 @@ void window_block(const WindowReport& r, std::string& out) {
   }
   const auto ms = [](const std::optional<double>& v) { return v ? c2(*v) + " ms" : "n/a"; };
   out += "  TPOT: p50=" + ms(w.tpot_p50_ms) + " p90=" + ms(w.tpot_p90_ms) + "\n";
-  out += "  J/output-token: " + c2_or_na(r.joules_per_output_token) + "\n";
-  out += "  J/total-token:  " + c2_or_na(r.joules_per_total_token) + "\n";
+  out += "  J/output-token: " + or_na(r.joules_per_output_token) + "\n";
+  out += "  J/total-token:  " + or_na(r.joules_per_total_token) + "\n";
   out += "  timing: " + timing_line(r) + "\n";
   out += "  perf/W: " + perf_line(r.perf) + "\n";
   row_lines(r.cpu_per_socket, out);

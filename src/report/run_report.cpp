@@ -33,8 +33,7 @@ Window load_window(const WindowSource& s, const std::string& benchmark_out) {
 }
 
 unsigned scan_threads(unsigned requested) {
-  if (requested > 0) return requested;
-  return default_threads();
+  return requested > 0 ? requested : default_threads();
 }
 
 namespace fs = std::filesystem;
@@ -68,14 +67,10 @@ void load_cpu_expectations(const std::string& samples, RunExpectations& e,
       if (!node.is_object()) continue;
       CpuNodeExpect& x = e.cpu_node[host];
       if (const auto se = node.find("sockets_expected"); se != node.end()) {
-        std::vector<long long> ids;
-        bool ok = se->is_array();
-        for (const auto& id : ok ? *se : Json::array()) {
-          ok = ok && id.is_number_integer() && id.get<long long>() >= 0;
-          if (ok) ids.push_back(id.get<long long>());
-        }
-        if (ok) {
-          x.sockets_expected = std::move(ids);
+        if (se->is_array() && std::all_of(se->begin(), se->end(), [](const Json& id) {
+              return id.is_number_integer() && id.get<long long>() >= 0;
+            })) {
+          x.sockets_expected = se->get<std::vector<long long>>();
         } else {
           ignored("nodes." + host + ".sockets_expected", "a list of socket ids");
         }
@@ -145,22 +140,25 @@ void check_gpu_manifest(const artifacts::GpuManifestRoles& m, const artifacts::G
   }
 }
 
+// Rows a leg could not use are dropped, never read as zeros, and said once per file and
+// reason for the whole run.
+void file_warnings(const std::string& path, bool empty, std::size_t rows,
+                   const artifacts::RowIssues& issues, const std::string& leg,
+                   std::vector<std::string>* out) {
+  if (empty || rows == 0) {
+    out->push_back(path + (empty ? ": empty file" : ": a header without rows") + ", no " + leg +
+                   " samples");
+  }
+  for (auto& w : issues.warnings(path, rows)) out->push_back(std::move(w));
+}
+
 // Loads both legs; an error text when a leg cannot be read at all.
 std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData& data,
                       std::vector<std::string>* run_warnings) {
   if (in.cpu_samples) {
     auto cpu = load_cpu_samples(*in.cpu_samples, scan_threads(options.threads));
     if (!cpu) return cpu.error();
-    // Rows a leg could not use are dropped, never read as zeros, and said once per file and
-    // reason for the whole run.
-    if (cpu->empty) {
-      run_warnings->push_back(*in.cpu_samples + ": empty file, no CPU samples");
-    } else if (cpu->rows == 0) {
-      run_warnings->push_back(*in.cpu_samples + ": a header without rows, no CPU samples");
-    }
-    for (auto& w : cpu->issues.warnings(*in.cpu_samples, cpu->rows)) {
-      run_warnings->push_back(std::move(w));
-    }
+    file_warnings(*in.cpu_samples, cpu->empty, cpu->rows, cpu->issues, "CPU", run_warnings);
     if (cpu->repeated_rows > 0) {
       run_warnings->push_back(*in.cpu_samples + ": " + std::to_string(cpu->repeated_rows) +
                               " rows repeat an instant already read for their host and socket "
@@ -187,14 +185,7 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
     }
     data.gpu = build_gpu_data(*file, roles);
     data.gpu->path = *in.gpu_samples;
-    if (file->empty) {
-      run_warnings->push_back(*in.gpu_samples + ": empty file, no GPU samples");
-    } else if (file->rows_read == 0) {
-      run_warnings->push_back(*in.gpu_samples + ": a header without rows, no GPU samples");
-    }
-    for (auto& w : file->issues.warnings(*in.gpu_samples, file->rows_read)) {
-      run_warnings->push_back(std::move(w));
-    }
+    file_warnings(*in.gpu_samples, file->empty, file->rows_read, file->issues, "GPU", run_warnings);
   }
   build_module_nodes(data);
   return "";
@@ -271,11 +262,11 @@ RunReportStatus write_run_report(const std::string& log_dir, const ReportOptions
       html_error = std::string("HTML report failed: ") + e.what();
     }
     status.ok = status.failed_windows == 0 && html_error.empty();
-    if (!html_error.empty()) {
-      status.message = html_error;
-      return status;
+    if (!status.ok) {
+      status.message = !html_error.empty()
+                           ? html_error
+                           : std::to_string(status.failed_windows) + " window(s) failed";
     }
-    if (!status.ok) status.message = std::to_string(status.failed_windows) + " window(s) failed";
   } catch (const std::exception& e) {
     status.message = std::string("energy report failed: ") + e.what();
   } catch (...) {

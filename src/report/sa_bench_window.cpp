@@ -39,10 +39,7 @@ std::optional<double> tpot_p90(const Json& result) {
 }  // namespace
 
 Window load_sa_bench_window(const std::string& path, long long concurrency) {
-  Window w;
-  w.benchmark_type = "sa-bench";
-  w.source = path;
-  w.concurrency = concurrency;
+  Window w("sa-bench", path, concurrency);
   const auto result = read_json_file(path);
   if (!result) return w.error = result.error(), w;
   if (!result->is_object()) return w.error = path + ": not a JSON object", w;

@@ -9,9 +9,7 @@
 namespace cpupower::report {
 
 Window load_session_window(const std::string& path) {
-  Window w;
-  w.benchmark_type = "session";
-  w.source = path;
+  Window w("session", path);
   const auto doc = read_json_file(path);
   if (!doc) return w.error = doc.error(), w;
   const auto start = json_member_number(*doc, "start_unix");
@@ -21,8 +19,6 @@ Window load_session_window(const std::string& path) {
   w.end_unix = *end;
   w.start_json = (*doc)["start_unix"];
   w.end_json = (*doc)["end_unix"];
-  w.output_tokens_json = nullptr;
-  w.input_tokens_json = nullptr;
   w.reported.source = "session-json";
   w.reported.start_unix = *start;
   w.reported.end_unix = *end;

@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cpupower::report {
@@ -18,6 +20,10 @@ struct ReportedTiming {
 };
 
 struct Window {
+  Window() = default;
+  Window(std::string type, std::string from, std::optional<long long> n = std::nullopt)
+      : benchmark_type(std::move(type)), source(std::move(from)), concurrency(n) {}
+
   std::string benchmark_type;  // sa-bench | aiperf | session
   std::string source;          // the artifact the window came from
   std::optional<long long> concurrency;
@@ -34,6 +40,8 @@ struct Window {
   std::string error;  // set when the window could not be derived; nothing else is valid then
 
   double duration_s() const { return end_unix - start_unix; }
+  double lo() const { return std::min(start_unix, end_unix); }  // the earlier bound
+  double hi() const { return std::max(start_unix, end_unix); }  // the later bound
 };
 
 // sa-bench results_concurrency_<N>_*.json.

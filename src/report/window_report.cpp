@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "report/numeric.hpp"
 
@@ -45,8 +44,6 @@ bool any_value_in(const Track& track, double lo, double hi) {
 
 Status cpu_rows(const CpuData& cpu, WindowReport& r) {
   Status first = Ok{};
-  const double lo = std::min(r.window.start_unix, r.window.end_unix);
-  const double hi = std::max(r.window.start_unix, r.window.end_unix);
   // Sockets come by host: a socket without a sample in the window while another socket of its
   // node has some is missing from the window (a dead socket), said in a warning, not a
   // coverage failure of the whole window.
@@ -56,7 +53,7 @@ Status cpu_rows(const CpuData& cpu, WindowReport& r) {
     std::vector<char> present(e - b);
     bool any_present = false;
     for (std::size_t i = b; i < e; ++i) {
-      present[i - b] = any_value_in(cpu.sockets[i].power, lo, hi);
+      present[i - b] = any_value_in(cpu.sockets[i].power, r.window.lo(), r.window.hi());
       any_present = any_present || present[i - b];
     }
     for (std::size_t i = b; i < e; ++i) {
@@ -105,10 +102,9 @@ void module_rows(const RunData& run, WindowReport& r) {
     // Only the window's own stretch is summed; a failure is redone on the whole series,
     // whose error text tells how far the nearest sample is.
     const std::string label = "module/" + node->host();
-    const double lo = std::min(r.window.start_unix, r.window.end_unix) - kWindowMargin;
-    const double hi = std::max(r.window.start_unix, r.window.end_unix) + kWindowMargin;
-    Integration in = integrate_samples(node->samples(lo, hi), r.window.start_unix,
-                                       r.window.end_unix, r.edges, label);
+    Integration in = integrate_samples(
+        node->samples(r.window.lo() - kWindowMargin, r.window.hi() + kWindowMargin),
+        r.window.start_unix, r.window.end_unix, r.edges, label);
     if (!in.row) {
       in = integrate_window(node->whole(), r.window.start_unix, r.window.end_unix, r.edges, label);
     }
@@ -131,26 +127,20 @@ void node_power(const RunData& run, WindowReport& r) {
     std::set<std::string> roles;
     if (run.gpu) {
       // Devices are sorted by (host, index): the host's are one range.
-      const auto& devices = run.gpu->devices;
-      for (auto d = std::lower_bound(
-               devices.begin(), devices.end(), host,
-               [](const GpuDevice&dev, const std::string&h) { return dev.host < h; });
-           d != devices.end() && d->host == host; ++d) {
-        if (d->power.size() == 0) continue;
+      for (const GpuDevice& d :
+           std::ranges::equal_range(run.gpu->devices, host, {}, &GpuDevice::host)) {
+        if (d.power.size() == 0) continue;
         ++np.gpu_count;
-        roles.insert(d->roles.begin(), d->roles.end());
+        roles.insert(d.roles.begin(), d.roles.end());
       }
     }
     np.roles.assign(roles.begin(), roles.end());
     if (!run.cpu) continue;
     std::array<double, artifacts::kRails> sums{};
     std::array<bool, artifacts::kRails> any{};
-    const auto& sockets = run.cpu->sockets;  // sorted by (host, socket)
-    for (auto it = std::lower_bound(
-             sockets.begin(), sockets.end(), host,
-             [](const CpuSocket&sock, const std::string&h) { return sock.host < h; });
-         it != sockets.end() && it->host == host; ++it) {
-      const CpuSocket& s = *it;
+    // Sockets are sorted by (host, socket).
+    for (const CpuSocket& s :
+         std::ranges::equal_range(run.cpu->sockets, host, {}, &CpuSocket::host)) {
       ++np.socket_count;
       for (std::size_t i = 0; i < artifacts::kRails; ++i) {
         if (!s.rails[i]) continue;
@@ -221,15 +211,11 @@ void our_warnings(const RunData& run, WindowReport& r) {
           " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
           "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
     }
-    // Both sorted by host: one walk.
-    auto node = run.cpu->nodes.begin();
     for (const auto& host : run.cpu->hosts) {
-      while (node != run.cpu->nodes.end() && node->host < host) ++node;
-      const bool has_total = node != run.cpu->nodes.end() && node->host == host;
-      if (!has_total) {
-        r.warnings.push_back("cpu/" + host +
-                             ": no total_power_w samples; this node is not in cpu_total_joules");
-      }
+      // Nodes are sorted by host.
+      if (std::ranges::binary_search(run.cpu->nodes, host, {}, &CpuNode::host)) continue;
+      r.warnings.push_back("cpu/" + host +
+                           ": no total_power_w samples; this node is not in cpu_total_joules");
     }
   }
   for (const auto* rows : {&r.cpu_per_socket, &r.cpu_per_node, &r.gpu_per_device, &r.gpu_per_role,
@@ -248,8 +234,6 @@ void our_warnings(const RunData& run, WindowReport& r) {
 // devices. Each is named; the figures leave it out, and the warning says so.
 void expectation_warnings(const RunData& run, WindowReport& r) {
   const RunExpectations& x = run.expected;
-  const double lo = std::min(r.window.start_unix, r.window.end_unix);
-  const double hi = std::max(r.window.start_unix, r.window.end_unix);
   if (run.cpu) {
     const CpuData& cpu = *run.cpu;
     if (x.cpu_nodes) {
@@ -265,7 +249,7 @@ void expectation_warnings(const RunData& run, WindowReport& r) {
       for (const SocketGap& g : node.sockets_missing) {
         const double from = g.first_unix.value_or(-std::numeric_limits<double>::infinity());
         const double to = g.last_unix.value_or(std::numeric_limits<double>::infinity());
-        if (to < lo || from > hi) continue;
+        if (to < r.window.lo() || from > r.window.hi()) continue;
         said.emplace(host, g.socket);
         r.warnings.push_back(fmt::format(
             "cpu/{}/socket{}: missing from {} to {} ({} rows, {} sockets_missing), within this "
@@ -296,14 +280,11 @@ void expectation_warnings(const RunData& run, WindowReport& r) {
     }
   }
   if (run.gpu && x.gpu_devices) {
-    const auto& devices = run.gpu->devices;  // sorted by (host, index)
     for (const auto& [host, index] : *x.gpu_devices) {
-      const auto d =
-          std::lower_bound(devices.begin(), devices.end(), std::pair(host, index),
-                           [](const GpuDevice& dev, const auto& key) {
-                             return std::tie(dev.host, dev.index) < std::tie(key.first, key.second);
-                           });
-      if (d != devices.end() && d->host == host && d->index == index && d->power.size() > 0) {
+      // Devices are sorted by (host, index): the host's are one range.
+      if (std::ranges::any_of(
+              std::ranges::equal_range(run.gpu->devices, host, {}, &GpuDevice::host),
+              [&](const GpuDevice& d) { return d.index == index && d.power.size() > 0; })) {
         continue;
       }
       r.warnings.push_back(
@@ -404,14 +385,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   if (!run.gpu) r.gpu_total_joules = 0.0;
   node_power(run, r);
   std::vector<std::string> cpu_util_warnings, gpu_util_warnings;
-  if (run.cpu) {
-    summarize_cpu_utilization(*run.cpu, window.start_unix, window.end_unix, &r.cpu_utilization,
-                              &cpu_util_warnings);
-  }
-  if (run.gpu) {
-    summarize_gpu_utilization(*run.gpu, window.start_unix, window.end_unix, &r.gpu_utilization,
-                              &gpu_util_warnings);
-  }
+  summarize_utilization(run, r, &cpu_util_warnings, &gpu_util_warnings);
   derive_figures(run, r);
   reference_warnings(run, r, cpu_util_warnings, gpu_util_warnings);
   if (run.cpu) module_rows(run, r);

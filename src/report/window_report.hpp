@@ -109,11 +109,10 @@ struct WindowReport {
 
 WindowReport build_window_report(const Window& window, const RunData& run, Edges edges);
 
-// Utilization summaries (utilization.cpp): rows plus the no-coverage warnings.
-void summarize_cpu_utilization(const CpuData& cpu, double start, double end,
-                               std::vector<UtilRow>* rows, std::vector<std::string>* warnings);
-void summarize_gpu_utilization(const GpuData& gpu, double start, double end,
-                               std::vector<UtilRow>* rows, std::vector<std::string>* warnings);
+// The legs' utilization rows of r's window (utilization.cpp), plus the no-coverage warnings.
+void summarize_utilization(const RunData& run, WindowReport& r,
+                           std::vector<std::string>* cpu_warnings,
+                           std::vector<std::string>* gpu_warnings);
 
 // perf/W, J/token and coverage from the totals (perf.cpp).
 void derive_figures(const RunData& run, WindowReport& r);
