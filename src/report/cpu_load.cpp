@@ -559,7 +559,7 @@ std::vector<long long> expected_sockets(const CpuData& cpu, const std::string& h
     return *it->second.sockets_expected;
   }
   std::vector<long long> out;  // sockets are sorted by (host, socket)
-  for (const CpuSocket& s : std::ranges::equal_range(cpu.sockets, host, {}, &CpuSocket::host)) {
+  for (const CpuSocket& s : of_host(cpu.sockets, host)) {
     if (s.power.any_value()) out.push_back(s.socket);
   }
   return out;

@@ -5,8 +5,11 @@
 // array per host, not one per column. A NaN value marks a time without a value in that
 // column (a blank cell, or no row of that socket): a missing sample, never a zero.
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace cpupower::report {
@@ -51,5 +54,18 @@ void stable_sort_by_time(std::vector<double>& t, std::vector<double>& w, bool ke
 
 // A Track owning its times.
 Track make_track(std::vector<double> t, std::vector<double> v);
+
+// The elements of `sorted` (sockets or devices, sorted by host first) whose host is `host`.
+// std::equal_range rather than std::ranges': clang 14 cannot compile libstdc++ 12's
+// ranges::subrange, and the sanitizer builds use clang.
+template <typename T>
+std::span<const T> of_host(const std::vector<T>& sorted, const std::string& host) {
+  struct ByHost {
+    bool operator()(const T& a, const std::string& h) const { return a.host < h; }
+    bool operator()(const std::string& h, const T& a) const { return h < a.host; }
+  };
+  const auto [first, last] = std::equal_range(sorted.begin(), sorted.end(), host, ByHost{});
+  return {sorted.data() + (first - sorted.begin()), static_cast<std::size_t>(last - first)};
+}
 
 }  // namespace cpupower::report

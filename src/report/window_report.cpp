@@ -127,8 +127,7 @@ void node_power(const RunData& run, WindowReport& r) {
     std::set<std::string> roles;
     if (run.gpu) {
       // Devices are sorted by (host, index): the host's are one range.
-      for (const GpuDevice& d :
-           std::ranges::equal_range(run.gpu->devices, host, {}, &GpuDevice::host)) {
+      for (const GpuDevice& d : of_host(run.gpu->devices, host)) {
         if (d.power.size() == 0) continue;
         ++np.gpu_count;
         roles.insert(d.roles.begin(), d.roles.end());
@@ -139,8 +138,7 @@ void node_power(const RunData& run, WindowReport& r) {
     std::array<double, artifacts::kRails> sums{};
     std::array<bool, artifacts::kRails> any{};
     // Sockets are sorted by (host, socket).
-    for (const CpuSocket& s :
-         std::ranges::equal_range(run.cpu->sockets, host, {}, &CpuSocket::host)) {
+    for (const CpuSocket& s : of_host(run.cpu->sockets, host)) {
       ++np.socket_count;
       for (std::size_t i = 0; i < artifacts::kRails; ++i) {
         if (!s.rails[i]) continue;
@@ -282,9 +280,10 @@ void expectation_warnings(const RunData& run, WindowReport& r) {
   if (run.gpu && x.gpu_devices) {
     for (const auto& [host, index] : *x.gpu_devices) {
       // Devices are sorted by (host, index): the host's are one range.
-      if (std::ranges::any_of(
-              std::ranges::equal_range(run.gpu->devices, host, {}, &GpuDevice::host),
-              [&](const GpuDevice& d) { return d.index == index && d.power.size() > 0; })) {
+      // (The index by value: clang 14 cannot capture a structured binding.)
+      if (std::ranges::any_of(of_host(run.gpu->devices, host), [i = index](const GpuDevice& d) {
+            return d.index == i && d.power.size() > 0;
+          })) {
         continue;
       }
       r.warnings.push_back(
