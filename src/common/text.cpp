@@ -71,14 +71,16 @@ bool natural_less(std::string_view a, std::string_view b) {
 
 namespace {
 
-// Reads until end of file or until more than `max_bytes` are in (up to a buffer more).
+// Reads until end of file or until more than `max_bytes` are in (up to a buffer more). The
+// buffer suits the large files too (a merged node file, a manifest): one read per 64 KiB.
 Result<std::string> read_up_to(const std::string& path, std::size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{std::strerror(errno)};
   std::string out;
-  char buf[512];
+  constexpr std::size_t kBuffer = 64 * 1024;
+  std::vector<char> buf(max_bytes < kBuffer ? max_bytes + 1 : kBuffer);  // never 0: SIZE_MAX
   while (out.size() <= max_bytes) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       Error error{std::strerror(errno)};
@@ -86,7 +88,7 @@ Result<std::string> read_up_to(const std::string& path, std::size_t max_bytes) {
       return error;
     }
     if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    out.append(buf.data(), static_cast<std::size_t>(n));
   }
   ::close(fd);
   return out;
