@@ -6,9 +6,13 @@
 // piece). Bytes outside printable ASCII are written as \u00XX, so a reader decoding the file
 // as Latin-1 compares cell for cell. Used by tests/tools/csv_vs_python.py.
 // Usage: csv_records FILE [PIECES]
+//        csv_records --batch   reads "PIECES FILE" lines from standard input and answers each
+//                              as above, followed by {"end": true}: one process for many files,
+//                              so a sanitized build is not started once a file.
 
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,14 +38,9 @@ std::string json_string(std::string_view s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Prints FILE's records read in PIECES ranges; 0, or 1 with the error on standard error.
+int dump(const std::string& path, std::size_t pieces) {
   using namespace cpupower::artifacts;
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: csv_records FILE [PIECES]\n");
-    return 2;
-  }
-  const std::string path = argv[1];
-  const std::size_t pieces = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
   std::size_t size = 0;
   {
     auto probe = CsvFileReader::open(path);
@@ -85,4 +84,22 @@ int main(int argc, char** argv) {
   }
   if (pieces > 1) std::printf("{\"ranges_meet\": %s}\n", meet ? "true" : "false");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: csv_records FILE [PIECES] | csv_records --batch\n");
+    return 2;
+  }
+  if (std::string_view(argv[1]) == "--batch") {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      const auto space = line.find(' ');
+      if (space == std::string::npos) return 2;
+      if (dump(line.substr(space + 1), std::strtoul(line.c_str(), nullptr, 10)) != 0) return 1;
+      std::printf("{\"end\": true}\n");
+    }
+    return 0;
+  }
+  return dump(argv[1], argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1);
 }

@@ -4,7 +4,7 @@
 1. Random CSV texts (quoted cells with commas, doubled quotes and line breaks, text after a
    closing quote, stray quotes inside plain cells, CR LF / LF / CR line ends, blank lines, a
    missing last line end) and csv.writer output of hostile strings are written to files and
-   read by `csv_records FILE PIECES` for 1, 2, 3 and 7 pieces: the records (cells, start
+   read by `csv_records --batch` (one process, "PIECES FILE" per line) for 1, 2, 3 and 7 pieces: the records (cells, start
    line, whether the record had a line end) must equal what csv.reader returns. With more
    than one piece the ranges must either join to the same records or say they do not (the
    report then reads the file again in one piece).
@@ -75,10 +75,9 @@ def python_records(text):
     return result
 
 
-def ours(tool, path, pieces):
-    proc = subprocess.run([tool, path, str(pieces)], capture_output=True, check=True)
+def parse_answer(lines):
     records, damage, meet = [], [], None
-    for line in proc.stdout.decode("ascii").splitlines():
+    for line in lines:
         obj = json.loads(line)
         if "cells" in obj:
             records.append(obj)
@@ -89,6 +88,23 @@ def ours(tool, path, pieces):
     return records, damage, meet
 
 
+def ours(tool, requests):
+    """(records, damage, ranges_meet) for each (path, pieces), from one `csv_records --batch`
+    process: a sanitized build starts once, not once a read."""
+    stdin = "".join("%d %s\n" % (pieces, path) for path, pieces in requests)
+    proc = subprocess.run([tool, "--batch"], input=stdin.encode(), capture_output=True,
+                          check=True)
+    answers, current = [], []
+    for line in proc.stdout.decode("ascii").splitlines():
+        if line == '{"end": true}':
+            answers.append(parse_answer(current))
+            current = []
+        else:
+            current.append(line)
+    assert len(answers) == len(requests), (len(answers), len(requests))
+    return answers
+
+
 def check_csv(tool, work):
     rng = random.Random(20261201)
     plain = [p for p in PIECES if '"' not in p]
@@ -96,27 +112,31 @@ def check_csv(tool, work):
              [random_text(rng, plain, 400, ["\r\n", "\n", "\n\n"]) for _ in range(60)])
     failures = 0
     split_checked = 0
+    paths, wants = [], []
     for n, text in enumerate(texts):
         path = os.path.join(work, "t%d.csv" % n)
         with open(path, "wb") as f:
             f.write(text.encode("latin-1"))
-        want = python_records(text)
-        whole, damage, _ = ours(tool, path, 1)
-        if damage or whole != want:
+        paths.append(path)
+        wants.append(python_records(text))
+    splits = []
+    for n, (whole, damage, _) in enumerate(ours(tool, [(p, 1) for p in paths])):
+        if damage or whole != wants[n]:
             failures += 1
             if failures <= 3:
                 print("MISMATCH on text %d %r\n ours:   %r\n python: %r\n damage: %r"
-                      % (n, text, whole, want, damage))
+                      % (n, texts[n], whole, wants[n], damage))
             continue
         # Texts with quotes are read again in one piece by the loader; one split of them
         # checks that the ranges say so (or join correctly), the others get three.
-        for pieces in (3,) if '"' in text else (2, 3, 7):
-            records, _, meet = ours(tool, path, pieces)
-            if meet:
-                split_checked += 1
-                if records != want:
-                    failures += 1
-                    print("RANGES MISMATCH on text %d in %d pieces: %r" % (n, pieces, text))
+        splits += [(n, pieces) for pieces in ((3,) if '"' in texts[n] else (2, 3, 7))]
+    answers = ours(tool, [(paths[n], pieces) for n, pieces in splits])
+    for (n, pieces), (records, _, meet) in zip(splits, answers):
+        if meet:
+            split_checked += 1
+            if records != wants[n]:
+                failures += 1
+                print("RANGES MISMATCH on text %d in %d pieces: %r" % (n, pieces, texts[n]))
     print("csv: %d texts, %d multi-range reads that joined, %d failures"
           % (len(texts), split_checked, failures))
     return failures
