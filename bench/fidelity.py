@@ -6,7 +6,7 @@ window. Beside it, the reference's schedule on the same trace: read every channe
 after sleeping 1 s, rows stamped with the head clock when the response arrives, edges
 snapped to the nearest sample.
 
-    fidelity.py BIN_DIR [--quick] [--json OUT] [--seconds S]
+    fidelity.py BIN_DIR [--quick] [--json OUT] [--seconds S] [--calibration OUT.md]
 
 Cases: trace (plateau: phases of seconds; bursty: 40 ms bursts at random spacing, shorter
 than a read), firmware averaging (50 or 1000 ms), scrape interval (100, 250, 1000 ms), edges
@@ -14,6 +14,12 @@ than a read), firmware averaging (50 or 1000 ms), scrape interval (100, 250, 100
 2-5 s whose edges fall inside phases (c); on the bursty trace, long windows (b). Every read
 of a channel takes 150 ms (the firmware round trip). The error of a window is
 (measured - exact) / exact for the node's CPU energy, summed over its sockets.
+
+Both legs read the same simulated node: the exporter scraped by `cpu-power scrape`, and
+`cpu-power host-collect` (merged by `cpu-power merge`) at the same intervals. Each window's
+stated uncertainty (the report's `uncertainty.cpu_total.uncertainty_j`) is kept beside its
+true error; the calibration table (--calibration) gives, per case, how often the true error
+lies inside the stated uncertainty and the medians of both.
 
 --quick: the plateau trace only, 1000 ms averaging, 250 ms scrapes, a short trace; used by
 `make test` (tests/integration/test_fidelity.sh) with a loose bound.
@@ -216,13 +222,36 @@ def write_windows(log_dir, windows):
                        "duration": end - start, "total_input_tokens": 1, "total_output_tokens": 1}, f)
 
 
-def report_joules(bin_dir, log_dir, edges):
+def report_joules(bin_dir, log_dir, edges, cpu_samples=None):
+    """{window: (cpu joules, stated uncertainty in joules or None)}."""
     out = os.path.join(log_dir, f"report-{edges}.json")
-    r = subprocess.run([f"{bin_dir}/cpu-power", "report", log_dir, "--edges", edges, "--json-out", out],
-                       capture_output=True, text=True)
+    argv = [f"{bin_dir}/cpu-power", "report", log_dir, "--edges", edges, "--json-out", out]
+    if cpu_samples:
+        argv += ["--cpu-samples", cpu_samples]
+    r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"fidelity: report on {log_dir} failed:\n{r.stdout}{r.stderr}")
-    return {w["concurrency"]: w["cpu_total_joules"] for w in json.load(open(out))}
+    got = {}
+    for w in json.load(open(out)):
+        if "cpu_total_joules" not in w:
+            continue
+        stated = ((w.get("uncertainty") or {}).get("cpu_total") or {}).get("uncertainty_j")
+        got[w["concurrency"]] = (w["cpu_total_joules"], stated)
+    return got
+
+
+def window_results(got, steps, t0, windows, base):
+    """One result per window: the measured energy against the exact one, and the stated
+    uncertainty against the true error."""
+    out = []
+    for n, (start, end) in enumerate(windows, 1):
+        exact = exact_joules(steps, t0, start, end)
+        measured, stated = got.get(n, (None, None))
+        r = dict(base, window=n, window_s=end - start, exact_j=exact, measured_j=measured,
+                 stated_j=stated, error=(measured - exact) / exact if measured else None)
+        r["inside"] = (abs(measured - exact) <= stated) if measured and stated is not None else None
+        out.append(r)
+    return out
 
 
 # ---- one run -----------------------------------------------------------------------------
@@ -243,12 +272,24 @@ def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, w
         port = wait_for(log, r"listening addr=[0-9.]+:(\d+)").group(1)
         ref_root, ref_t0 = start_sim(procs, bin_dir, work, tag + "-ref", trace, average_ms)
         runs = {}
+        host_runs = {}
         for ms in intervals:
             run_dir = os.path.join(work, f"{tag}-{ms}ms")
             runs[ms] = run_dir
             procs.start([f"{bin_dir}/cpu-power", "scrape", "--endpoint", f"node=127.0.0.1:{port}",
                          "--out", os.path.join(run_dir, "power", "cpu"), "--interval-ms", str(ms),
                          "--request-timeout-s", "0.5"], os.path.join(work, f"{tag}-{ms}.scrape.log"))
+            # The host leg: its own simulated node replaying the same trace (a slow channel
+            # serves one reader at a time, as the exporter's is), read by `host-collect`.
+            host_root, host_t0 = start_sim(procs, bin_dir, work, f"{tag}-host{ms}", trace, average_ms)
+            host_dir = os.path.join(work, f"{tag}-{ms}ms-host")
+            host_runs[ms] = (host_dir, host_t0)
+            leg = os.path.join(host_dir, "cpu_power")
+            procs.start([f"{bin_dir}/cpu-power", "host-collect", "--output-dir",
+                         os.path.join(leg, "nodes"), "--ready-dir", os.path.join(leg, "ready"),
+                         "--hostname", "node", "--hwmon-root", host_root, "--no-nvml",
+                         "--interval-seconds", str(ms / 1000)],
+                        os.path.join(work, f"{tag}-{ms}.host.log"))
         ref_rows = []
         failed = []
 
@@ -260,7 +301,8 @@ def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, w
 
         ref_thread = threading.Thread(target=reference)
         ref_thread.start()
-        time.sleep(max(0.0, t0 + seconds - time.time()))
+        last_t0 = max([t0] + [t for _, t in host_runs.values()])
+        time.sleep(max(0.0, last_t0 + seconds - time.time()))
         ref_thread.join()
         if failed:
             raise SystemExit(f"fidelity: the reference schedule failed: {failed[0]}")
@@ -272,23 +314,30 @@ def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, w
         write_windows(run_dir, windows)
         for edges in ("interpolate", "snap"):
             got = report_joules(bin_dir, run_dir, edges)
-            for n, (start, end) in enumerate(windows, 1):
-                exact = exact_joules(steps, t0, start, end)
-                results.append({"trace": trace_name, "average_ms": average_ms, "schedule": "ours",
-                                "interval_ms": ms, "edges": edges, "window": n,
-                                "window_s": end - start, "exact_j": exact, "measured_j": got.get(n),
-                                "error": (got[n] - exact) / exact if got.get(n) else None})
+            results += window_results(got, steps, t0, windows, {
+                "trace": trace_name, "average_ms": average_ms, "schedule": "ours", "leg": "scrape",
+                "interval_ms": ms, "edges": edges})
+    for ms, (host_dir, host_t0) in host_runs.items():
+        leg = os.path.join(host_dir, "cpu_power")
+        r = subprocess.run([f"{bin_dir}/cpu-power", "merge", leg, "--expected-nodes", "node"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"fidelity: merge of {leg} failed:\n{r.stdout}{r.stderr}")
+        host_windows = windows_of(host_t0)
+        write_windows(host_dir, host_windows)
+        for edges in ("interpolate", "snap"):
+            got = report_joules(bin_dir, host_dir, edges, os.path.join(leg, "samples.csv"))
+            results += window_results(got, steps, host_t0, host_windows, {
+                "trace": trace_name, "average_ms": average_ms, "schedule": "ours", "leg": "host",
+                "interval_ms": ms, "edges": edges})
     ref_dir = os.path.join(work, f"{tag}-reference")
     write_reference_samples(os.path.join(ref_dir, "power", "cpu", "samples.csv"), ref_rows)
     ref_windows = windows_of(ref_t0)
     write_windows(ref_dir, ref_windows)
     got = report_joules(bin_dir, ref_dir, "snap")
-    for n, (start, end) in enumerate(ref_windows, 1):
-        exact = exact_joules(steps, ref_t0, start, end)
-        results.append({"trace": trace_name, "average_ms": average_ms, "schedule": "reference",
-                        "interval_ms": 1000, "edges": "snap", "window": n, "window_s": end - start,
-                        "exact_j": exact, "measured_j": got.get(n),
-                        "error": (got[n] - exact) / exact if got.get(n) else None})
+    results += window_results(got, steps, ref_t0, ref_windows, {
+        "trace": trace_name, "average_ms": average_ms, "schedule": "reference", "leg": "reference",
+        "interval_ms": 1000, "edges": "snap"})
     return results
 
 
@@ -323,6 +372,8 @@ def summarize(results):
     for r in results:
         if r["schedule"] == "reference":
             key = (r["trace"], r["window_kind"], r["average_ms"], "reference (1 s poll, stamped on arrival)", "snap")
+        elif r["leg"] == "host":
+            continue  # the calibration table has the host leg
         else:
             key = (r["trace"], r["window_kind"], r["average_ms"], f"ours, {r['interval_ms']} ms", r["edges"])
         groups.setdefault(key, []).append(r)
@@ -339,6 +390,43 @@ def summarize(results):
     return "\n".join(lines)
 
 
+def median(values):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def calibration(results):
+    """Per case (trace and window kind, averaging, leg, interval, edges): windows, how many
+    have the true error inside the stated uncertainty, the medians of both (percent of the
+    exact energy) and their ratio. Then every case pooled."""
+    groups = {}
+    for r in results:
+        if r["schedule"] != "ours" or r["measured_j"] is None or r["stated_j"] is None:
+            continue
+        key = (r["trace"], r["window_kind"], r["average_ms"], r["leg"], r["interval_ms"], r["edges"])
+        groups.setdefault(key, []).append(r)
+    lines = ["| case | averaging | leg | reads | edges | windows | inside | median true error | median stated | ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def row(label, rs):
+        true = [abs(r["measured_j"] - r["exact_j"]) / r["exact_j"] * 100 for r in rs]
+        stated = [r["stated_j"] / r["exact_j"] * 100 for r in rs]
+        inside = sum(1 for r in rs if r["inside"])
+        mt, ms = median(true), median(stated)
+        return (f"| {label} | {len(rs)} | {inside} ({inside / len(rs) * 100:.0f} %) | {mt:.3f} % | "
+                f"{ms:.3f} % | {ms / mt if mt > 0 else float('inf'):.1f} |")
+
+    for key in sorted(groups):
+        trace, kind, avg, leg, ms, edges = key
+        lines.append(row(f"{trace} {kind} | {avg} ms | {leg} | {ms} ms | {edges}", groups[key]))
+    every = [r for rs in groups.values() for r in rs]
+    if every:
+        lines.append(row("every case | | | | ", every))
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("bin_dir")
@@ -347,6 +435,9 @@ def main():
     p.add_argument("--seconds", type=float)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--keep", help="keep the work directory here")
+    p.add_argument("--calibration", help="write the calibration table (markdown) here")
+    p.add_argument("--bursty-short", type=int, default=12,
+                   help="short windows on the bursty trace (calibration)")
     a = p.parse_args()
     rng = random.Random(a.seed)
     seconds = a.seconds or (16.0 if a.quick else 40.0)
@@ -359,19 +450,26 @@ def main():
     plateau_short = short_windows(rng, plateau, seconds, 3 if a.quick else 8, near=False)
     plateau_near = short_windows(rng, plateau, seconds, 3 if a.quick else 8, near=True)
     cases = [("plateau", plateau)] + ([] if a.quick else [("bursty", bursty_trace(rng, seconds))])
+    bursty_windows = []
+    for _ in range(0 if a.quick else a.bursty_short):
+        start = rng.uniform(2.0, seconds - 7.0)
+        bursty_windows.append((start, start + rng.uniform(2.0, 5.0)))
+    bursty_short = lambda t0: [(t0 + x, t0 + y) for x, y in bursty_windows]
     for trace_name, steps in cases:
         for average_ms in averagings:
             def windows_of(t0, steps=steps, trace_name=trace_name):
                 ws = long_windows(seconds)(t0)
                 if trace_name == "plateau":
                     ws += plateau_short(t0) + plateau_near(t0)
+                else:
+                    ws += bursty_short(t0)
                 return ws
             rs = run_case(a.bin_dir, work, trace_name, steps, seconds, average_ms, intervals,
                           windows_of, rng)
             shorts = 3 if a.quick else 8
             for r in rs:
                 if trace_name == "bursty":
-                    r["window_kind"] = "(b) long"
+                    r["window_kind"] = "(b) long" if r["window"] == 1 else "(d) bursty, short"
                 elif r["window"] == 1:
                     r["window_kind"] = "(a) long"
                 elif r["window"] <= 1 + shorts:
@@ -382,6 +480,12 @@ def main():
             print(f"fidelity: {trace_name}, {average_ms} ms averaging: {len(rs)} window results",
                   file=sys.stderr)
     print(summarize(results))
+    table = calibration(results)
+    print()
+    print(table)
+    if a.calibration:
+        with open(a.calibration, "w") as f:
+            f.write(table + "\n")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"seconds": seconds, "seed": a.seed, "results": results}, f, indent=1)

@@ -39,6 +39,10 @@ std::string render_cpu_manifest(const CpuManifest& manifest) {
         {"sockets_missing", std::move(missing)},
         {"status", node.status},
         {"duplicate_series", node.duplicate_series},
+        {"average_interval_s",
+         node.average_interval_min_s && node.average_interval_max_s
+             ? Json{{"min", *node.average_interval_min_s}, {"max", *node.average_interval_max_s}}
+             : Json(nullptr)},
     };
   }
   Json write_errors = Json::array();

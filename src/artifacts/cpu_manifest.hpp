@@ -38,6 +38,10 @@ struct CpuManifestNode {
   std::map<std::uint32_t, SocketGap> sockets_missing;  // by socket
   std::string status = "ok";           // "degraded" when a scrape lacked one of sockets_expected
   std::uint64_t duplicate_series = 0;  // series repeated within a body, over the run
+  // The averaging interval of the readings behind power_w (the exporter's
+  // cpu_power_exporter_average_interval_seconds), smallest and largest over the run's rows;
+  // written as {"min": s, "max": s}, or null when no scrape said (DCGM, older exporters).
+  std::optional<double> average_interval_min_s, average_interval_max_s;
 };
 
 // One kind of samples.csv failure: every failed write, open or truncation with this text.

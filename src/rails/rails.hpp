@@ -60,6 +60,10 @@ inline constexpr std::uint16_t kDcgmModulePowerField = 1133;  // excluded: scope
 // of the socket's CPU time, in the order of the host leg's cpu_util_* columns.
 inline constexpr std::uint16_t kDcgmCpuUtilFields[5] = {1100, 1101, 1102, 1103, 1104};
 
+// NVML's superchip module power (NVML_FI_DEV_POWER_AVERAGE, scope module) is the mean over
+// the last second: the averaging interval of every module_w reading, in seconds.
+inline constexpr double kNvmlModuleAverageS = 1.0;
+
 // The rail a DCGM power field reads, for the fields we publish (1130, 1132).
 std::optional<Kind> dcgm_field_kind(std::uint16_t field_id);
 

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "report/uncertainty.hpp"
+
 namespace cpupower::report {
 
 // A stretch the collector recorded a socket as missing from (cpu_manifest.json).
@@ -25,6 +27,9 @@ struct SocketGap {
 struct CpuNodeExpect {
   std::optional<std::vector<long long>> sockets_expected;
   std::vector<SocketGap> sockets_missing;
+  // What its socket readings average: cpu_manifest.json's average_interval_s, or the host
+  // leg's node metadata (each socket total's average_interval_ms); unknown in older files.
+  Averaging averaging;
 };
 
 struct RunExpectations {

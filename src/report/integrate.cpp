@@ -99,8 +99,13 @@ Integration fail(std::string message) {
   return {std::nullopt, std::move(message)};
 }
 
+void set_error_bar(const ErrorBar& bar, PowerStats* out) {
+  out->coverage = bar.coverage;
+  out->uncertainty_j = bar.uncertainty_j;
+}
+
 Integration snap(const Track& track, const Series& s, double S, double E, const std::string& label,
-                 bool with_stats) {
+                 bool with_stats, const Averaging& averaging) {
   if (s.empty() && !track.any_value()) return fail(label + ": no power samples available");
   const std::size_t si = s.empty() ? 0 : nearest(s, S);
   const std::size_t ei = s.empty() ? 0 : nearest(s, E);
@@ -119,6 +124,7 @@ Integration snap(const Track& track, const Series& s, double S, double E, const 
   row.stats.joules = numpy_trapezoid(x, y);
   row.stats.avg_power_w = (E - S) > 0 ? row.stats.joules / (E - S) : 0.0;
   fill_stats(s, si, ei, with_stats, &row.stats);
+  set_error_bar(error_bar(s, si, ei, S, E, true, averaging), &row.stats);
   return {row, ""};
 }
 
@@ -140,7 +146,7 @@ double interpolate_at(const Series& s, std::size_t a, std::size_t b, double x) {
 }
 
 Integration interpolate(const Track& track, const Series& s, double S, double E,
-                        const std::string& label, bool with_stats) {
+                        const std::string& label, bool with_stats, const Averaging& averaging) {
   if (E < S) return fail(fmt::format("{}: window ends before it starts", label));
   if (s.empty() && !track.any_value()) return fail(label + ": no power samples available");
   const std::size_t n = s.size();
@@ -177,7 +183,9 @@ Integration interpolate(const Track& track, const Series& s, double S, double E,
   Breakdown row{label, {}};
   row.stats.joules = numpy_trapezoid(x, y);
   row.stats.avg_power_w = (E - S) > 0 ? row.stats.joules / (E - S) : 0.0;
-  fill_stats(s, edge_s ? lo - 1 : lo, edge_e ? hi : hi - 1, with_stats, &row.stats);
+  const std::size_t first = edge_s ? lo - 1 : lo, last = edge_e ? hi : hi - 1;
+  fill_stats(s, first, last, with_stats, &row.stats);
+  set_error_bar(error_bar(s, first, last, S, E, false, averaging), &row.stats);
   return {row, ""};
 }
 
@@ -194,21 +202,24 @@ std::optional<Edges> parse_edges(std::string_view name) {
 }
 
 Integration integrate_window(const Track& track, double start_unix, double end_unix, Edges edges,
-                             const std::string& label, bool with_stats) {
+                             const std::string& label, bool with_stats,
+                             const Averaging& averaging) {
   const Series s = local_samples(track, std::min(start_unix, end_unix) - kWindowMargin,
                                  std::max(start_unix, end_unix) + kWindowMargin);
-  return edges == Edges::snap ? snap(track, s, start_unix, end_unix, label, with_stats)
-                              : interpolate(track, s, start_unix, end_unix, label, with_stats);
+  return edges == Edges::snap
+             ? snap(track, s, start_unix, end_unix, label, with_stats, averaging)
+             : interpolate(track, s, start_unix, end_unix, label, with_stats, averaging);
 }
 
 Integration integrate_samples(const Series& samples, double start_unix, double end_unix,
-                              Edges edges, const std::string& label, bool with_stats) {
+                              Edges edges, const std::string& label, bool with_stats,
+                              const Averaging& averaging) {
   // The track is only read on the way to an error (whether it has any value, how far its
   // nearest sample is): an empty one stands in, and the caller redoes failures.
   static const Track kNone;
   return edges == Edges::snap
-             ? snap(kNone, samples, start_unix, end_unix, label, with_stats)
-             : interpolate(kNone, samples, start_unix, end_unix, label, with_stats);
+             ? snap(kNone, samples, start_unix, end_unix, label, with_stats, averaging)
+             : interpolate(kNone, samples, start_unix, end_unix, label, with_stats, averaging);
 }
 
 }  // namespace cpupower::report

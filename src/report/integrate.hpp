@@ -15,6 +15,7 @@
 
 #include "common/sample_gap.hpp"
 #include "report/track.hpp"
+#include "report/uncertainty.hpp"
 
 namespace cpupower::report {
 
@@ -37,6 +38,11 @@ struct PowerStats {
   double mean_w = 0, min_w = 0, p5_w = 0, p50_w = 0, p95_w = 0, p99_w = 0, max_w = 0;
   double largest_gap_s = 0;        // between consecutive samples the integral rests on
   double largest_gap_at_unix = 0;  // where that gap starts
+  // How well the joules were measured (report/uncertainty.hpp): the share of the window the
+  // readings' averaging intervals covered (unset when the interval is unknown) and the
+  // expanded uncertainty.
+  std::optional<double> coverage;
+  double uncertainty_j = 0;
 };
 
 struct Breakdown {
@@ -53,15 +59,17 @@ struct Integration {
 inline constexpr double kWindowMargin = kMaxSampleGapS + 1.0;
 
 // `with_stats` false skips the sample statistics (mean, percentiles) when only the energy
-// is wanted.
+// is wanted. `averaging`: what the readings average, for the coverage and uncertainty.
 Integration integrate_window(const Track& track, double start_unix, double end_unix, Edges edges,
-                             const std::string& label, bool with_stats = true);
+                             const std::string& label, bool with_stats = true,
+                             const Averaging& averaging = {});
 
 // The same over samples gathered by the caller: every valued sample of the series within
 // kWindowMargin of the window, ascending. A success equals integrate_window's; a failure's
 // text lacks what only the whole series tells (the distance to the nearest sample), so a
 // caller that reports it asks integrate_window.
 Integration integrate_samples(const Series& samples, double start_unix, double end_unix,
-                              Edges edges, const std::string& label, bool with_stats = true);
+                              Edges edges, const std::string& label, bool with_stats = true,
+                              const Averaging& averaging = {});
 
 }  // namespace cpupower::report

@@ -33,7 +33,40 @@ Json breakdown(const Breakdown& b) {
           {"p50_w", s.p50_w},
           {"p95_w", s.p95_w},
           {"p99_w", s.p99_w},
-          {"max_w", s.max_w}};
+          {"max_w", s.max_w},
+          {"coverage", opt(s.coverage)},
+          {"uncertainty_j", s.uncertainty_j},
+          {"uncertainty_pct", opt(uncertainty_pct(s.uncertainty_j, s.joules))}};
+}
+
+Json total_error(const TotalError& e, double joules) {
+  return {{"uncertainty_j", e.uncertainty_j},
+          {"uncertainty_pct", opt(uncertainty_pct(e.uncertainty_j, joules))},
+          {"coverage", opt(e.coverage)}};
+}
+
+Json per_token_error(const std::optional<double>& u, const std::optional<double>& value) {
+  if (!u || !value) return nullptr;
+  return {{"uncertainty", *u}, {"uncertainty_pct", opt(uncertainty_pct(*u, *value))}};
+}
+
+// The window's error bars: the totals', the per-token figures' and perf/W's (whose relative
+// uncertainty is the combined energy's: the token counts are exact).
+Json uncertainty(const WindowReport& r) {
+  const double cpu = r.cpu_total_joules.get<double>();
+  const double gpu = r.gpu_total_joules.get<double>();
+  return {{"cpu_total", total_error(r.cpu_total_error, cpu)},
+          {"gpu_total", total_error(r.gpu_total_error, gpu)},
+          {"combined_total", total_error(r.combined_total_error, r.combined_total_joules)},
+          {"module_total", r.module_total_error && r.module_total_joules
+                               ? total_error(*r.module_total_error, *r.module_total_joules)
+                               : Json(nullptr)},
+          {"joules_per_output_token",
+           per_token_error(r.joules_per_output_token_uncertainty, r.joules_per_output_token)},
+          {"joules_per_total_token",
+           per_token_error(r.joules_per_total_token_uncertainty, r.joules_per_total_token)},
+          {"perf_per_watt_pct",
+           opt(uncertainty_pct(r.combined_total_error.uncertainty_j, r.combined_total_joules))}};
 }
 
 Json utilization(const UtilRow& r) {
@@ -138,6 +171,7 @@ Json window_json(const WindowReport& r) {
   j["module_per_socket"] = list(r.module_per_socket, breakdown);
   j["module_per_node"] = list(r.module_per_node, breakdown);
   for (const WindowFigure& f : kWindowFigures) j[std::string(f.key)] = opt(r.*f.value);
+  j["uncertainty"] = uncertainty(r);
   return j;
 }
 

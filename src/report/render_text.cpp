@@ -25,6 +25,29 @@ std::string or_na(const std::optional<double>& v, int plain = 0) {
   return plain > 0 ? fmt::format("{:.{}f}", *v, plain) : c2(*v);
 }
 
+// A percentage to two significant figures (at most one decimal from 1 %): "0.42", "3.1", "12";
+// "<0.01" below a hundredth of a percent.
+std::string pct_text(double pct) {
+  if (pct == 0) return "0";
+  if (pct < 0.01) return "<0.01";
+  if (pct >= 9.95) return fmt::format("{:.0f}", pct);
+  if (pct >= 0.995) return fmt::format("{:.1f}", pct);
+  return fmt::format("{:.2g}", pct);
+}
+
+// " ± 0.4 % (coverage 100 %)" after a total: its uncertainty and the share of the window the
+// readings' averaging covered ("coverage unknown" where the files do not record it).
+std::string error_suffix(const TotalError& e, double joules) {
+  const auto pct = uncertainty_pct(e.uncertainty_j, joules);
+  if (!pct) return "";
+  std::string coverage = "unknown";
+  if (e.coverage) {
+    const double c = *e.coverage * 100;
+    coverage = (c >= 99.95 ? std::string("100") : fmt::format("{:.1f}", c)) + " %";
+  }
+  return " \u00b1 " + pct_text(*pct) + " % (coverage " + coverage + ")";
+}
+
 std::string header(const Window& w) {
   if (!w.concurrency) return fmt::format("[{}]", shown(w.benchmark_type));
   return fmt::format("[{} concurrency={}]", shown(w.benchmark_type), *w.concurrency);
@@ -77,9 +100,10 @@ std::string perf_line(const PerfPerWatt& p) {
 void row_lines(const std::vector<Breakdown>& rows, std::string& out) {
   for (const auto& row : rows) {
     const PowerStats& s = row.stats;
-    out += fmt::format("    {}: {} J ({} W avg; p50={} p95={} p99={} max={} W)\n", shown(row.label),
-                       c2(s.joules), c2(s.avg_power_w), c2(s.p50_w), c2(s.p95_w), c2(s.p99_w),
-                       c2(s.max_w));
+    out += fmt::format("    {}: {} J{} ({} W avg; p50={} p95={} p99={} max={} W)\n",
+                       shown(row.label), c2(s.joules),
+                       error_suffix({s.uncertainty_j, s.coverage}, s.joules), c2(s.avg_power_w),
+                       c2(s.p50_w), c2(s.p95_w), c2(s.p99_w), c2(s.max_w));
   }
 }
 
@@ -111,9 +135,11 @@ void window_block(const WindowReport& r, std::string& out) {
   }
   out += fmt::format("{} window={:.2f}s\n", header(w), w.duration_s());
   for (const auto& warning : r.warnings) out += "  warning: " + shown(warning) + "\n";
-  out += "  cpu total:      " + c2(r.cpu_total_joules.get<double>()) + " J\n";
-  out += "  gpu total:      " + c2(r.gpu_total_joules.get<double>()) + " J\n";
-  out += "  combined total: " + c2(r.combined_total_joules) + " J\n";
+  const double cpu = r.cpu_total_joules.get<double>(), gpu = r.gpu_total_joules.get<double>();
+  out += "  cpu total:      " + c2(cpu) + " J" + error_suffix(r.cpu_total_error, cpu) + "\n";
+  out += "  gpu total:      " + c2(gpu) + " J" + error_suffix(r.gpu_total_error, gpu) + "\n";
+  out += "  combined total: " + c2(r.combined_total_joules) + " J" +
+         error_suffix(r.combined_total_error, r.combined_total_joules) + "\n";
   for (const WindowFigure& f : kWindowFigures) {
     if (const auto& v = r.*f.value) {
       out += "  " + std::string(f.label) + c2(*v) + std::string(f.unit) + "\n";
@@ -127,8 +153,14 @@ void window_block(const WindowReport& r, std::string& out) {
   }
   const auto ms = [](const std::optional<double>& v) { return v ? c2(*v) + " ms" : "n/a"; };
   out += "  TPOT: p50=" + ms(w.tpot_p50_ms) + " p90=" + ms(w.tpot_p90_ms) + "\n";
-  out += "  J/output-token: " + or_na(r.joules_per_output_token) + "\n";
-  out += "  J/total-token:  " + or_na(r.joules_per_total_token) + "\n";
+  const auto per_token = [](const std::optional<double>& v, const std::optional<double>& u) {
+    const auto pct = v && u ? uncertainty_pct(*u, *v) : std::nullopt;
+    return or_na(v) + (pct ? " \u00b1 " + pct_text(*pct) + " %" : "");
+  };
+  out += "  J/output-token: " +
+         per_token(r.joules_per_output_token, r.joules_per_output_token_uncertainty) + "\n";
+  out += "  J/total-token:  " +
+         per_token(r.joules_per_total_token, r.joules_per_total_token_uncertainty) + "\n";
   out += "  timing: " + timing_line(r) + "\n";
   out += "  perf/W: " + perf_line(r.perf) + "\n";
   row_lines(r.cpu_per_socket, out);

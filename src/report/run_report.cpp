@@ -38,6 +38,25 @@ unsigned scan_threads(unsigned requested) {
 
 namespace fs = std::filesystem;
 
+// The averaging interval of a host-leg node's socket totals: its metadata's sensors of
+// domain_kind "total", each with average_interval_ms. Unknown unless every one says.
+std::optional<Averaging> host_averaging(const Json& metadata) {
+  const auto sensors = metadata.is_object() ? metadata.find("sensors") : metadata.end();
+  if (!metadata.is_object() || sensors == metadata.end() || !sensors->is_array()) {
+    return std::nullopt;
+  }
+  Averaging a;
+  for (const auto& s : *sensors) {
+    if (!s.is_object() || s.value("domain_kind", Json()) != "total") continue;
+    const auto ms = json_member_number(s, "average_interval_ms");
+    if (!ms || *ms < 0) return std::nullopt;
+    a.min_s = std::min(a.min_s.value_or(INFINITY), *ms / 1000);
+    a.max_s = std::max(a.max_s.value_or(-INFINITY), *ms / 1000);
+  }
+  if (!a.known()) return std::nullopt;
+  return a;
+}
+
 // The CPU leg's manifest beside its samples: cpu_manifest.json (exporter leg: `nodes`, and
 // per node `sockets_expected` and `sockets_missing`) or manifest.json (host leg:
 // `expected_nodes`). Older manifests lack the socket keys; a manifest that cannot be read is
@@ -66,6 +85,10 @@ void load_cpu_expectations(const std::string& samples, RunExpectations& e,
       e.cpu_nodes->insert(host);
       if (!node.is_object()) continue;
       CpuNodeExpect& x = e.cpu_node[host];
+      if (const auto a = node.find("average_interval_s"); a != node.end() && a->is_object()) {
+        const auto lo = json_member_number(*a, "min"), hi = json_member_number(*a, "max");
+        if (lo && hi && *lo >= 0 && *hi >= *lo) x.averaging = {lo, hi};
+      }
       if (const auto se = node.find("sockets_expected"); se != node.end()) {
         if (se->is_array() && std::all_of(se->begin(), se->end(), [](const Json& id) {
               return id.is_number_integer() && id.get<long long>() >= 0;
@@ -105,6 +128,11 @@ void load_cpu_expectations(const std::string& samples, RunExpectations& e,
     e.cpu_nodes.emplace();
     for (const auto& host : *expected) {
       if (host.is_string()) e.cpu_nodes->insert(host.get<std::string>());
+    }
+    if (const auto meta = doc->find("node_metadata"); meta != doc->end() && meta->is_object()) {
+      for (const auto& item : meta->items()) {
+        if (auto a = host_averaging(item.value())) e.cpu_node[item.key()].averaging = *a;
+      }
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "rails/rails.hpp"
 #include "report/numeric.hpp"
 
 namespace cpupower::report {
@@ -14,8 +15,9 @@ namespace {
 
 // Integrates one track into `rows`, or says why the window does not cover it.
 Status add_row(const Track& track, const std::string& label, const WindowReport& r,
-               std::vector<Breakdown>* rows) {
-  Integration in = integrate_window(track, r.window.start_unix, r.window.end_unix, r.edges, label);
+               std::vector<Breakdown>* rows, const Averaging& averaging = {}) {
+  Integration in = integrate_window(track, r.window.start_unix, r.window.end_unix, r.edges, label,
+                                    true, averaging);
   if (!in.row) return Error{in.error};
   rows->push_back(std::move(*in.row));
   return Ok{};
@@ -42,7 +44,13 @@ bool any_value_in(const Track& track, double lo, double hi) {
   return false;
 }
 
-Status cpu_rows(const CpuData& cpu, WindowReport& r) {
+// What a host's CPU readings average, as its leg's manifest recorded it.
+Averaging cpu_averaging(const RunExpectations& expected, const std::string& host) {
+  const auto node = expected.cpu_node.find(host);
+  return node == expected.cpu_node.end() ? Averaging{} : node->second.averaging;
+}
+
+Status cpu_rows(const CpuData& cpu, const RunExpectations& expected, WindowReport& r) {
   Status first = Ok{};
   // Sockets come by host: a socket without a sample in the window while another socket of its
   // node has some is missing from the window (a dead socket), said in a warning, not a
@@ -62,7 +70,9 @@ Status cpu_rows(const CpuData& cpu, WindowReport& r) {
         if (any_present && !present[i - b]) {
           r.missing_sockets.emplace_back(s.host, s.socket);
         } else {
-          keep_first(add_row(s.power, s.label(), r, &r.cpu_per_socket), &first);
+          keep_first(add_row(s.power, s.label(), r, &r.cpu_per_socket,
+                             cpu_averaging(expected, s.host)),
+                     &first);
         }
       }
       r.cpu_sensors.push_back({s.label(), s.sensor, s.other_sensors});
@@ -70,7 +80,9 @@ Status cpu_rows(const CpuData& cpu, WindowReport& r) {
     b = e;
   }
   for (const auto& n : cpu.nodes) {
-    keep_first(add_row(n.total, "cpu/" + n.host, r, &r.cpu_per_node), &first);
+    keep_first(
+        add_row(n.total, "cpu/" + n.host, r, &r.cpu_per_node, cpu_averaging(expected, n.host)),
+        &first);
   }
   r.cpu_total_joules = r.cpu_per_node.empty() ? Json(0) : Json(sum_joules(r.cpu_per_node));
   return first;
@@ -90,12 +102,16 @@ Status gpu_rows(const GpuData& gpu, WindowReport& r) {
   return first;
 }
 
+// module_w is NVML's module power, a 1 s average (rails/rails.hpp).
+constexpr Averaging kModuleAveraging{rails::kNvmlModuleAverageS, rails::kNvmlModuleAverageS};
+
 // Module energy is reported, never summed with GPU energy: the GPUs are inside it. A
 // module series without coverage is a warning, not a failed window.
 void module_rows(const RunData& run, WindowReport& r) {
   for (const auto& s : run.cpu->sockets) {
     if (!s.module || !s.module->any_value()) continue;
-    const Status added = add_row(*s.module, s.label() + "/module", r, &r.module_per_socket);
+    const Status added =
+        add_row(*s.module, s.label() + "/module", r, &r.module_per_socket, kModuleAveraging);
     if (!added) r.warnings.push_back("module_w: " + added.error());
   }
   for (const auto& node : run.module_nodes) {
@@ -104,9 +120,10 @@ void module_rows(const RunData& run, WindowReport& r) {
     const std::string label = "module/" + node->host();
     Integration in = integrate_samples(
         node->samples(r.window.lo() - kWindowMargin, r.window.hi() + kWindowMargin),
-        r.window.start_unix, r.window.end_unix, r.edges, label);
+        r.window.start_unix, r.window.end_unix, r.edges, label, true, kModuleAveraging);
     if (!in.row) {
-      in = integrate_window(node->whole(), r.window.start_unix, r.window.end_unix, r.edges, label);
+      in = integrate_window(node->whole(), r.window.start_unix, r.window.end_unix, r.edges, label,
+                            true, kModuleAveraging);
     }
     if (in.row) {
       r.module_per_node.push_back(std::move(*in.row));
@@ -294,6 +311,59 @@ void expectation_warnings(const RunData& run, WindowReport& r) {
   }
 }
 
+TotalError total_error(const std::vector<Breakdown>& rows) {
+  TotalError out;
+  bool known = !rows.empty();
+  double lowest = 1.0;
+  for (const auto& row : rows) {
+    out.uncertainty_j += row.stats.uncertainty_j;
+    known = known && row.stats.coverage.has_value();
+    if (row.stats.coverage) lowest = std::min(lowest, *row.stats.coverage);
+  }
+  if (known) out.coverage = lowest;
+  return out;
+}
+
+// The totals' error bars, and a warning where a leg's averaging interval is unknown (its
+// rows then have no coverage, and their uncertainty takes the samples as instantaneous).
+void total_error_bars(WindowReport& r) {
+  r.cpu_total_error = total_error(r.cpu_per_node);
+  r.gpu_total_error = total_error(r.gpu_per_node);
+  r.combined_total_error.uncertainty_j =
+      r.cpu_total_error.uncertainty_j + r.gpu_total_error.uncertainty_j;
+  std::vector<const Breakdown*> both;
+  for (const auto* rows : {&r.cpu_per_node, &r.gpu_per_node}) {
+    for (const auto& row : *rows) both.push_back(&row);
+  }
+  if (!both.empty() && std::all_of(both.begin(), both.end(), [](const Breakdown* b) {
+        return b->stats.coverage.has_value();
+      })) {
+    double lowest = 1.0;
+    for (const auto* b : both) lowest = std::min(lowest, *b->stats.coverage);
+    r.combined_total_error.coverage = lowest;
+  }
+  if (r.module_total_joules) r.module_total_error = total_error(r.module_per_node);
+  const double u = r.combined_total_error.uncertainty_j;
+  const auto& O = r.window.output_tokens;
+  const auto& I = r.window.input_tokens;
+  if (r.joules_per_output_token) r.joules_per_output_token_uncertainty = u / *O;
+  if (r.joules_per_total_token) r.joules_per_total_token_uncertainty = u / (*O + *I);
+  const std::pair<const char*, const std::vector<Breakdown>*> legs[] = {
+      {"CPU", &r.cpu_per_node}, {"GPU", &r.gpu_per_node}};
+  for (const auto& [leg, rows] : legs) {
+    std::string unknown;
+    for (const auto& row : *rows) {
+      if (!row.stats.coverage) unknown += (unknown.empty() ? "" : ", ") + row.label;
+    }
+    if (unknown.empty()) continue;
+    r.warnings.push_back(fmt::format(
+        "{} power: the run's files do not record the averaging interval of {} (an older "
+        "collector, a DCGM source, or the GPU leg); coverage is not stated, and the "
+        "uncertainty takes each sample as instantaneous",
+        leg, unknown));
+  }
+}
+
 }  // namespace
 
 Series ModuleNode::samples(double lo, double hi, std::size_t limit) const {
@@ -362,7 +432,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
     return r;
   }
   Status rows = Ok{};
-  if (run.cpu) keep_first(cpu_rows(*run.cpu, r), &rows);
+  if (run.cpu) keep_first(cpu_rows(*run.cpu, run.expected, r), &rows);
   if (run.gpu) keep_first(gpu_rows(*run.gpu, r), &rows);
   if (!rows) {
     WindowReport failed;
@@ -390,6 +460,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   if (run.cpu) module_rows(run, r);
   our_warnings(run, r);
   expectation_warnings(run, r);
+  total_error_bars(r);
   r.warnings.insert(r.warnings.end(), window.warnings.begin(), window.warnings.end());
   return r;
 }

@@ -85,6 +85,14 @@ struct Coverage {
   double start_unix = 0, end_unix = 0;
 };
 
+// A total's error bar: the sum of its rows' uncertainties (the rows of one window measure one
+// benchmark, so their errors are not taken as independent) and the lowest of their coverages
+// (unset when a row's is unknown).
+struct TotalError {
+  double uncertainty_j = 0;
+  std::optional<double> coverage;
+};
+
 struct WindowReport {
   Window window;
   Edges edges = Edges::interpolate;
@@ -105,6 +113,12 @@ struct WindowReport {
   std::optional<double> module_total_joules;
   // Sockets without a sample in the window while their node's others have some (warned).
   std::vector<std::pair<std::string, long long>> missing_sockets;
+  // The totals' error bars (report/uncertainty.hpp); module_total's when there is one.
+  TotalError cpu_total_error, gpu_total_error, combined_total_error;
+  std::optional<TotalError> module_total_error;
+  // combined_total_error over the tokens, beside joules_per_output_token and _total_token;
+  // perf/W carries combined_total_error's share (the token counts are exact).
+  std::optional<double> joules_per_output_token_uncertainty, joules_per_total_token_uncertainty;
 };
 
 WindowReport build_window_report(const Window& window, const RunData& run, Edges edges);

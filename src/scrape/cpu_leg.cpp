@@ -76,6 +76,12 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
     ++out.rows;
     node.expected.insert(r.socket_id);
   }
+  if (out.rows > 0 && readings.average_interval_min_s) {
+    node.average_min_s = std::min(node.average_min_s.value_or(INFINITY),
+                                  *readings.average_interval_min_s);
+    node.average_max_s = std::max(node.average_max_s.value_or(-INFINITY),
+                                  *readings.average_interval_max_s);
+  }
   if (out.rows > 0) {
     for (const auto socket : missing) {
       auto& gap = node.missing[socket];
@@ -119,7 +125,9 @@ Status CpuLeg::finalize(const CollectorStats& stats, std::optional<double> start
         .sockets_expected = {sockets.expected.begin(), sockets.expected.end()},
         .sockets_missing = sockets.missing,
         .status = sockets.missing.empty() && !node.degraded_scrapes ? "ok" : "degraded",
-        .duplicate_series = node.duplicate_series};
+        .duplicate_series = node.duplicate_series,
+        .average_interval_min_s = sockets.average_min_s,
+        .average_interval_max_s = sockets.average_max_s};
   }
   return artifacts::write_cpu_manifest(manifest_path, manifest);
 }

@@ -63,6 +63,8 @@ class CpuLeg final : public Leg {
   struct NodeSockets {
     std::set<std::uint32_t> expected;  // every socket socket_up listed or a row was written for
     std::map<std::uint32_t, artifacts::CpuManifestNode::SocketGap> missing;
+    // The averaging interval of the rows written (Readings::average_interval_*), over the run.
+    std::optional<double> average_min_s, average_max_s;
   };
 
   CpuLegOptions options_;

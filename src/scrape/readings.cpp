@@ -109,26 +109,42 @@ void add_nvml(const expo::Sample& sample, SocketTable& table) {
   if (!slot) slot = sample.value;
 }
 
-// The mean of cpu_power_exporter_sample_age_seconds over `keys`: for each, the first valid age
-// sample that `matches` it. nullopt when no key has one.
+// The values of `family` for `keys`: for each key, the first finite, non-negative sample that
+// `matches` it. Empty when no key has one.
 template <class Keys, class Match>
-std::optional<double> mean_age_s(const std::vector<expo::Sample>& samples, const Keys& keys,
-                                 Match matches) {
-  double sum_s = 0;
-  std::size_t n = 0;
+std::vector<double> values_for(const std::vector<expo::Sample>& samples, std::string_view family,
+                               const Keys& keys, Match matches) {
+  std::vector<double> out;
   for (const auto& key : keys) {
     for (const auto& sample : samples) {
-      if (sample.name != expo::kSampleAge.name || !std::isfinite(sample.value) ||
-          sample.value < 0 || !matches(sample, key)) {
+      if (sample.name != family || !std::isfinite(sample.value) || sample.value < 0 ||
+          !matches(sample, key)) {
         continue;
       }
-      sum_s += sample.value;
-      ++n;
+      out.push_back(sample.value);
       break;
     }
   }
-  if (n == 0) return std::nullopt;
-  return sum_s / static_cast<double>(n);
+  return out;
+}
+
+std::optional<double> mean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
+  double sum = 0;
+  for (const double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+// The age (its mean) and averaging interval (its range) of the sensors behind `keys`.
+template <class Keys, class Match>
+void sensor_timing(const std::vector<expo::Sample>& samples, const Keys& keys, Match matches,
+                   Readings& out) {
+  out.total_age_s = mean_of(values_for(samples, expo::kSampleAge.name, keys, matches));
+  const auto intervals = values_for(samples, expo::kAverageInterval.name, keys, matches);
+  if (intervals.empty()) return;
+  const auto [lo, hi] = std::minmax_element(intervals.begin(), intervals.end());
+  out.average_interval_min_s = *lo;
+  out.average_interval_max_s = *hi;
 }
 
 // The exporter's socket_up samples, sockets ascending, the first per socket winning. A value
@@ -227,16 +243,22 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
   }
 
   if (out.mode == Mode::acpi) {
-    out.total_age_s = mean_age_s(samples, primary_sensor_labels, [](const auto& s, auto sensor) {
-      return !sensor.empty() && s.label("sensor") == std::optional(sensor);
-    });
+    sensor_timing(
+        samples, primary_sensor_labels,
+        [](const auto& s, auto sensor) {
+          return !sensor.empty() && s.label("sensor") == std::optional(sensor);
+        },
+        out);
   } else {
     // The DCGM field 1130 age (field_id absent or 1130) of each row's socket.
-    out.total_age_s = mean_age_s(samples, out.rows, [](const auto& s, const SocketRow& row) {
-      const auto source = s.label("source");
-      return socket_label(s) == std::optional(row.socket_id) && (!source || *source == "dcgm") &&
-             dcgm_kind(s) == rails::Kind::cpu_rail;
-    });
+    sensor_timing(
+        samples, out.rows,
+        [](const auto& s, const SocketRow& row) {
+          const auto source = s.label("source");
+          return socket_label(s) == std::optional(row.socket_id) &&
+                 (!source || *source == "dcgm") && dcgm_kind(s) == rails::Kind::cpu_rail;
+        },
+        out);
   }
   out.fingerprint = fingerprint_of(out.mode, out.rows, out.socket_up);
   return out;
@@ -244,9 +266,9 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
 
 Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
   // The families read above; every other line is still checked (expo::ParseOptions).
-  static constexpr std::array<std::string_view, 5> kFamilies = {
-      expo::kAcpiWatts.name, expo::kDcgmWatts.name, expo::kNvmlWatts.name, expo::kSampleAge.name,
-      expo::kSocketUp.name};
+  static constexpr std::array<std::string_view, 6> kFamilies = {
+      expo::kAcpiWatts.name,  expo::kDcgmWatts.name,       expo::kNvmlWatts.name,
+      expo::kSampleAge.name, expo::kAverageInterval.name, expo::kSocketUp.name};
   expo::ParseOptions options;
   options.only_names = kFamilies;
   expo::parse_into(body, scratch, options);

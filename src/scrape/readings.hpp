@@ -65,6 +65,11 @@ struct Readings {
   // the exporter reports no age for them (older exporters, the Python fallback).
   std::optional<double> total_age_s;
 
+  // The smallest and largest cpu_power_exporter_average_interval_seconds of the same sensors
+  // (what each reading averages); nullopt when the exporter serves none for them (DCGM, older
+  // exporters, the Python fallback).
+  std::optional<double> average_interval_min_s, average_interval_max_s;
+
   // A hash of mode and every row value (not the ages). Equal fingerprints on consecutive
   // scrapes of one node mean the exporter served the same readings again.
   std::uint64_t fingerprint = 0;

@@ -21,7 +21,7 @@ using namespace nvidia;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-constexpr double kModuleAverageS = 1.0;  // NVML_FI_DEV_POWER_AVERAGE: a 1 s average
+constexpr double kModuleAverageS = rails::kNvmlModuleAverageS;
 }  // namespace
 
 std::optional<std::uint32_t> socket_of_bus_id(const std::string& pci_root,

@@ -65,6 +65,8 @@ def main():
     ap.add_argument("--json", action="append", required=True)
     ap.add_argument("--gap-series", required=True)
     ap.add_argument("--steady-series", required=True)
+    ap.add_argument("--single", nargs=2, metavar=("HTML", "JSON"),
+                    help="a report of one window: it must open on that window")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     reports = [json.load(open(p)) for p in args.json]
@@ -130,6 +132,27 @@ def main():
                       " const s = document.getElementById(id); s.value = v;"
                       " s.dispatchEvent(new Event('change')); } })()")
 
+        # ---- error bars: J/output-token's stated uncertainty on every point that has one -------
+        bars = page.evaluate(
+            "[...document.querySelectorAll('#pareto-chart g.error-bar')].map(g => "
+            "[+g.dataset.run, +g.dataset.window, g.dataset.axis, +g.dataset.halfWidth])")
+        want_bars = {}
+        for ri, rows in enumerate(reports):
+            for wi, w in enumerate(rows):
+                u = ((w.get("uncertainty") or {}).get("joules_per_output_token") or {}).get("uncertainty")
+                if "error" not in w and u and w["perf_per_watt"]["output_tokens_per_second_per_gpu"] is not None:
+                    want_bars[(ri, wi)] = u
+        got_bars = {(ri, wi): hw for ri, wi, axis, hw in bars if axis == "y"}
+        if set(got_bars) != set(want_bars) or not want_bars:
+            fail("error bars on %s, JSON uncertainties on %s" % (sorted(got_bars), sorted(want_bars)))
+        for k, u in want_bars.items():
+            if not close(got_bars[k], u):
+                fail("error bar of run %d window %d: half-width %r, JSON %r" % (k[0], k[1], got_bars[k], u))
+        if [b for b in bars if b[2] == "x"]:
+            fail("error bars on output tok/s per GPU, which is exact")
+        ok("%d error bars, each the JSON report's J/output-token uncertainty; none on token rates"
+           % len(bars))
+
         # ---- tooltip and click: the window's power over time -------------------------------
         gap_run, gap_window = None, None
         for ri, rows in enumerate(reports):
@@ -162,6 +185,17 @@ def main():
         if warn != w["warnings"]:
             fail("warnings shown %s, JSON %s" % (warn, w["warnings"]))
         ok("the window's %d warnings are shown beside its chart" % len(warn))
+        rows_shown = page.evaluate(
+            "[...document.querySelectorAll('#detail-error-bars tbody tr')].map(r => "
+            "[r.dataset.label, ...[...r.cells].map(c => c.textContent)])")
+        want_rows = [x for k in ("cpu_per_socket", "cpu_per_node", "gpu_per_node", "module_per_node")
+                     for x in w.get(k, [])]
+        if [r[0] for r in rows_shown] != [x["label"] for x in want_rows]:
+            fail("error-bar table rows %s, JSON %s" % ([r[0] for r in rows_shown], [x["label"] for x in want_rows]))
+        for shown_row, x in zip(rows_shown, want_rows):
+            if " J" not in shown_row[3] or ("%.1f" % x["uncertainty_j"]).rstrip("0") not in shown_row[3].replace(",", ""):
+                fail("error-bar table row %s: %r, JSON uncertainty %r" % (x["label"], shown_row, x["uncertainty_j"]))
+        ok("the window's %d rows are listed with their uncertainty and coverage" % len(rows_shown))
         origin = page.evaluate("[...document.querySelectorAll('#detail .note')].map(n => n.textContent).join(' ')")
         if "seconds since the window's start" not in origin or " UTC" not in origin:
             fail("no stated time origin: %r" % origin)
@@ -258,6 +292,21 @@ def main():
         if [p["request"]["url"] for p in page.events("Network.requestWillBeSent") if p["request"]["url"] != url]:
             fail("network requests while in use")
         ok("no console message and no request while in use")
+
+        # ---- a report of one window opens on it ------------------------------------------------
+        if args.single:
+            one = browser.new_page(1280, 900)
+            one.navigate("file://" + os.path.abspath(args.single[0]))
+            one.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+            w1 = json.load(open(args.single[1]))[0]
+            title = one.evaluate("(() => { const t = document.getElementById('detail-title'); return t ? t.textContent : null; })()")
+            panels = one.evaluate("document.querySelectorAll('#detail svg.power').length")
+            drawn1 = one.evaluate("[...document.querySelectorAll('#detail svg.power path.series')].filter(p => p.getAttribute('d')).length")
+            want1 = len(w1["cpu_per_socket"]) + len(w1["gpu_per_device"]) + len(w1["module_per_node"])
+            if not title or panels < 1 or drawn1 != want1:
+                fail("a one-window report did not open on its window: title %r, %d panels, %d lines for %d "
+                     "sockets, GPUs and modules" % (title, panels, drawn1, want1))
+            ok("a report of one window opens on it: %r, %d lines at load" % (title, drawn1))
 
     # ---- screenshots are not blank -----------------------------------------------------------
     blank_colours, _ = png_stats(os.path.join(args.out, "blank.png"))

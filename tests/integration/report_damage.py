@@ -295,7 +295,10 @@ truth_w = truth[0]
 p = []
 if abs(truth_w["gpu_total_joules"] - 12300.0) > 1e-6:
     p.append("clean gpu_total_joules %s, want 12300 (4 GPUs, 10 s, 1230 W)" % truth_w["gpu_total_joules"])
-if [w for w in truth_w["warnings"]]:
+# The one thing a clean run of these hand-made files lacks: a record of what the readings
+# average (coverage not stated), said once per leg.
+UNRECORDED = "power: the run's files do not record the averaging interval"
+if [w for w in truth_w["warnings"] if UNRECORDED not in w]:
     p.append("clean run warns: %s" % truth_w["warnings"])
 check("gpu_clean", p)
 

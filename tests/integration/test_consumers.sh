@@ -39,6 +39,34 @@ refuses() {
 
 # --- 1. the default run: v3 samples, refused by both -----------------------------------------
 demo_run "$WORK/default"
+# The run's own energy report: every row with its coverage and uncertainty; the CPU legs
+# record what their readings average (coverage stated), the GPU leg does not (null, warned).
+$PY - "$WORK/default" <<'PYEOF' || fail "the run's report lacks error bars"
+import json, re, sys
+d = sys.argv[1]
+windows = [w for w in json.load(open(d + "/power_energy_report.json")) if "error" not in w]
+assert windows, "no window reported"
+for w in windows:
+    rows = {k: w[k] for k in ("cpu_per_socket", "cpu_per_node", "gpu_per_device", "gpu_per_role",
+                              "gpu_per_node", "module_per_socket", "module_per_node")}
+    assert rows["cpu_per_node"] and rows["gpu_per_node"] and rows["module_per_node"], rows.keys()
+    for key, rs in rows.items():
+        for r in rs:
+            assert r["uncertainty_j"] >= 0 and r["uncertainty_pct"] is not None, (key, r)
+            if key.startswith("gpu_"):
+                assert r["coverage"] is None, (key, r)
+            else:
+                assert 0 < r["coverage"] <= 1, (key, r)
+    u = w["uncertainty"]
+    assert u["cpu_total"]["coverage"] is not None and u["combined_total"]["coverage"] is None, u
+    assert u["joules_per_output_token"]["uncertainty"] >= 0, u
+    assert any(x.startswith("GPU power: the run's files do not record the averaging interval")
+               for x in w["warnings"]), w["warnings"]
+    assert not any(x.startswith("CPU power: the run's files do not record") for x in w["warnings"]), w["warnings"]
+text = open(d + "/power_energy_report.txt", encoding="utf-8").read()
+assert re.search(r"cpu total: +[0-9,.]+ J \u00b1 [<0-9.]+ % \(coverage [0-9.]+ %\)", text), text
+PYEOF
+ok "default run: every report row carries coverage and uncertainty (CPU and module stated, GPU unknown and warned)"
 check "$GPU_CHECK" 1 "$WORK/default.gpu" "$WORK/default"
 refuses "$WORK/default.gpu" samples_csv_header_mismatch power/samples.csv
 # The cascade from an unread samples.csv: no device observed, no window bracketed.

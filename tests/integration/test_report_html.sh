@@ -43,9 +43,13 @@ size=$(stat -c %s "$WORK/report.html")
 ! grep -Eq '(src|href)="' "$WORK/report.html" || fail "the page refers to something outside it"
 ok "one self-contained file, $size bytes"
 
+# A run of one window (a `cpu-power run` session): the page opens on it.
+"$BIN/cpu-power" report runs/session_exporter_v3 --html "$WORK/single.html" --json-out "$WORK/single.json" \
+  >/dev/null || fail "report of the session run failed"
 if ! "$PY" "$HERE/../browser/check_html_report.py" "$WORK/report.html" "$WORK/shots" \
   --json "$WORK/a.json" --json "$WORK/b.json" \
-  --gap-series cpu/node-b/socket0 --steady-series cpu/node-a/socket0; then
+  --gap-series cpu/node-b/socket0 --steady-series cpu/node-a/socket0 \
+  --single "$WORK/single.html" "$WORK/single.json"; then
   mkdir -p "$ARTIFACTS"
   cp -r "$WORK/shots/." "$WORK/report.html" "$ARTIFACTS/" 2>/dev/null || true
   fail "the page failed in Chromium; screenshots and page kept in $ARTIFACTS"

@@ -19,8 +19,12 @@ def fail(msg):
 rows = [r for r in csv.DictReader(open(out + "/samples.csv", newline="")) if r["hostname"] == host]
 node = json.load(open(out + "/cpu_manifest.json"))["nodes"][host]
 keys = list(node.keys())
-if keys[8:] != ["sockets_expected", "sockets_missing", "status", "duplicate_series"]:
+if keys[8:] != ["sockets_expected", "sockets_missing", "status", "duplicate_series",
+                "average_interval_s"]:
     fail("node keys %r" % keys)
+# The simulated node's meters average 50 ms (sim-node's default).
+if node["average_interval_s"] != {"min": 0.05, "max": 0.05}:
+    fail("average_interval_s %r" % node["average_interval_s"])
 if keys[:8] != ["resolved_mode", "scrape_count", "error_count", "endpoint_url", "last_error",
                 "missed_slots", "first_sample_unix", "last_sample_unix"]:
     fail("existing node keys moved: %r" % keys)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares our report JSON with the oracle's: every number to 1e-14 relative, every label,
 count and error text equal, the same keys (free text - warnings, notes, sensor provenance -
-is ours alone). Prints each difference; exit 1 when there is any.
+and our error bars are ours alone). Prints each difference; exit 1 when there is any.
 
 Why not bit for bit: most numbers are (the summary line counts them), but the GPU leg's
 per-node and per-role series are sums over the GPUs of each timestamp, and the oracle sums
@@ -22,6 +22,17 @@ import sys
 
 REL = 1e-14
 OURS_ONLY = {"warnings", "note", "cpu_sensors"}
+# Our error bars (docs/formats.md, Coverage and uncertainty): a row's coverage (a number or
+# null, unlike timing's coverage object, which both have), its uncertainty and the window's
+# uncertainty object.
+ERROR_BARS = {"uncertainty", "uncertainty_j", "uncertainty_pct"}
+
+
+def ours_only(d):
+    keys = set(OURS_ONLY) | ERROR_BARS
+    if not isinstance(d.get("coverage"), dict):
+        keys.add("coverage")
+    return keys
 
 
 def close(a, b):
@@ -34,7 +45,7 @@ def close(a, b):
 
 def walk(a, b, path, diffs, counter):
     if isinstance(a, dict) and isinstance(b, dict):
-        keys_a = set(a) - OURS_ONLY
+        keys_a = set(a) - ours_only(a)
         if keys_a != set(b):
             diffs.append(f"{path}: keys differ: ours-only {sorted(keys_a - set(b))}, oracle-only {sorted(set(b) - keys_a)}")
         for k in sorted(keys_a & set(b)):

@@ -677,6 +677,8 @@ CpuManifest sample_manifest() {
   b.sockets_missing[1] = {1, std::nullopt, std::nullopt};
   b.status = "degraded";
   b.duplicate_series = 2;
+  b.average_interval_min_s = 0.05;
+  b.average_interval_max_s = 1.0;
   m.nodes["node-b"] = b;
   CpuManifestNode a;
   a.endpoint_url = "http://10.0.0.1:9405/metrics";
@@ -705,7 +707,8 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
       "sockets_expected": [],
       "sockets_missing": {},
       "status": "ok",
-      "duplicate_series": 0
+      "duplicate_series": 0,
+      "average_interval_s": null
     },
     "node-b": {
       "resolved_mode": "dcgm",
@@ -734,7 +737,11 @@ TEST(CpuManifest, RendersTheReferenceKeysInOrderThenTheExtras) {
         }
       },
       "status": "degraded",
-      "duplicate_series": 2
+      "duplicate_series": 2,
+      "average_interval_s": {
+        "min": 0.05,
+        "max": 1.0
+      }
     }
   },
   "rows_written": 0,

@@ -327,5 +327,117 @@ TEST(ReportNumeric, PythonCommaFormatting) {
   EXPECT_EQ(py_fixed_commas(12.5, 0), "12");  // round half to even on the exact binary value
 }
 
+// ---- coverage and uncertainty (report/uncertainty.hpp) -----------------------------------
+
+namespace uncertainty_cases {
+
+Integration at(const Track& tr, double s, double e, Edges edges, const Averaging& a) {
+  return integrate_window(tr, s, e, edges, "cpu/n/socket0", true, a);
+}
+
+// Readings once a second that average half a second each, 100 W stepping to 300 W at `step`.
+Track stepped(double step) {
+  std::vector<double> t, w;
+  for (int i = 0; i <= 10; ++i) {
+    t.push_back(i);
+    w.push_back(i < step ? 100 : 300);
+  }
+  return make_track(t, w);
+}
+
+}  // namespace uncertainty_cases
+
+// Readings every 0.1 s averaging 1 s cover the whole window; a constant power has nothing
+// to be uncertain about.
+TEST(ReportUncertainty, FullCoverageOfAConstantPower) {
+  std::vector<double> t, w;
+  for (int i = 0; i <= 100; ++i) {
+    t.push_back(i * 0.1);
+    w.push_back(250);
+  }
+  const auto in = uncertainty_cases::at(make_track(t, w), 1, 9, Edges::interpolate, {1.0, 1.0});
+  ASSERT_TRUE(in.row) << in.error;
+  ASSERT_TRUE(in.row->stats.coverage);
+  EXPECT_DOUBLE_EQ(*in.row->stats.coverage, 1.0);
+  EXPECT_DOUBLE_EQ(in.row->stats.uncertainty_j, 0.0);
+}
+
+// Half-second averages once a second cover half the window; a step in the uncovered half of
+// one gap is known only to lie there: its bound, in quadrature with k = 2, holds the true
+// error wherever in that stretch the step falls.
+TEST(ReportUncertainty, ASingleGapBoundsAStepAnywhereInsideIt) {
+  const Averaging half{0.5, 0.5};
+  const auto in = uncertainty_cases::at(uncertainty_cases::stepped(4.5), 0, 10, Edges::interpolate,
+                                        half);
+  ASSERT_TRUE(in.row) << in.error;
+  ASSERT_TRUE(in.row->stats.coverage);
+  EXPECT_NEAR(*in.row->stats.coverage, 0.5, 1e-12);
+  // The gap from 4 to 5: 0.5 s uncovered (200 W x 0.5 / 2) and 0.5 s averaged (200 W x 0.5
+  // / 8); no change near the edges.
+  const double bound = 200 * 0.5 / 2 + 200 * 0.5 / 8;
+  EXPECT_NEAR(in.row->stats.uncertainty_j, kCoverageFactor * bound / std::sqrt(3.0), 1e-9);
+  for (const double step : {4.25, 4.4, 4.5, 4.6, 4.75}) {
+    // The readings are the same wherever in the uncovered stretch the step falls.
+    const double truth = 100 * step + 300 * (10 - step);
+    EXPECT_LE(std::abs(in.row->stats.joules - truth), in.row->stats.uncertainty_j) << step;
+  }
+}
+
+// An edge inside the rise a 1 s average makes of a step: the integral misses up to tau x
+// step / 8 of energy, which the edge term states.
+TEST(ReportUncertainty, AnEdgeInsideAnAveragingIntervalIsCounted) {
+  std::vector<double> t, w;
+  for (int i = 0; i <= 100; ++i) {
+    const double x = i * 0.1;
+    t.push_back(x);
+    w.push_back(100 * std::clamp(x - 4.5, 0.0, 1.0));  // 1 s mean of a 0 -> 100 W step at 5
+  }
+  const auto in =
+      uncertainty_cases::at(make_track(t, w), 5, 10, Edges::interpolate, Averaging{1.0, 1.0});
+  ASSERT_TRUE(in.row) << in.error;
+  const double truth = 500;
+  EXPECT_NEAR(truth - in.row->stats.joules, 12.5, 1e-9);  // tau x 100 W / 8
+  EXPECT_GE(in.row->stats.uncertainty_j, 12.5);
+  EXPECT_LE(in.row->stats.uncertainty_j, 2 * 12.5);
+  EXPECT_DOUBLE_EQ(*in.row->stats.coverage, 1.0);
+}
+
+// An unknown averaging interval (older files, DCGM, the GPU leg): no coverage, and the
+// uncertainty of instantaneous samples, whose every gap is uncovered.
+TEST(ReportUncertainty, AnUnknownIntervalStatesNoCoverageAndTakesPointSamples) {
+  const auto in = uncertainty_cases::at(uncertainty_cases::stepped(4.5), 0, 10, Edges::interpolate,
+                                        Averaging{});
+  ASSERT_TRUE(in.row) << in.error;
+  EXPECT_FALSE(in.row->stats.coverage);
+  EXPECT_NEAR(in.row->stats.uncertainty_j, kCoverageFactor * (200 * 1.0 / 2) / std::sqrt(3.0),
+              1e-9);
+  // Without an interval, a plain integral (the callers that never ask) gets the same.
+  const Integration plain = integrate_window(uncertainty_cases::stepped(4.5), 0, 10,
+                                             Edges::interpolate, "x");
+  ASSERT_TRUE(plain.row);
+  EXPECT_DOUBLE_EQ(plain.row->stats.uncertainty_j, in.row->stats.uncertainty_j);
+}
+
+// Snapped edges count the energy between each edge and its sample whole: the bound is the
+// error itself on a constant power.
+TEST(ReportUncertainty, SnappedEdgesCountTheStretchToTheirSample) {
+  std::vector<double> t, w;
+  for (int i = 0; i <= 10; ++i) {
+    t.push_back(i);
+    w.push_back(100);
+  }
+  const auto in =
+      uncertainty_cases::at(make_track(t, w), 0.4, 9.6, Edges::snap, Averaging{1.0, 1.0});
+  ASSERT_TRUE(in.row) << in.error;
+  EXPECT_DOUBLE_EQ(in.row->stats.joules, 1000);  // from 0 to 10
+  EXPECT_NEAR(in.row->stats.uncertainty_j, 0.4 * 100 + 0.4 * 100, 1e-9);
+  EXPECT_NEAR(in.row->stats.joules - 920, in.row->stats.uncertainty_j, 1e-9);
+}
+
+TEST(ReportUncertainty, PercentOfNoEnergyIsUnset) {
+  EXPECT_FALSE(uncertainty_pct(1, 0));
+  EXPECT_DOUBLE_EQ(*uncertainty_pct(1, 200), 0.5);
+}
+
 }  // namespace
 }  // namespace cpupower::report

@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "report/discovery.hpp"
 #include "report/phase_log.hpp"
@@ -316,6 +318,73 @@ TEST_F(RunDir, EndToEndAiperf510Joules) {
   EXPECT_TRUE(build_reports(dir(), o).any_window_failed());
 }
 
+// The averaging interval the legs record: cpu_manifest.json's average_interval_s (exporter
+// leg) and the host leg's node metadata. With it, coverage is stated; a manifest without it
+// (an older collector) leaves coverage null, warned.
+TEST_F(RunDir, CoverageComesFromTheAveragingTheManifestsRecord) {
+  write("benchmark.out", "Successful requests: 40\n");
+  write(
+      "sa-bench_x/results_concurrency_4_gpus_1.json",
+      R"({"benchmark_start_time_unix": 100.0, "benchmark_end_time_unix": 110.0, "duration": 10, "total_input_tokens": 1500, "total_output_tokens": 500})");
+  // Readings every second, 100 W, then 300 W from 105.
+  std::string rows =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n";
+  for (int t = 98; t <= 112; ++t) {
+    const std::string w = t < 105 ? "100" : "300";
+    rows += "3," + std::to_string(t) + ",node-a,acpi,CPU0:cpuSidePowerUsageW,0," + w + ",,,,," +
+            w + "\n";
+  }
+  write("power/cpu/samples.csv", rows);
+  const auto manifest = [&](const std::string& averaging) {
+    write("power/cpu/cpu_manifest.json",
+          R"({"producer": "srt-slurm.cpu-power", "nodes": {"node-a": {"resolved_mode": "acpi", )"
+          R"("sockets_expected": [0], "sockets_missing": {})" +
+              averaging + "}}}");
+  };
+  manifest(R"(, "average_interval_s": {"min": 0.5, "max": 0.5})");
+  ReportRun run = build_reports(dir(), {});
+  ASSERT_EQ(run.error, "");
+  const WindowReport& r = run.windows.at(0);
+  ASSERT_TRUE(r.cpu_per_node.at(0).stats.coverage);
+  EXPECT_NEAR(*r.cpu_per_node[0].stats.coverage, 0.5, 1e-9);
+  // The step between 104 and 105: 0.5 s uncovered, 0.5 s averaged, 200 W.
+  EXPECT_NEAR(r.cpu_per_node[0].stats.uncertainty_j,
+              kCoverageFactor * (200 * 0.5 / 2 + 200 * 0.5 / 8) / std::sqrt(3.0), 1e-9);
+  EXPECT_NEAR(*r.cpu_total_error.coverage, 0.5, 1e-9);
+  EXPECT_DOUBLE_EQ(r.cpu_total_error.uncertainty_j, r.cpu_per_node[0].stats.uncertainty_j);
+  EXPECT_DOUBLE_EQ(*r.joules_per_output_token_uncertainty, r.cpu_total_error.uncertainty_j / 500);
+  for (const auto& w : r.warnings) EXPECT_EQ(w.find("averaging interval"), std::string::npos) << w;
+
+  manifest("");  // an older collector's manifest
+  run = build_reports(dir(), {});
+  const WindowReport& old = run.windows.at(0);
+  EXPECT_FALSE(old.cpu_per_node.at(0).stats.coverage);
+  EXPECT_FALSE(old.cpu_total_error.coverage);
+  EXPECT_NE(std::find(old.warnings.begin(), old.warnings.end(),
+                      "CPU power: the run's files do not record the averaging interval of cpu/node-a "
+                      "(an older collector, a DCGM source, or the GPU leg); coverage is not stated, "
+                      "and the uncertainty takes each sample as instantaneous"),
+            old.warnings.end())
+      << testing::PrintToString(old.warnings);
+
+  // The host leg: its manifest's node metadata names each socket total's interval.
+  fs::remove_all(dir() + "/power");
+  write("cpu_power/manifest.json",
+        R"({"status": "complete", "expected_nodes": ["node-a"], "node_metadata": {"node-a": )"
+        R"({"sensors": [{"name": "CPU0:cpuSidePowerUsageW", "domain_kind": "total", )"
+        R"("average_interval_ms": 1000}, {"name": "CPU0:socPowerUsageW", "domain_kind": "soc", )"
+        R"("average_interval_ms": 50}]}}})");
+  write("cpu_power/samples.csv", rows);
+  ReportOptions o;
+  o.cpu_samples = dir() + "/cpu_power/samples.csv";
+  run = build_reports(dir(), o);
+  ASSERT_EQ(run.error, "");
+  const WindowReport& host = run.windows.at(0);
+  ASSERT_TRUE(host.cpu_per_node.at(0).stats.coverage);
+  EXPECT_DOUBLE_EQ(*host.cpu_per_node[0].stats.coverage, 1.0);  // 1 s averages every second
+}
+
 // perf/W per leg: throughput over average watts; the combined figures need both the CPU and
 // the GPU leg, and a run with one leg says so in a warning.
 TEST_F(RunDir, PerfPerWattNeedsBothLegsForCombined) {
@@ -343,9 +412,11 @@ TEST_F(RunDir, PerfPerWattNeedsBothLegsForCombined) {
           "combined perf/W unavailable: no CPU power leg in this run (GPU-only figures reported)"),
       r.warnings.end());
   const std::string text = render_text(run.windows, Edges::interpolate);
-  EXPECT_NE(text.find("gpu/node-a/gpu0: 4,000.00 J (400.00 W avg; p50=400.00 p95=400.00 p99=400.00 "
-                      "max=400.00 W)"),
-            std::string::npos);
+  // A constant power: no uncertainty, and the GPU leg does not record its averaging interval.
+  EXPECT_NE(text.find("gpu/node-a/gpu0: 4,000.00 J \u00b1 0 % (coverage unknown) (400.00 W avg; "
+                      "p50=400.00 p95=400.00 p99=400.00 max=400.00 W)"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("cpu: n/a | combined: n/a"), std::string::npos) << text;
   std::string cpu =
       "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,total_power_w\n";
@@ -607,7 +678,16 @@ TEST(ReportGolden, ReferenceExampleTextAndJson) {
   const std::string want((std::istreambuf_iterator<char>(expected_text)), {});
   std::string got = render_text(run.windows, o.edges);
   got = got.substr(0, got.rfind("edges: "));  // our one added line
+  // Our additions, which the reference's text lacks: the error bars after the energies (and
+  // the warning that this fixture's files do not record what the readings average).
+  const std::string with_bars = got;
+  got = std::regex_replace(got, std::regex(" \u00b1 [<0-9.]+ %( \\(coverage [^)]*\\))?"), "");
+  got = std::regex_replace(got, std::regex("  warning: (CPU|GPU) power: the run's files do not "
+                                           "record the averaging interval[^\n]*\n"),
+                           "");
   EXPECT_EQ(got, want);
+  EXPECT_NE(with_bars.find("  cpu total:      1,000.00 J \u00b1 "), std::string::npos) << with_bars;
+  EXPECT_NE(with_bars.find("(coverage unknown)"), std::string::npos) << with_bars;
   const Json j = window_json(run.windows[0]);
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
@@ -647,8 +727,27 @@ TEST(ReportGolden, ReferenceExampleTextAndJson) {
             R"({"cpu_rail":40.0,"soc":15.0,"dram":10.0})");
   EXPECT_EQ(j["perf_per_watt"]["total_tokens_per_second_per_combined_watt"], 0.4);
   EXPECT_EQ(j["gpu_utilization"].size(), 3u);
-  EXPECT_EQ(j["warnings"].size(), 0u);
+  // The reference's example has no warning; ours are the two legs' unrecorded averaging.
+  ASSERT_EQ(j["warnings"].size(), 2u);
+  EXPECT_EQ(j["warnings"][0].get<std::string>().rfind("CPU power: the run's files do not record", 0),
+            0u);
+  EXPECT_EQ(j["warnings"][1].get<std::string>().rfind("GPU power: the run's files do not record", 0),
+            0u);
   EXPECT_EQ(j["edges"], "snap");
+  // Our error bars: every row, and the window's totals.
+  for (const char* key : {"cpu_per_socket", "cpu_per_node", "gpu_per_device", "gpu_per_node"}) {
+    for (const auto& row : j[key]) {
+      EXPECT_TRUE(row["coverage"].is_null()) << key;
+      EXPECT_TRUE(row["uncertainty_j"].is_number()) << key;
+      EXPECT_TRUE(row["uncertainty_pct"].is_number()) << key;
+    }
+  }
+  for (const char* key : {"cpu_total", "gpu_total", "combined_total"}) {
+    EXPECT_TRUE(j["uncertainty"][key]["uncertainty_j"].is_number()) << key;
+    EXPECT_TRUE(j["uncertainty"][key]["coverage"].is_null()) << key;
+  }
+  EXPECT_TRUE(j["uncertainty"]["module_total"].is_null());
+  EXPECT_TRUE(j["uncertainty"]["joules_per_output_token"]["uncertainty"].is_number());
 }
 
 // render_json dumps every window on its own (in parallel) and indents it into the list: the

@@ -75,6 +75,12 @@
 
   // ---- what the axes and the table can show --------------------------------------------
   const pp = (w) => w.perf_per_watt || {};
+  // Relative uncertainties (fractions) from the window's "uncertainty" object: token counts
+  // and rates are exact, so a per-token or per-watt figure carries its energy's share.
+  const un = (w) => w.uncertainty || {};
+  const rel = (e) => (e && typeof e.uncertainty_pct === "number" ? e.uncertainty_pct / 100 : null);
+  const relCpu = (w) => rel(un(w).cpu_total), relGpu = (w) => rel(un(w).gpu_total);
+  const relComb = (w) => rel(un(w).combined_total), relModule = (w) => rel(un(w).module_total);
   const FIGURES = [
     { id: "otps_gpu", label: "Output tokens/s per GPU", unit: "tok/s/GPU", better: "high",
       get: (w) => num(pp(w).output_tokens_per_second_per_gpu) },
@@ -85,32 +91,48 @@
     { id: "ttps", label: "Total tokens/s", unit: "tok/s", better: "high",
       get: (w) => num(pp(w).total_tokens_per_second) },
     { id: "j_out", label: "J per output token, CPU + GPU", unit: "J/token", better: "low",
-      get: (w) => num(w.joules_per_output_token) },
+      get: (w) => num(w.joules_per_output_token), rel: (w) => rel(un(w).joules_per_output_token) },
     { id: "j_out_cpu", label: "J per output token, CPU (1 ÷ output tok/s per CPU W)",
       unit: "J/token", better: "low",
-      get: (w) => ratio(1, pp(w).output_tokens_per_second_per_cpu_watt) },
+      get: (w) => ratio(1, pp(w).output_tokens_per_second_per_cpu_watt), rel: relCpu },
     { id: "j_out_gpu", label: "J per output token, GPU (1 ÷ output tok/s per GPU W)",
       unit: "J/token", better: "low",
-      get: (w) => ratio(1, pp(w).output_tokens_per_second_per_gpu_watt) },
+      get: (w) => ratio(1, pp(w).output_tokens_per_second_per_gpu_watt), rel: relGpu },
     { id: "j_tot", label: "J per total token, CPU + GPU", unit: "J/token", better: "low",
-      get: (w) => num(w.joules_per_total_token) },
+      get: (w) => num(w.joules_per_total_token), rel: (w) => rel(un(w).joules_per_total_token) },
     { id: "j_tot_cpu", label: "J per total token, CPU (1 ÷ total tok/s per CPU W)",
       unit: "J/token", better: "low",
-      get: (w) => ratio(1, pp(w).total_tokens_per_second_per_cpu_watt) },
+      get: (w) => ratio(1, pp(w).total_tokens_per_second_per_cpu_watt), rel: relCpu },
     { id: "j_tot_gpu", label: "J per total token, GPU (1 ÷ total tok/s per GPU W)",
       unit: "J/token", better: "low",
-      get: (w) => ratio(1, pp(w).total_tokens_per_second_per_gpu_watt) },
+      get: (w) => ratio(1, pp(w).total_tokens_per_second_per_gpu_watt), rel: relGpu },
     { id: "w_cpu", label: "Average power, CPU", unit: "W", better: "low",
-      get: (w) => num(pp(w).cpu_avg_power_w) },
+      get: (w) => num(pp(w).cpu_avg_power_w), rel: relCpu },
     { id: "w_gpu", label: "Average power, GPU", unit: "W", better: "low",
-      get: (w) => num(pp(w).gpu_avg_power_w) },
+      get: (w) => num(pp(w).gpu_avg_power_w), rel: relGpu },
     { id: "w_comb", label: "Average power, CPU + GPU", unit: "W", better: "low",
-      get: (w) => num(pp(w).combined_avg_power_w) },
+      get: (w) => num(pp(w).combined_avg_power_w), rel: relComb },
     { id: "w_module", label: "Average power, superchip modules (module J ÷ window s)",
       unit: "W", better: "low",
-      get: (w) => ratio(w.module_total_joules, w.timing && w.timing.computed.duration_seconds) },
+      get: (w) => ratio(w.module_total_joules, w.timing && w.timing.computed.duration_seconds),
+      rel: relModule },
   ];
   const FIG = Object.fromEntries(FIGURES.map((f) => [f.id, f]));
+  // A figure's error bar half-width in its own unit; null when it has none.
+  function errorOf(f, w, v) {
+    const r = f.rel ? f.rel(w) : null;
+    return r === null || v === null ? null : Math.abs(v) * r;
+  }
+  // "1,234 J ± 0.4 % (coverage 100 %)": an energy with its error bar.
+  function withError(joules, e) {
+    if (joules === null || joules === undefined) return "n/a";
+    let text = fmt(joules, 0) + " J";
+    if (e && typeof e.uncertainty_pct === "number") {
+      text += " ± " + fmt(e.uncertainty_pct, e.uncertainty_pct < 1 ? 2 : 1) + " %";
+      text += " (coverage " + (typeof e.coverage === "number" ? fmt(e.coverage * 100, 1) + " %" : "unknown") + ")";
+    }
+    return text;
+  }
 
   // ---- identity: hue per host (per run in the Pareto view), shade per device, dashes ----
   const hosts = [...new Set(DATA.runs.flatMap((r) => r.series.map((x) => x.host)))].sort();
@@ -223,6 +245,9 @@
       ["CPU / GPU / combined energy", [w.cpu_total_joules, w.gpu_total_joules,
         w.combined_total_joules].map((v) => fmt(v, 0)).join(" / ") + " J"],
       ["module energy", w.module_total_joules === null ? "n/a" : fmt(w.module_total_joules, 0) + " J"],
+      ["CPU energy ± (coverage)", withError(w.cpu_total_joules, un(w).cpu_total)],
+      ["GPU energy ± (coverage)", withError(w.gpu_total_joules, un(w).gpu_total)],
+      ["combined energy ± (coverage)", withError(w.combined_total_joules, un(w).combined_total)],
       ["warnings", String(w.warnings.length)],
     ];
     return h("table", {}, h("tbody", {}, ...rows.map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", {}, v)))));
@@ -256,7 +281,7 @@
       if (w.error) return missing.push(label + " (failed: " + w.error + ")");
       const x = fx.get(w), y = fy.get(w);
       if (x === null || y === null) return missing.push(label);
-      pts.push({ ri, wi, x, y, run, w });
+      pts.push({ ri, wi, x, y, run, w, ex: errorOf(fx, w, x), ey: errorOf(fy, w, y) });
     }));
     const W = 980, H = 460, L = 84, R = 24, T = 16, B = 56;
     const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", role: "img",
@@ -268,7 +293,8 @@
       const pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.1 || 1;
       return [lo - pad, hi + pad];
     };
-    const [x0, x1] = ext(pts.map((p) => p.x)), [y0, y1] = ext(pts.map((p) => p.y));
+    const [x0, x1] = ext(pts.flatMap((p) => [p.x - (p.ex || 0), p.x + (p.ex || 0)]));
+    const [y0, y1] = ext(pts.flatMap((p) => [p.y - (p.ey || 0), p.y + (p.ey || 0)]));
     const X = (v) => L + (v - x0) / (x1 - x0) * (W - L - R);
     const Y = (v) => T + (1 - (v - y0) / (y1 - y0)) * (H - T - B);
     const xt = ticks(x0, x1, 8), yt = ticks(y0, y1, 6);
@@ -296,6 +322,22 @@
           points: front.map((p) => `${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(" ") }));
       }
     });
+    // Error bars (the window's stated uncertainty), under the markers.
+    for (const p of pts) {
+      const bars = [];
+      if (p.ex) bars.push(["x", X(p.x - p.ex), Y(p.y), X(p.x + p.ex), Y(p.y)]);
+      if (p.ey) bars.push(["y", X(p.x), Y(p.y - p.ey), X(p.x), Y(p.y + p.ey)]);
+      for (const [axis, ax, ay, bx, by] of bars) {
+        const cap = 4, g = s("g", { class: "error-bar", "data-axis": axis, "data-run": p.ri,
+          "data-window": p.wi, "data-half-width": String(axis === "x" ? p.ex : p.ey), stroke: runColor(p.ri) });
+        g.append(s("line", { x1: ax, y1: ay, x2: bx, y2: by }));
+        for (const [cx, cy] of [[ax, ay], [bx, by]]) {
+          g.append(axis === "x" ? s("line", { x1: cx, x2: cx, y1: cy - cap, y2: cy + cap })
+            : s("line", { x1: cx - cap, x2: cx + cap, y1: cy, y2: cy }));
+        }
+        svg.append(g);
+      }
+    }
     for (const p of pts) {
       const isSel = selected && selected[0] === p.ri && selected[1] === p.wi;
       const m = s("path", {
@@ -303,6 +345,7 @@
         d: markerPath(MARKERS[p.ri % MARKERS.length], X(p.x), Y(p.y), 6.5),
         fill: runColor(p.ri), "data-run": p.ri, "data-window": p.wi,
         "data-x": String(p.x), "data-y": String(p.y),
+        "data-x-err": p.ex === null ? "" : String(p.ex), "data-y-err": p.ey === null ? "" : String(p.ey),
         "aria-label": `${p.run.name} ${windowName(p.w)}: ${fx.label} ${fmt(p.x)}, ${fy.label} ${fmt(p.y)}`,
       });
       m.addEventListener("mouseenter", (e) => showTooltip(p.run, p.w, e.clientX, e.clientY));
@@ -501,9 +544,22 @@
     const warnings = w.warnings.length
       ? h("ul", { class: "warnings" }, ...w.warnings.map((t) => h("li", {}, t)))
       : h("ul", { class: "warnings none" }, h("li", {}, "No warnings for this window."));
+    const rowsWithError = [];
+    for (const key of ["cpu_per_socket", "cpu_per_node", "gpu_per_node", "module_per_node"]) {
+      for (const r of w[key] || []) rowsWithError.push(r);
+    }
+    const errorTable = h("table", { class: "error-bars", id: "detail-error-bars" },
+      h("thead", {}, h("tr", {}, ...["row", "energy", "±", "coverage"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, ...rowsWithError.map((r) => h("tr", { "data-label": r.label },
+        h("td", {}, r.label), h("td", {}, fmt(r.joules, 1) + " J"),
+        h("td", {}, typeof r.uncertainty_j === "number"
+          ? fmt(r.uncertainty_j, 1) + " J" + (typeof r.uncertainty_pct === "number" ? ` (${fmt(r.uncertainty_pct, 2)} %)` : "")
+          : "n/a"),
+        h("td", {}, typeof r.coverage === "number" ? fmt(r.coverage * 100, 1) + " %" : "unknown")))));
     detail.replaceChildren(
       h("h2", { id: "detail-title" }, `${run.name} · ${windowName(w)} · ${fmt(dur, 2)} s`),
       h("div", { class: "detail-head" }, keyFigures(run, w), warnings),
+      errorTable,
       powerPanels(run, ri, start - pad, end + pad, start,
         `the window's start, ${isoUtc(w.start_unix)} (unix ${w.start_unix}); shaded: the window`,
         [[start, end, null]]));
@@ -593,6 +649,9 @@
   });
   window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", renderAll);
 
+  // One window in all: open on it, so its power over time is on screen at load.
+  const allWindows = DATA.runs.flatMap((run, ri) => run.windows.map((w, wi) => [ri, wi, w]));
+  if (allWindows.length === 1 && !allWindows[0][2].error) selected = [allWindows[0][0], allWindows[0][1]];
   showTab("pareto");
   renderAll();
 })();
