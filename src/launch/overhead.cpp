@@ -276,10 +276,14 @@ std::optional<double> CostFigures::wakeups_per_second() const {
 }
 
 Result<double> capture_metric(const std::string& output, const std::regex& re) {
+  // Line by line: a match never spans lines, and std::regex's recursion stays bounded by a
+  // line's length however long the output is.
   std::optional<std::string> last;
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
-       it != std::sregex_iterator(); ++it) {
-    if (it->size() > 1) last = (*it)[1].str();
+  for (const auto& line : common::split(output, '\n')) {
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), re); it != std::sregex_iterator();
+         ++it) {
+      if (it->size() > 1 && (*it)[1].matched) last = (*it)[1].str();
+    }
   }
   if (!last) return Error{"no match in the output"};
   const auto value = common::parse_double(common::trim(*last));

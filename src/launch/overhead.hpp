@@ -117,8 +117,8 @@ struct CostFigures {
 // --- the workload's metric --------------------------------------------------------------
 
 // The value of --metric: the first capture group of the *last* match of `re` in `output`,
-// as a finite number (a run's summary line comes last). An error when nothing matches or the
-// group is not a number.
+// searched line by line (a match never spans lines), as a finite number (a run's summary
+// line comes last). An error when nothing matches or the group is not a number.
 Result<double> capture_metric(const std::string& output, const std::regex& re);
 
 // --- the report -------------------------------------------------------------------------
