@@ -1,4 +1,4 @@
-// cpu-power overhead [--pairs N] [--duration S] [--metric REGEX [--lower-is-better]]
+// cpu-power overhead [--pairs N] [--warmup N] [--duration S] [--metric REGEX [--lower-is-better]]
 //                    [--hwmon-root DIR] [--source S] [--interval-seconds 0.1]
 //                    [--exporter-command CMD] [--json FILE] -- COMMAND [ARGS...]
 // The workload run with and without the telemetry a recipe starts on a node, in a
@@ -101,6 +101,11 @@ void add_overhead_command(CLI::App& app, Action& action) {
                   "Even N cancels a linear drift; a multiple of 4 balances every position")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--warmup", o.warmup_runs,
+                  "Untimed runs of the workload alone before the rounds, so that a cold start "
+                  "(file cache, compilation, clocks) is not charged to round 1's first arm")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--duration", o.idle_seconds,
                   "Also measure the telemetry's cost on the idle node: both legs run this many "
                   "seconds after the rounds, with no workload")

@@ -332,8 +332,10 @@ Result<std::vector<ArmSummary>> summarize_arms(const std::vector<OverheadRun>& r
 }
 
 std::string overhead_text(const OverheadReport& r) {
-  std::string out = fmt::format("cpu-power overhead: {} rounds of 4 arms ({} runs) of: {}\n",
-                                r.rounds, r.runs.size(), shell_quote_argv(r.command));
+  std::string out = fmt::format(
+      "cpu-power overhead: {} rounds of 4 arms ({} runs, after {} warm-up run{}) of: {}\n",
+      r.rounds, r.runs.size(), r.warmup_runs, r.warmup_runs == 1 ? "" : "s",
+      shell_quote_argv(r.command));
   out += fmt::format("  exporter:       {} ({})", shell_quote_argv(r.exporter_argv),
                      r.exporter_origin);
   out += r.scrape_interval_seconds > 0
@@ -377,6 +379,7 @@ nlohmann::json overhead_json(const OverheadReport& r) {
   nlohmann::json j;
   j["command"] = r.command;
   j["rounds"] = r.rounds;
+  j["warmup_runs"] = r.warmup_runs;
   j["compared"] = r.metric_regex ? "metric" : "wall_seconds";
   j["metric_regex"] = r.metric_regex ? nlohmann::json(*r.metric_regex) : nlohmann::json();
   j["higher_is_better"] = r.metric_regex ? nlohmann::json(r.higher_is_better) : nlohmann::json();

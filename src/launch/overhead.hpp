@@ -148,6 +148,7 @@ struct CostRow {
 struct OverheadReport {
   std::vector<std::string> command;
   int rounds = 0;
+  int warmup_runs = 0;
   std::optional<std::string> metric_regex;  // unset: wall time is compared
   bool higher_is_better = true;             // of the metric
   std::vector<std::string> exporter_argv;

@@ -488,6 +488,7 @@ OverheadOutcome run_overhead(const OverheadOptions& o, const TelemetryCommands& 
   OverheadReport report;
   report.command = o.command;
   report.rounds = o.rounds;
+  report.warmup_runs = o.warmup_runs;
   report.metric_regex = o.metric_regex;
   report.higher_is_better = o.higher_is_better;
   report.exporter_argv = c.exporter_argv;
@@ -499,6 +500,16 @@ OverheadOutcome run_overhead(const OverheadOptions& o, const TelemetryCommands& 
     report.warnings.push_back(
         "an odd number of pairs leaves a drift over time partly in the differences; an even "
         "--pairs cancels a linear drift, a multiple of 4 balances every position");
+  }
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(work + "/runs", mkdir_error);
+  for (int w = 1; w <= o.warmup_runs; ++w) {
+    Telemetry none(o, c);
+    double wall = 0;
+    const std::string where = fmt::format("warm-up run {} of {}", w, o.warmup_runs);
+    const std::string log = fmt::format("{}/runs/warmup-{}.log", work, w);
+    if (auto s = run_workload(o, log, none, wall); !s.ok()) return fail(s, where);
+    say(fmt::format("{}: {:.3f} s, not counted", where, wall));
   }
   CostFigures exporter_cost, host_cost;
   const auto order = run_order(o.rounds);
@@ -522,8 +533,6 @@ OverheadOutcome run_overhead(const OverheadOptions& o, const TelemetryCommands& 
       run.exporter_pid = telemetry.pid_of("exporter");
       run.host_collector_pid = telemetry.pid_of("host collector");
       const std::string log = work + "/runs/" + tag + ".log";
-      std::error_code ec;
-      std::filesystem::create_directories(work + "/runs", ec);
       if (auto s = run_workload(o, log, telemetry, run.wall_seconds); !s.ok())
         return fail(s, where);
       if (auto s = telemetry.measure(&exporter_cost, &host_cost); !s.ok()) return fail(s, where);

@@ -1,5 +1,7 @@
 #pragma once
-// `cpu-power overhead`'s processes: for each run of the order (overhead.hpp's run_order), the
+// `cpu-power overhead`'s processes: first the warm-up runs (the workload alone, untimed: a
+// cold file cache or a first compilation must not land on one arm of round 1); then for each
+// run of the order (overhead.hpp's run_order), the
 // arm's telemetry started and waited ready (the exporter's "listening addr=" line, the host
 // collector's ready marker; no fixed sleeps), then the workload run and timed on the steady
 // clock, then the telemetry's /proc figures read and the telemetry stopped by PID (SIGTERM,
@@ -20,6 +22,7 @@ namespace cpupower::launch {
 struct OverheadOptions {
   std::vector<std::string> command;  // the workload
   int rounds = 4;                    // --pairs
+  int warmup_runs = 1;               // --warmup: untimed runs without telemetry, first
   double idle_seconds = 0;           // --duration; 0: no idle measurement
   std::optional<std::string> metric_regex;
   bool higher_is_better = true;

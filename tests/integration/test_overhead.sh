@@ -11,13 +11,14 @@ start_sim sim "$WORK/tree" --profile gb200 --update-ms 50
 LOOP='i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done'
 TIMEOUT=$(scaled 30)
 
-# overhead NAME ARGS...: runs it in the foreground; RC, and $WORK/NAME.{out,err}.
+# overhead NAME ARGS...: runs it in the foreground on the simulated node's tree (HWMON, when
+# set, instead); RC, and $WORK/NAME.{out,err}.
 overhead() {
   local name=$1
   shift
   RC=0
-  "$BIN/cpu-power" overhead --hwmon-root "$WORK/tree" --startup-timeout-s "$TIMEOUT" "$@" \
-    >"$WORK/$name.out" 2>"$WORK/$name.err" || RC=$?
+  "$BIN/cpu-power" overhead --hwmon-root "${HWMON:-$WORK/tree}" --startup-timeout-s "$TIMEOUT" \
+    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || RC=$?
 }
 # no_telemetry_left JSON DIR: every exporter and host collector the report names has exited,
 # and no process's command line holds the work directory DIR.
@@ -40,7 +41,7 @@ overhead basic --pairs 2 --duration 1 --work-dir "$WORK/basic" --json "$WORK/bas
 $PY - "$WORK/basic.json" <<'PYEOF' || fail "basic.json: $(cat "$WORK/basic.json")"
 import json, math, sys
 j = json.load(open(sys.argv[1]))
-assert j["rounds"] == 2 and j["compared"] == "wall_seconds", j
+assert j["rounds"] == 2 and j["warmup_runs"] == 1 and j["compared"] == "wall_seconds", j
 assert [a["arm"] for a in j["arms"]] == ["baseline", "exporter", "host_collector", "both"], j["arms"]
 for a in j["arms"]:
     assert a["n"] == 2 and a["mean"] > 0, a
@@ -65,7 +66,9 @@ assert j["idle_seconds"] == 1 and all(c["seconds"] >= 1 for c in j["cost_idle"])
 assert j["exporter"]["argv"][1:3] == ["--port", "0"] and "--hwmon-root" in j["exporter"]["argv"], j
 assert "host-collect" in j["host_collector"]["argv"] and "0.1" in j["host_collector"]["argv"], j
 PYEOF
-ok "two rounds: 4 arms, 8 runs, a finite 95 % interval for each telemetry arm, both legs' costs"
+[ -e "$WORK/basic/runs/warmup-1.log" ] && [ -e "$WORK/basic/runs/r02-4-baseline.log" ] ||
+  fail "no warm-up or run output: $(ls "$WORK/basic/runs")"
+ok "two rounds after a warm-up run: 4 arms, 8 runs, a finite 95 % interval for each telemetry arm, both legs' costs"
 for arm in baseline exporter 'host collector' both; do
   grep -qE "^  $arm +2 " "$WORK/basic.out" || fail "no '$arm' row in the table: $(cat "$WORK/basic.out")"
 done
@@ -103,22 +106,26 @@ no_telemetry_left "$WORK/metric.json" "$WORK/metric"
 ok "--metric: the last match's number compared, higher is better, no interval from one pair"
 
 # --- failures -----------------------------------------------------------------------------
-overhead fails --pairs 1 --work-dir "$WORK/fails" -- sh -c 'exit 3'
+overhead fails --pairs 1 --warmup 0 --work-dir "$WORK/fails" -- sh -c 'exit 3'
 [ "$RC" = 1 ] || fail "a failing workload: exit $RC, want 1"
 grep -q 'round 1 of 1, arm baseline: the workload .* failed (exit 3)' "$WORK/fails.err" ||
   fail "a failing workload: $(cat "$WORK/fails.err")"
+overhead fails_warmup --pairs 1 --work-dir "$WORK/fails_warmup" -- sh -c 'exit 4'
+[ "$RC" = 1 ] || fail "a failing warm-up run: exit $RC, want 1"
+grep -q 'warm-up run 1 of 1: the workload .* failed (exit 4)' "$WORK/fails_warmup.err" ||
+  fail "a failing warm-up run: $(cat "$WORK/fails_warmup.err")"
 pgrep -f -- "$WORK/fails" >/dev/null && fail "telemetry left running after a failed workload"
-ok "a failing workload exits 1 naming the round, the arm and its exit status"
+ok "a failing workload exits 1 naming the round and the arm, or the warm-up run, and its exit status"
 
 mkdir -p "$WORK/no-sensors"
-overhead nosensors --pairs 1 --hwmon-root "$WORK/no-sensors" --work-dir "$WORK/nosensors" -- true
+HWMON="$WORK/no-sensors" overhead nosensors --pairs 1 --work-dir "$WORK/nosensors" -- true
 [ "$RC" = 1 ] || fail "telemetry that cannot start: exit $RC, want 1"
 grep -qE 'arm (exporter|host collector): the (exporter|host collector) `[^`]*(cpu-power-exporter|host-collect)[^`]*--hwmon-root [^`]*no-sensors' "$WORK/nosensors.err" ||
   fail "telemetry that cannot start: $(cat "$WORK/nosensors.err")"
 pgrep -f -- "$WORK/nosensors" >/dev/null && fail "telemetry left running after a failed start"
 ok "telemetry that cannot start exits 1 naming the arm and its command line"
 
-for bad in "--pairs 0 -- true" "--metric rate -- true" "--lower-is-better -- true" \
+for bad in "--pairs 0 -- true" "--warmup -1 -- true" "--metric rate -- true" "--lower-is-better -- true" \
   "--duration -1 -- true" "--exporter-command '' -- true" "--pairs 2"; do
   RC=0
   eval "\"\$BIN/cpu-power\" overhead $bad" >"$WORK/usage.out" 2>&1 || RC=$?

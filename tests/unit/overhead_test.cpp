@@ -302,6 +302,7 @@ OverheadReport report(bool metric) {
   OverheadReport r;
   r.command = {"sh", "-c", "work 1"};
   r.rounds = 2;
+  r.warmup_runs = 1;
   if (metric) r.metric_regex = "rate ([0-9.]+)";
   r.exporter_argv = {"/opt/cpu-power-exporter", "--port", "0"};
   r.exporter_origin = "beside cpu-power";
@@ -317,7 +318,8 @@ OverheadReport report(bool metric) {
 
 TEST(OverheadRender, TextNamesEveryArmItsIntervalAndTheCosts) {
   const auto text = overhead_text(report(false));
-  EXPECT_THAT(text, HasSubstr("2 rounds of 4 arms (8 runs) of: sh -c 'work 1'"));
+  EXPECT_THAT(text,
+              HasSubstr("2 rounds of 4 arms (8 runs, after 1 warm-up run) of: sh -c 'work 1'"));
   EXPECT_THAT(text, HasSubstr("a positive difference is a slower workload"));
   EXPECT_THAT(text, HasSubstr("95 % CI"));
   EXPECT_THAT(text, HasSubstr("host collector"));
@@ -331,6 +333,7 @@ TEST(OverheadRender, TextNamesEveryArmItsIntervalAndTheCosts) {
 TEST(OverheadRender, JsonHasEveryArmRunAndCost) {
   const auto j = overhead_json(report(false));
   EXPECT_EQ(j["compared"], "wall_seconds");
+  EXPECT_EQ(j["warmup_runs"], 1);
   EXPECT_TRUE(j["metric_regex"].is_null());
   ASSERT_EQ(j["arms"].size(), 4u);
   EXPECT_EQ(j["arms"][2]["arm"], "host_collector");
