@@ -34,3 +34,6 @@ bash "$here/launch_bench.sh" "$BIN"
 echo
 echo "## Host collector: cost per node and refresh per rail (150 ms reads)"
 bash "$here/host_collect_bench.sh" "$BIN" 60 150
+echo
+echo "## Telemetry overhead: a CPU-bound stand-in on every core, ours and the Python fallback"
+bash "$here/overhead.sh" "$BIN" 8 10 60 "$(mktemp -d /tmp/cpu-power-overhead-out.XXXXXX)"

@@ -106,5 +106,6 @@ void add_scrape_command(CLI::App& app, Action& action);
 void add_host_collect_command(CLI::App& app, Action& action);
 void add_merge_command(CLI::App& app, Action& action);
 void add_clock_check_command(CLI::App& app, Action& action);
+void add_overhead_command(CLI::App& app, Action& action);
 
 }  // namespace cpupower::app

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cpupower::app::add_host_collect_command(app, action);
   cpupower::app::add_merge_command(app, action);
   cpupower::app::add_clock_check_command(app, action);
+  cpupower::app::add_overhead_command(app, action);
 
   try {
     app.parse(argc, argv);
