@@ -43,16 +43,29 @@ double covered_share(const Series& s, double start, double end, double tau) {
 // to B (0 or 1: no change near the edge; 1/2: the change is at the edge, tau (B - A) / 8).
 // A and B: the smallest and largest readings within tau of x.
 double edge_bound(const Series& s, double x, double tau) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (std::size_t j = 0; j < s.size(); ++j) {
-    if (std::abs(s.t[j] - x) > tau) continue;
-    lo = std::min(lo, s.w[j]);
-    hi = std::max(hi, s.w[j]);
+  double variation = 0;  // every change the readings within tau/2 of x show
+  for (std::size_t j = 0; j + 1 < s.size(); ++j) {
+    if (std::abs(s.t[j] - x) > tau / 2 || std::abs(s.t[j + 1] - x) > tau / 2) continue;
+    variation += std::abs(s.w[j + 1] - s.w[j]);
   }
-  if (!(hi > lo)) return 0;
-  const double f = std::clamp((value_at(s, x) - lo) / (hi - lo), 0.0, 1.0);
-  const double m = std::min(f, 1 - f);
-  return (hi - lo) * tau * m * m / 2;
+  return variation * tau / 8;
+}
+
+// How much the power goes back and forth around pair i (samples i and i + 1), per pair: the
+// total variation of the readings over the pairs within kRoughnessPairs of it, less their net
+// change, over their number. A step, however large, goes one way and gives 0; bursts that
+// some readings catch and others miss give about their height.
+constexpr std::size_t kRoughnessPairs = 3;
+double roughness(const Series& s, std::size_t i) {
+  const std::size_t lo = i >= kRoughnessPairs ? i - kRoughnessPairs : 0;
+  const std::size_t hi = std::min(i + kRoughnessPairs, s.size() - 2);
+  double total = 0, net = 0;
+  for (std::size_t j = lo; j <= hi; ++j) {
+    const double d = s.w[j + 1] - s.w[j];
+    total += std::abs(d);
+    net += d;
+  }
+  return (total - std::abs(net)) / static_cast<double>(hi - lo + 1);
 }
 
 }  // namespace
@@ -80,7 +93,10 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
     const double spacing = s.t[i + 1] - s.t[i];
     const double overlap = tau_gap > spacing ? spacing / tau_gap : 1.0;
     const double bound = dw * (uncovered / 2 + (kept - uncovered) * overlap / 8);
-    variance += bound * bound / 3;
+    // What an uncovered stretch may hide where the power goes back and forth: bursts that
+    // start and end between two readings leave no step to see.
+    const double hidden = 2 * uncovered * roughness(s, i);
+    variance += (bound * bound + hidden * hidden) / 3;
   }
   if (tau_edge > 0) {
     for (const double x : {start, end}) {
@@ -88,6 +104,10 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
       variance += bound * bound / 3;
     }
   }
+  // The readings' dates are known to the meter's update period: a shift of every date by up
+  // to kDateResolutionS moves the energy by that times the power change across the window.
+  const double shift = kDateResolutionS * std::abs(value_at(s, end) - value_at(s, start));
+  variance += shift * shift / 3;
   out.uncertainty_j = kCoverageFactor * std::sqrt(variance);
   if (snapped) {
     // The stretch between each edge and its sample is counted (or left out) whole.

@@ -4,22 +4,28 @@
 // uncertainty, states the method and what it assumes).
 //
 // A reading is the mean power over its averaging interval (ACPI power*_average_interval,
-// NVML's 1 s), dated at the interval's centre. Three terms:
-//  - each pair of consecutive samples: the energy between them is known only as well as the
-//    power between them. A change of |dw| at an unknown instant of the stretch neither
-//    reading averaged (u seconds of the c the window keeps) costs up to u |dw| / 2; the
-//    averaged rest, up to (c - u) |dw| / 8, shrunk by spacing / tau where the averages
-//    overlap (they tile the time axis, and the trapezoid of overlapping means is nearly the
-//    integral). Independent across pairs: each is taken as uniform within its bound and they
-//    add in quadrature;
+// NVML's 1 s), dated at the interval's centre. Each term below is a bound taken as a uniform
+// error within it (a standard deviation of bound / sqrt(3)); they add in quadrature and the
+// sum is expanded with k = 2:
+//  - each pair of consecutive samples, over the c seconds of it the window keeps, u of them
+//    outside both samples' averaging intervals: a change of |dw| at an unknown instant of the
+//    uncovered stretch costs up to u |dw| / 2; a bend in the averaged rest up to
+//    (c - u) |dw| / 8, shrunk by spacing / tau where the averages overlap (they tile the time
+//    axis, and the trapezoid of overlapping means is nearly the integral);
+//  - what an uncovered stretch may hide where the power goes back and forth (bursts that
+//    start and end between two readings leave no step): 2 u times the pair's roughness, the
+//    readings' total variation over the neighbouring pairs less their net change, per pair
+//    (0 for steps that go one way);
 //  - each window edge: an averaging interval of tau smears a change near the edge over tau,
-//    and up to tau x (the change) / 8 lands on the wrong side, depending on where the
-//    reading at the edge stands between the levels around it; uniform, in quadrature;
-//  - snap edges only: the energy between a window edge and the sample it snapped to, which
-//    the integral counts or leaves out; added in full (it has a sign, not a spread).
-// The quadrature sum is expanded with k = 2 (about 95 % for the sum of several uniform
-// terms). An unknown interval is taken as 0 (instantaneous samples, every gap uncovered):
-// the uncertainty is then that of point samples and the coverage is not stated.
+//    and up to tau / 8 of it lands on the wrong side: tau / 8 times the total variation of
+//    the readings within tau / 2 of the edge;
+//  - the readings' dates, known to the meter's update period (kDateResolutionS): a shift of
+//    every date moves the energy by that times the power change across the window;
+//  - snap edges only, added in full (it has a sign, not a spread): the energy between each
+//    window edge and the sample it snapped to.
+// An unknown interval is taken as 0 (instantaneous samples, every gap uncovered): the
+// uncertainty is then that of point samples and the coverage is not stated. How often the
+// stated figure holds on known traces: docs/performance.md (Calibration of the uncertainty).
 
 #include <optional>
 #include <span>
@@ -41,6 +47,10 @@ struct ErrorBar {
 };
 
 inline constexpr double kCoverageFactor = 2.0;
+// How well a reading's date is known beyond the centring: the meter publishes a new average
+// every few milliseconds (the simulated node every 10 ms), so the interval a value averages
+// ends up to that long before its read.
+inline constexpr double kDateResolutionS = 0.010;
 
 // The error bar of the trapezoid over the samples s[first..last] standing for [start, end]:
 // interpolated edges integrate exactly [start, end]; snapped ones [s.t[first], s.t[last]].

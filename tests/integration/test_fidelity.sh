@@ -15,6 +15,7 @@ cat "$WORK/fidelity.txt"
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
 checked = [r for r in results if r["schedule"] == "ours" and r["edges"] == "interpolate"
+           and r.get("leg") == "scrape"
            and r["window_kind"] in ("(a) long", "(c) short, edges in steady phases")]
 assert len(checked) == 4, f"expected 1 long and 3 short windows, got {len(checked)}"
 bad = [r for r in checked if r["error"] is None or abs(r["error"]) > 0.02]
@@ -24,3 +25,20 @@ for r in checked:
 assert not bad, bad
 PY
 ok "fidelity: long and short windows within 2 % of the trace's exact energy (1 s averaging, 250 ms scrapes, interpolated edges)"
+
+# The stated uncertainty, loosely: every window of both legs and both edge modes has one, the
+# true error lies inside it in at least 80 % of them (docs/performance.md has the full
+# calibration), and it is no wider than 10 times the true error in the median.
+/usr/bin/python3 - "$WORK/fidelity.json" <<'PY' || fail "the stated uncertainty does not hold"
+import json, sys
+results = [r for r in json.load(open(sys.argv[1]))["results"] if r["schedule"] == "ours"]
+assert {r["leg"] for r in results} == {"scrape", "host"}, {r["leg"] for r in results}
+assert all(r["measured_j"] is not None and r["stated_j"] is not None for r in results), results
+inside = sum(1 for r in results if r["inside"])
+true = sorted(abs(r["measured_j"] - r["exact_j"]) for r in results)
+stated = sorted(r["stated_j"] for r in results)
+ratio = stated[len(stated) // 2] / true[len(true) // 2]
+print(f"{len(results)} windows, {inside} inside the stated uncertainty, median stated / true {ratio:.1f}")
+assert inside >= 0.8 * len(results) and ratio <= 10, (inside, len(results), ratio)
+PY
+ok "fidelity: the true error lies inside the stated uncertainty in at least 80 % of the windows, both legs"

@@ -373,9 +373,10 @@ TEST(ReportUncertainty, ASingleGapBoundsAStepAnywhereInsideIt) {
   ASSERT_TRUE(in.row->stats.coverage);
   EXPECT_NEAR(*in.row->stats.coverage, 0.5, 1e-12);
   // The gap from 4 to 5: 0.5 s uncovered (200 W x 0.5 / 2) and 0.5 s averaged (200 W x 0.5
-  // / 8); no change near the edges.
-  const double bound = 200 * 0.5 / 2 + 200 * 0.5 / 8;
-  EXPECT_NEAR(in.row->stats.uncertainty_j, kCoverageFactor * bound / std::sqrt(3.0), 1e-9);
+  // / 8); no change near the edges; and the dates' resolution, 10 ms x 200 W across.
+  const double bound = 200 * 0.5 / 2 + 200 * 0.5 / 8, dates = kDateResolutionS * 200;
+  EXPECT_NEAR(in.row->stats.uncertainty_j,
+              kCoverageFactor * std::sqrt((bound * bound + dates * dates) / 3), 1e-9);
   for (const double step : {4.25, 4.4, 4.5, 4.6, 4.75}) {
     // The readings are the same wherever in the uncovered stretch the step falls.
     const double truth = 100 * step + 300 * (10 - step);
@@ -409,8 +410,9 @@ TEST(ReportUncertainty, AnUnknownIntervalStatesNoCoverageAndTakesPointSamples) {
                                         Averaging{});
   ASSERT_TRUE(in.row) << in.error;
   EXPECT_FALSE(in.row->stats.coverage);
-  EXPECT_NEAR(in.row->stats.uncertainty_j, kCoverageFactor * (200 * 1.0 / 2) / std::sqrt(3.0),
-              1e-9);
+  const double gap = 200 * 1.0 / 2, dates = kDateResolutionS * 200;
+  EXPECT_NEAR(in.row->stats.uncertainty_j,
+              kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3), 1e-9);
   // Without an interval, a plain integral (the callers that never ask) gets the same.
   const Integration plain = integrate_window(uncertainty_cases::stepped(4.5), 0, 10,
                                              Edges::interpolate, "x");
@@ -432,6 +434,28 @@ TEST(ReportUncertainty, SnappedEdgesCountTheStretchToTheirSample) {
   EXPECT_DOUBLE_EQ(in.row->stats.joules, 1000);  // from 0 to 10
   EXPECT_NEAR(in.row->stats.uncertainty_j, 0.4 * 100 + 0.4 * 100, 1e-9);
   EXPECT_NEAR(in.row->stats.joules - 920, in.row->stats.uncertainty_j, 1e-9);
+}
+
+// Bursts shorter than the uncovered stretches: readings that catch some of them go back and
+// forth, and each uncovered stretch may hide as much again; a series of steps that all go one
+// way gives no such term.
+TEST(ReportUncertainty, PowerThatGoesBackAndForthStatesWhatTheGapsMayHide) {
+  std::vector<double> t, bursty, rising;
+  for (int i = 0; i <= 20; ++i) {
+    t.push_back(i * 0.25);
+    bursty.push_back(i % 2 ? 400 : 150);
+    rising.push_back(150 + 12.5 * i);  // the same total variation, one way
+  }
+  const Averaging short_means{0.05, 0.05};
+  const auto b = uncertainty_cases::at(make_track(t, bursty), 0, 5, Edges::interpolate, short_means);
+  const auto r = uncertainty_cases::at(make_track(t, rising), 0, 5, Edges::interpolate, short_means);
+  ASSERT_TRUE(b.row && r.row);
+  EXPECT_NEAR(*b.row->stats.coverage, 0.2, 1e-9);
+  // Per pair: 0.2 s uncovered; the step term 250 W x (0.1 + 0.05 / 8), 27 J, and the hidden
+  // term 2 x 0.2 s x the back-and-forth per pair (about 214 W seven pairs from the ends: a
+  // total variation of 1,750 W less a net 250 W, over 7), 86 J; at least 80 J on each of 20.
+  EXPECT_GT(b.row->stats.uncertainty_j, 2 * r.row->stats.uncertainty_j);
+  EXPECT_GT(b.row->stats.uncertainty_j, kCoverageFactor * std::sqrt(20 * 80.0 * 80.0 / 3));
 }
 
 TEST(ReportUncertainty, PercentOfNoEnergyIsUnset) {

@@ -349,8 +349,9 @@ TEST_F(RunDir, CoverageComesFromTheAveragingTheManifestsRecord) {
   ASSERT_TRUE(r.cpu_per_node.at(0).stats.coverage);
   EXPECT_NEAR(*r.cpu_per_node[0].stats.coverage, 0.5, 1e-9);
   // The step between 104 and 105: 0.5 s uncovered, 0.5 s averaged, 200 W.
+  const double gap = 200 * 0.5 / 2 + 200 * 0.5 / 8, dates = kDateResolutionS * 200;
   EXPECT_NEAR(r.cpu_per_node[0].stats.uncertainty_j,
-              kCoverageFactor * (200 * 0.5 / 2 + 200 * 0.5 / 8) / std::sqrt(3.0), 1e-9);
+              kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3), 1e-9);
   EXPECT_NEAR(*r.cpu_total_error.coverage, 0.5, 1e-9);
   EXPECT_DOUBLE_EQ(r.cpu_total_error.uncertainty_j, r.cpu_per_node[0].stats.uncertainty_j);
   EXPECT_DOUBLE_EQ(*r.joules_per_output_token_uncertainty, r.cpu_total_error.uncertainty_j / 500);
