@@ -34,3 +34,6 @@ bash "$here/launch_bench.sh" "$BIN"
 echo
 echo "## Host collector: cost per node and refresh per rail (150 ms reads)"
 bash "$here/host_collect_bench.sh" "$BIN" 60 150
+echo
+echo "## RAPL (x86): cost per read beside ACPI, and power from counter differences against the trace"
+bash "$here/rapl_bench.sh" "$BIN" 20 1
