@@ -8,6 +8,9 @@
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 mkdir -p "$WORK/empty"
+# How far a value from two counter reads may stray from the simulator's model: its counters
+# move every few ms, and a busy (or emulated) machine delays those updates.
+TOL=$([ "$TIME_SCALE" = 1 ] && echo 0.25 || echo 0.5)
 
 # --- the exporter on an Intel node, counters wrapping every ~0.6 s ---------------------------
 # 100 J of range at 167.5 W a package (load 0.5): several wraps between two scrapes 2 s apart.
@@ -32,7 +35,7 @@ grep -qF 'cpu_power_exporter_socket_up{socket="1"} 1' <<<"$body" || fail "socket
 promtool check metrics <<<"$body" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out"; fail "promtool check metrics failed"; }
 [ ! -s "$WORK/promtool.out" ] || { cat "$WORK/promtool.out"; fail "promtool reported problems"; }
 echo "$body" >"$WORK/body.txt"
-$PY - "$WORK/body.txt" <<'PYEOF' || fail "RAPL values or labels wrong"
+$PY - "$WORK/body.txt" "$TOL" <<'PYEOF' || fail "RAPL values or labels wrong"
 import re, sys
 want = {"total": 167.5, "core": 112.5, "uncore": 40.0, "dram": 21.0}
 seen = {}
@@ -45,7 +48,7 @@ assert seen[("0", "total")][0] == "intel-rapl:0" and seen[("1", "dram")][0] == "
 for (socket, kind), (sensor, w) in seen.items():
     # The simulator's counters move every 5 ms: power over ~100 ms reads is within ~5 %, and
     # a busy machine delays its updates.
-    assert abs(w - want[kind]) < 0.2 * want[kind], (socket, kind, w)
+    assert abs(w - want[kind]) < float(sys.argv[2]) * want[kind], (socket, kind, w)
 PYEOF
 ok "x86-intel under auto: ACPI steps down to RAPL, 8 zones with socket/type/sensor, promtool clean"
 
@@ -126,7 +129,7 @@ for pid in "$X86_COLLECTOR" "$GRACE_COLLECTOR"; do
   wait "$pid" || rc=$?
   [ "$rc" = 0 ] || fail "collector $pid exited $rc after SIGTERM"
 done
-$PY - "$WORK/hl" <<'PYEOF' || fail "host-leg RAPL rows or metadata wrong"
+$PY - "$WORK/hl" "$TOL" <<'PYEOF' || fail "host-leg RAPL rows or metadata wrong"
 import csv, json, sys, collections
 d = sys.argv[1]
 rows = list(csv.DictReader(open(d + "/nodes/x86-a.csv", newline="")))
@@ -137,6 +140,7 @@ assert meta["source"] == "rapl" and meta["aggregate_scope"] == "cpu_package", me
 assert meta["requested_source"] == "rapl" and meta["status"] == "complete", meta
 zones = {s["zone"]: (s["domain_kind"], s["column"], s["socket_id"]) for s in meta["sensors"]}
 assert zones["intel-rapl:1"] == ("total", "power_w", 1) and zones["intel-rapl:0:1"] == ("uncore", "soc_w", 0), zones
+tol = float(sys.argv[2])
 by_time = collections.defaultdict(list)
 for r in rows:
     assert r["schema_version"] == "5" and r["source"] == "rapl", r
@@ -147,8 +151,8 @@ times = sorted(by_time, key=float)
 for t in times[2:]:  # the subzones are read on the same thread, after their package
     for r in by_time[t]:
         p, core, uncore, dram = (float(r[k]) for k in ("power_w", "cpu_rail_w", "soc_w", "dram_w"))
-        assert abs(p - 167.5) < 0.2 * 167.5 and abs(core - 112.5) < 0.2 * 112.5, r
-        assert abs(uncore - 40) < 0.2 * 40 and abs(dram - 21) < 0.2 * 21, r
+        assert abs(p - 167.5) < tol * 167.5 and abs(core - 112.5) < tol * 112.5, r
+        assert abs(uncore - 40) < tol * 40 and abs(dram - 21) < tol * 21, r
         assert core < p and uncore < p, r
     group = by_time[t]
     assert sorted(r["socket_id"] for r in group) == ["0", "1"], group
