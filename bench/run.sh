@@ -35,5 +35,8 @@ echo
 echo "## Host collector: cost per node and refresh per rail (150 ms reads)"
 bash "$here/host_collect_bench.sh" "$BIN" 60 150
 echo
+echo "## RAPL (x86): cost per read beside ACPI, and power from counter differences against the trace"
+bash "$here/rapl_bench.sh" "$BIN" 20 1
+echo
 echo "## Telemetry overhead: a CPU-bound stand-in on every core, ours and the Python fallback"
 bash "$here/overhead.sh" "$BIN" 8 10 60 "$(mktemp -d /tmp/cpu-power-overhead-out.XXXXXX)"

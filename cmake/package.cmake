@@ -2,7 +2,8 @@
 # docs/operations.md). Everything `cmake --install` installs, plus what only a system package
 # carries, in the install component `deb` (EXCLUDE_FROM_ALL: a plain `cmake --install` never
 # writes /etc or /lib): the man pages generated from --help with help2man, the systemd unit,
-# its defaults file (a conffile), the Debian copyright file and changelog. The maintainer
+# its defaults file (a conffile), the udev rule for the RAPL counters, the Debian copyright
+# file and changelog. The maintainer
 # scripts create the system user and enable and start the unit as dh_installsystemd's would.
 #
 # One package, not two: the exporter and the tools share the documentation, the fallback
@@ -83,6 +84,10 @@ install(FILES ${CPUPOWER_PACKAGING_DIR}/systemd/cpu-power-exporter.service
         DESTINATION /lib/systemd/system COMPONENT deb EXCLUDE_FROM_ALL)
 install(FILES ${CPUPOWER_PACKAGING_DIR}/systemd/cpu-power-exporter.default
         DESTINATION /etc/default RENAME cpu-power-exporter COMPONENT deb EXCLUDE_FROM_ALL)
+# x86 nodes: the RAPL counters (root-only on current kernels) readable by the service's group,
+# so the unit keeps its hardening (docs/operations.md, RAPL permissions).
+install(FILES ${CPUPOWER_PACKAGING_DIR}/udev/60-cpu-power-exporter-rapl.rules
+        DESTINATION /lib/udev/rules.d COMPONENT deb EXCLUDE_FROM_ALL)
 
 # --- CPack ---------------------------------------------------------------------------------
 set(CPACK_GENERATOR DEB)

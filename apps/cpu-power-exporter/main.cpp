@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
       });
   app.add_option("--hwmon-root", o.hwmon_root, "hwmon class directory (override for testing)")
       ->capture_default_str();
+  app.add_option("--powercap-root", o.powercap_root,
+                 "powercap class directory, for x86 RAPL (override for testing)")
+      ->capture_default_str();
   app.add_option("--pci-root", o.pci_root, "PCI devices directory, for GPU NUMA nodes")
       ->capture_default_str();
   app.add_option("--source", o.source, "CPU power source: " + sources::source_help())

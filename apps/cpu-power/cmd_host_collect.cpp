@@ -34,6 +34,8 @@ void add_host_collect_command(CLI::App& app, Action& action) {
         return "must be a finite number of seconds, > 0 and <= 3600: " + text;
       });
   cmd->add_option("--hwmon-root", o->hwmon_root, "hwmon class directory")->capture_default_str();
+  cmd->add_option("--powercap-root", o->powercap_root, "powercap class directory, for x86 RAPL")
+      ->capture_default_str();
   cmd->add_option("--pci-root", o->pci_root, "PCI devices directory, for GPU NUMA nodes")
       ->capture_default_str();
   cmd->add_option("--dcgm-lib", o->dcgm_lib, "DCGM library (default: libdcgm.so.4, .so.3, .so)");

@@ -1,4 +1,5 @@
-// cpu-power run [--config RECIPE] [--log-dir DIR] [--nodes LIST] [--simulate gb200|gh200]
+// cpu-power run [--config RECIPE] [--log-dir DIR] [--nodes LIST]
+//               [--simulate gb200|gh200|x86-intel|x86-amd]
 //               [--dry-run] -- CMD [ARGS...]
 // Runs CMD with CPU power telemetry around it (see launch/session.hpp) and exits with CMD's
 // status. Also the hidden `cpu-power node-address`, which run starts on every node through
@@ -231,8 +232,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--nodes", args->nodes,
                   "Worker nodes, comma-separated (Slurm ranges allowed; default: the allocation)");
   cmd->add_option("--simulate", args->simulate,
-                  "Simulated nodes and local exporters instead of real ones")
-      ->check(CLI::IsMember({"gb200", "gh200"}));
+                  "Simulated nodes and local exporters instead of real ones: Grace (gb200, "
+                  "gh200) or x86 with RAPL (x86-intel, x86-amd)")
+      ->check(CLI::IsMember({"gb200", "gh200", "x86-intel", "x86-amd"}));
   cmd->add_option("--gpu-roles", args->gpu_roles,
                   "JSON file of the GPU leg's expected devices and their worker roles "
                   "([{hostname, gpu_index, assignments: [{worker_role, ...}]}], or a GPU "

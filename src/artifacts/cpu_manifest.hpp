@@ -19,7 +19,7 @@ inline constexpr std::string_view kCpuManifestFilename = "cpu_manifest.json";
 inline constexpr int kCpuManifestSchemaVersion = 1;
 
 struct CpuManifestNode {
-  std::string resolved_mode = "unknown";  // acpi | dcgm | unknown
+  std::string resolved_mode = "unknown";  // acpi | rapl | dcgm | unknown
   std::uint64_t scrape_count = 0;
   std::uint64_t error_count = 0;  // scrapes that produced no rows
   // Extras, after the keys existing consumers read:

@@ -47,7 +47,7 @@ struct HostSampleRow {
   double timestamp_unix = 0;
   std::string timestamp_local;  // ISO 8601 with the node's UTC offset
   std::string hostname;
-  std::string source;  // acpi | dcgm
+  std::string source;  // acpi | rapl | dcgm
   std::string sensor;
   std::uint32_t socket_id = 0;
   double power_w = 0;

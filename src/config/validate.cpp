@@ -202,8 +202,8 @@ class Rules {
   }
 
   void source_is_known(const std::string& path, const std::string& source) {
-    if (source != "auto" && source != "acpi" && source != "dcgm") {
-      fail(path, path + " must be one of: \"auto\", \"acpi\", \"dcgm\"");
+    if (source != "auto" && source != "acpi" && source != "rapl" && source != "dcgm") {
+      fail(path, path + " must be one of: \"auto\", \"acpi\", \"rapl\", \"dcgm\"");
     }
   }
 
@@ -263,7 +263,7 @@ class Rules {
       fail("telemetry.cpu_power.required",
            "telemetry.cpu_power.required has no effect unless telemetry.cpu_power.enabled");
     }
-    if (c.source == "acpi" || c.source == "dcgm") {
+    if (c.source == "acpi" || c.source == "rapl" || c.source == "dcgm") {
       fail("telemetry.cpu_power.source",
            "telemetry.cpu_power.source: \"" + c.source +
                "\" has no effect unless telemetry.cpu_power.enabled; it names a mandatory "

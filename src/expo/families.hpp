@@ -19,6 +19,7 @@ inline constexpr std::string_view kAcpiLabels[] = {"sensor", "type", "socket", "
                                                    "source"};
 inline constexpr std::string_view kDcgmLabels[] = {"socket", "field_id", "source"};
 inline constexpr std::string_view kNvmlLabels[] = {"type", "socket", "gpus", "source"};
+inline constexpr std::string_view kRaplLabels[] = {"socket", "type", "sensor"};
 inline constexpr std::string_view kInfoLabels[] = {"version", "source"};
 // Per-sensor self metrics: `sensor`; DCGM rows add their value's labels after it.
 inline constexpr std::string_view kSensorLabels[] = {"sensor"};
@@ -38,6 +39,20 @@ inline constexpr Family kNvmlWatts{
     "GPUs and the rest of the module; the mean of the socket's GPUs, never to be added to GPU "
     "power.",
     kNvmlLabels};
+
+// x86 RAPL (powercap intel-rapl zones, Intel and AMD): power from the difference of two
+// reads of a zone's energy counter, and the counter itself, unwrapped.
+inline constexpr Family kRaplWatts{
+    "cpu_power_rapl_watts",
+    "x86 CPU power from the RAPL energy counters (W): the counter's difference between two "
+    "reads over their time; type total is the package (socket = package id), core, uncore and "
+    "dram its subzones. A package boundary, not a Grace socket envelope.",
+    kRaplLabels};
+inline constexpr Family kRaplJoules{
+    "cpu_power_rapl_joules_total",
+    "Energy counted by each RAPL zone since the exporter's first read of it (J): the hardware "
+    "counter unwrapped at max_energy_range_uj; an interval over a counter reset adds nothing.",
+    kRaplLabels, "counter"};
 
 inline constexpr Family kInfo{"cpu_power_exporter_info",
                               "Exporter version and the CPU power source resolved at startup.",

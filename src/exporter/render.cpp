@@ -20,6 +20,19 @@ void render_family(std::string& out, const expo::Family& family,
   }
 }
 
+void render_energy_family(std::string& out, const expo::Family& family,
+                          const sources::Snapshot& snapshot) {
+  expo::append_family_header(out, family);
+  const auto& sensors = *snapshot.sensors;
+  for (std::size_t i = 0; i < sensors.size() && i < snapshot.readings.size(); ++i) {
+    const auto& joules = snapshot.readings[i].energy_j;
+    if (!joules || !sensors[i].power) continue;
+    expo::append_sample_prefix(out, family.name, sensors[i].label_text);
+    expo::append_fixed6(out, *joules);
+    out += '\n';
+  }
+}
+
 namespace {
 
 static_assert(kMaxChannelBytes + 256 * 1024 <= expo::kMaxBodyBytes,

@@ -28,6 +28,11 @@ inline constexpr std::size_t kMaxChannelBytes = 768 * 1024;
 // in the source's order, labelled with the sensor's label text.
 void render_family(std::string& out, const expo::Family& family, const sources::Snapshot& snapshot);
 
+// A counter source's energy family (RAPL): HELP and TYPE always, then one sample per power
+// sensor holding an energy value (ChannelReading::energy_j), labelled as in render_family.
+void render_energy_family(std::string& out, const expo::Family& family,
+                          const sources::Snapshot& snapshot);
+
 // One sensor row of the self metrics: its escaped label text and its reading.
 struct SelfRow {
   std::string_view label_text;  // owned by the caller; built once, not per scrape

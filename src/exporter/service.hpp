@@ -18,7 +18,7 @@ inline constexpr std::string_view kMetricsContentType = "text/plain; version=0.0
 
 class Service {
  public:
-  // `sources` are running; the first is the base source (acpi or dcgm), whose mode the
+  // `sources` are running; the first is the base source (acpi, rapl or dcgm), whose mode the
   // info metric reports. A source whose snapshot says unavailable is omitted, family and all.
   // The base source's sockets are watched from here on: a socket whose primary reading stops
   // is a WARN, and cpu_power_exporter_socket_up says so on every scrape.

@@ -52,6 +52,38 @@ json acpi_description(const sources::AcpiReader& reader) {
   };
 }
 
+json rapl_description(const sources::RaplReader& reader) {
+  static constexpr const char* kColumns[] = {"power_w", "cpu_rail_w", "soc_w", "dram_w"};
+  json sensors = json::array(), domains = json::array();
+  for (const auto& z : reader.zones()) {
+    domains.push_back({{"name", z.zone_name}, {"zone", z.sensor}, {"path", z.energy_path}});
+    sensors.push_back({
+        {"name", z.type == sources::RaplType::total
+                     ? rails::rapl_sensor_name(z.socket)
+                     : rails::acpi_sensor_name(sources::rapl_kind(z.type), z.socket)},
+        {"socket_id", z.socket},
+        {"domain_kind", std::string(sources::rapl_type_name(z.type))},
+        {"domain", z.zone_name},
+        {"zone", z.sensor},
+        {"column", kColumns[static_cast<int>(z.type)]},
+        {"path", z.energy_path},
+        {"max_energy_range_uj", z.max_energy_range_uj},
+    });
+  }
+  return {
+      {"source", "rapl"},
+      {"driver", "Linux powercap intel-rapl (Intel and AMD packages)"},
+      {"semantics",
+       "energy counter difference between two reads over their time, in watts; counters wrap at "
+       "max_energy_range_uj"},
+      {"sensors", sensors},
+      {"available_power_domains", domains},
+      {"total_method",
+       "sum of the package zones only; core, uncore and dram subzones are reference only"},
+      {"aggregate_scope", "cpu_package"},
+  };
+}
+
 json dcgm_description(const sources::DcgmReader& reader) {
   struct Field {
     std::uint16_t id;
@@ -111,6 +143,7 @@ json dcgm_description(const sources::DcgmReader& reader) {
 nlohmann::json node_metadata(const RunInfo& info, const sources::ResolvedSource& source,
                              const std::optional<RunOutcome>& outcome) {
   json j = source.acpi   ? acpi_description(*source.acpi)
+           : source.rapl ? rapl_description(*source.rapl)
            : source.dcgm ? dcgm_description(*source.dcgm)
                          : json::object();
   j["schema_version"] = kMetadataSchemaVersion;

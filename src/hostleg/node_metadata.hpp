@@ -16,7 +16,7 @@ inline constexpr int kMetadataSchemaVersion = 5;
 
 struct RunInfo {
   std::string hostname;
-  std::string requested_source;  // auto | acpi | dcgm
+  std::string requested_source;  // auto | acpi | rapl | dcgm
   double sample_interval_seconds = 0.1;
   double started_at_unix = 0;
   bool module_power = false;  // an NVML reader was started
@@ -32,7 +32,8 @@ struct RunOutcome {
   std::uint64_t module_withheld_disagree_rows = 0;
 };
 
-// The description of the resolved source (ACPI channels, or DCGM fields and entities).
+// The description of the resolved source (ACPI channels, RAPL zones, or DCGM fields and
+// entities).
 nlohmann::json node_metadata(const RunInfo& info, const sources::ResolvedSource& source,
                              const std::optional<RunOutcome>& outcome = std::nullopt);
 

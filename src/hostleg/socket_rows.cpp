@@ -5,6 +5,7 @@
 #include "hostleg/local_time.hpp"
 #include "rails/rails.hpp"
 #include "sources/dcgm.hpp"
+#include "sources/rapl.hpp"
 
 namespace cpupower::hostleg {
 
@@ -91,8 +92,9 @@ Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
     row.timestamp_local = local;
     row.hostname = hostname;
     row.source = std::string(mode);
-    row.sensor = mode == sources::DcgmReader::kMode
-                     ? rails::dcgm_sensor_name(socket)
+    row.sensor = mode == sources::DcgmReader::kMode ? rails::dcgm_sensor_name(socket)
+                 : mode == sources::RaplReader::kMode
+                     ? rails::rapl_sensor_name(socket)
                      : rails::acpi_sensor_name(rails::Kind::total, socket);
     row.total_power_w = total;
     out.rows.push_back(std::move(row));

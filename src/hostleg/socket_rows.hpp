@@ -1,9 +1,9 @@
 #pragma once
 // One sample of the host leg: the base source's snapshot (and NVML's) pivoted into one v5
 // row per socket. The rules are the exporter leg's, applied on the node:
-// - power_w is the socket's primary reading (ACPI socket total, DCGM field 1130); a socket
-//   without a fresh one gets no row. Component rails fill cpu_rail_w, soc_w, dram_w and
-//   never substitute for power_w.
+// - power_w is the socket's primary reading (ACPI socket total, RAPL package, DCGM field
+//   1130); a socket without a fresh one gets no row. Component rails fill cpu_rail_w, soc_w,
+//   dram_w (RAPL: core, uncore, dram) and never substitute for power_w.
 // - total_power_w is the sum of power_w over the sockets, present only when every
 //   discovered primary sensor read back (never a partial node), the same on every row.
 // - module_w comes from NVML only, and only onto a socket the CPU source produced.
@@ -25,7 +25,7 @@ struct Sample {
   double timestamp_unix = 0;
 };
 
-// `mode` is the base source's ("acpi" or "dcgm"); `module` may be null.
+// `mode` is the base source's ("acpi", "rapl" or "dcgm"); `module` may be null.
 Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
                    const sources::Snapshot* module, const std::string& hostname);
 

@@ -121,9 +121,11 @@ bool HostLeg::start(Clock::time_point started, const std::function<bool()>& give
             g.group.nodes);
     }
   } else if (plan_.mode == LaunchMode::simulate) {
-    for (const auto& [node, root] : launcher_.simulated_nodes()) {
+    for (const auto& sim_node : launcher_.simulated_nodes()) {
+      const auto& node = sim_node.node;
       auto argv = leg_.collector_command;
-      argv.insert(argv.end(), {"--hwmon-root", root, "--hostname", node});
+      argv.insert(argv.end(), sim_node.root_flags.begin(), sim_node.root_flags.end());
+      argv.insert(argv.end(), {"--hostname", node});
       spawn("telemetry_cpu_power." + node, argv,
             plan_.log_dir + "/telemetry_cpu_power." + node + ".out", {node});
     }

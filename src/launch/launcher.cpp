@@ -10,6 +10,7 @@
 #include "launch/process.hpp"
 #include "launch/srun_argv.hpp"
 #include "sim/sim_node.hpp"
+#include "sim/sim_rapl.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -135,39 +136,55 @@ std::vector<scrape::Endpoint> Launcher::start_local() {
            static_cast<std::uint16_t>(plan_.recipe.telemetry.cpu_power_exporter->port)}};
 }
 
-const std::vector<std::pair<std::string, std::string>>& Launcher::simulated_nodes() {
+const std::vector<SimulatedNode>& Launcher::simulated_nodes() {
   if (sims_started_) return sim_roots_;
   sims_started_ = true;
-  const auto profile = sim::parse_profile(plan_.simulate_profile);
+  const auto profile = sim::parse_profile(plan_.simulate_profile).value_or(sim::Profile::gb200);
+  const bool rapl = sim::is_rapl_profile(profile);
   for (std::size_t i = 0; i < plan_.nodes.size(); ++i) {
     const auto& node = plan_.nodes[i];
+    const std::string dir = plan_.log_dir + "/sim/" + std::to_string(i + 1);
     sim::SimOptions o;
-    o.root = plan_.log_dir + "/sim/" + std::to_string(i + 1) + "/hwmon";
-    o.profile = profile.value_or(sim::Profile::gb200);
+    o.root = dir + (rapl ? "/powercap" : "/hwmon");
+    o.profile = profile;
     o.seed = i + 1;
+    if (rapl) o.update_interval = milliseconds(10);  // RAPL counters advance every ~1 ms
     std::error_code ec;
     std::filesystem::create_directories(o.root, ec);
-    auto sim_node = std::make_unique<sim::SimNode>(o);
-    if (const Status started = sim_node->start(); !started) {
+    Status started = Ok{};
+    if (rapl) {
+      // An empty hwmon directory: this host's own power meters must not answer for the node.
+      std::filesystem::create_directories(dir + "/no-hwmon", ec);
+      auto sim_node = std::make_unique<sim::SimRaplNode>(o);
+      started = sim_node->start();
+      if (started) rapl_sims_.push_back(std::move(sim_node));
+    } else {
+      auto sim_node = std::make_unique<sim::SimNode>(o);
+      started = sim_node->start();
+      if (started) sims_.push_back(std::move(sim_node));
+    }
+    if (!started) {
       log()->warn("simulated node failed to start node={} error={}", node,
                   common::quoted(started.error()));
       continue;
     }
-    sims_.push_back(std::move(sim_node));
-    sim_roots_.emplace_back(node, o.root);
+    sim_roots_.push_back({node, rapl ? std::vector<std::string>{"--powercap-root", o.root,
+                                                                "--hwmon-root", dir + "/no-hwmon"}
+                                     : std::vector<std::string>{"--hwmon-root", o.root}});
   }
-  log()->info("simulated {} node{} profile={} under {}/sim", sims_.size(),
-              sims_.size() == 1 ? "" : "s", plan_.simulate_profile, plan_.log_dir);
+  log()->info("simulated {} node{} profile={} under {}/sim", sim_roots_.size(),
+              sim_roots_.size() == 1 ? "" : "s", plan_.simulate_profile, plan_.log_dir);
   return sim_roots_;
 }
 
 std::vector<scrape::Endpoint> Launcher::start_simulated(Clock::time_point deadline,
                                                         const std::function<bool()>& give_up) {
-  for (const auto& [node, root] : simulated_nodes()) {
+  for (const auto& sim_node : simulated_nodes()) {
     auto argv = plan_.exporter_command;
-    argv.insert(argv.end(), {"--hwmon-root", root});
-    processes_.spawn("telemetry_cpu_power_exporter." + node, argv,
-                     exporter_log_for_node(plan_.log_dir, -1, false, node), {node});
+    argv.insert(argv.end(), sim_node.root_flags.begin(), sim_node.root_flags.end());
+    processes_.spawn("telemetry_cpu_power_exporter." + sim_node.node, argv,
+                     exporter_log_for_node(plan_.log_dir, -1, false, sim_node.node),
+                     {sim_node.node});
   }
   std::vector<scrape::Endpoint> endpoints;
   for (auto& p : processes_.processes()) {
@@ -192,7 +209,9 @@ void Launcher::stop(milliseconds grace) {
   stopped_ = true;
   processes_.stop(grace);
   for (auto& s : sims_) s->stop();
+  for (auto& s : rapl_sims_) s->stop();
   sims_.clear();
+  rapl_sims_.clear();
   sim_roots_.clear();
 }
 

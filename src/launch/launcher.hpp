@@ -21,7 +21,8 @@
 
 namespace cpupower::sim {
 class SimNode;
-}
+class SimRaplNode;
+}  // namespace cpupower::sim
 
 namespace cpupower::launch {
 
@@ -33,6 +34,15 @@ std::map<std::string, std::string> resolve_node_addresses(
     const std::vector<ResolverStep>& steps, const std::vector<std::string>& nodes,
     std::chrono::steady_clock::time_point deadline, std::string_view what);
 
+// A simulated node and the flags that point a reader (the exporter, the host collector) at
+// its tree: `--hwmon-root <tree>` for a Grace node; for an x86 node `--powercap-root <tree>`
+// and `--hwmon-root <an empty directory>`, so that neither this host's own sensors nor its
+// RAPL zones stand in for the node's.
+struct SimulatedNode {
+  std::string node;
+  std::vector<std::string> root_flags;
+};
+
 class Launcher {
  public:
   explicit Launcher(const SessionPlan& plan);
@@ -43,9 +53,9 @@ class Launcher {
   std::vector<scrape::Endpoint> start(std::chrono::steady_clock::time_point deadline,
                                       const std::function<bool()>& give_up);
 
-  // The simulated nodes (simulate mode), started on first use: node name and hwmon root.
-  // The host leg reads the same trees as the exporters.
-  const std::vector<std::pair<std::string, std::string>>& simulated_nodes();
+  // The simulated nodes (simulate mode), started on first use. The host leg reads the same
+  // trees as the exporters.
+  const std::vector<SimulatedNode>& simulated_nodes();
 
   // Where the CPU exporters' resolution found `node` (slurm mode, after start()); the GPU
   // leg's endpoints use it too.
@@ -68,8 +78,9 @@ class Launcher {
   const SessionPlan& plan_;
   ProcessSet processes_{"CPU power exporter"};
   std::vector<std::unique_ptr<sim::SimNode>> sims_;
-  std::vector<std::pair<std::string, std::string>> sim_roots_;  // node, hwmon root
-  std::map<std::string, std::string> addresses_;                // node -> address (slurm mode)
+  std::vector<std::unique_ptr<sim::SimRaplNode>> rapl_sims_;  // x86 profiles
+  std::vector<SimulatedNode> sim_roots_;
+  std::map<std::string, std::string> addresses_;  // node -> address (slurm mode)
   bool sims_started_ = false;
   bool stopped_ = false;
 };

@@ -12,6 +12,7 @@
 #include "hostleg/markers.hpp"
 #include "launch/process.hpp"
 #include "launch/srun_argv.hpp"
+#include "sim/profiles.hpp"
 
 namespace cpupower::launch {
 namespace {
@@ -285,6 +286,14 @@ void choose_artifact_job_id(const PlanRequest& r, const std::optional<Allocation
   }
 }
 
+// The flags that point a simulated node's reader at its tree, as the dry run shows them.
+std::string sim_root_flags(const SessionPlan& p) {
+  const auto profile = sim::parse_profile(p.simulate_profile);
+  return profile && sim::is_rapl_profile(*profile)
+             ? " --powercap-root <sim root> --hwmon-root <empty directory>"
+             : " --hwmon-root <sim root>";
+}
+
 }  // namespace
 
 std::string local_job_id(std::time_t now, long pid) {
@@ -472,7 +481,7 @@ std::string describe_plan(const SessionPlan& p) {
       }
     } else {
       line("exporter", shell_quote_argv(p.exporter_command) +
-                           (p.mode == LaunchMode::simulate ? " --hwmon-root <sim root>" : ""));
+                           (p.mode == LaunchMode::simulate ? sim_root_flags(p) : ""));
     }
     std::string endpoints;
     const long port = t.cpu_power_exporter->port;
@@ -495,10 +504,9 @@ std::string describe_plan(const SessionPlan& p) {
     if (p.mode == LaunchMode::slurm) {
       groups(p.host_leg->groups, "collector");
     } else {
-      line(
-          "collector",
-          shell_quote_argv(p.host_leg->collector_command) +
-              (p.mode == LaunchMode::simulate ? " --hwmon-root <sim root> --hostname <node>" : ""));
+      line("collector",
+           shell_quote_argv(p.host_leg->collector_command) +
+               (p.mode == LaunchMode::simulate ? sim_root_flags(p) + " --hostname <node>" : ""));
     }
   }
   if (p.gpu_leg) {

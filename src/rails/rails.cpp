@@ -39,7 +39,7 @@ constexpr std::array kPhrases = {
     // unclassified, and NVML is the only source of module power (docs/compatibility.md).
 };
 
-// The suffixes of the canonical sensor names, after "CPU<n>:"; DCGM's last.
+// The suffixes of the canonical sensor names, after "CPU<n>:"; RAPL's, then DCGM's last.
 struct SensorSuffix {
   SensorName name;
   std::string_view text;
@@ -50,6 +50,7 @@ constexpr std::array kSensorSuffixes = {
     SensorSuffix{{Kind::soc}, "socPowerUsageW"},
     SensorSuffix{{Kind::dram}, "dramPowerUsageW"},
     SensorSuffix{{Kind::module}, "modulePowerUsageW"},
+    SensorSuffix{{Kind::total, false, true}, "packagePowerUsageW"},
     SensorSuffix{{Kind::cpu_rail, true}, "cpuPowerUsageW"},
 };
 
@@ -102,13 +103,21 @@ std::optional<std::uint32_t> socket_index(std::string_view socket) {
 std::string acpi_sensor_name(Kind kind, std::uint32_t socket) {
   std::string_view suffix = "otherPowerUsageW";
   for (const auto& s : kSensorSuffixes) {
-    if (s.name.kind == kind && !s.name.dcgm) suffix = s.text;
+    if (s.name.kind == kind && !s.name.dcgm && !s.name.rapl) suffix = s.text;
   }
   return "CPU" + std::to_string(socket) + ":" + std::string(suffix);
 }
 
 std::string dcgm_sensor_name(std::uint32_t socket) {
   return "CPU" + std::to_string(socket) + ":" + std::string(kSensorSuffixes.back().text);
+}
+
+std::string rapl_sensor_name(std::uint32_t socket) {
+  std::string_view suffix;
+  for (const auto& s : kSensorSuffixes) {
+    if (s.name.rapl) suffix = s.text;
+  }
+  return "CPU" + std::to_string(socket) + ":" + std::string(suffix);
 }
 
 std::optional<SensorName> parse_sensor_name(std::string_view name) {

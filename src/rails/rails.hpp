@@ -39,13 +39,17 @@ std::optional<std::uint32_t> socket_index(std::string_view socket);
 // Canonical sensor names of the samples.csv `sensor` column, e.g. CPU0:cpuSidePowerUsageW.
 std::string acpi_sensor_name(Kind kind, std::uint32_t socket);
 std::string dcgm_sensor_name(std::uint32_t socket);
+// An x86 RAPL package, the socket's power_w there: CPU<n>:packagePowerUsageW.
+std::string rapl_sensor_name(std::uint32_t socket);
 
 // What a canonical sensor name names, read back from its suffix after the first ':': the
-// rail, and whether it is DCGM field 1130 (CPU<n>:cpuPowerUsageW, the cpu_rail). nullopt for
-// any other name, otherPowerUsageW included.
+// rail, and whether it is DCGM field 1130 (CPU<n>:cpuPowerUsageW, the cpu_rail) or an x86
+// RAPL package (CPU<n>:packagePowerUsageW, a total of the package boundary). nullopt for any
+// other name, otherPowerUsageW included.
 struct SensorName {
   Kind kind = Kind::other;
   bool dcgm = false;
+  bool rapl = false;
 };
 std::optional<SensorName> parse_sensor_name(std::string_view name);
 

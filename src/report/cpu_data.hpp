@@ -33,6 +33,7 @@ struct CpuSocket {
   std::vector<std::string> other_sensors;  // long layouts: the sensors not chosen
   std::vector<std::string> sources;        // distinct `source` cells, first-seen order
   bool dcgm = false;                       // power is DCGM field 1130, the CPU rail only
+  bool rapl = false;                       // power is an x86 RAPL package: a package boundary
 
   std::string label() const { return "cpu/" + host + "/socket" + std::to_string(socket); }
 };

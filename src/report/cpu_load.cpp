@@ -411,6 +411,7 @@ CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, 
     if (!s.module.empty()) out.module = Track(times, std::move(s.module));
     out.sensor = s.first_sensor.value_or("power_w");
     out.dcgm = std::find(out.sources.begin(), out.sources.end(), "dcgm") != out.sources.end();
+    out.rapl = std::find(out.sources.begin(), out.sources.end(), "rapl") != out.sources.end();
   } else {
     // One sensor per socket for the whole file: the first of total, DCGM, cpu_rail, soc,
     // dram, module, other; ties by name.
@@ -421,6 +422,8 @@ CpuSocket socket_tracks(const std::string& host, Socket& s, const Times& times, 
     if (!s.sensors.empty()) {
       out.sensor = s.sensors.front().first;
       out.dcgm = classify_sensor(out.sensor) == SensorKind::dcgm;
+      const auto named = rails::parse_sensor_name(out.sensor);
+      out.rapl = named && named->rapl;
       out.power = pairs_track(s.sensors.front().second, true);
       std::vector<std::string> others;
       for (std::size_t i = 1; i < s.sensors.size(); ++i) others.push_back(s.sensors[i].first);

@@ -204,6 +204,49 @@ void reference_warnings(const RunData& run, WindowReport& r,
   }
 }
 
+// The CPU boundary each socket's power_w measures: the Grace socket envelope (ACPI socket
+// totals), the CPU rail (DCGM field 1130) or an x86 package (RAPL).
+std::string_view cpu_boundary(const CpuSocket& s) {
+  return s.dcgm ? "Grace CPU rail (DCGM)" : s.rapl ? "x86 package (RAPL)" : "Grace socket envelope";
+}
+
+// RAPL sockets: what a package boundary covers and what it leaves out, so that x86 joules are
+// not read as a Grace socket's. A report whose sockets measure different boundaries (a mixed
+// cluster: Grace and x86 nodes) says which node has which, since its totals add them up.
+void boundary_warnings(const CpuData& cpu, WindowReport& r) {
+  std::string rapl;
+  // Each boundary and its hosts, in first-seen order; sockets are sorted by host.
+  std::vector<std::pair<std::string_view, std::vector<std::string>>> by_boundary;
+  for (const auto& s : cpu.sockets) {
+    if (s.rapl) rapl += (rapl.empty() ? "" : ", ") + s.label();
+    const auto boundary = cpu_boundary(s);
+    auto it = std::find_if(by_boundary.begin(), by_boundary.end(),
+                           [&](const auto& b) { return b.first == boundary; });
+    if (it == by_boundary.end()) it = by_boundary.insert(it, {boundary, {}});
+    const std::string host = "cpu/" + s.host;
+    if (it->second.empty() || it->second.back() != host) it->second.push_back(host);
+  }
+  if (!rapl.empty()) {
+    r.warnings.push_back(
+        "CPU package boundary: " + rapl +
+        " report x86 RAPL package energy (cores, caches, uncore and memory controller; DRAM is "
+        "dram_w, outside power_w; no regulator losses), not a Grace socket envelope (which also "
+        "covers the socket's memory and regulators); compare these CPU joules, J/token or "
+        "perf/W with Grace runs only as package against envelope");
+  }
+  if (by_boundary.size() > 1) {
+    std::string list;
+    for (const auto& [boundary, hosts] : by_boundary) {
+      std::string names;
+      for (const auto& h : hosts) names += (names.empty() ? "" : ", ") + h;
+      list += (list.empty() ? "" : "; ") + std::string(boundary) + ": " + names;
+    }
+    r.warnings.push_back("CPU boundaries differ across nodes (" + list +
+                         "); cpu_total_joules adds figures of different scope, and each node's "
+                         "CPU joules are comparable only with nodes of its own boundary");
+  }
+}
+
 // Warnings for what would otherwise pass in silence, added after the ones above so that the
 // leading warnings stay as existing consumers read them.
 void our_warnings(const RunData& run, WindowReport& r) {
@@ -226,6 +269,7 @@ void our_warnings(const RunData& run, WindowReport& r) {
           " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
           "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
     }
+    boundary_warnings(*run.cpu, r);
     for (const auto& host : run.cpu->hosts) {
       // Nodes are sorted by host.
       if (std::ranges::binary_search(run.cpu->nodes, host, {}, &CpuNode::host)) continue;

@@ -92,6 +92,28 @@ bool add_acpi(const expo::Sample& sample, SocketTable& table) {
   return true;
 }
 
+// A cpu_power_rapl_watts sample: type total (the package), core, uncore or dram.
+bool add_rapl(const expo::Sample& sample, SocketTable& table) {
+  if (!usable_watts(sample.value)) return false;
+  const auto type = sample.label("type").value_or("");
+  const auto kind = type == "total"    ? rails::Kind::total
+                    : type == "core"   ? rails::Kind::cpu_rail
+                    : type == "uncore" ? rails::Kind::soc
+                    : type == "dram"   ? rails::Kind::dram
+                                       : rails::Kind::other;
+  const auto socket = socket_label(sample);
+  if (kind == rails::Kind::other || !socket) return false;
+  auto& readings = table.at(*socket);
+  auto& slot = readings.watts[kind_slot(kind)];
+  if (!slot) {
+    slot = sample.value;
+    if (kind == rails::Kind::total) {
+      readings.primary_sensor_label = sample.label("sensor").value_or("");
+    }
+  }
+  return true;
+}
+
 bool add_dcgm(const expo::Sample& sample, SocketTable& table) {
   if (!usable_watts(sample.value)) return false;
   const auto socket = socket_label(sample);
@@ -184,25 +206,34 @@ std::uint64_t fingerprint_of(Mode mode, const std::vector<SocketRow>& rows,
 }  // namespace
 
 std::string_view mode_name(Mode mode) {
-  return mode == Mode::acpi ? "acpi" : mode == Mode::dcgm ? "dcgm" : "unknown";
+  return mode == Mode::acpi   ? "acpi"
+         : mode == Mode::rapl ? "rapl"
+         : mode == Mode::dcgm ? "dcgm"
+                              : "unknown";
 }
 
 Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
-  SocketTable acpi, dcgm, nvml;
+  SocketTable acpi, rapl, dcgm, nvml;
   bool any_acpi = false;
   for (const auto& sample : samples) {
     if (sample.name == expo::kAcpiWatts.name) any_acpi = add_acpi(sample, acpi) || any_acpi;
     if (sample.name == expo::kNvmlWatts.name) add_nvml(sample, nvml);
   }
-  bool any_dcgm = false;
+  bool any_rapl = false;
   if (!any_acpi) {
+    for (const auto& sample : samples) {
+      if (sample.name == expo::kRaplWatts.name) any_rapl = add_rapl(sample, rapl) || any_rapl;
+    }
+  }
+  bool any_dcgm = false;
+  if (!any_acpi && !any_rapl) {
     for (const auto& sample : samples) {
       if (sample.name == expo::kDcgmWatts.name) any_dcgm = add_dcgm(sample, dcgm) || any_dcgm;
     }
   }
 
   Readings out;
-  out.mode = any_acpi ? Mode::acpi : any_dcgm ? Mode::dcgm : Mode::unknown;
+  out.mode = any_acpi ? Mode::acpi : any_rapl ? Mode::rapl : any_dcgm ? Mode::dcgm : Mode::unknown;
   out.socket_up = socket_up_of(samples);
   if (out.mode == Mode::unknown) {
     for (const auto& s : out.socket_up) out.sockets_missing.push_back(s.socket);
@@ -210,9 +241,13 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
     return out;
   }
 
-  const auto primary = out.mode == Mode::acpi ? rails::Kind::total : rails::Kind::cpu_rail;
+  // ACPI and RAPL pivot alike: the socket's total (envelope or package) is power_w, its
+  // rails fill the rail columns, and ages are matched by the total's `sensor` label.
+  const bool by_total = out.mode == Mode::acpi || out.mode == Mode::rapl;
+  const auto primary = by_total ? rails::Kind::total : rails::Kind::cpu_rail;
   std::vector<std::string_view> primary_sensor_labels;
-  for (const auto& s : (out.mode == Mode::acpi ? acpi : dcgm).sorted()) {
+  auto& table = out.mode == Mode::acpi ? acpi : out.mode == Mode::rapl ? rapl : dcgm;
+  for (const auto& s : table.sorted()) {
     const auto& power_w = s.watts[kind_slot(primary)];
     if (!power_w) continue;  // a component or module never stands in for socket power
     SocketRow row;
@@ -221,8 +256,10 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
     row.power_w = *power_w;
     row.cpu_rail_w = s.watts[kind_slot(rails::Kind::cpu_rail)];
     row.soc_w = s.watts[kind_slot(rails::Kind::soc)];
-    if (out.mode == Mode::acpi) {
-      row.sensor = rails::acpi_sensor_name(rails::Kind::total, s.socket_id);
+    if (by_total) {
+      row.sensor = out.mode == Mode::rapl
+                       ? rails::rapl_sensor_name(s.socket_id)
+                       : rails::acpi_sensor_name(rails::Kind::total, s.socket_id);
       row.dram_w = s.watts[kind_slot(rails::Kind::dram)];
       primary_sensor_labels.push_back(s.primary_sensor_label);
     } else {
@@ -242,7 +279,7 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
     }
   }
 
-  if (out.mode == Mode::acpi) {
+  if (by_total) {
     sensor_timing(
         samples, primary_sensor_labels,
         [](const auto& s, auto sensor) {
@@ -266,9 +303,10 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
 
 Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
   // The families read above; every other line is still checked (expo::ParseOptions).
-  static constexpr std::array<std::string_view, 6> kFamilies = {
-      expo::kAcpiWatts.name,  expo::kDcgmWatts.name,       expo::kNvmlWatts.name,
-      expo::kSampleAge.name, expo::kAverageInterval.name, expo::kSocketUp.name};
+  static constexpr std::array<std::string_view, 7> kFamilies = {
+      expo::kAcpiWatts.name, expo::kRaplWatts.name,  expo::kDcgmWatts.name,
+      expo::kNvmlWatts.name, expo::kSampleAge.name, expo::kAverageInterval.name,
+      expo::kSocketUp.name};
   expo::ParseOptions options;
   options.only_names = kFamilies;
   expo::parse_into(body, scratch, options);

@@ -3,9 +3,12 @@
 //
 // The rules (docs/formats.md states them; docs/compatibility.md where they differ from
 // upstream's collector):
-//   * Families: cpu_power_acpi_watts, cpu_power_dcgm_watts, cpu_power_nvml_watts. When the
-//     body yields any ACPI reading the scrape is ACPI and DCGM samples are ignored; DCGM is
-//     read only when ACPI yields nothing; NVML only ever adds module_w.
+//   * Families: cpu_power_acpi_watts, cpu_power_rapl_watts, cpu_power_dcgm_watts,
+//     cpu_power_nvml_watts. When the body yields any ACPI reading the scrape is ACPI and the
+//     others are ignored; RAPL is read only when ACPI yields nothing, DCGM only when neither
+//     does; NVML only ever adds module_w.
+//   * RAPL: socket from `socket`; type total is power_w (the package), core cpu_rail_w,
+//     uncore soc_w, dram dram_w; any other type is no reading.
 //   * A value that is zero, negative, NaN or infinite is missing, never idle power.
 //   * ACPI: kind from `type` (legacy aliases grace/cpu/sysio), socket from `socket` (a
 //     non-negative integer); when either is unusable, both come from `oem_info`.
@@ -14,8 +17,8 @@
 //   * A series repeated in the body (the same family and label set twice): the first sample
 //     is used, as before, and the repeats are counted and named (Readings::duplicate_series)
 //     for the collector to warn about; the body is not refused.
-//   * Pivot: one row per socket holding its primary reading (ACPI total, DCGM 1130); a
-//     socket without it has no row; the first reading per kind wins; sockets ascending.
+//   * Pivot: one row per socket holding its primary reading (ACPI total, RAPL package, DCGM
+//     1130); a socket without it has no row; the first reading per kind wins; sockets ascending.
 //   * module_w comes from NVML (type="module") alone, and only onto a row the CPU family
 //     produced. An ACPI module meter (type="module", or "Module Power Socket N" in oem_info)
 //     is unclassified: it never fills module_w. An NVML-only body: no rows.
@@ -36,15 +39,17 @@
 
 namespace cpupower::scrape {
 
-enum class Mode { unknown, acpi, dcgm };
+enum class Mode { unknown, acpi, dcgm, rapl };
 
-// "acpi", "dcgm", "unknown": the cpu_manifest.json resolved_mode spellings.
+// "acpi", "rapl", "dcgm", "unknown": the cpu_manifest.json resolved_mode spellings.
 std::string_view mode_name(Mode mode);
 
 struct SocketRow {
   std::uint32_t socket_id = 0;
-  std::string source;  // "acpi" or "dcgm": what power_w came from
-  std::string sensor;  // canonical: CPU<n>:cpuSidePowerUsageW (ACPI), CPU<n>:cpuPowerUsageW
+  std::string source;  // "acpi", "rapl" or "dcgm": what power_w came from
+  // canonical: CPU<n>:cpuSidePowerUsageW (ACPI), CPU<n>:packagePowerUsageW (RAPL),
+  // CPU<n>:cpuPowerUsageW (DCGM)
+  std::string sensor;
   double power_w = 0;
   std::optional<double> cpu_rail_w;
   std::optional<double> soc_w;
@@ -60,7 +65,7 @@ struct Readings {
   std::vector<SocketRow> rows;  // sockets ascending; may be empty in acpi/dcgm mode
 
   // Mean of cpu_power_exporter_sample_age_seconds over the sensors behind the rows'
-  // power_w (ACPI: matched by the `sensor` label of the total samples; DCGM: age samples
+  // power_w (ACPI and RAPL: matched by the `sensor` label of the total samples; DCGM: age samples
   // whose `socket` label names a row's socket, with field_id absent or 1130). nullopt when
   // the exporter reports no age for them (older exporters, the Python fallback).
   std::optional<double> total_age_s;

@@ -61,6 +61,28 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
 
 double model_watts(Profile profile, rails::Kind kind, double u) {
   u = std::clamp(u, 0.0, 1.0);
+  if (is_rapl_profile(profile)) {
+    // An x86 package: its cores, and the rest of the package (uncore, I/O, memory
+    // controller); an Intel package idles at ~70 W and reaches ~260 W, an AMD one, whose
+    // I/O die draws more, ~100 to ~310 W. DRAM is outside the package.
+    const bool intel = profile == Profile::x86_intel;
+    const double core = intel ? 25.0 + 175.0 * u : 20.0 + 200.0 * u;
+    const double uncore = intel ? 30.0 + 20.0 * u : 80.0 + 10.0 * u;
+    switch (kind) {
+      case rails::Kind::total:
+        return core + uncore + (intel ? 15.0 : 0.0);
+      case rails::Kind::cpu_rail:
+        return core;
+      case rails::Kind::soc:
+        return uncore;
+      case rails::Kind::dram:
+        return 12.0 + 18.0 * u;
+      case rails::Kind::module:
+      case rails::Kind::other:
+        break;
+    }
+    return 0.0;
+  }
   const double cpu_rail = 41.0 + 162.0 * u;
   const double soc = 6.0 + 0.5 * u;
   const double dram = 8.0 + 12.0 * u;

@@ -31,7 +31,8 @@ struct CpuTimes {
 std::vector<CpuTimes> parse_proc_stat(std::string_view text);
 
 // The watts of one rail of one socket at utilisation `u` (0..1, clamped).
-// cpu_rail 41..203 W and an idle total of ~96 W per socket were measured on GB200.
+// cpu_rail 41..203 W and an idle total of ~96 W per socket were measured on GB200. For the x86
+// profiles the kinds are RAPL zones: total the package, cpu_rail its cores, soc its uncore.
 double model_watts(Profile profile, rails::Kind kind, double u);
 
 // Per-socket CPU utilisation from successive /proc/stat reads, smoothed with an exponential

@@ -30,6 +30,32 @@ constexpr std::array kMicrowattLabels = {
     Label{rails::Kind::dram, "DRAM Power in uW socket "},
 };
 
+// RAPL zones: the package (kind total), then its subzones in the kernel's order.
+struct Zone {
+  rails::Kind kind;
+  std::string_view key;   // the key's zone part
+  std::string_view name;  // the zone's `name`; a package's gets its id appended
+};
+constexpr std::array kIntelZones = {
+    Zone{rails::Kind::total, "package", "package-"},
+    Zone{rails::Kind::cpu_rail, "core", "core"},
+    Zone{rails::Kind::soc, "uncore", "uncore"},
+    Zone{rails::Kind::dram, "dram", "dram"},
+};
+constexpr std::array kAmdZones = {
+    Zone{rails::Kind::total, "package", "package-"},
+    Zone{rails::Kind::cpu_rail, "core", "core"},
+};
+
+void append_zones(std::vector<ChannelSpec>& out, std::span<const Zone> zones,
+                  std::uint32_t socket) {
+  for (const auto& z : zones) {
+    const std::string suffix = z.kind == rails::Kind::total ? std::to_string(socket) : "";
+    out.push_back(ChannelSpec{std::string(z.key) + ":" + std::to_string(socket), z.kind, socket,
+                              std::string(z.name) + suffix});
+  }
+}
+
 void append_socket(std::vector<ChannelSpec>& out, std::span<const Label> labels,
                    std::uint32_t socket) {
   for (const auto& label : labels) {
@@ -43,7 +69,9 @@ void append_socket(std::vector<ChannelSpec>& out, std::span<const Label> labels,
 constexpr common::EnumName<Profile> kProfiles[] = {{Profile::gb200, "gb200"},
                                                    {Profile::gh200, "gh200"},
                                                    {Profile::platform_uw, "platform-uw"},
-                                                   {Profile::gh200_quad, "gh200-quad"}};
+                                                   {Profile::gh200_quad, "gh200-quad"},
+                                                   {Profile::x86_intel, "x86-intel"},
+                                                   {Profile::x86_amd, "x86-amd"}};
 constexpr common::EnumName<Layout> kLayouts[] = {{Layout::modern, "modern"},
                                                  {Layout::legacy, "legacy"}};
 constexpr common::EnumName<Model> kModels[] = {
@@ -68,6 +96,10 @@ std::string_view model_name(Model model) {
   return common::name_of(kModels, model);
 }
 
+bool is_rapl_profile(Profile profile) {
+  return profile == Profile::x86_intel || profile == Profile::x86_amd;
+}
+
 std::uint32_t profile_sockets(Profile profile) {
   return profile == Profile::gh200 ? 1 : profile == Profile::gh200_quad ? 4 : 2;
 }
@@ -75,6 +107,12 @@ std::uint32_t profile_sockets(Profile profile) {
 std::vector<ChannelSpec> profile_channels(Profile profile) {
   std::vector<ChannelSpec> out;
   for (std::uint32_t socket = 0; socket < profile_sockets(profile); ++socket) {
+    if (is_rapl_profile(profile)) {
+      append_zones(out,
+                   profile == Profile::x86_intel ? std::span<const Zone>(kIntelZones) : kAmdZones,
+                   socket);
+      continue;
+    }
     if (profile == Profile::gh200_quad) append_socket(out, kModuleLabel, socket);
     append_socket(
         out,

@@ -160,6 +160,10 @@ struct SimNode::Impl {
 
   Status validate() const {
     if (options.root.empty()) return Error{"no root directory given"};
+    if (is_rapl_profile(options.profile)) {
+      return Error{"profile " + std::string(profile_name(options.profile)) +
+                   " is an x86 node with RAPL zones, not hwmon power meters (SimRaplNode)"};
+    }
     if (options.update_interval.count() <= 0) return Error{"update interval must be > 0 ms"};
     if (!accepted_interval(options.average_interval.count())) {
       return Error{"averaging interval must be 50 or 1000 ms"};

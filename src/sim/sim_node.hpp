@@ -29,7 +29,7 @@
 namespace cpupower::sim {
 
 struct SimOptions {
-  std::string root;  // stands for /sys/class/hwmon; created if missing
+  std::string root;  // stands for /sys/class/hwmon (x86: /sys/class/powercap); created if missing
   Profile profile = Profile::gb200;
   Layout layout = Layout::modern;
   Model model = Model::load;
@@ -51,6 +51,13 @@ struct SimOptions {
   // Write the tree and the values at t = 0, start no thread, and leave every file as it is on
   // stop() (a hang FIFO stays). Slow faults need the writer thread and are refused.
   bool once = false;
+  // The x86 profiles only (SimRaplNode, sim_rapl.hpp): each counter's max_energy_range_uj (0:
+  // the hardware's for the profile; a small one makes counters wrap within a test), the value
+  // every counter starts from, and energy_uj readable by root only (mode 0400, as current
+  // kernels have it).
+  std::uint64_t max_energy_range_uj = 0;
+  std::uint64_t energy_start_uj = 0;
+  bool root_only = false;
 };
 
 // A channel of the profile where the tree has it.

@@ -57,9 +57,21 @@ std::string temp_sibling(const std::string& path, std::string_view suffix) {
 }
 
 Status write_atomic(const std::string& path, std::string_view content) {
+  return write_atomic(path, content, std::nullopt);
+}
+
+Status write_atomic(const std::string& path, std::string_view content, std::optional<mode_t> mode) {
   const std::string tmp = temp_sibling(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return sys_fail("open", tmp);
+  // A file left over from a killed run keeps its old mode through O_TRUNC: set it.
+  if (mode && ::fchmod(fd, *mode) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    errno = saved;
+    return sys_fail("chmod", tmp);
+  }
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -149,7 +161,9 @@ Status prepare_root(const std::string& root) {
       return Error{"root " + root + " is not empty and was not written by sim-node (no " +
                    std::string(kRootMarker) + "); refusing to write over it"};
     }
-    if (name == "devices" || name.rfind("hwmon", 0) == 0) stale.push_back(it->path());
+    if (name == "devices" || name.rfind("hwmon", 0) == 0 || name.rfind("intel-rapl", 0) == 0) {
+      stale.push_back(it->path());
+    }
   }
   if (ec) return fs_fail("cannot list root", root, ec);
   for (const auto& p : stale) {

@@ -3,7 +3,10 @@
 // value change is a rename() within one directory, so a reader opens either the old inode
 // or the new one and never sees a half-written file.
 
+#include <sys/types.h>
+
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +27,8 @@ std::string temp_sibling(const std::string& path, std::string_view suffix = "tmp
 
 // Replaces `path` by a regular file holding `content` (temp sibling + rename).
 Status write_atomic(const std::string& path, std::string_view content);
+// The same with the file's mode set exactly (0400 for a root-only sysfs attribute).
+Status write_atomic(const std::string& path, std::string_view content, std::optional<mode_t> mode);
 
 // Replaces `path` by a socket inode: stat() finds it, open() fails with ENXIO, which stands in
 // for sysfs read errors such as ENODATA.
@@ -61,7 +66,8 @@ Status write_node(const std::string& root, const NodeSpec& node);
 Status link_class_entry(const std::string& root, const NodeSpec& node);
 
 // Creates the root if missing. A non-empty root must carry kRootMarker (an earlier sim-node
-// run), in which case its hwmon* entries and devices/ are removed. Writes the marker.
+// run), in which case its hwmon* and intel-rapl* entries and devices/ are removed. Writes the
+// marker.
 Status prepare_root(const std::string& root);
 
 }  // namespace cpupower::sim

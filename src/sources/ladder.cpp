@@ -133,6 +133,25 @@ SourceRung open_acpi(const LadderOptions& options) {
   return {std::move(acpi.reader), {}};
 }
 
+SourceRung open_rapl(const LadderOptions& options) {
+  auto log = common::logger("cpu_power_exporter");
+  RaplOptions o;
+  o.root = options.powercap_root;
+  o.read_interval = options.read_interval;
+  o.max_age = options.max_age;
+  o.probe_retry_delay = options.probe_retry_delay;
+  auto rapl = try_rapl(o);
+  for (const auto& w : rapl.warnings) log->warn("{}", w);
+  if (!rapl.reader) return {nullptr, rapl.reason};
+  log->info("discovered RAPL zones count={}", rapl.reader->zones().size());
+  for (const auto& z : rapl.reader->zones()) {
+    log->debug("zone sensor={} name={} type={} socket={} path={} max_energy_range_uj={}", z.sensor,
+               common::quoted(z.zone_name), rapl_type_name(z.type), z.socket,
+               common::quoted(z.energy_path), z.max_energy_range_uj);
+  }
+  return {std::move(rapl.reader), {}};
+}
+
 SourceRung open_dcgm(const LadderOptions& options) {
   auto dcgm = try_dcgm(options.dcgm);
   if (!dcgm.reader) return {nullptr, dcgm.reason};
@@ -143,7 +162,8 @@ SourceRung open_dcgm(const LadderOptions& options) {
 // The registry: every source the node side can read CPU power from.
 constexpr SourceEntry kSources[] = {
     {AcpiReader::kMode, "ACPI", "live ACPI", 1, open_acpi},
-    {DcgmReader::kMode, "DCGM", "DCGM", 2, open_dcgm},
+    {RaplReader::kMode, "RAPL", "RAPL", 2, open_rapl},
+    {DcgmReader::kMode, "DCGM", "DCGM", 3, open_dcgm},
 };
 
 std::vector<const SourceEntry*> by_rank(std::span<const SourceEntry> table) {
@@ -188,6 +208,7 @@ ResolvedSource resolve_source(const LadderOptions& options, std::span<const Sour
       out.mode = std::string(rungs[i]->name);
       out.source = std::move(rung.source);
       out.acpi = dynamic_cast<const AcpiReader*>(out.source.get());
+      out.rapl = dynamic_cast<const RaplReader*>(out.source.get());
       out.dcgm = dynamic_cast<const DcgmReader*>(out.source.get());
       return out;
     }
@@ -208,6 +229,7 @@ ResolvedSource resolve_source(const LadderOptions& options, std::span<const Sour
 NodeSources open_node_sources(const NodeFlags& flags, LadderOptions ladder) {
   ladder.request = flags.source;
   ladder.hwmon_root = flags.hwmon_root;
+  ladder.powercap_root = flags.powercap_root;
   ladder.dcgm.library = flags.dcgm_lib;
   ladder.dcgm.max_age = ladder.max_age;
   NodeSources out{resolve_source(ladder), nullptr};

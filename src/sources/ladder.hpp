@@ -1,11 +1,17 @@
 #pragma once
-// Resolving the CPU power source once at startup (--source auto|acpi|dcgm). Each rung must
+// Resolving the CPU power source once at startup (--source auto|acpi|rapl|dcgm). Each rung must
 // prove itself before it is used: a node can expose channels that never report, and
 // publishing them would integrate to 0 J and pass for a measurement. The sources are rows of
 // one registry table (registered_sources(), as node_exporter registers its collectors):
 // --source's choices and help, the `auto` ladder's order and the mode come from it.
-// auto: ACPI, live -> DCGM 1130 + 1132 -> DCGM 1130 alone -> failure with the reasons of
-// every rung. --source <name> runs only that source's rung.
+// auto: ACPI, live -> RAPL, advancing -> DCGM 1130 + 1132 -> DCGM 1130 alone -> failure with
+// the reasons of every rung. --source <name> runs only that source's rung.
+//
+// RAPL after ACPI: a node whose ACPI power meters include socket totals is a Grace node, and
+// those meters cover the socket envelope, which is more than a package boundary; Grace has no
+// RAPL, and x86 nodes have neither such meters (their ACPI power meters, where they have one,
+// carry no Grace socket-total label, so the ACPI rung refuses them) nor DCGM CPU entities.
+// RAPL before DCGM: DCGM's CPU fields exist on Grace only, so on x86 DCGM could only fail.
 
 #include <chrono>
 #include <functional>
@@ -19,6 +25,7 @@
 #include "sources/acpi_reader.hpp"
 #include "sources/dcgm.hpp"
 #include "sources/nvml.hpp"
+#include "sources/rapl.hpp"
 #include "sources/source.hpp"
 
 namespace cpupower::sources {
@@ -26,6 +33,7 @@ namespace cpupower::sources {
 struct LadderOptions {
   std::string request = "auto";  // "auto" or a registered source's name
   std::string hwmon_root = "/sys/class/hwmon";
+  std::string powercap_root = std::string(kPowercapRoot);
   std::chrono::milliseconds read_interval{100};
   std::chrono::milliseconds max_age{3000};
   std::chrono::milliseconds probe_retry_delay{1000};
@@ -51,14 +59,16 @@ struct AcpiRung {
 AcpiRung try_acpi(const LadderOptions& options);
 
 struct ResolvedSource {
-  std::string mode;                // the registered name of the source, "acpi" or "dcgm"
+  std::string mode;                // the registered name of the source: "acpi", "rapl", "dcgm"
   std::unique_ptr<Source> source;  // running; null when no source could be established
   std::string error;               // set when no source could be established
   // Typed views of `source`, for describing it (metadata); sinks use the Source interface.
   const AcpiReader* acpi = nullptr;
+  const RaplReader* rapl = nullptr;
   const DcgmReader* dcgm = nullptr;
 
-  // The sockets the base source publishes power for (ACPI totals, DCGM entities).
+  // The sockets the base source publishes power for (ACPI totals, RAPL packages, DCGM
+  // entities).
   std::set<std::uint32_t> cpu_sockets() const;
 };
 
@@ -80,7 +90,7 @@ struct SourceEntry {
 std::span<const SourceEntry> registered_sources();
 
 // --source's choices ("auto", then every name by rank) and help text, "auto (live ACPI, then
-// DCGM), acpi or dcgm".
+// RAPL, then DCGM), acpi, rapl or dcgm".
 std::vector<std::string> source_choices(std::span<const SourceEntry> table = registered_sources());
 std::string source_help(std::span<const SourceEntry> table = registered_sources());
 
@@ -94,6 +104,7 @@ ResolvedSource resolve_source(const LadderOptions& options,
 struct NodeFlags {
   std::string source = "auto";  // auto or a registered source's name
   std::string hwmon_root = "/sys/class/hwmon";
+  std::string powercap_root = std::string(kPowercapRoot);
   std::string pci_root = "/sys/bus/pci/devices";
   std::string dcgm_lib;
   std::string nvml_lib;

@@ -31,6 +31,9 @@ struct ChannelReading {
   // the window it averaged, 0 for an instantaneous or unknown one. age_s + centre_offset_s
   // is the age of the measurement's centre, which the exporter publishes as sample age.
   double centre_offset_s = 0.0;
+  // A counter source's energy (RAPL): joules counted since the source's first read of the
+  // sensor, unwrapped. Set by the source, and only while `watts` is fresh.
+  std::optional<double> energy_j;
   std::uint64_t reads_total = 0;
   std::uint64_t read_errors_total = 0;  // reads that gave no value
   bool stale = false;                   // withheld: the last good value is too old, or none yet

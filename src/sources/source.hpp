@@ -1,5 +1,5 @@
 #pragma once
-// The one interface every node-side reader implements (ACPI, DCGM, NVML), as node_exporter's
+// The one interface every node-side reader implements (ACPI, RAPL, DCGM, NVML), as node_exporter's
 // collectors do: start, stop, and a snapshot of the latest readings with their read time and
 // age. Readers do their I/O on their own threads; a snapshot never touches a sensor or a
 // library, so both sinks (the exporter's /metrics and the host collector's CSV) can take one
@@ -22,7 +22,7 @@ namespace cpupower::sources {
 // One row a source publishes. Fixed for the source's lifetime, except NVML's, whose `gpus`
 // label names the GPUs that answered the last read.
 struct Sensor {
-  std::string name;                       // unique: "hwmon2/power1", "dcgm/cpu0/1130"
+  std::string name;  // unique: "hwmon2/power1", "intel-rapl:0", "dcgm/cpu0/1130"
   rails::Kind kind = rails::Kind::other;  // what the value measures
   std::optional<std::uint32_t> socket;    // the Grace socket, when the row has one
   std::optional<std::uint16_t> field_id;  // DCGM field
@@ -57,10 +57,14 @@ struct Snapshot {
 class Source {
  public:
   virtual ~Source() = default;
-  // "acpi", "dcgm" or "nvml": the CSV `source` column and the exporter's info metric say it.
+  // "acpi", "rapl", "dcgm" or "nvml": the CSV `source` column and the exporter's info metric
+  // say it.
   virtual std::string_view mode() const = 0;
   // The exposition family its readings are served in (expo/families.hpp).
   virtual const expo::Family& family() const = 0;
+  // The counter family its energy readings (ChannelReading::energy_j) are served in, for a
+  // source whose hardware integrates (RAPL); null for the others.
+  virtual const expo::Family* energy_family() const { return nullptr; }
   virtual void start() = 0;
   // Stops every thread; waits up to `grace`, then leaves threads still blocked in a read
   // behind (they own their state and exit when the read returns).

@@ -47,8 +47,8 @@ ar::CpuSamplesCheck check_cpu_samples(Checker& k, Package P, const std::string& 
                       i.first_line ? fmt::format(" at line {}", i.first_line) : std::string(),
                       i.first),
           i.code == ar::cpu_reason::kSourceConflict
-              ? "use one source per node (`cpu_power_exporter.source: acpi` or `dcgm`, not a "
-                "mix across restarts), then rerun"
+              ? "use one source per node (`cpu_power_exporter.source: acpi`, `rapl` or `dcgm`, "
+                "not a mix across restarts), then rerun"
               : kRestore);
   }
   return c;

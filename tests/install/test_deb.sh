@@ -108,6 +108,7 @@ DOC=/usr/share/doc/cpu-power-telemetry
   echo "-rw-r--r-- root/root /usr/share/man/man1/cpu-power.1.gz"
   echo "-rw-r--r-- root/root /usr/share/man/man1/cpu-power-exporter.1.gz"
   echo "-rw-r--r-- root/root /lib/systemd/system/$UNIT"
+  echo "-rw-r--r-- root/root /lib/udev/rules.d/60-cpu-power-exporter-rapl.rules"
   echo "-rw-r--r-- root/root /etc/default/cpu-power-exporter"
   for f in README.md copyright changelog.Debian.gz; do echo "-rw-r--r-- root/root $DOC/$f"; done
   for f in "$SOURCE_DIR"/docs/*.md; do echo "-rw-r--r-- root/root $DOC/docs/${f##*/}"; done

@@ -142,11 +142,13 @@ run_exporter() {
   set -e
 }
 mkdir -p "$WORK/empty"
-run_exporter --hwmon-root "$WORK/empty"
+# --powercap-root too: on an x86 host with RAPL, auto would otherwise stop at its RAPL rung.
+run_exporter --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty"
 [ "$RC" = 1 ] || fail "empty root: exit $RC"
-grep -qF "Error: no CPU power source could be established: ACPI: no ACPI power_meter hwmon sensors found under $WORK/empty; DCGM" "$WORK/run.err" ||
+grep -qF "Error: no CPU power source could be established: ACPI: no ACPI power_meter hwmon sensors found under $WORK/empty; RAPL: no RAPL: no intel-rapl package zones under $WORK/empty; DCGM" "$WORK/run.err" ||
   fail "empty root message: $(cat "$WORK/run.err")"
-grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to DCGM reason=' "$WORK/run.out" || fail "no step-down WARN"
+grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to RAPL reason=' "$WORK/run.out" || fail "no step-down WARN"
+grep -qF 'WARN cpu_power_exporter: RAPL unusable; falling back to DCGM reason=' "$WORK/run.out" || fail "no RAPL step-down WARN"
 ok "empty root: exit 1 with every rung's reason and a WARN step-down"
 
 start_sim zero "$WORK/zero" --profile gb200 --model constant --fault 'total:0=zero' --fault 'total:1=zero'
@@ -161,7 +163,7 @@ printf 'power_meter\n' >"$WORK/rails/hwmon2/name"; printf '50000000\n' >"$WORK/r
 printf 'CPU Power Socket 0\n' >"$WORK/rails/hwmon2/power1_oem_info"
 printf 'power_meter\n' >"$WORK/rails/hwmon3/name"; printf '6000000\n' >"$WORK/rails/hwmon3/power1_average"
 printf 'SysIO Power Socket 0\n' >"$WORK/rails/hwmon3/power1_oem_info"
-run_exporter --hwmon-root "$WORK/rails"
+run_exporter --hwmon-root "$WORK/rails" --powercap-root "$WORK/empty"
 [ "$RC" = 1 ] || fail "rails without a total: exit $RC"
 grep -qF "no ACPI socket-total power_meter channels under $WORK/rails (found: CPU Power Socket 0, SysIO Power Socket 0)" "$WORK/run.err" ||
   fail "rails-only message: $(cat "$WORK/run.err")"

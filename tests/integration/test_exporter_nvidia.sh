@@ -38,7 +38,7 @@ value.1.1130=46.765
 value.1.1132=status:-6
 calls=$WORK/calls
 CTL
-start_exporter dcgm --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" --max-age-s 1
+start_exporter dcgm --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" --max-age-s 1
 body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
 want='# HELP cpu_power_dcgm_watts Grace CPU power via DCGM CPU-entity fields (W): field_id=1130 is the CPU rail (ACPI '"'"'CPU Power Socket N'"'"'), 1132 the SysIO rail; DCGM has no socket-envelope field.
 # TYPE cpu_power_dcgm_watts gauge
@@ -50,7 +50,8 @@ grep -qF 'cpu_power_exporter_info{version="0.1.0",source="dcgm"} 1' <<<"$body" |
 grep -qF 'cpu_power_exporter_sample_age_seconds{sensor="dcgm/cpu0/1130",socket="0",field_id="1130",source="dcgm"}' <<<"$body" || fail "DCGM sample age"
 promtool check metrics <<<"$body" >"$WORK/pt" 2>&1 && [ ! -s "$WORK/pt" ] || { cat "$WORK/pt"; fail "promtool"; }
 log="$WORK/dcgm.log"
-grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to DCGM reason="no ACPI power_meter hwmon sensors found under' "$log" || fail "no ACPI step-down WARN"
+grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to RAPL reason="no ACPI power_meter hwmon sensors found under' "$log" || fail "no ACPI step-down WARN"
+grep -qF 'WARN cpu_power_exporter: RAPL unusable; falling back to DCGM reason="no RAPL: no intel-rapl package zones under' "$log" || fail "no RAPL step-down WARN"
 grep -qF 'INFO cpu_power_exporter::dcgm: no running DCGM daemon; starting embedded instance reason="dcgmConnect: error -2"' "$log" || fail "embedded INFO"
 grep -qF 'INFO cpu_power_exporter::dcgm: DCGM reader initialised (CPU rail + SysIO; no socket envelope) cpu_count=2 cpu_ids=[0, 1] fields=[1130, 1132]' "$log" || fail "initialised INFO"
 grep -q '^dcgmConnect_v2$' "$WORK/calls" || fail "the bounded connect (dcgmConnect_v2) was not used"
@@ -69,7 +70,7 @@ sed -i '/^latest=/d' "$FAKE_DCGM_CONTROL"
 
 # --- 1132 refused: 1130 alone ------------------------------------------------------------
 echo 'refuse=1132' >>"$FAKE_DCGM_CONTROL"
-start_exporter refuse --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml
+start_exporter refuse --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml
 body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
 [ "$(base_family "$body" cpu_power_dcgm_watts | grep -c '^cpu_power_dcgm_watts{')" = 2 ] || fail "1130-only body: $body"
 grep -q 'field_id="1132"' <<<"$body" && fail "1132 served although refused"
@@ -85,26 +86,26 @@ entities=0,1
 calls=$WORK/calls
 CTL
 : >"$WORK/calls"
-run_exporter --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml
+run_exporter --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml
 [ "$RC" = 1 ] || fail "all blank: exit $RC"
-grep -qF "Error: no CPU power source could be established: ACPI: no ACPI power_meter hwmon sensors found under $WORK/empty; DCGM: DCGM yielded no live data: no CPU entity returned a positive field 1130 (every value blank: the embedded engine usually lacks hardware access" "$WORK/run.err" ||
+grep -qF "Error: no CPU power source could be established: ACPI: no ACPI power_meter hwmon sensors found under $WORK/empty; RAPL: no RAPL: no intel-rapl package zones under $WORK/empty; DCGM: DCGM yielded no live data: no CPU entity returned a positive field 1130 (every value blank: the embedded engine usually lacks hardware access" "$WORK/run.err" ||
   fail "all-blank message: $(cat "$WORK/run.err")"
 order=$(grep -E '^dcgm(UnwatchFields|FieldGroupDestroy|GroupDestroy|StopEmbedded|Shutdown)$' "$WORK/calls" | tr '\n' ' ')
 [ "$order" = "dcgmUnwatchFields dcgmFieldGroupDestroy dcgmGroupDestroy dcgmStopEmbedded dcgmShutdown " ] || fail "cleanup order: $order"
 ok "all blank: exit 1 naming every rung, the hardware-access hint, and a full cleanup in order"
 
 printf 'entities=0\nvalue.0.1132=6.1\n' >"$FAKE_DCGM_CONTROL"
-run_exporter --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --source dcgm
+run_exporter --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --source dcgm
 [ "$RC" = 1 ] && grep -qF 'Error: DCGM yielded no live data: no CPU entity returned a positive field 1130' "$WORK/run.err" ||
   fail "a live 1132 alone must not vouch: rc=$RC $(cat "$WORK/run.err")"
 ok "a live SysIO field alone does not vouch for DCGM"
 
 printf 'embedded=fail\ncalls=%s\n' "$WORK/calls" >"$FAKE_DCGM_CONTROL"
 : >"$WORK/calls"
-run_exporter --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --source dcgm
+run_exporter --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --source dcgm
 [ "$RC" = 1 ] && grep -qF 'Error: DCGM unavailable: dcgmStartEmbedded: error -3' "$WORK/run.err" || fail "embedded failure: $(cat "$WORK/run.err")"
 [ "$(tail -1 "$WORK/calls")" = dcgmShutdown ] || fail "no dcgmShutdown after a failed start"
-run_exporter --hwmon-root "$WORK/empty" --dcgm-lib /nonexistent/libdcgm.so.4 --no-nvml --source dcgm
+run_exporter --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib /nonexistent/libdcgm.so.4 --no-nvml --source dcgm
 [ "$RC" = 1 ] && grep -qF 'Error: DCGM unavailable: libdcgm not found: /nonexistent/libdcgm.so.4' "$WORK/run.err" || fail "missing library: $(cat "$WORK/run.err")"
 ok "DCGM start failures: exit 1 with the reason, dcgmShutdown on the way out"
 

@@ -146,7 +146,7 @@ value.0.1104=0.01
 value.1.1100=0.5
 value.1.1101=nan
 CTL
-collect dcgm node-d --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" \
+collect dcgm node-d --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" \
   --pci-root "$PCI" --interval-seconds 0.05
 wait_ready "$WORK/dcgm" node-d
 rows_at_least "$WORK/dcgm/nodes/node-d.csv" 40  # 20 samples: the report window below spans most
@@ -156,7 +156,8 @@ until grep -q ',905,' "$WORK/dcgm/nodes/node-d.csv"; do ((SECONDS < end)) || fai
 kill -TERM "$COLLECTOR_PID"
 exit_of "$COLLECTOR_PID"
   [ "$RC" = 0 ] || fail "dcgm collector exit status"
-grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to DCGM' "$WORK/dcgm.log" || fail "no step-down WARN"
+grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to RAPL' "$WORK/dcgm.log" || fail "no step-down WARN"
+grep -qF 'WARN cpu_power_exporter: RAPL unusable; falling back to DCGM' "$WORK/dcgm.log" || fail "no RAPL step-down WARN"
 $PY - "$WORK/dcgm" <<'PYEOF' || fail "DCGM rows or metadata wrong"
 import csv, json, sys
 d = sys.argv[1]
@@ -182,7 +183,7 @@ ok "DCGM: 1130 as power_w and cpu_rail_w, 1132 as soc_w, utilization 1100-1104 (
 
 # The library refuses the utilization fields: power without them, with a WARN.
 echo 'refuse=1100' >>"$FAKE_DCGM_CONTROL"
-collect dcgm_nu node-d --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --interval-seconds 0.05
+collect dcgm_nu node-d --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --no-nvml --interval-seconds 0.05
 wait_ready "$WORK/dcgm_nu" node-d
 rows_at_least "$WORK/dcgm_nu/nodes/node-d.csv" 4
 kill -TERM "$COLLECTOR_PID"
@@ -196,7 +197,7 @@ ok "utilization refused: WARN, power still collected, utilization cells blank"
 # Socket 1's GPUs 12 % apart: NVML withholds its module power, and the final metadata counts
 # the rows that lack module_w for that reason.
 sed -i 's/^gpu.3.mw=.*/gpu.3.mw=900000/' "$FAKE_NVML_CONTROL"
-collect nvml_dis node-d --hwmon-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" \
+collect nvml_dis node-d --hwmon-root "$WORK/empty" --powercap-root "$WORK/empty" --dcgm-lib "$DCGM" --nvml-lib "$NVML" \
   --pci-root "$PCI" --interval-seconds 0.05
 wait_ready "$WORK/nvml_dis" node-d
 end=$((SECONDS + 10 * ${CPUPOWER_TEST_TIME_SCALE:-1}))

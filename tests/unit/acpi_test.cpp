@@ -383,6 +383,7 @@ LadderOptions fast(const std::string& root, std::string request = "auto") {
   LadderOptions o;
   o.request = request;
   o.hwmon_root = root;
+  o.powercap_root = root;  // no intel-rapl zones there: the RAPL rung never reads the host's
   o.read_interval = 20ms;
   o.max_age = 2000ms;  // also the probe's deadline: long enough for a starved reader thread
   o.probe_retry_delay = 100ms;
@@ -470,6 +471,7 @@ TEST(Ladder, AutoWithNothingLiveReportsEveryRung) {
   const auto r = resolve_source(fast(t.root()));
   EXPECT_EQ(r.error.rfind("no CPU power source could be established: ACPI: no ACPI power_meter "
                           "hwmon sensors found under " +
+                              t.root() + "; RAPL: no RAPL: no intel-rapl package zones under " +
                               t.root() + "; DCGM",
                           0),
             0u)
@@ -531,9 +533,11 @@ TEST(Ladder, ASourceRegisteredInATableIsParsedRankedAndPicked) {
   t.meter("hwmon2", "Grace Power Socket 0", "98029000");
   std::vector<SourceEntry> table(registered_sources().begin(), registered_sources().end());
   table.push_back({"fake", "Fake", "a fake", 0, open_fake});
-  EXPECT_EQ(source_choices(table), (std::vector<std::string>{"auto", "fake", "acpi", "dcgm"}));
-  EXPECT_EQ(source_help(table), "auto (a fake, then live ACPI, then DCGM), fake, acpi or dcgm");
-  EXPECT_EQ(source_help(), "auto (live ACPI, then DCGM), acpi or dcgm");
+  EXPECT_EQ(source_choices(table),
+            (std::vector<std::string>{"auto", "fake", "acpi", "rapl", "dcgm"}));
+  EXPECT_EQ(source_help(table),
+            "auto (a fake, then live ACPI, then RAPL, then DCGM), fake, acpi, rapl or dcgm");
+  EXPECT_EQ(source_help(), "auto (live ACPI, then RAPL, then DCGM), acpi, rapl or dcgm");
 
   // Ranked first, `auto` picks it over the live ACPI total.
   auto r = resolve_source(fast(t.root()), table);

@@ -332,7 +332,7 @@ TEST(ConfigRules, InertDemandWithTelemetryOff) {
   EXPECT_THAT(messages_of("telemetry:\n  cpu_power: {required: true}\n"),
               ElementsAre("telemetry.cpu_power.required has no effect unless "
                           "telemetry.cpu_power.enabled"));
-  for (const char* source : {"acpi", "dcgm"}) {
+  for (const char* source : {"acpi", "rapl", "dcgm"}) {
     EXPECT_THAT(messages_of(std::string("telemetry:\n  cpu_power: {source: ") + source + "}\n"),
                 ElementsAre(std::string("telemetry.cpu_power.source: \"") + source +
                             "\" has no effect unless telemetry.cpu_power.enabled; it names a "
@@ -458,7 +458,7 @@ TEST(ConfigRules, HostLegStorage) {
                           "manifest"));
   EXPECT_THAT(messages_of(base + "    source: nvml\n"),
               ElementsAre("telemetry.cpu_power.source must be one of: \"auto\", \"acpi\", "
-                          "\"dcgm\""));
+                          "\"rapl\", \"dcgm\""));
   EXPECT_THAT(messages_of(base), IsEmpty());  // the host leg alone is something to collect
 }
 
@@ -528,8 +528,8 @@ TEST(ConfigRules, ScraperPortAndSource) {
   }
   EXPECT_THAT(errors_of("telemetry:\n  enabled: true\n  cpu_power_exporter:\n    source: nvml\n"),
               ElementsAre("r.yaml:4:13: telemetry.cpu_power_exporter.source must be one of: "
-                          "\"auto\", \"acpi\", \"dcgm\""));
-  for (const char* source : {"auto", "acpi", "dcgm"}) {
+                          "\"auto\", \"acpi\", \"rapl\", \"dcgm\""));
+  for (const char* source : {"auto", "acpi", "rapl", "dcgm"}) {
     EXPECT_THAT(messages_of(std::string("telemetry:\n  enabled: true\n  cpu_power_exporter: "
                                         "{source: ") +
                             source + "}\n"),
