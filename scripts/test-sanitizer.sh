@@ -48,7 +48,12 @@ case "$kind" in
     # in its unit tests and at the end of every `cpu-power run` test, and the runs those
     # tests make take the paths test_run_local takes here. Leaving them to the ASan run
     # saves the slowest minutes of this one.
-    skip='^(install\.|integration\.test_report_|integration\.test_merge_cli|integration\.test_validate|integration\.test_consumers)'
+    # test_fidelity replays traces through the exporter, the collector and the host leg,
+    # whose threads test_exporter, test_scrape and test_host_collect run here; what it adds
+    # is accuracy against the clock, which a 6x slower build only blurs.
+    # test_fallback_liveness runs the Python fallback exporter (no thread of ours) and
+    # test_prometheus_rules checks deploy/'s rule files against a real Prometheus.
+    skip='^(install\.|integration\.test_report_|integration\.test_merge_cli|integration\.test_validate|integration\.test_consumers|integration\.test_fidelity|integration\.test_fallback_liveness|integration\.test_prometheus_rules)'
 
     ;;
   *)
