@@ -100,10 +100,10 @@ std::string perf_line(const PerfPerWatt& p) {
 void row_lines(const std::vector<Breakdown>& rows, std::string& out) {
   for (const auto& row : rows) {
     const PowerStats& s = row.stats;
-    out += fmt::format("    {}: {} J{} ({} W avg; p50={} p95={} p99={} max={} W)\n",
-                       shown(row.label), c2(s.joules),
-                       error_suffix({s.uncertainty_j, s.coverage}, s.joules), c2(s.avg_power_w),
-                       c2(s.p50_w), c2(s.p95_w), c2(s.p99_w), c2(s.max_w));
+    out +=
+        fmt::format("    {}: {} J{} ({} W avg; p50={} p95={} p99={} max={} W)\n", shown(row.label),
+                    c2(s.joules), error_suffix({s.uncertainty_j, s.coverage}, s.joules),
+                    c2(s.avg_power_w), c2(s.p50_w), c2(s.p95_w), c2(s.p99_w), c2(s.max_w));
   }
 }
 

@@ -70,8 +70,8 @@ double roughness(const Series& s, std::size_t i) {
 
 }  // namespace
 
-ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start,
-                   double end, bool snapped, const Averaging& averaging) {
+ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start, double end,
+                   bool snapped, const Averaging& averaging) {
   ErrorBar out;
   if (s.empty() || last >= s.size() || first > last) return out;
   const double tau_gap = averaging.min_s.value_or(0.0);
@@ -111,8 +111,8 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
   out.uncertainty_j = kCoverageFactor * std::sqrt(variance);
   if (snapped) {
     // The stretch between each edge and its sample is counted (or left out) whole.
-    out.uncertainty_j += std::abs(s.t[first] - start) *
-                         std::max(std::abs(s.w[first]), std::abs(value_at(s, start)));
+    out.uncertainty_j +=
+        std::abs(s.t[first] - start) * std::max(std::abs(s.w[first]), std::abs(value_at(s, start)));
     out.uncertainty_j +=
         std::abs(s.t[last] - end) * std::max(std::abs(s.w[last]), std::abs(value_at(s, end)));
   }

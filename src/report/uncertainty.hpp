@@ -54,8 +54,8 @@ inline constexpr double kDateResolutionS = 0.010;
 
 // The error bar of the trapezoid over the samples s[first..last] standing for [start, end]:
 // interpolated edges integrate exactly [start, end]; snapped ones [s.t[first], s.t[last]].
-ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start,
-                   double end, bool snapped, const Averaging& averaging);
+ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start, double end,
+                   bool snapped, const Averaging& averaging);
 
 // uncertainty / joules in percent; unset for no energy.
 std::optional<double> uncertainty_pct(double uncertainty_j, double joules);

@@ -70,9 +70,9 @@ Status cpu_rows(const CpuData& cpu, const RunExpectations& expected, WindowRepor
         if (any_present && !present[i - b]) {
           r.missing_sockets.emplace_back(s.host, s.socket);
         } else {
-          keep_first(add_row(s.power, s.label(), r, &r.cpu_per_socket,
-                             cpu_averaging(expected, s.host)),
-                     &first);
+          keep_first(
+              add_row(s.power, s.label(), r, &r.cpu_per_socket, cpu_averaging(expected, s.host)),
+              &first);
         }
       }
       r.cpu_sensors.push_back({s.label(), s.sensor, s.other_sensors});
@@ -392,8 +392,8 @@ void total_error_bars(WindowReport& r) {
   const auto& I = r.window.input_tokens;
   if (r.joules_per_output_token) r.joules_per_output_token_uncertainty = u / *O;
   if (r.joules_per_total_token) r.joules_per_total_token_uncertainty = u / (*O + *I);
-  const std::pair<const char*, const std::vector<Breakdown>*> legs[] = {
-      {"CPU", &r.cpu_per_node}, {"GPU", &r.gpu_per_node}};
+  const std::pair<const char*, const std::vector<Breakdown>*> legs[] = {{"CPU", &r.cpu_per_node},
+                                                                        {"GPU", &r.gpu_per_node}};
   for (const auto& [leg, rows] : legs) {
     std::string unknown;
     for (const auto& row : *rows) {

@@ -77,10 +77,10 @@ BodyOutcome CpuLeg::on_body(const BodyInput& input, std::string& lines) {
     node.expected.insert(r.socket_id);
   }
   if (out.rows > 0 && readings.average_interval_min_s) {
-    node.average_min_s = std::min(node.average_min_s.value_or(INFINITY),
-                                  *readings.average_interval_min_s);
-    node.average_max_s = std::max(node.average_max_s.value_or(-INFINITY),
-                                  *readings.average_interval_max_s);
+    node.average_min_s =
+        std::min(node.average_min_s.value_or(INFINITY), *readings.average_interval_min_s);
+    node.average_max_s =
+        std::max(node.average_max_s.value_or(-INFINITY), *readings.average_interval_max_s);
   }
   if (out.rows > 0) {
     for (const auto socket : missing) {

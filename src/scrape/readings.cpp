@@ -304,7 +304,7 @@ Readings readings_from_samples(const std::vector<expo::Sample>& samples) {
 Readings readings_from_body(std::string_view body, expo::ParseResult& scratch) {
   // The families read above; every other line is still checked (expo::ParseOptions).
   static constexpr std::array<std::string_view, 7> kFamilies = {
-      expo::kAcpiWatts.name, expo::kRaplWatts.name,  expo::kDcgmWatts.name,
+      expo::kAcpiWatts.name, expo::kRaplWatts.name, expo::kDcgmWatts.name,
       expo::kNvmlWatts.name, expo::kSampleAge.name, expo::kAverageInterval.name,
       expo::kSocketUp.name};
   expo::ParseOptions options;

@@ -367,8 +367,8 @@ TEST(ReportUncertainty, FullCoverageOfAConstantPower) {
 // error wherever in that stretch the step falls.
 TEST(ReportUncertainty, ASingleGapBoundsAStepAnywhereInsideIt) {
   const Averaging half{0.5, 0.5};
-  const auto in = uncertainty_cases::at(uncertainty_cases::stepped(4.5), 0, 10, Edges::interpolate,
-                                        half);
+  const auto in =
+      uncertainty_cases::at(uncertainty_cases::stepped(4.5), 0, 10, Edges::interpolate, half);
   ASSERT_TRUE(in.row) << in.error;
   ASSERT_TRUE(in.row->stats.coverage);
   EXPECT_NEAR(*in.row->stats.coverage, 0.5, 1e-12);
@@ -414,8 +414,8 @@ TEST(ReportUncertainty, AnUnknownIntervalStatesNoCoverageAndTakesPointSamples) {
   EXPECT_NEAR(in.row->stats.uncertainty_j,
               kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3), 1e-9);
   // Without an interval, a plain integral (the callers that never ask) gets the same.
-  const Integration plain = integrate_window(uncertainty_cases::stepped(4.5), 0, 10,
-                                             Edges::interpolate, "x");
+  const Integration plain =
+      integrate_window(uncertainty_cases::stepped(4.5), 0, 10, Edges::interpolate, "x");
   ASSERT_TRUE(plain.row);
   EXPECT_DOUBLE_EQ(plain.row->stats.uncertainty_j, in.row->stats.uncertainty_j);
 }
@@ -447,8 +447,10 @@ TEST(ReportUncertainty, PowerThatGoesBackAndForthStatesWhatTheGapsMayHide) {
     rising.push_back(150 + 12.5 * i);  // the same total variation, one way
   }
   const Averaging short_means{0.05, 0.05};
-  const auto b = uncertainty_cases::at(make_track(t, bursty), 0, 5, Edges::interpolate, short_means);
-  const auto r = uncertainty_cases::at(make_track(t, rising), 0, 5, Edges::interpolate, short_means);
+  const auto b =
+      uncertainty_cases::at(make_track(t, bursty), 0, 5, Edges::interpolate, short_means);
+  const auto r =
+      uncertainty_cases::at(make_track(t, rising), 0, 5, Edges::interpolate, short_means);
   ASSERT_TRUE(b.row && r.row);
   EXPECT_NEAR(*b.row->stats.coverage, 0.2, 1e-9);
   // Per pair: 0.2 s uncovered; the step term 250 W x (0.1 + 0.05 / 8), 27 J, and the hidden

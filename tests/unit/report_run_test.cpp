@@ -332,8 +332,8 @@ TEST_F(RunDir, CoverageComesFromTheAveragingTheManifestsRecord) {
       "dram_w,module_w,total_power_w\n";
   for (int t = 98; t <= 112; ++t) {
     const std::string w = t < 105 ? "100" : "300";
-    rows += "3," + std::to_string(t) + ",node-a,acpi,CPU0:cpuSidePowerUsageW,0," + w + ",,,,," +
-            w + "\n";
+    rows += "3," + std::to_string(t) + ",node-a,acpi,CPU0:cpuSidePowerUsageW,0," + w + ",,,,," + w +
+            "\n";
   }
   write("power/cpu/samples.csv", rows);
   const auto manifest = [&](const std::string& averaging) {
@@ -362,11 +362,12 @@ TEST_F(RunDir, CoverageComesFromTheAveragingTheManifestsRecord) {
   const WindowReport& old = run.windows.at(0);
   EXPECT_FALSE(old.cpu_per_node.at(0).stats.coverage);
   EXPECT_FALSE(old.cpu_total_error.coverage);
-  EXPECT_NE(std::find(old.warnings.begin(), old.warnings.end(),
-                      "CPU power: the run's files do not record the averaging interval of cpu/node-a "
-                      "(an older collector, a DCGM source, or the GPU leg); coverage is not stated, "
-                      "and the uncertainty takes each sample as instantaneous"),
-            old.warnings.end())
+  EXPECT_NE(
+      std::find(old.warnings.begin(), old.warnings.end(),
+                "CPU power: the run's files do not record the averaging interval of cpu/node-a "
+                "(an older collector, a DCGM source, or the GPU leg); coverage is not stated, "
+                "and the uncertainty takes each sample as instantaneous"),
+      old.warnings.end())
       << testing::PrintToString(old.warnings);
 
   // The host leg: its manifest's node metadata names each socket total's interval.
@@ -683,8 +684,9 @@ TEST(ReportGolden, ReferenceExampleTextAndJson) {
   // the warning that this fixture's files do not record what the readings average).
   const std::string with_bars = got;
   got = std::regex_replace(got, std::regex(" \u00b1 [<0-9.]+ %( \\(coverage [^)]*\\))?"), "");
-  got = std::regex_replace(got, std::regex("  warning: (CPU|GPU) power: the run's files do not "
-                                           "record the averaging interval[^\n]*\n"),
+  got = std::regex_replace(got,
+                           std::regex("  warning: (CPU|GPU) power: the run's files do not "
+                                      "record the averaging interval[^\n]*\n"),
                            "");
   EXPECT_EQ(got, want);
   EXPECT_NE(with_bars.find("  cpu total:      1,000.00 J \u00b1 "), std::string::npos) << with_bars;
@@ -730,10 +732,10 @@ TEST(ReportGolden, ReferenceExampleTextAndJson) {
   EXPECT_EQ(j["gpu_utilization"].size(), 3u);
   // The reference's example has no warning; ours are the two legs' unrecorded averaging.
   ASSERT_EQ(j["warnings"].size(), 2u);
-  EXPECT_EQ(j["warnings"][0].get<std::string>().rfind("CPU power: the run's files do not record", 0),
-            0u);
-  EXPECT_EQ(j["warnings"][1].get<std::string>().rfind("GPU power: the run's files do not record", 0),
-            0u);
+  EXPECT_EQ(
+      j["warnings"][0].get<std::string>().rfind("CPU power: the run's files do not record", 0), 0u);
+  EXPECT_EQ(
+      j["warnings"][1].get<std::string>().rfind("GPU power: the run's files do not record", 0), 0u);
   EXPECT_EQ(j["edges"], "snap");
   // Our error bars: every row, and the window's totals.
   for (const char* key : {"cpu_per_socket", "cpu_per_node", "gpu_per_device", "gpu_per_node"}) {
