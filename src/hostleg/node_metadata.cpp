@@ -68,6 +68,9 @@ json rapl_description(const sources::RaplReader& reader) {
         {"column", kColumns[static_cast<int>(z.type)]},
         {"path", z.energy_path},
         {"max_energy_range_uj", z.max_energy_range_uj},
+        // A power value is the counter's difference over the time between two reads: the
+        // mean over the read interval, so the report states coverage for it as for ACPI.
+        {"average_interval_ms", reader.read_interval().count()},
     });
   }
   return {

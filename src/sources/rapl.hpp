@@ -120,6 +120,8 @@ class RaplReader final : public Source {
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
   const std::vector<RaplZone>& zones() const { return *zones_; }
+  // How often the counters are read: what each power value averages, nominally.
+  std::chrono::milliseconds read_interval() const { return interval_; }
   const SampleTable& table() const { return *table_; }
 
   struct Live;

