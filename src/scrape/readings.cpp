@@ -64,6 +64,19 @@ class SocketTable {
   std::vector<SocketReadings> sockets_;
 };
 
+// The first reading of each kind per socket wins; a socket total's sensor label is kept to
+// match its age and averaging interval.
+void keep_first(const expo::Sample& sample, std::uint32_t socket, rails::Kind kind,
+                SocketTable& table) {
+  auto& readings = table.at(socket);
+  auto& slot = readings.watts[kind_slot(kind)];
+  if (slot) return;
+  slot = sample.value;
+  if (kind == rails::Kind::total) {
+    readings.primary_sensor_label = sample.label("sensor").value_or("");
+  }
+}
+
 // Returns true when the sample became (or would have become) an ACPI reading.
 bool add_acpi(const expo::Sample& sample, SocketTable& table) {
   if (!usable_watts(sample.value)) return false;
@@ -81,14 +94,7 @@ bool add_acpi(const expo::Sample& sample, SocketTable& table) {
     socket = rails::socket_index(oem.socket);
     if (!socket) return false;
   }
-  auto& readings = table.at(*socket);
-  auto& slot = readings.watts[kind_slot(kind)];
-  if (!slot) {
-    slot = sample.value;
-    if (kind == rails::Kind::total) {
-      readings.primary_sensor_label = sample.label("sensor").value_or("");
-    }
-  }
+  keep_first(sample, *socket, kind, table);
   return true;
 }
 
@@ -103,14 +109,7 @@ bool add_rapl(const expo::Sample& sample, SocketTable& table) {
                                        : rails::Kind::other;
   const auto socket = socket_label(sample);
   if (kind == rails::Kind::other || !socket) return false;
-  auto& readings = table.at(*socket);
-  auto& slot = readings.watts[kind_slot(kind)];
-  if (!slot) {
-    slot = sample.value;
-    if (kind == rails::Kind::total) {
-      readings.primary_sensor_label = sample.label("sensor").value_or("");
-    }
-  }
+  keep_first(sample, *socket, kind, table);
   return true;
 }
 

@@ -1,7 +1,6 @@
 #include "sources/rapl.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "common/log.hpp"
 #include "common/text.hpp"
 #include "expo/writer.hpp"
+#include "sources/sysfs_read.hpp"
 
 namespace cpupower::sources {
 
@@ -164,27 +164,13 @@ RaplDiscovery discover_rapl(const std::string& powercap_root) {
 }
 
 EnergyRead read_energy_file(const std::string& path) {
-  auto failed = [](int e) {
-    return EnergyRead{std::nullopt, std::string("read failed: ") + describe_errno(e), e};
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return failed(errno);
-  char buf[64];
-  std::size_t used = 0;
-  while (used < sizeof buf) {
-    const ssize_t n = ::read(fd, buf + used, sizeof buf - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      return failed(e);
-    }
-    if (n == 0) break;
-    used += static_cast<std::size_t>(n);
+  const ValueText v = read_value_text(path, 63);
+  if (v.error_number != 0) {
+    return {std::nullopt, std::string("read failed: ") + describe_errno(v.error_number),
+            v.error_number};
   }
-  ::close(fd);
-  if (used == sizeof buf) return {std::nullopt, "value longer than 63 bytes", 0};
-  const auto text = common::trim(std::string_view(buf, used));
+  if (v.too_long) return {std::nullopt, "value longer than 63 bytes", 0};
+  const auto text = common::trim(v.text);
   if (text.empty()) return {std::nullopt, "empty", 0};
   const auto uj = common::parse_u64(text);
   if (!uj) return {std::nullopt, "unparsable value " + std::string(text.substr(0, 32)), 0};

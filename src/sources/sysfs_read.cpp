@@ -1,5 +1,7 @@
 #include "sources/sysfs_read.hpp"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -32,40 +34,49 @@ PowerRead interpret_microwatts(std::string_view text) {
   return {w, {}};
 }
 
-PowerRead read_power_file(const std::string& path) {
-  auto failed = [](int e) {
-    return PowerRead{std::nullopt, std::string("read failed: ") + std::strerror(e), e};
-  };
+ValueText read_value_text(const std::string& path, std::size_t limit) {
+  ValueText out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return failed(errno);
-  std::string text;
+  if (fd < 0) {
+    out.error_number = errno;
+    return out;
+  }
   char buf[256];
-  while (text.size() < sizeof buf) {
-    const ssize_t n = ::read(fd, buf, sizeof buf - text.size());
+  while (out.text.size() < limit) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - out.text.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int e = errno;
+      out.error_number = errno;
       ::close(fd);
-      return failed(e);
+      return out;
     }
     if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+    out.text.append(buf, static_cast<std::size_t>(n));
   }
-  // A value file holds a few digits. One that fills the buffer and goes on is not a reading:
-  // its first bytes alone would parse as a number that the whole text is not.
-  bool longer = false;
-  while (text.size() == sizeof buf) {
+  while (out.text.size() == limit) {
     char extra = 0;
     const ssize_t n = ::read(fd, &extra, 1);
     if (n < 0 && errno == EINTR) continue;
-    longer = n > 0;
+    out.too_long = n > 0;
     break;
   }
   ::close(fd);
-  if (longer) {
-    return {std::nullopt, "value longer than " + std::to_string(sizeof buf) + " bytes"};
+  return out;
+}
+
+PowerRead read_power_file(const std::string& path) {
+  // A value file holds a few digits. One that goes on past the limit is not a reading: its
+  // first bytes alone would parse as a number that the whole text is not.
+  constexpr std::size_t kLimit = 256;
+  const ValueText v = read_value_text(path, kLimit);
+  if (v.error_number != 0) {
+    return {std::nullopt, std::string("read failed: ") + std::strerror(v.error_number),
+            v.error_number};
   }
-  return interpret_microwatts(text);
+  if (v.too_long) {
+    return {std::nullopt, "value longer than " + std::to_string(kLimit) + " bytes"};
+  }
+  return interpret_microwatts(v.text);
 }
 
 bool device_gone(int error_number) {

@@ -16,6 +16,16 @@ struct PowerRead {
   int error_number = 0;         // errno of a failed open or read, else 0
 };
 
+// A value file's text: one fresh open (as sysfs attributes and FIFOs both require), read to
+// its end or to `limit` bytes, closed. error_number: the errno of a failed open or read;
+// too_long: the file goes on past `limit` bytes (its first bytes alone are not its value).
+struct ValueText {
+  std::string text;
+  int error_number = 0;
+  bool too_long = false;
+};
+ValueText read_value_text(const std::string& path, std::size_t limit);
+
 // Interprets the text of a power*_average / power*_input file (microwatts). Zero, negative,
 // non-finite, the firmware's invalid value, empty and unparsable text are all "no value":
 // a live Grace socket draws tens of watts, so none of them may ever integrate as idle power.
