@@ -150,16 +150,25 @@ for r in rows:
     assert r["cpu_util_total"] == "" and r["module_w"] == "", r
     by_time[r["timestamp_unix"]].append(r)
 times = sorted(by_time, key=float)
+# Each row is one counter difference over about 100 ms. On a loaded machine the simulator's
+# writer can run late between the package and its subzones, so one row reads low and the next
+# high by the same energy: the medians hold each zone's power, the means its energy.
+import statistics
+cols = collections.defaultdict(list)
 for t in times[2:]:  # the subzones are read on the same thread, after their package
     for r in by_time[t]:
-        p, core, uncore, dram = (float(r[k]) for k in ("power_w", "cpu_rail_w", "soc_w", "dram_w"))
-        assert abs(p - 167.5) < tol * 167.5 and abs(core - 112.5) < tol * 112.5, r
-        assert abs(uncore - 40) < tol * 40 and abs(dram - 21) < tol * 21, r
-        assert core < p and uncore < p, r
+        for k in ("power_w", "cpu_rail_w", "soc_w", "dram_w"):
+            cols[k].append(float(r[k]))
     group = by_time[t]
     assert sorted(r["socket_id"] for r in group) == ["0", "1"], group
     total = sum(float(r["power_w"]) for r in group)
     assert all(abs(float(r["total_power_w"]) - total) < 1e-9 for r in group), group
+want = {"power_w": 167.5, "cpu_rail_w": 112.5, "soc_w": 40, "dram_w": 21}
+for k, w in want.items():
+    med, mean = statistics.median(cols[k]), statistics.fmean(cols[k])
+    assert abs(med - w) < tol * w and abs(mean - w) < tol * w, (k, med, mean, w)
+assert statistics.median(cols["cpu_rail_w"]) < statistics.median(cols["power_w"])
+assert statistics.median(cols["soc_w"]) < statistics.median(cols["power_w"])
 PYEOF
 ok "host-collect --source rapl: v5 rows, package as power_w, core/uncore/dram as cpu_rail_w/soc_w/dram_w, metadata"
 
