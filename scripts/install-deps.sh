@@ -26,7 +26,7 @@ packages=(
   clang libclang-rt-14-dev
   # test and benchmark tools
   prometheus curl wrk slurm-wlm munge iproute2 procps faketime openssl
-  python3 python3-numpy python3-pandas python3-yaml chromium
+  python3 python3-numpy python3-pandas python3-yaml python3-prometheus-client chromium
   # the Debian package (make deb, tests/install/test_deb.sh): man pages, dpkg-shlibdeps,
   # lintian, man -l, systemd-analyze
   help2man lintian dpkg-dev man-db systemd file

@@ -54,6 +54,78 @@ inline constexpr Family kRaplJoules{
     "counter unwrapped at max_energy_range_uj; an interval over a counter reset adds nothing.",
     kRaplLabels, "counter"};
 
+// Each power family's counters, with exactly the labels of its watts samples: the energy
+// integrated on the node from every good reading (trapezoid between readings dated at the
+// centre of what they average; RAPL's is the hardware counter), the seconds the readings'
+// averaging intervals covered, and the seconds bridged between readings without a
+// measurement. A stretch longer than --max-age-s without a good reading adds to none of
+// them. Zero at the exporter's start; a restart is a counter reset.
+struct CounterFamilies {
+  const Family* joules;
+  const Family* covered;
+  const Family* bridged;
+};
+
+#define CPUPOWER_COVERAGE_HELP                                                                \
+  "the averaging intervals of consecutive good readings between their centres (half of each " \
+  "reading's cpu_power_exporter_average_interval_seconds either side; none where unknown)"
+#define CPUPOWER_BRIDGED_HELP                                                              \
+  "between consecutive good readings that their averaging intervals did not cover; a gap " \
+  "over --max-age-s is not bridged"
+
+inline constexpr Family kAcpiJoules{
+    "cpu_power_acpi_joules_total",
+    "Energy of each ACPI power reading integrated on the node since the exporter started (J): "
+    "the trapezoid between consecutive good readings, each dated at the centre of its "
+    "averaging interval; a gap over --max-age-s adds nothing.",
+    kAcpiLabels, "counter"};
+inline constexpr Family kAcpiCovered{"cpu_power_acpi_covered_seconds_total",
+                                     "Seconds covered by " CPUPOWER_COVERAGE_HELP " (s).",
+                                     kAcpiLabels, "counter"};
+inline constexpr Family kAcpiBridged{"cpu_power_acpi_bridged_seconds_total",
+                                     "Seconds " CPUPOWER_BRIDGED_HELP " (s).", kAcpiLabels,
+                                     "counter"};
+inline constexpr Family kDcgmJoules{
+    "cpu_power_dcgm_joules_total",
+    "Energy of each DCGM CPU power field integrated on the node since the exporter started "
+    "(J): the trapezoid between consecutive good readings; a gap over --max-age-s adds "
+    "nothing.",
+    kDcgmLabels, "counter"};
+inline constexpr Family kDcgmCovered{"cpu_power_dcgm_covered_seconds_total",
+                                     "Seconds covered by " CPUPOWER_COVERAGE_HELP " (s).",
+                                     kDcgmLabels, "counter"};
+inline constexpr Family kDcgmBridged{"cpu_power_dcgm_bridged_seconds_total",
+                                     "Seconds " CPUPOWER_BRIDGED_HELP " (s).", kDcgmLabels,
+                                     "counter"};
+inline constexpr Family kNvmlJoules{
+    "cpu_power_nvml_joules_total",
+    "Superchip module energy integrated on the node since the exporter started (J): the "
+    "trapezoid between consecutive agreeing readings of field 185, each dated at the centre "
+    "of its 1 s average; a withheld reading is never integrated, a gap over the module's "
+    "maximum age adds nothing.",
+    kNvmlLabels, "counter"};
+inline constexpr Family kNvmlCovered{"cpu_power_nvml_covered_seconds_total",
+                                     "Seconds covered by " CPUPOWER_COVERAGE_HELP " (s).",
+                                     kNvmlLabels, "counter"};
+inline constexpr Family kNvmlBridged{"cpu_power_nvml_bridged_seconds_total",
+                                     "Seconds " CPUPOWER_BRIDGED_HELP " (s).", kNvmlLabels,
+                                     "counter"};
+inline constexpr Family kRaplCovered{"cpu_power_rapl_covered_seconds_total",
+                                     "Seconds covered by the RAPL counter's differences "
+                                     "between consecutive good reads (s).",
+                                     kRaplLabels, "counter"};
+inline constexpr Family kRaplBridged{"cpu_power_rapl_bridged_seconds_total",
+                                     "Seconds " CPUPOWER_BRIDGED_HELP " (s).", kRaplLabels,
+                                     "counter"};
+
+#undef CPUPOWER_COVERAGE_HELP
+#undef CPUPOWER_BRIDGED_HELP
+
+inline constexpr CounterFamilies kAcpiCounters{&kAcpiJoules, &kAcpiCovered, &kAcpiBridged};
+inline constexpr CounterFamilies kDcgmCounters{&kDcgmJoules, &kDcgmCovered, &kDcgmBridged};
+inline constexpr CounterFamilies kNvmlCounters{&kNvmlJoules, &kNvmlCovered, &kNvmlBridged};
+inline constexpr CounterFamilies kRaplCounters{&kRaplJoules, &kRaplCovered, &kRaplBridged};
+
 inline constexpr Family kInfo{"cpu_power_exporter_info",
                               "Exporter version and the CPU power source resolved at startup.",
                               kInfoLabels};

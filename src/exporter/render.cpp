@@ -20,16 +20,21 @@ void render_family(std::string& out, const expo::Family& family,
   }
 }
 
-void render_energy_family(std::string& out, const expo::Family& family,
-                          const sources::Snapshot& snapshot) {
-  expo::append_family_header(out, family);
+void render_counter_families(std::string& out, const expo::CounterFamilies& families,
+                             const sources::Snapshot& snapshot) {
+  using R = sources::ChannelReading;
   const auto& sensors = *snapshot.sensors;
-  for (std::size_t i = 0; i < sensors.size() && i < snapshot.readings.size(); ++i) {
-    const auto& joules = snapshot.readings[i].energy_j;
-    if (!joules || !sensors[i].power) continue;
-    expo::append_sample_prefix(out, family.name, sensors[i].label_text);
-    expo::append_fixed6(out, *joules);
-    out += '\n';
+  for (const auto& [family, member] : {std::pair{families.joules, &R::energy_j},
+                                       {families.covered, &R::covered_s},
+                                       {families.bridged, &R::bridged_s}}) {
+    expo::append_family_header(out, *family);
+    for (std::size_t i = 0; i < sensors.size() && i < snapshot.readings.size(); ++i) {
+      const auto& value = snapshot.readings[i].*member;
+      if (!value || !sensors[i].power) continue;
+      expo::append_sample_prefix(out, family->name, sensors[i].label_text);
+      expo::append_fixed6(out, *value);
+      out += '\n';
+    }
   }
 }
 
@@ -48,6 +53,10 @@ std::size_t acpi_channel_bytes_bound(std::string_view label_text,
   std::size_t n = expo::kAcpiWatts.name.size() + 1 + label_text.size() + 2 + kWidestValue + 1;
   for (const auto* family : expo::kPerSensorFamilies) {
     n += family->name.size() + 1 + self_label_text.size() + 2 + kWidestValue + 1;
+  }
+  const auto& counters = expo::kAcpiCounters;
+  for (const auto* family : {counters.joules, counters.covered, counters.bridged}) {
+    n += family->name.size() + 1 + label_text.size() + 2 + kWidestValue + 1;
   }
   // cpu_power_exporter_socket_up{socket="4294967295"} 1\n, should the channel be a total.
   return n + 56;

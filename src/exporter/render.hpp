@@ -15,7 +15,8 @@
 namespace cpupower::exporter {
 
 // The most bytes one ACPI channel adds to a body: its cpu_power_acpi_watts sample, its
-// per-sensor self metrics and a socket_up sample, with every value at its widest.
+// counters, its per-sensor self metrics and a socket_up sample, with every value at its
+// widest.
 // `label_text` and `self_label_text` as in sources::Sensor.
 std::size_t acpi_channel_bytes_bound(std::string_view label_text, std::string_view self_label_text);
 
@@ -28,10 +29,10 @@ inline constexpr std::size_t kMaxChannelBytes = 768 * 1024;
 // in the source's order, labelled with the sensor's label text.
 void render_family(std::string& out, const expo::Family& family, const sources::Snapshot& snapshot);
 
-// A counter source's energy family (RAPL): HELP and TYPE always, then one sample per power
-// sensor holding an energy value (ChannelReading::energy_j), labelled as in render_family.
-void render_energy_family(std::string& out, const expo::Family& family,
-                          const sources::Snapshot& snapshot);
+// A source's counters (energy, covered and bridged seconds), each family's HELP and TYPE
+// always, then one sample per power sensor holding the value, labelled as in render_family.
+void render_counter_families(std::string& out, const expo::CounterFamilies& families,
+                             const sources::Snapshot& snapshot);
 
 // One sensor row of the self metrics: its escaped label text and its reading.
 struct SelfRow {

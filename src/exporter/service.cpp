@@ -30,7 +30,7 @@ std::string Service::render_metrics() {
     if (!snap.available) continue;
     stats.modules.insert(stats.modules.end(), snap.modules.begin(), snap.modules.end());
     render_family(out, source->family(), snap);
-    if (const auto* energy = source->energy_family()) render_energy_family(out, *energy, snap);
+    render_counter_families(out, source->counters(), snap);
     const auto& sensors = *snap.sensors;
     for (std::size_t i = 0; i < sensors.size() && i < snap.readings.size(); ++i) {
       if (!sensors[i].power) continue;

@@ -42,6 +42,7 @@ class AcpiReader final : public Source {
   static constexpr std::string_view kMode = "acpi";
   std::string_view mode() const override { return kMode; }
   const expo::Family& family() const override { return expo::kAcpiWatts; }
+  expo::CounterFamilies counters() const override { return expo::kAcpiCounters; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;

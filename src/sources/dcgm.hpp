@@ -47,6 +47,7 @@ class DcgmReader final : public Source {
   static constexpr std::string_view kMode = "dcgm";
   std::string_view mode() const override { return kMode; }
   const expo::Family& family() const override { return expo::kDcgmWatts; }
+  expo::CounterFamilies counters() const override { return expo::kDcgmCounters; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;

@@ -13,6 +13,7 @@
 #include "common/log.hpp"
 #include "common/text.hpp"
 #include "expo/writer.hpp"
+#include "sources/energy_counter.hpp"
 #include "sources/nvidia_abi.hpp"
 
 namespace cpupower::sources {
@@ -61,6 +62,7 @@ struct SocketState {
   bool ever = false;
   bool disagree_logged = false;
   bool stale_logged = false;
+  EnergyCounter energy;  // agreeing readings only: a withheld one is never integrated
 };
 
 }  // namespace
@@ -226,6 +228,12 @@ class Poller {
           std::chrono::duration<double>(Clock::now() - st.read_at).count();
       st.read_duration_s = std::chrono::duration<double>(t1 - t0).count();
       st.ever = true;
+      if (st.watts) {
+        const auto centre = st.read_at - std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(kModuleAverageS / 2));
+        st.energy.add(*st.watts, centre, kModuleAverageS,
+                      std::chrono::duration<double>(o.max_age).count());
+      }
       if (!st.watts && !st.disagree_logged) {
         st.disagree_logged = true;
         log->warn(
@@ -335,6 +343,9 @@ Snapshot NvmlModuleReader::snapshot(SteadyTime now) const {
     // earlier than the read.
     r.average_interval_s = kModuleAverageS;
     r.centre_offset_s = kModuleAverageS / 2;
+    r.energy_j = st.energy.joules;
+    r.covered_s = st.energy.covered_s;
+    r.bridged_s = st.energy.bridged_s;
     out.readings.push_back(r);
   }
   out.sensors = std::move(sensors);

@@ -48,6 +48,7 @@ class NvmlModuleReader final : public Source {
 
   std::string_view mode() const override { return "nvml"; }
   const expo::Family& family() const override { return expo::kNvmlWatts; }
+  expo::CounterFamilies counters() const override { return expo::kNvmlCounters; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   // One row per socket with a fresh, agreeing reading, ascending; labels type="module",

@@ -339,7 +339,8 @@ Snapshot RaplReader::snapshot(SteadyTime now) const {
     std::lock_guard lock(live_->mutex);
     for (std::size_t i = 0; i < readings.size() && i < live_->zones.size(); ++i) {
       readings[i].average_interval_s = live_->zones[i].window_s;
-      if (readings[i].watts) readings[i].energy_j = live_->zones[i].energy_j;
+      // The hardware counter's energy, in place of the table's trapezoid of its differences.
+      readings[i].energy_j = live_->zones[i].energy_j;
     }
   }
   return {sensors_, std::move(readings), true, {}};

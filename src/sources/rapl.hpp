@@ -112,11 +112,11 @@ class RaplReader final : public Source {
   static constexpr std::string_view kMode = "rapl";
   std::string_view mode() const override { return kMode; }
   const expo::Family& family() const override { return expo::kRaplWatts; }
-  const expo::Family* energy_family() const override { return &expo::kRaplJoules; }
+  expo::CounterFamilies counters() const override { return expo::kRaplCounters; }
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
-  // Each fresh reading carries its zone's energy since the first read (energy_j) and the
-  // interval its power averaged (average_interval_s: the time between its two reads).
+  // Each zone carries its energy since the first read (energy_j, the hardware counter's) and
+  // the interval its power averaged (average_interval_s: the time between its two reads).
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
 
   const std::vector<RaplZone>& zones() const { return *zones_; }

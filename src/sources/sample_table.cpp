@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "common/log.hpp"
+#include "sources/energy_counter.hpp"
 
 namespace cpupower::sources {
 
@@ -23,6 +24,7 @@ struct Row {
   std::uint64_t read_errors_total = 0;
   std::string last_problem;
   bool stale_logged = false;
+  EnergyCounter energy;
 };
 }  // namespace
 
@@ -138,6 +140,10 @@ void SampleTable::record(std::size_t i, std::optional<double> watts, SteadyTime 
     // different wall time every time, and a sink could not tell it was not new.
     r.read_at_unix = unix_now() - seconds(Clock::now() - r.read_at);
     r.centre_offset_s = window_s && *window_s > 0 ? *window_s / 2 : 0.0;
+    r.energy.add(*watts,
+                 r.read_at - std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(r.centre_offset_s)),
+                 window_s, seconds(state_->max_age));
   } else {
     r.read_errors_total++;
   }
@@ -159,6 +165,9 @@ std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
     o.read_errors_total = r.read_errors_total;
     o.read_duration_s = r.read_duration_s;
     o.stale = state_->is_stale(r, now);
+    o.energy_j = r.energy.joules;
+    o.covered_s = r.energy.covered_s;
+    o.bridged_s = r.energy.bridged_s;
     if (r.watts) {
       o.age_s = std::max(0.0, seconds(now - r.read_at));
       o.read_at_unix = r.read_at_unix;

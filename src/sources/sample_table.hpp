@@ -31,9 +31,13 @@ struct ChannelReading {
   // the window it averaged, 0 for an instantaneous or unknown one. age_s + centre_offset_s
   // is the age of the measurement's centre, which the exporter publishes as sample age.
   double centre_offset_s = 0.0;
-  // A counter source's energy (RAPL): joules counted since the source's first read of the
-  // sensor, unwrapped. Set by the source, and only while `watts` is fresh.
+  // The channel's energy counters since the source started (sources/energy_counter.hpp):
+  // joules integrated from its good readings (a counter source, RAPL, puts its hardware
+  // counter's here), the seconds their averaging covered and the seconds bridged between
+  // them. Present for every power channel from the start, stale or not.
   std::optional<double> energy_j;
+  std::optional<double> covered_s;
+  std::optional<double> bridged_s;
   std::uint64_t reads_total = 0;
   std::uint64_t read_errors_total = 0;  // reads that gave no value
   bool stale = false;                   // withheld: the last good value is too old, or none yet

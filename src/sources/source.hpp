@@ -62,9 +62,9 @@ class Source {
   virtual std::string_view mode() const = 0;
   // The exposition family its readings are served in (expo/families.hpp).
   virtual const expo::Family& family() const = 0;
-  // The counter family its energy readings (ChannelReading::energy_j) are served in, for a
-  // source whose hardware integrates (RAPL); null for the others.
-  virtual const expo::Family* energy_family() const { return nullptr; }
+  // The counter families its energy readings (ChannelReading::energy_j, covered_s,
+  // bridged_s) are served in, with the labels of family()'s samples.
+  virtual expo::CounterFamilies counters() const = 0;
   virtual void start() = 0;
   // Stops every thread; waits up to `grace`, then leaves threads still blocked in a read
   // behind (they own their state and exit when the read returns).

@@ -47,6 +47,9 @@ class StandInSource : public sources::Source {
   }
   std::string_view mode() const override { return "acpi"; }
   const cpupower::expo::Family& family() const override { return cpupower::expo::kAcpiWatts; }
+  cpupower::expo::CounterFamilies counters() const override {
+    return cpupower::expo::kAcpiCounters;
+  }
   void start() override {}
   void stop(std::chrono::milliseconds) override {}
   sources::Snapshot snapshot(sources::SteadyTime) const override {

@@ -24,6 +24,36 @@ promtool check metrics <<<"$body" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/pro
 [ ! -s "$WORK/promtool.out" ] || { cat "$WORK/promtool.out"; fail "promtool reported problems"; }
 ok "promtool check metrics: no problems"
 
+# The reference's parser (prometheus_client's text parser, then the samples named
+# cpu_power_acpi_watts) reads the body with the energy counters as before.
+printf '%s\n' "$body" >"$WORK/body.txt"
+/usr/bin/python3 - "$WORK/body.txt" <<'PYEOF' || fail "the reference's parser on a body with counters"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+samples = [s for f in text_string_to_metric_families(open(sys.argv[1]).read()) for s in f.samples]
+watts = [s for s in samples if s.name == "cpu_power_acpi_watts"]
+assert len(watts) == 6, watts
+joules = {s.labels["sensor"]: s for s in samples if s.name == "cpu_power_acpi_joules_total"}
+assert sorted(joules) == sorted(s.labels["sensor"] for s in watts), joules
+assert all(j.labels == w.labels for w in watts for j in [joules[w.labels["sensor"]]]), joules
+PYEOF
+# Between two scrapes the socket's energy counter grows by its constant power times the time
+# its counters integrated (covered + bridged), and no counter goes down.
+counters() {  # counters BODY: joules covered+bridged of socket 0's total
+  awk '/^cpu_power_acpi_(joules|covered_seconds|bridged_seconds)_total\{sensor="hwmon2\/power1"/ {
+    if ($1 ~ /joules/) j = $NF; else s += $NF } END { printf "%s %s\n", j, s }' <<<"$1"
+}
+read -r j1 s1 <<<"$(counters "$body")"
+grown() { read -r j2 s2 <<<"$(counters "$(curl -sf "http://127.0.0.1:$PORT/metrics")")"; /usr/bin/python3 -c "import sys; sys.exit(0 if $s2 - $s1 >= 1.0 else 1)"; }
+wait_until 10 "a second of integrated time on socket 0" grown
+/usr/bin/python3 - "$j1" "$s1" "$j2" "$s2" <<'PYEOF' || fail "socket 0 energy counter: $j1 J / $s1 s, then $j2 J / $s2 s"
+import sys
+j1, s1, j2, s2 = map(float, sys.argv[1:])
+assert j2 >= j1 and s2 >= s1
+assert abs((j2 - j1) - 177.25 * (s2 - s1)) <= 1e-3 * 177.25 * (s2 - s1) + 1e-5, (j2 - j1, s2 - s1)
+PYEOF
+ok "energy counters: the reference's parser reads the body as before; socket 0 gained 177.25 W x $(awk "BEGIN{print $s2 - $s1}") s"
+
 # Routes, methods, headers.
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 [ "$(curl -sf "http://127.0.0.1:$PORT/health")" = "ok" ] || fail "/health body"
@@ -69,8 +99,8 @@ ok "gb200 legacy layout: 6 rails, aliases de-duplicated"
 start_sim uw "$WORK/uw" --profile platform-uw --model constant --no-noise
 start_exporter exp_uw --hwmon-root "$WORK/uw"
 body=$(curl -sf "http://127.0.0.1:$PORT/metrics")
-[ "$(grep -c 'type="dram"' <<<"$body")" = 2 ] || fail "platform-uw: no dram rails"
-[ "$(grep -c 'type="total"' <<<"$body")" = 2 ] || fail "platform-uw: no totals"
+[ "$(grep -c '^cpu_power_acpi_watts{.*type="dram"' <<<"$body")" = 2 ] || fail "platform-uw: no dram rails"
+[ "$(grep -c '^cpu_power_acpi_watts{.*type="total"' <<<"$body")" = 2 ] || fail "platform-uw: no totals"
 ok "platform-uw spellings classified"
 
 # --- a channel whose read never returns -------------------------------------------------
@@ -88,7 +118,7 @@ python3 -c "import sys; sys.exit(0 if $worst < 1.0 * $TIME_SCALE else 1)" ||
   fail "/health took ${worst}s with a hung channel$(scale_note)"
 wait_for_line "$WORK/exp_hang.log" 'WARN .*no ACPI reading yet; withholding the sensor sensor=hwmon11/power1' 5
 body=$(curl -sf --max-time 1 "http://127.0.0.1:$PORT/metrics")
-grep -q 'oem_info="Grace Power Socket 1"' <<<"$body" && fail "hung total still published"
+grep -q '^cpu_power_acpi_watts{.*oem_info="Grace Power Socket 1"' <<<"$body" && fail "hung total still published"
 grep -q 'oem_info="Grace Power Socket 0"' <<<"$body" || fail "healthy total missing"
 grep -qF 'cpu_power_exporter_stale{sensor="hwmon11/power1"} 1' <<<"$body" || fail "stale flag not set"
 ok "hung channel: /health worst ${worst}s, hung total withheld with a WARN, others served"
@@ -110,7 +140,7 @@ body=$(curl -sf --max-time 5 "http://127.0.0.1:$nport/metrics")
 grep -qF 'cpu_power_exporter_stale{sensor="hwmon12/power1"} 1' <<<"$body" ||
   fail "never-read rail not stale: $(grep -E 'exporter_stale|reads_total\{sensor="hwmon12' <<<"$body")"
 grep -qF 'cpu_power_exporter_reads_total{sensor="hwmon12/power1"} 0' <<<"$body" || fail "the hung rail completed a read"
-grep -q 'oem_info="CPU Power Socket 1"' <<<"$body" && fail "never-read rail published"
+grep -q '^cpu_power_acpi_watts{.*oem_info="CPU Power Socket 1"' <<<"$body" && fail "never-read rail published"
 grep -qF 'cpu_power_exporter_stale{sensor="hwmon2/power1"} 0' <<<"$body" || fail "live total stale"
 grep -q 'WARN .*withholding the sensor sensor=hwmon12' "$WORK/exp_never.log" && fail "WARN before --max-age-s"
 stop "$NEVER_PID"

@@ -48,6 +48,13 @@ cpu_power_dcgm_watts{socket="1",field_id="1130",source="dcgm"} 46.765000'
 [ "$(base_family "$body" cpu_power_dcgm_watts)" = "$want" ] || { echo "$body"; fail "DCGM body differs"; }
 grep -qF 'cpu_power_exporter_info{version="0.1.0",source="dcgm"} 1' <<<"$body" || fail "info gauge"
 grep -qF 'cpu_power_exporter_sample_age_seconds{sensor="dcgm/cpu0/1130",socket="0",field_id="1130",source="dcgm"}' <<<"$body" || fail "DCGM sample age"
+for counter in joules covered_seconds bridged_seconds; do
+  grep -qE "^cpu_power_dcgm_${counter}_total\{socket=\"0\",field_id=\"1130\",source=\"dcgm\"\} [0-9]+\.[0-9]{6}\$" <<<"$body" ||
+    { echo "$body"; fail "DCGM $counter counter"; }
+done
+# DCGM publishes no averaging interval: its integrated time is all bridged, none covered.
+grep -qxF 'cpu_power_dcgm_covered_seconds_total{socket="0",field_id="1130",source="dcgm"} 0.000000' <<<"$body" ||
+  fail "DCGM covered seconds without an averaging interval"
 promtool check metrics <<<"$body" >"$WORK/pt" 2>&1 && [ ! -s "$WORK/pt" ] || { cat "$WORK/pt"; fail "promtool"; }
 log="$WORK/dcgm.log"
 grep -qF 'WARN cpu_power_exporter: ACPI unusable; falling back to RAPL reason="no ACPI power_meter hwmon sensors found under' "$log" || fail "no ACPI step-down WARN"
@@ -153,7 +160,9 @@ nv=$(base_family "$body" cpu_power_nvml_watts | grep '^cpu_power_nvml_watts{')
 want='cpu_power_nvml_watts{type="module",socket="0",gpus="0,1",source="nvml"} 498.720000
 cpu_power_nvml_watts{type="module",socket="1",gpus="2,3",source="nvml"} 610.000000'
 [ "$nv" = "$want" ] || { echo "$body"; fail "NVML samples: $nv"; }
-[ "$(grep -n '^# HELP' <<<"$body" | head -2 | cut -d' ' -f3 | tr '\n' ' ')" = "cpu_power_acpi_watts cpu_power_nvml_watts " ] || fail "family order"
+[ "$(grep '^# HELP cpu_power_[a-z]*_watts ' <<<"$body" | cut -d' ' -f3 | tr '\n' ' ')" = "cpu_power_acpi_watts cpu_power_nvml_watts " ] || fail "family order"
+[ "$(grep '^# HELP cpu_power_nvml_' <<<"$body" | cut -d' ' -f3 | tr '\n' ' ')" = "cpu_power_nvml_watts cpu_power_nvml_joules_total cpu_power_nvml_covered_seconds_total cpu_power_nvml_bridged_seconds_total " ] || fail "NVML counters follow their family"
+grep -qE '^cpu_power_nvml_joules_total\{type="module",socket="0",gpus="0,1",source="nvml"\} [0-9]+\.[0-9]{6}$' <<<"$body" || fail "NVML joules counter"
 grep -qF 'WARN cpu_power_exporter::nvml: GPU has no known NUMA socket; module power skips it gpu=4 bus_id=0020:01:00.0' "$nlog" || fail "numa -1 WARN"
 promtool check metrics <<<"$body" >"$WORK/pt" 2>&1 && [ ! -s "$WORK/pt" ] || { cat "$WORK/pt"; fail "promtool"; }
 ok "NVML: mean per socket over GPUs 3.3 % apart, gpus label, numa_node -1 skipped with a WARN"

@@ -12,6 +12,7 @@
 #include "sim/sim_node.hpp"
 #include "sources/acpi_discovery.hpp"
 #include "sources/acpi_reader.hpp"
+#include "sources/energy_counter.hpp"
 #include "sources/ladder.hpp"
 #include "sources/reader_threads.hpp"
 #include "sources/sysfs_read.hpp"
@@ -222,6 +223,49 @@ TEST(SampleTable, NeverReadIsStaleFromTheStart) {
   // Too old is stale as before.
   EXPECT_TRUE(table.snapshot(t0 + 61s)[0].stale);
   table.stop();
+}
+
+TEST(EnergyCounter, IntegratesCoversAndBridgesBetweenGoodReadings) {
+  const SteadyTime t0{};
+  EnergyCounter c;
+  c.add(100.0, t0, 0.05, 5.0);  // the first reading measures no interval
+  EXPECT_EQ(c.joules, 0.0);
+  c.add(200.0, t0 + 100ms, 0.05, 5.0);  // 50 ms averaged of a 100 ms step
+  EXPECT_NEAR(c.joules, 15.0, 1e-9);    // (100 + 200) / 2 W x 0.1 s
+  EXPECT_NEAR(c.covered_s, 0.05, 1e-12);
+  EXPECT_NEAR(c.bridged_s, 0.05, 1e-12);
+  c.add(999.0, t0 + 100ms, 0.05, 5.0);  // the same instant again: no time, nothing added
+  EXPECT_NEAR(c.joules, 15.0, 1e-9);
+  c.add(200.0, t0 + 7100ms, 0.05, 5.0);  // 7 s without a reading: over the maximum age
+  EXPECT_NEAR(c.joules, 15.0, 1e-9);
+  EXPECT_NEAR(c.covered_s + c.bridged_s, 0.1, 1e-12);  // uncovered, not bridged
+  c.add(200.0, t0 + 8100ms, std::nullopt, 5.0);        // an unknown interval vouches for nothing
+  EXPECT_NEAR(c.joules, 215.0, 1e-9);
+  EXPECT_NEAR(c.covered_s, 0.075, 1e-12);  // the previous reading's later 25 ms only
+  EXPECT_NEAR(c.bridged_s, 1.025, 1e-12);
+  c.add(200.0, t0 + 8300ms, 0.1, 5.0);  // an unknown interval, then half of 100 ms
+  EXPECT_NEAR(c.covered_s, 0.125, 1e-12);
+  c.add(200.0, t0 + 8400ms, 1.0, 5.0);  // the intervals overlap: the whole 100 ms covered
+  EXPECT_NEAR(c.covered_s, 0.225, 1e-12);
+  EXPECT_NEAR(c.bridged_s, 1.175, 1e-12);
+}
+
+TEST(SampleTable, CountsEnergyFromTheCentreOfEachReadingAndKeepsItWhileStale) {
+  SampleTable table({"a", "b"}, 2s, "sample_table_test", "test reading");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = table.snapshot(t0);
+  ASSERT_EQ(r[0].energy_j, 0.0);  // every counter from the start, at zero
+  ASSERT_EQ(r[0].covered_s, 0.0);
+  ASSERT_EQ(r[0].bridged_s, 0.0);
+  // 1 s averages read every second: fully covered, 50 W for 3 s.
+  for (int i = 0; i < 4; ++i) table.record(0, 50.0, t0 + i * 1s, t0 + i * 1s, {}, 1.0);
+  table.record(0, std::nullopt, t0 + 4s, t0 + 4s, "failed read");  // no value, no energy
+  r = table.snapshot(t0 + 10s);
+  EXPECT_TRUE(r[0].stale);
+  EXPECT_NEAR(*r[0].energy_j, 150.0, 1e-6);
+  EXPECT_NEAR(*r[0].covered_s, 3.0, 1e-6);
+  EXPECT_NEAR(*r[0].bridged_s, 0.0, 1e-6);
+  EXPECT_EQ(r[1].energy_j, 0.0);
 }
 
 // True while some thread is blocked opening `fifo` for reading.
@@ -507,6 +551,7 @@ class FakeSource final : public Source {
   }
   std::string_view mode() const override { return "fake"; }
   const expo::Family& family() const override { return expo::kAcpiWatts; }
+  expo::CounterFamilies counters() const override { return expo::kAcpiCounters; }
   void start() override {}
   void stop(std::chrono::milliseconds) override {}
   Snapshot snapshot(SteadyTime) const override {

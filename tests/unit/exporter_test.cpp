@@ -72,6 +72,30 @@ TEST(ExporterRender, AcpiFamilyExactlyAsTheReference) {
             "oem_info=\"Odd \\\"rail\\\"\",source=\"acpi\"} 1.000000\n");
 }
 
+TEST(ExporterRender, CountersCarryTheWattsLabelsAndStayWhileTheValueIsWithheld) {
+  TestTree t;
+  t.meter("hwmon0", "Grace Power Socket 0", "150000000", "power1");
+  const auto d = sources::discover_acpi(t.root());
+  std::vector<sources::ChannelReading> readings(1);
+  readings[0].energy_j = 1234.5;  // stale: no watts, the counters still served
+  readings[0].covered_s = 10.0;
+  readings[0].bridged_s = 0.25;
+  std::string out;
+  const auto snap = acpi_snapshot(d.channels, readings);
+  render_family(out, expo::kAcpiWatts, snap);
+  render_counter_families(out, expo::kAcpiCounters, snap);
+  const std::string labels =
+      "{sensor=\"hwmon0/power1\",type=\"total\",socket=\"0\",oem_info=\"Grace Power Socket "
+      "0\",source=\"acpi\"} ";
+  EXPECT_EQ(out.find("cpu_power_acpi_watts{"), std::string::npos) << out;
+  for (const auto& [name, value] : {std::pair{"cpu_power_acpi_joules_total", "1234.500000"},
+                                    {"cpu_power_acpi_covered_seconds_total", "10.000000"},
+                                    {"cpu_power_acpi_bridged_seconds_total", "0.250000"}}) {
+    EXPECT_NE(out.find(std::string("# TYPE ") + name + " counter\n"), std::string::npos) << out;
+    EXPECT_NE(out.find(name + labels + value + "\n"), std::string::npos) << name << "\n" << out;
+  }
+}
+
 TEST(ExporterRender, HeaderOnlyWithoutReadings) {
   std::string out;
   render_family(out, expo::kAcpiWatts, acpi_snapshot({}, {}));

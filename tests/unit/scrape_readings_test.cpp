@@ -85,6 +85,24 @@ TEST(ScrapeReadings, AcpiModePivotsOneSocketRowWithComponentRails) {
   EXPECT_EQ(r.rows[0], want);
 }
 
+TEST(ScrapeReadings, EnergyCountersBesideEveryFamilyChangeNoReading) {
+  std::string with = acpi_body() + dcgm_body() + nvml_body();
+  for (const char* source : {"acpi", "dcgm", "nvml"}) {
+    for (const char* counter : {"joules", "covered_seconds", "bridged_seconds"}) {
+      with += std::string("# TYPE cpu_power_") + source + "_" + counter + "_total counter\n";
+      with += std::string("cpu_power_") + source + "_" + counter +
+              "_total{sensor=\"a/2\",type=\"total\",socket=\"0\",oem_info=\"Grace Power Socket "
+              "0\",field_id=\"1130\",gpus=\"0,1\",source=\"" +
+              source + "\"} 123456.789000\n";
+    }
+  }
+  const auto plain = readings_from_body(acpi_body() + dcgm_body() + nvml_body());
+  const auto r = readings_from_body(with);
+  EXPECT_EQ(r.mode, plain.mode);
+  ASSERT_EQ(r.rows.size(), plain.rows.size());
+  for (std::size_t i = 0; i < r.rows.size(); ++i) EXPECT_EQ(r.rows[i], plain.rows[i]);
+}
+
 TEST(ScrapeReadings, AcpiModeNormalizesSensorNamesFromOemLabels) {
   // No type, no socket: everything comes from the OEM label; the sensor name is canonical.
   const auto r = readings_from_body(
