@@ -251,13 +251,16 @@ prom_engine_sum() { m "$PROM" 'prometheus_engine_query_duration_seconds_sum\{.*\
 vm_sel_sum() { m "$VM" 'vmselect_request_duration_seconds_sum'; }
 vm_sel_count() { m "$VM" 'vmselect_request_duration_seconds_count'; }
 
+# VictoriaMetrics' /metrics lags its requests by up to a second: each reading waits 2 s.
 p_http0=$(prom_http_sum); p_n0=$(prom_http_count); p_eng0=$(prom_engine_sum)
 report prom "$PROM"
 prom_report_s=$REPORT_S
+sleep 2
 p_http1=$(prom_http_sum); p_n1=$(prom_http_count); p_eng1=$(prom_engine_sum)
 v_sum0=$(vm_sel_sum); v_n0=$(vm_sel_count)
 report vm "$VM"
 vm_report_s=$REPORT_S
+sleep 2
 v_sum1=$(vm_sel_sum); v_n1=$(vm_sel_count)
 
 # Energy per target against the simulated power x window; the two stores against each other.
