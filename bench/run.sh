@@ -40,3 +40,6 @@ bash "$here/rapl_bench.sh" "$BIN" 20 1
 echo
 echo "## Telemetry overhead: a CPU-bound stand-in on every core, ours and the Python fallback"
 bash "$here/overhead.sh" "$BIN" 8 10 60 "$(mktemp -d /tmp/cpu-power-overhead-out.XXXXXX)"
+echo
+echo "## Store: one Prometheus scraping 200 targets at 15 s, remote write to VictoriaMetrics, report --prometheus over 60 s (1 h: WINDOW_S=3600)"
+bash "$here/store_scale.sh" "$BIN" 60

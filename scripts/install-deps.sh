@@ -30,6 +30,11 @@ packages=(
   # the Debian package (make deb, tests/install/test_deb.sh): man pages, dpkg-shlibdeps,
   # lintian, man -l, systemd-analyze
   help2man lintian dpkg-dev man-db systemd file
+  # the sharded store's test and benchmark (tests/integration/test_store_sharded.sh,
+  # bench/store_scale.sh): Debian 12 has 1.79.5, binary `victoria-metrics`. The package
+  # enables a victoria-metrics.service on :8428 (as prometheus does on :9090) where systemd
+  # runs; the tests start their own on free loopback ports and need no service.
+  victoria-metrics
 )
 
 # The arm64 cross build: Debian's cross compiler, qemu-user, and the arm64 libraries beside

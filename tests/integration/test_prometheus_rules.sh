@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# deploy/prometheus: the recording rules and alerts pass `promtool check rules` and their unit
-# tests (`promtool test rules`, deploy/prometheus/tests/), the example configuration passes
-# `promtool check config`, and every metric family the rules name is one a real exporter
-# serves: an exporter reading a simulated GB200 node, with module power from the stand-in
-# NVML library, so that the rules cannot drift from the exporter's exposition.
+# deploy/prometheus: the recording rules (recording.yml, energy.yml) and alerts pass
+# `promtool check rules` and their unit tests (`promtool test rules`, deploy/prometheus/tests/),
+# the example configuration passes `promtool check config`, and every metric family the rules
+# name is one a real exporter serves: an exporter reading a simulated GB200 node, with module
+# power from the stand-in NVML library, so that the rules cannot drift from the exporter's
+# exposition (energy.yml's counters included: cpu_power_acpi_joules_total and its covered and
+# bridged seconds).
 source "$(dirname "$0")/lib.sh"
 : "${STANDINS:?STANDINS must point at the stand-in libraries}"
 command -v promtool >/dev/null || fail "promtool is not installed (scripts/install-deps.sh)"
 DEPLOY="$(cd "$(dirname "$0")/../../deploy/prometheus" && pwd)"
 
-promtool check rules "$DEPLOY/recording.yml" "$DEPLOY/alerts.yml" >"$WORK/check.log" 2>&1 ||
+promtool check rules "$DEPLOY/recording.yml" "$DEPLOY/alerts.yml" "$DEPLOY/energy.yml" >"$WORK/check.log" 2>&1 ||
   { cat "$WORK/check.log"; fail "promtool check rules"; }
 ok "promtool check rules: $(grep -o 'SUCCESS: [0-9]* rules found' "$WORK/check.log" | tr '\n' ' ')"
 promtool check config "$DEPLOY/prometheus.yml" >"$WORK/config.log" 2>&1 ||
@@ -42,7 +44,7 @@ grep -v '^#' "$WORK/metrics" | sed 's/[{ ].*//' | sort -u >"$WORK/served"
 
 # Every metric name in a rule expression: identifiers before a '{', '[' or ')' and bare ones,
 # minus PromQL's functions, keywords and the rules' own recorded names (with ':').
-python3 - "$DEPLOY/recording.yml" "$DEPLOY/alerts.yml" >"$WORK/used" <<'PY'
+python3 - "$DEPLOY/recording.yml" "$DEPLOY/alerts.yml" "$DEPLOY/energy.yml" >"$WORK/used" <<'PY'
 import re, sys, yaml
 words = set()
 for path in sys.argv[1:]:
@@ -56,7 +58,7 @@ for path in sys.argv[1:]:
                     continue
                 words.add(w)
 functions = {"sum", "max", "min", "avg", "count", "avg_over_time", "max_over_time",
-             "count_over_time", "and", "or", "unless", "up"}
+             "count_over_time", "increase", "rate", "and", "or", "unless", "up"}
 for w in sorted(words - functions):
     print(w)
 PY
@@ -67,7 +69,7 @@ ok "every family the rules use is served by the exporter: $(tr '\n' ' ' <"$WORK/
 
 # The rules' label names too: each one a rule selects or groups by is a label of the served
 # families (or a target label Prometheus adds).
-python3 - "$WORK/metrics" "$DEPLOY/recording.yml" "$DEPLOY/alerts.yml" <<'PY' || fail "label names"
+python3 - "$WORK/metrics" "$DEPLOY/recording.yml" "$DEPLOY/alerts.yml" "$DEPLOY/energy.yml" <<'PY' || fail "label names"
 import re, sys, yaml
 served = set(re.findall(r'[{,]([a-z_]+)="', open(sys.argv[1]).read()))
 target = {"instance", "job", "node", "job_id", "run_name"}
