@@ -44,8 +44,9 @@ struct Selectors {
 };
 
 // `--match`'s matchers for both; or, from the run's nodes, `node=~"n1|n2"` for the exporter
-// (the run's discovery file gives each target its node label) and `Hostname=~"(n1|n2)(\..+)?"`
-// for dcgm-exporter (which names its host itself, possibly in full).
+// (the run's discovery file gives each target its node label) and
+// `Hostname=~"(n1|n2)(\\..+)?"` for dcgm-exporter (which names its host itself, possibly in
+// full).
 Selectors selectors_for(const std::optional<std::vector<Matcher>>& match,
                         const std::vector<std::string>& nodes);
 

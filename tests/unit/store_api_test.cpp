@@ -85,9 +85,8 @@ TEST(StoreApi, WhatIsNotAPrometheusAnswer) {
       << auth.error;
   EXPECT_EQ(answer(200, R"({"data":{}})").failure, Failure::store);
   EXPECT_EQ(answer(200, "").failure, Failure::store);
-  const auto malformed = answer(
-      200,
-      R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1]]}]}})");
+  const auto malformed = answer(200, R"({"status":"success","data":{"resultType":"matrix",)"
+                                     R"("result":[{"metric":{},"values":[[1]]}]}})");
   EXPECT_EQ(malformed.failure, Failure::store);
   EXPECT_TRUE(contains(malformed.error, "a malformed matrix")) << malformed.error;
   // A long body is cut in the message.
