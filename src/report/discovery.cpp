@@ -198,8 +198,11 @@ std::string python_path_str(const std::string& path) {
   return out.empty() ? "." : out;
 }
 
-Discovery discover_run(const std::string& log_dir,
-                       const std::optional<std::string>& cpu_samples_override) {
+namespace {
+
+// discover_run, and with `samples` false discover_windows.
+Discovery discover(const std::string& log_dir, const std::optional<std::string>& cpu_override,
+                   bool samples) {
   RunInputs run;
   run.log_dir = python_path_str(log_dir);
   run.benchmark_out = join(run.log_dir, {"benchmark.out"});
@@ -210,7 +213,8 @@ Discovery discover_run(const std::string& log_dir,
     return {std::nullopt, run.benchmark_out + ": " + not_a_file(run.benchmark_out)};
   }
   const Tree tree = walk(run.log_dir);
-  if (std::string e = choose_samples(tree, run.log_dir, cpu_samples_override, run); !e.empty()) {
+  if (std::string e = samples ? choose_samples(tree, run.log_dir, cpu_override, run) : "";
+      !e.empty()) {
     return {std::nullopt, e};
   }
   std::string missing = run.benchmark_out + ": not found";
@@ -234,6 +238,17 @@ Discovery discover_run(const std::string& log_dir,
     run.sources.push_back({SourceKind::session, session, 0});
   }
   return {run, ""};
+}
+
+}  // namespace
+
+Discovery discover_run(const std::string& log_dir,
+                       const std::optional<std::string>& cpu_samples_override) {
+  return discover(log_dir, cpu_samples_override, true);
+}
+
+Discovery discover_windows(const std::string& log_dir) {
+  return discover(log_dir, std::nullopt, false);
 }
 
 }  // namespace cpupower::report

@@ -37,6 +37,11 @@ struct Discovery {
 Discovery discover_run(const std::string& log_dir,
                        const std::optional<std::string>& cpu_samples_override);
 
+// The run's windows alone, for a report whose energy comes from elsewhere (a metrics store,
+// store/): discover_run without looking for samples files, so a run without any still has
+// its windows.
+Discovery discover_windows(const std::string& log_dir);
+
 // A regular file (or a link to one); false on any error rather than an exception.
 bool is_file(const std::filesystem::path& p);
 

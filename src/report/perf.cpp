@@ -26,6 +26,14 @@ void coverage(WindowReport& r) {
 }  // namespace
 
 void derive_figures(const RunData& run, WindowReport& r) {
+  long long num_gpus = 0;
+  if (run.gpu) {
+    for (const auto& d : run.gpu->devices) num_gpus += d.power.size() > 0 ? 1 : 0;
+  }
+  derive_figures(num_gpus, r);
+}
+
+void derive_figures(long long num_gpus, WindowReport& r) {
   const double cpu = r.cpu_total_joules.get<double>();
   const double gpu = r.gpu_total_joules.get<double>();
   r.combined_total_joules = cpu + gpu;
@@ -46,9 +54,7 @@ void derive_figures(const RunData& run, WindowReport& r) {
     if (has_cpu) p.cpu_w = cpu / D;
     if (has_gpu && has_cpu) p.combined_w = C / D;
   }
-  if (run.gpu) {
-    for (const auto& d : run.gpu->devices) p.num_gpus += d.power.size() > 0 ? 1 : 0;
-  }
+  p.num_gpus = num_gpus;
   if (p.num_gpus > 0 && p.output_tps) p.output_tps_per_gpu = *p.output_tps / p.num_gpus;
   p.o_gpu = ratio(p.output_tps, p.gpu_w);
   p.o_cpu = ratio(p.output_tps, p.cpu_w);

@@ -124,6 +124,13 @@ Json perf(const PerfPerWatt& p) {
           {"total_tokens_per_second_per_combined_watt", opt(p.t_comb)}};
 }
 
+// Where the energy came from, when not the run's samples files (a metrics store).
+void energy_source(const WindowReport& r, Json& j) {
+  if (!r.energy_source) return;
+  j["energy_source"] = r.energy_source->kind;
+  j["store_url"] = r.energy_source->url;
+}
+
 }  // namespace
 
 Json window_json(const WindowReport& r) {
@@ -134,6 +141,7 @@ Json window_json(const WindowReport& r) {
   if (!r.error.empty()) {
     j["error"] = r.error;
     j["edges"] = std::string(edges_name(r.edges));
+    energy_source(r, j);
     return j;
   }
   j["start_unix"] = w.start_json;
@@ -172,6 +180,7 @@ Json window_json(const WindowReport& r) {
   j["module_per_node"] = list(r.module_per_node, breakdown);
   for (const WindowFigure& f : kWindowFigures) j[std::string(f.key)] = opt(r.*f.value);
   j["uncertainty"] = uncertainty(r);
+  energy_source(r, j);
   return j;
 }
 

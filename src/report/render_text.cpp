@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "common/text.hpp"
 #include "report/numeric.hpp"
 #include "report/render.hpp"
@@ -183,6 +185,15 @@ std::string render_text(const std::vector<WindowReport>& reports, Edges edges) {
   out += edges == Edges::snap
              ? "edges: snap (each window edge moved to its nearest sample, as the reference does)\n"
              : "edges: interpolate (exact window, edge power interpolated between samples)\n";
+  // A metrics store's counters (store/): one source for every window of the report.
+  const auto source = std::find_if(reports.begin(), reports.end(), [](const WindowReport& r) {
+    return r.energy_source.has_value();
+  });
+  if (source != reports.end()) {
+    out += "energy: " + shown(source->energy_source->kind) + " " +
+           shown(source->energy_source->url) +
+           " (the exporters' energy counters, interpolated at each window edge)\n";
+  }
   return out;
 }
 

@@ -18,7 +18,7 @@
 namespace cpupower::report {
 namespace {
 
-Window load_window(const WindowSource& s, const std::string& benchmark_out) {
+Window load_one_window(const WindowSource& s, const std::string& benchmark_out) {
   switch (s.kind) {
     case SourceKind::sa_bench:
       return load_sa_bench_window(s.path, s.concurrency);
@@ -221,6 +221,12 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
 
 }  // namespace
 
+std::vector<Window> load_windows(const RunInputs& run) {
+  std::vector<Window> windows;
+  for (const auto& s : run.sources) windows.push_back(load_one_window(s, run.benchmark_out));
+  return windows;
+}
+
 bool ReportRun::any_window_failed() const {
   return std::any_of(windows.begin(), windows.end(),
                      [](const WindowReport& w) { return !w.error.empty(); });
@@ -233,9 +239,7 @@ ReportRun build_reports(const std::string& log_dir, const ReportOptions& options
     run.error = found.error;
     return run;
   }
-  std::vector<Window> windows;
-  for (const auto& s : found.run->sources)
-    windows.push_back(load_window(s, found.run->benchmark_out));
+  const std::vector<Window> windows = load_windows(*found.run);
   std::vector<std::string> run_warnings;
   run.error = load_legs(*found.run, options, run.data, &run_warnings);
   if (!run.error.empty()) return run;

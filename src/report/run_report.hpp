@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "report/discovery.hpp"
 #include "report/integrate.hpp"
 #include "report/window_report.hpp"
 
@@ -27,6 +28,10 @@ struct ReportRun {
 };
 
 ReportRun build_reports(const std::string& log_dir, const ReportOptions& options);
+
+// The windows of a discovered run, one per source, in its order (a window that cannot be
+// derived carries its error).
+std::vector<Window> load_windows(const RunInputs& run);
 
 // What `cpu-power run` calls after the benchmark: writes power_energy_report.json, .txt and
 // .svg into the log directory, then power_report.html (best effort: the others are written

@@ -251,9 +251,7 @@ void boundary_warnings(const CpuData& cpu, WindowReport& r) {
 // leading warnings stay as existing consumers read them.
 void our_warnings(const RunData& run, WindowReport& r) {
   if (run.cpu) {
-    std::string dcgm;
     for (const auto& s : run.cpu->sockets) {
-      if (s.dcgm) dcgm += (dcgm.empty() ? "" : ", ") + s.label();
       if (s.sources.size() > 1) {
         std::string list;
         for (const auto& src : s.sources) list += (list.empty() ? "" : " -> ") + src;
@@ -263,13 +261,7 @@ void our_warnings(const RunData& run, WindowReport& r) {
             s.label(), list));
       }
     }
-    if (!dcgm.empty()) {
-      r.warnings.push_back(
-          "CPU rail only: " + dcgm +
-          " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
-          "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
-    }
-    boundary_warnings(*run.cpu, r);
+    cpu_scope_warnings(*run.cpu, r);
     for (const auto& host : run.cpu->hosts) {
       // Nodes are sorted by host.
       if (std::ranges::binary_search(run.cpu->nodes, host, {}, &CpuNode::host)) continue;
@@ -368,8 +360,41 @@ TotalError total_error(const std::vector<Breakdown>& rows) {
   return out;
 }
 
-// The totals' error bars, and a warning where a leg's averaging interval is unknown (its
-// rows then have no coverage, and their uncertainty takes the samples as instantaneous).
+// A warning where a leg's averaging interval is unknown (its rows then have no coverage, and
+// their uncertainty takes the samples as instantaneous).
+void unknown_averaging_warnings(WindowReport& r) {
+  const std::pair<const char*, const std::vector<Breakdown>*> legs[] = {{"CPU", &r.cpu_per_node},
+                                                                        {"GPU", &r.gpu_per_node}};
+  for (const auto& [leg, rows] : legs) {
+    std::string unknown;
+    for (const auto& row : *rows) {
+      if (!row.stats.coverage) unknown += (unknown.empty() ? "" : ", ") + row.label;
+    }
+    if (unknown.empty()) continue;
+    r.warnings.push_back(fmt::format(
+        "{} power: the run's files do not record the averaging interval of {} (an older "
+        "collector, a DCGM source, or the GPU leg); coverage is not stated, and the "
+        "uncertainty takes each sample as instantaneous",
+        leg, unknown));
+  }
+}
+
+}  // namespace
+
+void cpu_scope_warnings(const CpuData& cpu, WindowReport& r) {
+  std::string dcgm;
+  for (const auto& s : cpu.sockets) {
+    if (s.dcgm) dcgm += (dcgm.empty() ? "" : ", ") + s.label();
+  }
+  if (!dcgm.empty()) {
+    r.warnings.push_back(
+        "CPU rail only: " + dcgm +
+        " report DCGM field 1130 (the CPU rail, about half the Grace socket envelope); do not "
+        "compare these CPU joules, J/token or perf/W with ACPI-sourced runs");
+  }
+  boundary_warnings(cpu, r);
+}
+
 void total_error_bars(WindowReport& r) {
   r.cpu_total_error = total_error(r.cpu_per_node);
   r.gpu_total_error = total_error(r.gpu_per_node);
@@ -392,23 +417,7 @@ void total_error_bars(WindowReport& r) {
   const auto& I = r.window.input_tokens;
   if (r.joules_per_output_token) r.joules_per_output_token_uncertainty = u / *O;
   if (r.joules_per_total_token) r.joules_per_total_token_uncertainty = u / (*O + *I);
-  const std::pair<const char*, const std::vector<Breakdown>*> legs[] = {{"CPU", &r.cpu_per_node},
-                                                                        {"GPU", &r.gpu_per_node}};
-  for (const auto& [leg, rows] : legs) {
-    std::string unknown;
-    for (const auto& row : *rows) {
-      if (!row.stats.coverage) unknown += (unknown.empty() ? "" : ", ") + row.label;
-    }
-    if (unknown.empty()) continue;
-    r.warnings.push_back(fmt::format(
-        "{} power: the run's files do not record the averaging interval of {} (an older "
-        "collector, a DCGM source, or the GPU leg); coverage is not stated, and the "
-        "uncertainty takes each sample as instantaneous",
-        leg, unknown));
-  }
 }
-
-}  // namespace
 
 Series ModuleNode::samples(double lo, double hi, std::size_t limit) const {
   // Walk the sockets' sorted times together; keep the instants every socket has a value for.
@@ -505,6 +514,7 @@ WindowReport build_window_report(const Window& window, const RunData& run, Edges
   our_warnings(run, r);
   expectation_warnings(run, r);
   total_error_bars(r);
+  unknown_averaging_warnings(r);
   r.warnings.insert(r.warnings.end(), window.warnings.begin(), window.warnings.end());
   return r;
 }

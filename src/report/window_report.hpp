@@ -93,6 +93,13 @@ struct TotalError {
   std::optional<double> coverage;
 };
 
+// Where a window's energy comes from when it is not the run's samples files: a metrics
+// store's counters (store/), said in the JSON (`energy_source`, `store_url`) and the text.
+struct EnergySource {
+  std::string kind;  // "prometheus"
+  std::string url;   // the store's base URL, never with credentials
+};
+
 struct WindowReport {
   Window window;
   Edges edges = Edges::interpolate;
@@ -119,6 +126,7 @@ struct WindowReport {
   // combined_total_error over the tokens, beside joules_per_output_token and _total_token;
   // perf/W carries combined_total_error's share (the token counts are exact).
   std::optional<double> joules_per_output_token_uncertainty, joules_per_total_token_uncertainty;
+  std::optional<EnergySource> energy_source;  // unset: the run's samples files
 };
 
 WindowReport build_window_report(const Window& window, const RunData& run, Edges edges);
@@ -128,7 +136,19 @@ void summarize_utilization(const RunData& run, WindowReport& r,
                            std::vector<std::string>* cpu_warnings,
                            std::vector<std::string>* gpu_warnings);
 
-// perf/W, J/token and coverage from the totals (perf.cpp).
+// perf/W, J/token and coverage from the totals (perf.cpp): the GPUs counted are the run's
+// devices with samples, or `num_gpus` where the window's rows come from elsewhere.
 void derive_figures(const RunData& run, WindowReport& r);
+void derive_figures(long long num_gpus, WindowReport& r);
+
+// The totals' error bars from their rows (cpu, gpu, combined, module) and the per-token
+// figures' uncertainties; needs derive_figures' J/token first.
+void total_error_bars(WindowReport& r);
+
+// What the CPU boundaries of the sockets mean for the figures: `CPU rail only` for DCGM
+// sockets, `CPU package boundary` for RAPL ones, and `CPU boundaries differ across nodes`
+// when the nodes measure more than one (docs/formats.md, JSON warnings). Only the sockets'
+// host, socket, dcgm and rapl are read.
+void cpu_scope_warnings(const CpuData& cpu, WindowReport& r);
 
 }  // namespace cpupower::report

@@ -32,6 +32,7 @@ Loaded load() {
   symbols.bind(a.easy_init, "curl_easy_init");
   symbols.bind(a.easy_setopt, "curl_easy_setopt");
   symbols.bind(a.easy_getinfo, "curl_easy_getinfo");
+  symbols.bind(a.easy_perform, "curl_easy_perform");
   symbols.bind(a.easy_cleanup, "curl_easy_cleanup");
   symbols.bind(a.easy_strerror, "curl_easy_strerror");
   symbols.bind(a.multi_init, "curl_multi_init");

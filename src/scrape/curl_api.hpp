@@ -17,6 +17,7 @@ struct CurlApi {
   CURL* (*easy_init)() = nullptr;
   CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
   CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
+  CURLcode (*easy_perform)(CURL*) = nullptr;  // one blocking transfer (store/prom_api)
   void (*easy_cleanup)(CURL*) = nullptr;
   const char* (*easy_strerror)(CURLcode) = nullptr;
   CURLM* (*multi_init)() = nullptr;
