@@ -1,5 +1,7 @@
 #include "store/queries.hpp"
 
+#include "expo/families.hpp"
+
 namespace cpupower::store {
 namespace {
 
@@ -12,19 +14,19 @@ struct FamilySpec {
 FamilySpec spec(Family f) {
   switch (f) {
     case Family::acpi_joules:
-      return {"cpu_power_acpi_joules_total", {{"type", "=~", "total|cpu_rail|soc|dram"}}};
+      return {expo::kAcpiJoules.name, {{"type", "=~", "total|cpu_rail|soc|dram"}}};
     case Family::acpi_covered:
-      return {"cpu_power_acpi_covered_seconds_total", {{"type", "=", "total"}}};
+      return {expo::kAcpiCovered.name, {{"type", "=", "total"}}};
     case Family::dcgm_joules:
-      return {"cpu_power_dcgm_joules_total", {{"field_id", "=", "1130"}}};
+      return {expo::kDcgmJoules.name, {{"field_id", "=", "1130"}}};
     case Family::rapl_joules:
-      return {"cpu_power_rapl_joules_total", {{"type", "=", "total"}}};
+      return {expo::kRaplJoules.name, {{"type", "=", "total"}}};
     case Family::rapl_covered:
-      return {"cpu_power_rapl_covered_seconds_total", {{"type", "=", "total"}}};
+      return {expo::kRaplCovered.name, {{"type", "=", "total"}}};
     case Family::nvml_joules:
-      return {"cpu_power_nvml_joules_total", {{"type", "=", "module"}}};
+      return {expo::kNvmlJoules.name, {{"type", "=", "module"}}};
     case Family::nvml_covered:
-      return {"cpu_power_nvml_covered_seconds_total", {{"type", "=", "module"}}};
+      return {expo::kNvmlCovered.name, {{"type", "=", "module"}}};
     case Family::exporter_self:
       return {"",
               {{"__name__", "=~",
