@@ -193,6 +193,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+if len(sys.argv) > 5:  # CERT KEY: serve https
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
 print("stub listening port=%d" % server.server_address[1], flush=True)
 server.serve_forever()
 EOF
@@ -236,4 +241,29 @@ grep -qF 'the store refused the credentials (HTTP 401' "$WORK/refused.err" || fa
 [ ! -s "$WORK/refused.txt" ] || fail "refused credentials still printed a report: $(cat "$WORK/refused.txt")"
 grep -q 's3cr3t\|wrong' "$WORK/refused.err" && fail "an error message holds a credential: $(cat "$WORK/refused.err")"
 ok "refused credentials: exit 1, nothing reported, the store's reason named, no secret printed"
+
+# An https store: trusted through --store-ca-file, refused without it.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj '/CN=stand-in CA' \
+  -keyout "$WORK/ca.key" -out "$WORK/ca.pem" >/dev/null 2>&1
+openssl req -newkey rsa:2048 -nodes -subj '/CN=127.0.0.1' -keyout "$WORK/tls.key" \
+  -out "$WORK/tls.csr" >/dev/null 2>&1
+printf 'subjectAltName=IP:127.0.0.1\n' >"$WORK/san.ext"
+openssl x509 -req -in "$WORK/tls.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial \
+  -days 2 -extfile "$WORK/san.ext" -out "$WORK/tls.pem" >/dev/null 2>&1
+spawn stub_tls $PY "$WORK/stub.py" 's3cr3t-token' 'alice:pa:ss' "$WORK/auth.log" "$WORK/tls.pem" "$WORK/tls.key"
+wait_for_line "$WORK/stub_tls.log" '^stub listening port=' 10
+TLS_STUB="https://127.0.0.1:$(sed -n 's/^stub listening port=//p' "$WORK/stub_tls.log")"
+rc=0
+"$BIN/cpu-power" report --prometheus "$TLS_STUB" --window 1700000000 1700000030 --match '{job="stub"}' \
+  --store-bearer-token-file "$WORK/token" --store-ca-file "$WORK/ca.pem" \
+  --json-out "$WORK/tls.json" >"$WORK/tls.txt" 2>"$WORK/tls.err" || rc=$?
+[ "$rc" = 0 ] || fail "https store with its CA exited $rc: $(cat "$WORK/tls.err")"
+check_stub "$WORK/tls.json" || fail "https store window: $(cat "$WORK/tls.json")"
+rc=0
+"$BIN/cpu-power" report --prometheus "$TLS_STUB" --window 1700000000 1700000030 --match '{job="stub"}' \
+  --store-bearer-token-file "$WORK/token" >"$WORK/untrusted.txt" 2>"$WORK/untrusted.err" || rc=$?
+[ "$rc" = 1 ] || fail "an untrusted https store exited $rc, want 1"
+grep -qi 'certificate' "$WORK/untrusted.err" || fail "untrusted store: $(cat "$WORK/untrusted.err")"
+[ ! -s "$WORK/untrusted.txt" ] || fail "an untrusted store still gave a report"
+ok "an https store: 4500 J through --store-ca-file; without it exit 1 naming the certificate"
 finish
