@@ -43,3 +43,6 @@ bash "$here/overhead.sh" "$BIN" 8 10 60 "$(mktemp -d /tmp/cpu-power-overhead-out
 echo
 echo "## Store: one Prometheus scraping 200 targets at 15 s, remote write to VictoriaMetrics, report --prometheus over 60 s (1 h: WINDOW_S=3600)"
 bash "$here/store_scale.sh" "$BIN" 60
+echo
+echo "## Store: window energy from the counters at 15 s and 60 s scrapes against the exact integral, beside the gauges and the 10 Hz CSV"
+/usr/bin/python3 "$here/store_fidelity.py" "$BIN"
