@@ -87,6 +87,10 @@ for r in rows:
         fail("row with the wrong cell count: %r" % r)
     by_host.setdefault(r["hostname"], []).append(r)
 
+def allowed_missed(node):
+    """Slots a loaded machine may miss for any node: 3, or a fifth of the run's slots."""
+    return max(3, (node["scrape_count"] + node["missed_slots"]) // 5)
+
 def scrapes(host):
     """{timestamp: [rows]} in file order."""
     out = {}
@@ -101,9 +105,10 @@ for spec in checks:
     if kind == "every_slot":  # healthy: a row per socket per slot, on cadence
         # A machine busy elsewhere may run a scrape late now and then (a slot missed, a gap
         # off the band); a collector held up by another node would miss tens of slots in a
-        # row (the slow node's 2 s timeout is 20 of them), so a few are allowed, not more.
+        # row (the slow node's 2 s timeout is 20 of them, and it times out all run long), so
+        # a few are allowed, a fifth at most, not more.
         min_scrapes = int(arg[0])
-        if node["error_count"] or node["missed_slots"] > 3:
+        if node["error_count"] or node["missed_slots"] > allowed_missed(node):
             fail("%s: errors=%d missed=%d" % (host, node["error_count"], node["missed_slots"]))
         if node["scrape_count"] + node["missed_slots"] < min_scrapes:
             fail("%s: %d scrapes + %d missed, want >= %d slots" % (host, node["scrape_count"], node["missed_slots"], min_scrapes))
@@ -127,12 +132,18 @@ for spec in checks:
         # The last gap may be the final scrape, right after the last slot.
         iv = int(os.environ["IV_MS"]) / 1000
         bad = [g for g in gaps[:-1] if not 0.5 * iv <= g <= 1.5 * iv]
-        if len(bad) > 6 or any(g > (2 + node["missed_slots"]) * iv for g in bad):
+        # Rows are dated by the sensors' read time and an unchanged reading is not written
+        # again, so a reader run late on a loaded machine leaves a gap of two or three
+        # intervals with no slot missed (CI saw 0.3 s once). Being held up by the slow
+        # nodes would leave gaps of their 2 s timeout: 8 intervals tells the two apart.
+        if len(bad) > max(6, len(gaps) // 10) or any(g > (8 + node["missed_slots"]) * iv for g in bad):
             fail("%s: gaps off the %d ms cadence: %r" % (host, iv * 1000, bad[:8]))
         if nodes[host]["resolved_mode"] != "acpi":
             fail("%s: mode %s" % (host, nodes[host]["resolved_mode"]))
     elif kind == "killed":  # rows until the kill, then errors
-        if len(got) < 5 or node["error_count"] < int(arg[0]) or node["missed_slots"]:
+        # A refused connection fails at once, so the node misses no slot of its own; the
+        # loop itself run late on a loaded machine misses a few for every node (as above).
+        if len(got) < 5 or node["error_count"] < int(arg[0]) or node["missed_slots"] > allowed_missed(node):
             fail("%s: %d row times, %d errors, %d missed" % (host, len(got), node["error_count"], node["missed_slots"]))
         if not (node["last_error"] or "").startswith("connect: "):
             fail("%s: last_error %r" % (host, node["last_error"]))
