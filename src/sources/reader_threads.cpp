@@ -1,7 +1,6 @@
 #include "sources/reader_threads.hpp"
 
 #include <condition_variable>
-#include <cstdint>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -76,13 +75,6 @@ struct ReaderPool::State {
   std::priority_queue<Due, std::vector<Due>, std::greater<>> queue;  // jobs not in a cycle
   // One entry per worker: when its current cycle started; nullopt between cycles.
   std::list<std::optional<PoolClock::time_point>> workers;
-  // The one idle worker waiting for the next job's time, and that time; the other idle
-  // workers wait to be woken, so a job falling due wakes one thread instead of every idle
-  // one. A worker that takes over (an earlier job came in) takes a new ticket, so that the
-  // one it replaced leaves the flag alone when its own wait ends.
-  bool timed_waiter = false;
-  PoolClock::time_point timed_until{};
-  std::uint64_t timed_ticket = 0;
 
   // Workers not blocked: between cycles, or in one for less than stuck_after. Locked.
   std::size_t free_workers(PoolClock::time_point now) const {
@@ -106,32 +98,19 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     }
     const auto [due, job] = st->queue.top();
     if (PoolClock::now() < due) {
-      if (st->timed_waiter && st->timed_until <= due) {
-        st->wake.wait(lock);  // another worker wakes for it
-        continue;
-      }
-      const auto ticket = ++st->timed_ticket;
-      st->timed_waiter = true;
-      st->timed_until = due;
       st->wake.wait_until(lock, due);
-      if (st->timed_ticket == ticket) st->timed_waiter = false;
       continue;
     }
     st->queue.pop();
-    // The next job's time needs a worker waiting for it while this one is in its cycle.
-    const bool hand_over = !st->queue.empty() && !st->timed_waiter;
     const auto start = PoolClock::now();
     *slot = start;
     lock.unlock();
-    if (hand_over) st->wake.notify_one();  // unlocked: the woken worker does not wait on it
     st->jobs[job].cycle();
     lock.lock();
     *slot = std::nullopt;
     const auto now = PoolClock::now();
-    const auto next = std::max(start + st->jobs[job].period, now);
-    st->queue.push({next, job});
-    // Only when no worker is waiting for an earlier time: another wake-up would find nothing.
-    if (!st->timed_waiter || next < st->timed_until) st->wake.notify_one();
+    st->queue.push({std::max(start + st->jobs[job].period, now), job});
+    st->wake.notify_one();
     // Back from a long cycle into a pool that replaced it: one worker too many.
     if (st->free_workers(now) > st->target) break;
   }
