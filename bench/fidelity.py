@@ -142,7 +142,7 @@ def start_sim(procs, bin_dir, work, name, trace, average_ms):
                  "--update-ms", "10"]
                 + faults, log)
     m = wait_for(log, r"sim-node ready .*t0_unix=([0-9.]+)")
-    return root, float(m.group(1))
+    return root, float(m.group(1)) + LEAD_IN_S  # where the trace itself starts
 
 
 # ---- the reference's schedule --------------------------------------------------------------
@@ -258,12 +258,23 @@ def window_results(got, steps, t0, windows, base):
 
 # ---- one run -----------------------------------------------------------------------------
 
+# Seconds of the trace's first level that every sim-node replays before the trace itself: the
+# exporter, the collectors and the other sim-nodes start in that time, so each leg has rows
+# before the first window opens however slowly the machine starts processes (a sanitizer
+# build on a loaded machine took 2.5 s). Times on the trace (t0) count from its end.
+LEAD_IN_S = 4.0
+
+
+def with_lead_in(steps):
+    return [(0.0, steps[0][1])] + [(t + LEAD_IN_S, watts) for t, watts in steps]
+
+
 def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, windows_of, rng):
     """One sim-node and exporter scraped at every interval at once, and a second sim-node
     on the same trace read on the reference's schedule. Returns rows of results."""
     tag = f"{trace_name}-{average_ms}"
     trace = os.path.join(work, tag + ".csv")
-    write_trace(trace, steps)
+    write_trace(trace, with_lead_in(steps))
     procs = Procs()
     results = []
     try:
@@ -304,6 +315,11 @@ def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, w
         ref_thread = threading.Thread(target=reference)
         ref_thread.start()
         last_t0 = max([t0] + [t for _, t in host_runs.values()])
+        late = time.time() - (t0 - LEAD_IN_S)
+        if late > LEAD_IN_S:
+            print(f"fidelity: {tag}: the legs took {late:.1f} s to start, longer than the "
+                  f"{LEAD_IN_S:.0f} s lead-in; early windows may lack a sample before them",
+                  file=sys.stderr)
         # 1.5 s past the trace's end: a 1 s average read at the end is dated half a second
         # earlier, and the last window must still have a sample after it.
         time.sleep(max(0.0, last_t0 + seconds + 1.5 - time.time()))

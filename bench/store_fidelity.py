@@ -52,11 +52,13 @@ import urllib.request
 
 import numpy as np
 
-SOCKETS = 2
+# The trace file's shape, its writer and the readiness wait are the end-to-end replay's
+# (fidelity.py, beside this file).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fidelity import SOCKETS, wait_for, write_trace  # noqa: E402
+
 TRACES = ("plateau", "bursty")
 JOBS = {"s15": 15, "s60": 60}
-RAIL_SHARE = {"total": 1.0, "cpu_rail": 0.7, "soc": 0.2}
-CHANNELS = [f"{k}:{s}" for s in range(SOCKETS) for k in RAIL_SHARE]
 GOAL = 0.005
 WINDOW_LENGTHS = (60, 120)
 LEAD_S, TAIL_S = 30, 90  # windows start at least LEAD_S after the run's start, end TAIL_S before its end
@@ -64,20 +66,6 @@ LEAD_S, TAIL_S = 30, 90  # windows start at least LEAD_S after the run's start, 
 
 def say(msg):
     print(f"store_fidelity: {msg}", file=sys.stderr, flush=True)
-
-
-def wait_for(path, pattern, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            m = re.search(pattern, open(path).read(), re.M)
-            if m:
-                return m
-        except FileNotFoundError:
-            pass
-        time.sleep(0.05)
-    raise SystemExit(f"store_fidelity: timed out waiting for {pattern!r} in {path}:\n" +
-                     (open(path).read() if os.path.exists(path) else "(no file)"))
 
 
 # ---- traces: step functions, held from each row's time to the next (sim/power_model.hpp) ---
@@ -93,14 +81,6 @@ def bursty_trace(rng, seconds):
         steps.append((round(t, 3), [round(rng.uniform(80, 300), 1) for _ in range(SOCKETS)]))
         t += rng.uniform(0.5, 3.0)
     return steps
-
-
-def write_trace(path, steps):
-    with open(path, "w") as f:
-        f.write("time_s," + ",".join(CHANNELS) + "\n")
-        for t, watts in steps:
-            cells = [f"{watts[int(c.split(':')[1])] * RAIL_SHARE[c.split(':')[0]]:.3f}" for c in CHANNELS]
-            f.write(f"{t:.3f}," + ",".join(cells) + "\n")
 
 
 class Exact:

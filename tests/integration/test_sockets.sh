@@ -181,9 +181,9 @@ fi
 
 # --- thousands of power meters ------------------------------------------------------------
 # 1,500 channels (500 sockets x total, CPU and SysIO rails; each channel's watts, energy
-# counters and self metrics take about 1.3 KB at most, so some 600 fit the body's budget): a
-# bounded pool of reader threads, and a body the collector accepts: the channels beyond the
-# budget are left out with a WARN, socket totals first.
+# counters and self metrics count against the body's budget at their widest): a bounded pool
+# of reader threads, and a body the collector accepts: the channels beyond the budget are
+# left out with a WARN, socket totals first.
 cat >"$WORK/tree.py" <<'EOF'
 import os, sys
 root = sys.argv[1]
