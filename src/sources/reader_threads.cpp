@@ -1,5 +1,7 @@
 #include "sources/reader_threads.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <list>
@@ -61,8 +63,13 @@ struct ReaderPool::State {
   };
   using Due = std::pair<PoolClock::time_point, std::size_t>;  // (when, job)
 
-  std::size_t target = 1;  // workers that must be free for the jobs (not blocked)
+  std::size_t most = 1;    // the most free workers the pool keeps (its `workers`)
+  std::size_t target = 1;  // workers that must be free for the jobs now (not blocked)
   std::chrono::milliseconds stuck_after{1000};
+  // The time finished cycles took since the supervisor last sized the pool, each counted up
+  // to stuck_after (a longer one was replaced when it passed that).
+  PoolClock::duration busy{};
+  PoolClock::time_point sized_at{};
   std::vector<Job> jobs;  // fixed once started: read without the lock
 
   mutable std::mutex mutex;
@@ -92,6 +99,8 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
                  std::list<std::optional<PoolClock::time_point>>::iterator slot) {
   std::unique_lock lock(st->mutex);
   while (!st->stopping) {
+    // More free workers than the jobs need now (the pool shrank): this one leaves.
+    if (st->free_workers(PoolClock::now()) > st->target) break;
     if (st->queue.empty()) {
       st->wake.wait(lock);
       continue;
@@ -109,6 +118,7 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     lock.lock();
     *slot = std::nullopt;
     const auto now = PoolClock::now();
+    st->busy += std::min<PoolClock::duration>(now - start, st->stuck_after);
     st->queue.push({std::max(start + st->jobs[job].period, now), job});
     st->wake.notify_one();
     // Back from a long cycle into a pool that replaced it: one worker too many.
@@ -126,13 +136,29 @@ void spawn_worker(const std::shared_ptr<ReaderPool::State>& st) {
   std::thread(pool_worker, st, slot).detach();
 }
 
+// Locked: how many free workers the jobs need now. Twice as many as before (up to `most`)
+// while a job waits longer than a tick for a worker, which finds its level within a few ticks
+// when reads turn slow or hang; otherwise one and a half times the workers the finished
+// cycles kept busy since the last tick (at least one), so fast reads share one thread and
+// wake it once a job instead of waking every idle worker at each job's time.
+std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolClock::duration tick) {
+  const bool waiting = !st.queue.empty() && now - st.queue.top().first > tick;
+  const double elapsed = std::chrono::duration<double>(now - st.sized_at).count();
+  const double busy = std::chrono::duration<double>(st.busy).count();
+  st.busy = {};
+  st.sized_at = now;
+  if (waiting) return std::min(st.most, 2 * st.target);
+  const auto wanted = static_cast<std::size_t>(std::ceil(1.5 * busy / std::max(elapsed, 1e-3)));
+  return std::clamp<std::size_t>(wanted, 1, st.most);
+}
+
 void pool_supervisor(std::shared_ptr<ReaderPool::State> st) {
   std::unique_lock lock(st->mutex);
   const auto period = std::max(st->stuck_after / 2, std::chrono::milliseconds(10));
   while (!st->supervise.wait_for(lock, period, [&] { return st->stopping; })) {
-    for (auto free = st->free_workers(PoolClock::now()); free < st->target; ++free) {
-      spawn_worker(st);
-    }
+    const auto now = PoolClock::now();
+    st->target = pool_size(*st, now, period);
+    for (auto free = st->free_workers(now); free < st->target; ++free) spawn_worker(st);
   }
   st->running--;
   st->exited.notify_all();
@@ -142,7 +168,7 @@ void pool_supervisor(std::shared_ptr<ReaderPool::State> st) {
 
 ReaderPool::ReaderPool(std::size_t workers, std::chrono::milliseconds stuck_after)
     : state_(std::make_shared<State>()) {
-  state_->target = std::max<std::size_t>(workers, 1);
+  state_->most = std::max<std::size_t>(workers, 1);
   state_->stuck_after = stuck_after;
 }
 
@@ -162,9 +188,12 @@ void ReaderPool::start() {
   state_->started = true;
   const auto now = PoolClock::now();
   for (std::size_t i = 0; i < state_->jobs.size(); ++i) state_->queue.push({now, i});
-  const auto n = std::min(state_->target, std::max<std::size_t>(state_->jobs.size(), 1));
-  state_->target = n;
-  for (std::size_t i = 0; i < n; ++i) spawn_worker(state_);
+  // As many workers as jobs (up to `most`) for the first cycles, whose reads may all be slow;
+  // the supervisor sizes the pool from then on.
+  state_->most = std::min(state_->most, std::max<std::size_t>(state_->jobs.size(), 1));
+  state_->target = state_->most;
+  state_->sized_at = now;
+  for (std::size_t i = 0; i < state_->target; ++i) spawn_worker(state_);
   state_->running++;
   std::thread(pool_supervisor, state_).detach();
 }

@@ -36,8 +36,11 @@ class ReaderThreads {
 // measured from the start of its cycle; a late job runs as soon as a worker is free, with no
 // extra sleep. A cycle that blocks (a hung firmware read) holds its worker and only its own
 // job: once a worker has been in one cycle for longer than `stuck_after`, a supervisor starts
-// another, so that `workers` threads are always there for the other jobs. A blocked worker
-// that comes back leaves if the pool has enough without it. Threads: `workers`, one
+// another, so that enough threads are always there for the other jobs. How many is enough
+// the supervisor decides every stuck_after / 2 from the time the cycles took: fast reads
+// (a cached sysfs value) share one worker, so an idle node is not woken by a thread per job;
+// slow ones get up to `workers`, doubling each tick while a job waits for one. A worker that
+// finds the pool with more free workers than that leaves. Threads: 1 to `workers`, one
 // supervisor, and one per cycle blocked for longer than `stuck_after`.
 class ReaderPool {
  public:

@@ -350,9 +350,9 @@ TEST(AcpiReader, ManyNodesShareABoundedPoolAndHungOnesCostOnlyThemselves) {
   AcpiReader reader(d.channels, 20ms, 300ms);
   reader.start();
   // Every hung device ends up blocked in its read, holding a worker the supervisor replaced:
-  // the pool's own count says when (blocked workers never come back on their own).
-  EXPECT_TRUE(
-      eventually([&] { return reader.reader_threads() >= kMaxReaderThreads + 1 + hung.size(); }));
+  // the pool's own count says when (blocked workers never come back on their own): the hung
+  // ones, at least one free worker and the supervisor.
+  EXPECT_TRUE(eventually([&] { return reader.reader_threads() >= hung.size() + 2; }));
   const auto settled = reader.snapshot().readings;
   EXPECT_TRUE(eventually([&] {
     const auto r = reader.snapshot().readings;
@@ -404,6 +404,30 @@ TEST(ReaderPool, RunsEveryJobOneCycleAtATimeOnAtMostItsWorkers) {
   EXPECT_TRUE(pool.stop(5000ms));
   EXPECT_FALSE(overlap);
   EXPECT_LE(most.load(), 3);
+  EXPECT_EQ(pool.threads(), 0u);
+}
+
+TEST(ReaderPool, SizesItselfToTheTimeTheCyclesTake) {
+  // Fast cycles share one worker; cycles that keep every worker busy grow the pool to its
+  // most; fast again, it shrinks back. Threads are the workers and the supervisor.
+  ReaderPool pool(8, 100ms);
+  std::atomic<bool> slow{false};
+  std::atomic<int> cycles{0};
+  for (int j = 0; j < 8; ++j) {
+    pool.add(20ms, [&] {
+      if (slow) std::this_thread::sleep_for(30ms);
+      ++cycles;
+    });
+  }
+  pool.start();
+  EXPECT_TRUE(eventually([&] { return pool.threads() == 2; }));
+  slow = true;
+  EXPECT_TRUE(eventually([&] { return pool.threads() == 9; }));
+  slow = false;
+  EXPECT_TRUE(eventually([&] { return pool.threads() == 2; }));
+  const int before = cycles;
+  EXPECT_TRUE(eventually([&] { return cycles >= before + 80; }));  // all still read
+  EXPECT_TRUE(pool.stop(5000ms));
   EXPECT_EQ(pool.threads(), 0u);
 }
 
