@@ -261,7 +261,7 @@ def window_results(got, steps, t0, windows, base):
 # Seconds of the trace's first level that every sim-node replays before the trace itself: the
 # exporter, the collectors and the other sim-nodes start in that time, so each leg has rows
 # before the first window opens however slowly the machine starts processes (a sanitizer
-# build on a loaded machine took 2.5 s). Times on the trace (t0) count from its end.
+# build on a loaded machine took 2.5 s). Times on the trace (t0) count from the end of it.
 LEAD_IN_S = 4.0
 
 
