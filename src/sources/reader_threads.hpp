@@ -37,10 +37,10 @@ class ReaderThreads {
 // extra sleep. A cycle that blocks (a hung firmware read) holds its worker and only its own
 // job: once a worker has been in one cycle for longer than `stuck_after`, a supervisor starts
 // another, so that enough threads are always there for the other jobs. How many is enough
-// the supervisor decides every stuck_after / 2 from the time the cycles took: fast reads
-// (a cached sysfs value) share one worker, so an idle node is not woken by a thread per job;
-// slow ones get up to `workers`, doubling each tick while a job waits for one. A worker that
-// finds the pool with more free workers than that leaves. Threads: 1 to `workers`, one
+// the supervisor decides every stuck_after / 2 from the time the cycles took: reads whose
+// values come back at once share one worker, so an idle node is not woken by a thread per
+// job; slow ones get up to `workers`, doubling each tick while a job waits for one. A worker
+// that finds the pool with more free workers than that leaves. Threads: 1 to `workers`, one
 // supervisor, and one per cycle blocked for longer than `stuck_after`.
 class ReaderPool {
  public:
