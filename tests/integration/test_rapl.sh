@@ -36,21 +36,32 @@ grep -qF 'cpu_power_exporter_info{version="0.1.0",source="rapl"} 1' <<<"$body" |
 grep -qF 'cpu_power_exporter_socket_up{socket="1"} 1' <<<"$body" || fail "socket_up for package 1"
 promtool check metrics <<<"$body" >"$WORK/promtool.out" 2>&1 || { cat "$WORK/promtool.out"; fail "promtool check metrics failed"; }
 [ ! -s "$WORK/promtool.out" ] || { cat "$WORK/promtool.out"; fail "promtool reported problems"; }
-echo "$body" >"$WORK/body.txt"
-$PY - "$WORK/body.txt" "$TOL" <<'PYEOF' || fail "RAPL values or labels wrong"
-import re, sys
+echo "$body" >"$WORK/body.0.txt"
+# Five bodies 0.3 s apart: one value is one ~100 ms pair of reads, and a stall of the
+# simulator's writer on a loaded machine skews one pair by tens of percent (29 % once in CI);
+# the median over five does not move with one stall.
+for i in 1 2 3 4; do
+  sleep 0.3
+  curl -sf "http://127.0.0.1:$PORT/metrics" >"$WORK/body.$i.txt" || fail "scrape $i failed"
+done
+$PY - "$TOL" "$WORK"/body.?.txt <<'PYEOF' || fail "RAPL values or labels wrong"
+import re, statistics, sys
 want = {"total": 167.5, "core": 112.5, "uncore": 40.0, "dram": 21.0}
-seen = {}
-for line in open(sys.argv[1]).read().splitlines():
-    m = re.match(r'cpu_power_rapl_watts\{socket="(\d)",type="(\w+)",sensor="(intel-rapl:[\d:]+)"\} (\S+)$', line)
-    if m:
-        seen[(m[1], m[2])] = (m[3], float(m[4]))
-assert len(seen) == 8, seen
-assert seen[("0", "total")][0] == "intel-rapl:0" and seen[("1", "dram")][0] == "intel-rapl:1:2", seen
-for (socket, kind), (sensor, w) in seen.items():
-    # The simulator's counters move every 5 ms: power over ~100 ms reads is within ~5 %, and
-    # a busy machine delays its updates.
-    assert abs(w - want[kind]) < float(sys.argv[2]) * want[kind], (socket, kind, w)
+values = {}
+for path in sys.argv[2:]:
+    seen = {}
+    for line in open(path).read().splitlines():
+        m = re.match(r'cpu_power_rapl_watts\{socket="(\d)",type="(\w+)",sensor="(intel-rapl:[\d:]+)"\} (\S+)$', line)
+        if m:
+            seen[(m[1], m[2])] = (m[3], float(m[4]))
+    assert len(seen) == 8, (path, seen)
+    assert seen[("0", "total")][0] == "intel-rapl:0" and seen[("1", "dram")][0] == "intel-rapl:1:2", seen
+    for key, (sensor, w) in seen.items():
+        values.setdefault(key, []).append(w)
+for (socket, kind), ws in values.items():
+    # The simulator's counters move every 5 ms: power over ~100 ms reads is within ~5 %.
+    med = statistics.median(ws)
+    assert abs(med - want[kind]) < float(sys.argv[1]) * want[kind], (socket, kind, ws)
 PYEOF
 ok "x86-intel under auto: ACPI steps down to RAPL, 8 zones with socket/type/sensor, promtool clean"
 
