@@ -178,8 +178,10 @@ void AcpiReader::start() {
   for (auto& [node, indices] : by_node) {
     auto last_problem = std::make_shared<std::vector<std::string>>(indices.size());
     auto next_recheck = std::make_shared<Clock::time_point>(Clock::now() + kIntervalRecheck);
+    // The channels' value files, kept open between cycles; a job runs on one thread at a time.
+    auto files = std::make_shared<std::vector<ValueFile>>(indices.size());
     threads_.add(interval_, [live = live_, table = table_, indices = indices, last_problem,
-                             next_recheck] {
+                             next_recheck, files] {
       if (Clock::now() >= *next_recheck) {
         recheck_intervals(*live, indices);
         *next_recheck = Clock::now() + kIntervalRecheck;
@@ -188,12 +190,12 @@ void AcpiReader::start() {
         const auto i = indices[k];
         auto target = target_of(*live, i);
         auto t0 = Clock::now();
-        auto r = read_power_file(target.path);
+        auto r = read_power_file((*files)[k], target.path);
         if (!r.watts && device_gone(r.error_number) && relocate(*live, i, target.path, r.problem)) {
           // Found again: this cycle's value comes from the new path.
           target = target_of(*live, i);
           t0 = Clock::now();
-          r = read_power_file(target.path);
+          r = read_power_file((*files)[k], target.path);
         }
         table->record(i, r.watts, t0, Clock::now(), r.problem, target.window_s);
         if (!r.watts && r.problem != (*last_problem)[k]) {

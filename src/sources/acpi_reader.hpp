@@ -5,14 +5,14 @@
 //
 // One job per hwmon node on a pool of at most kMaxReaderThreads threads (ReaderPool), so that
 // a machine with thousands of power meters costs a bounded number of threads: a node reads its
-// channels one after the other, on a fixed cadence measured from the start of its cycle; a
-// slow read stretches its own cycle and the next one starts at once, with no extra sleep. The
-// pool keeps as many workers as the reads keep busy: one where the values come back at once
-// (a driver answering from its cache, a simulated tree), one a node where every read is a
-// firmware round trip. A hung device stops only its own channels: a
-// job waiting longer than max(read interval, 250 ms) for a worker doubles the workers, a
-// worker in one cycle for max(2 x read interval, 500 ms) is replaced, and the other nodes
-// keep their cadence.
+// channels one after the other (their files kept open: ValueFile), on a fixed cadence on its
+// own grid; a slow read stretches its own cycle and the next one starts at once, with no
+// extra sleep. The pool keeps as many workers as the reads keep busy: one where the values
+// come back at once (a driver answering from its cache, a simulated tree), one a node where
+// every read is a firmware round trip. A hung device stops only its own channels: a job
+// waiting longer than max(read interval, 250 ms) for a worker doubles the workers, a worker
+// in one cycle for max(2 x read interval, 500 ms) is replaced, and the other nodes keep their
+// cadence.
 //
 // Channels move: on kernels >= 6.15 a change of the averaging interval (ours, DCGM's, an
 // administrator's) unregisters and re-registers the hwmon device under a new hwmonN. A read

@@ -163,8 +163,9 @@ RaplDiscovery discover_rapl(const std::string& powercap_root) {
   return out;
 }
 
-EnergyRead read_energy_file(const std::string& path) {
-  const ValueText v = read_value_text(path, 63);
+namespace {
+
+EnergyRead interpret_energy_text(const ValueText& v) {
   if (v.error_number != 0) {
     return {std::nullopt, std::string("read failed: ") + describe_errno(v.error_number),
             v.error_number};
@@ -175,6 +176,19 @@ EnergyRead read_energy_file(const std::string& path) {
   const auto uj = common::parse_u64(text);
   if (!uj) return {std::nullopt, "unparsable value " + std::string(text.substr(0, 32)), 0};
   return {*uj, {}, 0};
+}
+
+// A counter's text: a 64-bit count of microjoules, 20 digits at most.
+constexpr std::size_t kEnergyTextLimit = 63;
+
+}  // namespace
+
+EnergyRead read_energy_file(const std::string& path) {
+  return interpret_energy_text(read_value_text(path, kEnergyTextLimit));
+}
+
+EnergyRead read_energy_file(ValueFile& file, const std::string& path) {
+  return interpret_energy_text(file.read(path, kEnergyTextLimit));
 }
 
 std::string rapl_permission_error(const std::string& path) {
@@ -310,7 +324,7 @@ RaplReader::RaplReader(std::vector<RaplZone> zones, std::chrono::milliseconds re
                                            "cpu_power_exporter::rapl", "RAPL reading")),
       live_(std::make_shared<Live>()),
       interval_(read_interval),
-      read_(read ? std::move(read) : EnergyReadFn(read_energy_file)) {
+      read_(std::move(read)) {
   live_->zones.resize(zones_->size());
 }
 
@@ -322,7 +336,13 @@ void RaplReader::start() {
   table_->start_watchdog(std::chrono::milliseconds(250));
   // One thread for every zone: a counter read is a register read, microseconds, and reading
   // the zones of a node back to back keeps their intervals alike.
-  threads_.spawn(interval_, [zones = zones_, live = live_, table = table_, read = read_] {
+  auto read = read_;
+  if (!read) {
+    // Each zone's counter file, kept open between cycles (this thread alone reads them).
+    auto files = std::make_shared<std::map<std::string, ValueFile>>();
+    read = [files](const std::string& path) { return read_energy_file((*files)[path], path); };
+  }
+  threads_.spawn(interval_, [zones = zones_, live = live_, table = table_, read] {
     for (std::size_t i = 0; i < zones->size(); ++i) read_zone((*zones)[i], i, *live, *table, read);
     return true;
   });
@@ -363,7 +383,7 @@ RaplRung try_rapl(const RaplOptions& options) {
   std::vector<RaplZone> readable;
   std::string unreadable_packages;
   for (auto& z : discovery.zones) {
-    const auto r = options.read(z.energy_path);
+    const auto r = options.read ? options.read(z.energy_path) : read_energy_file(z.energy_path);
     if (r.error_number == EACCES) {
       rung.reason = rapl_permission_error(z.energy_path);
       return rung;

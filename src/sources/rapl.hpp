@@ -33,6 +33,7 @@
 #include "sources/reader_threads.hpp"
 #include "sources/sample_table.hpp"
 #include "sources/source.hpp"
+#include "sources/sysfs_read.hpp"
 
 namespace cpupower::sources {
 
@@ -80,6 +81,9 @@ struct EnergyRead {
 };
 // Opens, reads and closes the file; decimal text with an optional newline.
 EnergyRead read_energy_file(const std::string& path);
+// The same through a file kept open between reads (ValueFile): the reader's every cycle.
+EnergyRead read_energy_file(ValueFile& file, const std::string& path);
+// Empty: each zone's counter file, kept open between reads.
 using EnergyReadFn = std::function<EnergyRead(const std::string& path)>;
 
 // The error for a counter the process may not read: the file, its mode and what grants
@@ -100,13 +104,13 @@ struct RaplOptions {
   std::chrono::milliseconds read_interval{100};
   std::chrono::milliseconds max_age{3000};
   std::chrono::milliseconds probe_retry_delay{1000};
-  EnergyReadFn read = read_energy_file;  // tests inject errors here
+  EnergyReadFn read{};  // tests inject errors here; empty: the files, kept open
 };
 
 class RaplReader final : public Source {
  public:
   RaplReader(std::vector<RaplZone> zones, std::chrono::milliseconds read_interval,
-             std::chrono::milliseconds max_age, EnergyReadFn read = read_energy_file);
+             std::chrono::milliseconds max_age, EnergyReadFn read = {});
   ~RaplReader() override;
 
   static constexpr std::string_view kMode = "rapl";

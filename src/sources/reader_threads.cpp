@@ -28,17 +28,27 @@ ReaderThreads::~ReaderThreads() {
 }
 
 void ReaderThreads::spawn(std::chrono::milliseconds period, std::function<bool()> cycle) {
+  spawn_at(
+      [period, cycle = std::move(cycle)]() -> std::optional<std::chrono::steady_clock::time_point> {
+        const auto cycle_start = std::chrono::steady_clock::now();
+        if (!cycle()) return std::nullopt;
+        return cycle_start + period;
+      });
+}
+
+void ReaderThreads::spawn_at(
+    std::function<std::optional<std::chrono::steady_clock::time_point>()> cycle) {
   {
     std::lock_guard lock(state_->mutex);
     if (state_->stopping) return;
     state_->running++;
   }
-  std::thread([st = state_, period, cycle = std::move(cycle)] {
+  std::thread([st = state_, cycle = std::move(cycle)] {
     while (true) {
-      const auto cycle_start = std::chrono::steady_clock::now();
-      if (!cycle()) break;
+      const auto next = cycle();
+      if (!next) break;
       std::unique_lock lock(st->mutex);
-      if (st->wake.wait_until(lock, cycle_start + period, [&] { return st->stopping; })) break;
+      if (st->wake.wait_until(lock, *next, [&] { return st->stopping; })) break;
     }
     std::lock_guard lock(st->mutex);
     st->running--;
@@ -79,6 +89,7 @@ struct ReaderPool::State {
   bool started = false;
   bool stopping = false;
   std::size_t running = 0;
+  std::size_t sleeps = 0;  // waits a worker began for a job's time
   std::priority_queue<Due, std::vector<Due>, std::greater<>> queue;  // jobs not in a cycle
   // One entry per worker: when its current cycle started; nullopt between cycles.
   std::list<std::optional<PoolClock::time_point>> workers;
@@ -106,7 +117,10 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
       continue;
     }
     const auto [due, job] = st->queue.top();
-    if (PoolClock::now() < due) {
+    // A job due within a tenth of its period runs now, beside the one that woke this worker:
+    // jobs whose times have drifted apart would otherwise wake it once each.
+    if (PoolClock::now() + st->jobs[job].period / 10 < due) {
+      st->sleeps++;
       st->wake.wait_until(lock, due);
       continue;
     }
@@ -119,7 +133,9 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     *slot = std::nullopt;
     const auto now = PoolClock::now();
     st->busy += std::min<PoolClock::duration>(now - start, st->stuck_after);
-    st->queue.push({std::max(start + st->jobs[job].period, now), job});
+    // The next cycle on the job's own grid, so that jobs started together stay together and
+    // one wake-up serves them all; a cycle that overran its period starts the next at once.
+    st->queue.push({std::max(due + st->jobs[job].period, now), job});
     st->wake.notify_one();
     // Back from a long cycle into a pool that replaced it: one worker too many.
     if (st->free_workers(now) > st->target) break;
@@ -205,6 +221,11 @@ bool ReaderPool::stop(std::chrono::milliseconds grace) {
   state_->wake.notify_all();
   state_->supervise.notify_all();
   return state_->exited.wait_for(lock, grace, [&] { return state_->running == 0; });
+}
+
+std::size_t ReaderPool::sleeps() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->sleeps;
 }
 
 std::size_t ReaderPool::threads() const {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace cpupower::sources {
 
@@ -21,6 +22,10 @@ class ReaderThreads {
   // Runs `cycle` on a new thread every `period` until stop(), or until `cycle` returns false.
   void spawn(std::chrono::milliseconds period, std::function<bool()> cycle);
 
+  // Runs `cycle` on a new thread, and again at the time it returns, until stop() or until it
+  // returns nullopt.
+  void spawn_at(std::function<std::optional<std::chrono::steady_clock::time_point>()> cycle);
+
   // Sets the stop flag, wakes every thread and waits up to `grace` for them to exit.
   // Returns true when all did. Only the first call waits.
   bool stop(std::chrono::milliseconds grace);
@@ -32,15 +37,17 @@ class ReaderThreads {
 };
 
 // Many jobs of one kind on a bounded number of threads (the ACPI reader: one job per hwmon
-// device, thousands on some machines). Each job runs one cycle at a time, at a fixed rate
-// measured from the start of its cycle; a late job runs as soon as a worker is free, with no
-// extra sleep. A cycle that blocks (a hung firmware read) holds its worker and only its own
-// job: once a worker has been in one cycle for longer than `stuck_after`, a supervisor starts
-// another, so that enough threads are always there for the other jobs. How many is enough
-// the supervisor decides every stuck_after / 2 from the time the cycles took: reads whose
-// values come back at once share one worker, so an idle node is not woken by a thread per
-// job; slow ones get up to `workers`, doubling each tick while a job waits for one. A worker
-// that finds the pool with more free workers than that leaves. Threads: 1 to `workers`, one
+// device, thousands on some machines). Each job runs one cycle at a time, at a fixed rate on
+// its own grid (due, due + period, ...), so jobs started together stay together and one
+// wake-up serves them all; a job due within a tenth of its period runs with the one that
+// woke the worker. A late job runs as soon as a worker is free, with no extra sleep, and a
+// cycle that overran its period starts the next at once. A cycle that blocks (a hung firmware read)
+// holds its worker and only its own job: once a worker has been in one cycle for longer than
+// `stuck_after`, a supervisor starts another, so that enough threads are always there for the other
+// jobs. How many is enough the supervisor decides every stuck_after / 2 from the time the cycles
+// took: reads whose values come back at once share one worker, so an idle node is not woken by a
+// thread per job; slow ones get up to `workers`, doubling each tick while a job waits for one. A
+// worker that finds the pool with more free workers than that leaves. Threads: 1 to `workers`, one
 // supervisor, and one per cycle blocked for longer than `stuck_after`.
 class ReaderPool {
  public:
@@ -59,6 +66,8 @@ class ReaderPool {
 
   // Threads running now (workers, blocked ones included, and the supervisor).
   std::size_t threads() const;
+  // How many times a worker went to sleep until a job's time (for tests and diagnostics).
+  std::size_t sleeps() const;
 
   struct State;
 

@@ -38,6 +38,7 @@ struct SampleTable::State {
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
   std::vector<Row> rows;
+  std::uint64_t watchdog_passes = 0;
 
   // Withheld: the last good value is too old, or there never was one. A sensor that has not
   // produced a value is not fresh, from the start (cpu_power_exporter_stale 1).
@@ -62,10 +63,16 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// One watchdog pass: WARN once when a row goes stale, INFO when it is fresh again.
-void check_staleness(SampleTable::State& st) {
+// One watchdog pass: WARN once when a row goes stale, INFO when it is fresh again. Returns
+// when the next pass is due: a period from now while a row is stale (to see it fresh again),
+// else when the first row can go stale (its value's time, or the start, plus max_age), and
+// never sooner than a period from now. Rows that keep being read push that time out, so a
+// healthy source wakes the watchdog about once per max_age instead of once a period.
+std::optional<SteadyTime> check_staleness(SampleTable::State& st,
+                                          std::chrono::milliseconds period) {
   auto log = common::logger(st.log_target);
   std::lock_guard lock(st.mutex);
+  st.watchdog_passes++;
   const auto now = Clock::now();
   for (std::size_t i = 0; i < st.rows.size(); ++i) {
     auto& r = st.rows[i];
@@ -92,6 +99,14 @@ void check_staleness(SampleTable::State& st) {
       log->info("{} fresh again; publishing it sensor={}", st.what, st.sensors[i]);
     }
   }
+  auto next = SteadyTime::max();
+  for (const auto& r : st.rows) {
+    if (r.stale_logged) return now + period;
+    next = std::min(next, (r.watts ? r.read_at : st.started_at) + st.max_age);
+  }
+  // Just past that time: a row is overdue once it is older than max_age.
+  return next == SteadyTime::max() ? now + period
+                                   : std::max(next + std::chrono::milliseconds(1), now + period);
 }
 
 }  // namespace
@@ -115,10 +130,12 @@ void SampleTable::start_watchdog(std::chrono::milliseconds period) {
     std::lock_guard lock(state_->mutex);
     state_->started_at = Clock::now();
   }
-  watchdog_.spawn(period, [st = state_] {
-    check_staleness(*st);
-    return true;
-  });
+  watchdog_.spawn_at([st = state_, period] { return check_staleness(*st, period); });
+}
+
+std::uint64_t SampleTable::watchdog_passes() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->watchdog_passes;
 }
 
 void SampleTable::stop() {

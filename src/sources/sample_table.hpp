@@ -52,8 +52,12 @@ class SampleTable {
   SampleTable(const SampleTable&) = delete;
   SampleTable& operator=(const SampleTable&) = delete;
 
+  // The watchdog looks again `period` after a pass while a value is stale, else when the
+  // first value can go stale (about once per max_age while every sensor is read), and never
+  // sooner than `period` after its last pass.
   void start_watchdog(std::chrono::milliseconds period);
   void stop();  // stops the watchdog; records keep working
+  std::uint64_t watchdog_passes() const;  // for tests and diagnostics
 
   // One completed read of row `i` that started at t0 and ended at t1: a value, or none with
   // the reason. The value is taken as read at the midpoint; `window_s` is the interval it

@@ -7,6 +7,9 @@
 #include <climits>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "sim/sim_node.hpp"
@@ -171,6 +174,86 @@ TEST(PowerValues, ReadingsAboveThePhysicalBoundAreErrorsNotPower) {
   EXPECT_NE(read_power_file(t.path("full")).problem.find("physical bound"), std::string::npos);
 }
 
+TEST(ValueFile, KeptOpenItReadsEveryNewValue) {
+  TestTree t;
+  t.write("power1_average", "98029000\n");
+  ValueFile f;
+  EXPECT_EQ(read_power_file(f, t.path("power1_average")).watts, 98.029);
+  EXPECT_TRUE(f.held());
+  // Rewritten in place (as a sysfs attribute's text changes under an open descriptor).
+  {
+    std::ofstream out(t.path("power1_average"), std::ios::trunc);
+    out << "120500000\n";
+  }
+  EXPECT_EQ(read_power_file(f, t.path("power1_average")).watts, 120.5);
+  EXPECT_TRUE(f.held());
+  // Replaced by a rename, as the simulated node writes: the held file is unlinked, and the
+  // read opens the new one; from then on that path is opened for every read, not held.
+  t.write("power1_average", "7000000\n");
+  EXPECT_EQ(read_power_file(f, t.path("power1_average")).watts, 7.0);
+  EXPECT_FALSE(f.held());
+  t.write("power1_average", "8000000\n");
+  EXPECT_EQ(read_power_file(f, t.path("power1_average")).watts, 8.0);
+  EXPECT_FALSE(f.held());
+  // Removed: the error of an open (ENOENT: the device went away), never the last value.
+  std::filesystem::remove(t.path("power1_average"));
+  const auto gone = read_power_file(f, t.path("power1_average"));
+  EXPECT_FALSE(gone.watts);
+  EXPECT_TRUE(device_gone(gone.error_number)) << gone.problem;
+  EXPECT_FALSE(f.held());
+  t.write("power1_average", "9000000\n");
+  EXPECT_EQ(read_power_file(f, t.path("power1_average")).watts, 9.0);
+  // Another path: that file, held again.
+  t.write("power2_average", "10000000\n");
+  EXPECT_EQ(read_power_file(f, t.path("power2_average")).watts, 10.0);
+  EXPECT_TRUE(f.held());
+  // Longer than the limit, through the held descriptor too.
+  t.write("power2_average", std::string(300, '9') + "\n");
+  EXPECT_NE(read_power_file(f, t.path("power2_average")).problem.find("longer than"),
+            std::string::npos);
+  t.write("power2_average", std::string(255, '9') + "\n");
+  EXPECT_NE(read_power_file(f, t.path("power2_average")).problem.find("physical bound"),
+            std::string::npos);
+}
+
+TEST(ValueFile, AFifoIsOpenedAfreshForEveryRead) {
+  TestTree t;
+  t.fifo("power1_average");
+  ValueFile f;
+  // One writer per read: each open of a FIFO meets one writer, whose line it reads to the end.
+  for (const auto* text : {"11000000\n", "12000000\n"}) {
+    std::thread writer([&] {
+      const int fd = ::open(t.path("power1_average").c_str(), O_WRONLY);
+      ASSERT_GE(fd, 0);
+      ASSERT_GT(::write(fd, text, std::strlen(text)), 0);
+      ::close(fd);
+    });
+    EXPECT_EQ(read_power_file(f, t.path("power1_average")).watts, std::atof(text) / 1e6);
+    EXPECT_FALSE(f.held());
+    writer.join();
+  }
+}
+
+TEST(ValueFile, AtMostTheCapIsHeldOpen) {
+  TestTree t;
+  const int n = kMaxHeldValueFiles + 8;
+  std::vector<ValueFile> files(n);
+  int held = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto rel = "power" + std::to_string(i) + "_average";
+    t.write(rel, std::to_string(1000000 + i) + "\n");
+    EXPECT_EQ(read_power_file(files[i], t.path(rel)).watts, 1.0 + i / 1e6);
+    held += files[i].held();
+  }
+  EXPECT_LE(held, kMaxHeldValueFiles);
+  EXPECT_FALSE(files.back().held());
+  // A file over the cap is still read, each time afresh.
+  t.write("power" + std::to_string(n - 1) + "_average", "5000000\n");
+  EXPECT_EQ(
+      read_power_file(files.back(), t.path("power" + std::to_string(n - 1) + "_average")).watts,
+      5.0);
+}
+
 TEST(AcpiReader, OverflowingValuesCountAsReadErrorsAndStayStale) {
   TestTree t;
   t.meter("hwmon2", "Grace Power Socket 0", "18446744073709551615");
@@ -202,6 +285,34 @@ TEST(AcpiReader, OverflowingValuesCountAsReadErrorsAndStayStale) {
 // A sensor that has never produced a value is withheld and reads stale from the start, not
 // only once --max-age-s has passed: a never-read meter is not fresh. The watchdog's WARN keeps
 // its grace (no WARN for a first read still under way at start-up).
+TEST(SampleTable, TheWatchdogSleepsWhileEveryValueIsFreshAndLooksOftenWhileOneIsStale) {
+  // max_age 300 ms, period 10 ms: values recorded every 20 ms keep the first possible
+  // staleness about 300 ms away, so the watchdog passes about three times a second, not a
+  // hundred; once the records stop and a value goes stale it looks every period again.
+  SampleTable table({"a", "b"}, 300ms, "sample_table_test", "test reading");
+  table.start_watchdog(10ms);
+  const auto record_for = [&](std::chrono::milliseconds how_long) {
+    const auto end = std::chrono::steady_clock::now() + how_long;
+    while (std::chrono::steady_clock::now() < end) {
+      const auto t = std::chrono::steady_clock::now();
+      table.record(0, 90.0, t, t, "", std::nullopt);
+      table.record(1, 20.0, t, t, "", std::nullopt);
+      std::this_thread::sleep_for(20ms);
+    }
+  };
+  record_for(100ms);
+  const auto before = table.watchdog_passes();
+  record_for(1000ms);
+  const auto healthy = table.watchdog_passes() - before;
+  EXPECT_LE(healthy, 20u) << healthy << " passes in 1 s of fresh values";
+  // Stale from about 300 ms after the last record: from then on, a pass every 10 ms.
+  ASSERT_TRUE(eventually([&] { return table.snapshot()[0].stale; }));
+  const auto stale_from = table.watchdog_passes();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_GE(table.watchdog_passes() - stale_from, 10u);
+  table.stop();
+}
+
 TEST(SampleTable, NeverReadIsStaleFromTheStart) {
   SampleTable table({"a", "b", "c"}, 60s, "sample_table_test", "test reading");
   table.start_watchdog(10ms);
@@ -435,6 +546,31 @@ TEST(ReaderPool, SizesItselfToTheTimeTheCyclesTake) {
   }));
   EXPECT_TRUE(pool.stop(5000ms));
   EXPECT_EQ(pool.threads(), 0u);
+}
+
+TEST(ReaderPool, JobsStartedTogetherShareOneWakeUp) {
+  // Six jobs whose first cycles end at different times (0 to 15 ms late), as reads of
+  // different speed or a late wake-up leave them. Each keeps its own grid, so from the second
+  // round on one wake-up serves all six; a schedule counted from each cycle's start would
+  // keep them apart and wake the worker once a job (about six times as often).
+  ReaderPool pool(1, 1000ms);
+  std::vector<std::atomic<int>> cycles(6);
+  for (std::size_t j = 0; j < cycles.size(); ++j) {
+    pool.add(40ms, [&, j] {
+      if (cycles[j]++ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3 * j));
+    });
+  }
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return cycles[5] >= 2; }));
+  const auto sleeps = pool.sleeps();
+  const int before = cycles[5];
+  ASSERT_TRUE(eventually([&] { return cycles[5] >= before + 20; }));
+  const auto rounds = static_cast<std::size_t>(cycles[5] - before);
+  const auto slept = pool.sleeps() - sleeps;
+  EXPECT_TRUE(pool.stop(5000ms));
+  // One sleep a round; a busy machine may split a few rounds, never most of them.
+  EXPECT_LE(slept, rounds * 2) << slept << " sleeps in " << rounds << " rounds";
+  EXPECT_GE(slept, rounds / 2) << slept << " sleeps in " << rounds << " rounds";
 }
 
 TEST(AcpiReader, StopReturnsPromptlyWhileAReadHangs) {
