@@ -56,7 +56,7 @@ class SampleTable {
   // first value can go stale (about once per max_age while every sensor is read), and never
   // sooner than `period` after its last pass.
   void start_watchdog(std::chrono::milliseconds period);
-  void stop();  // stops the watchdog; records keep working
+  void stop();                            // stops the watchdog; records keep working
   std::uint64_t watchdog_passes() const;  // for tests and diagnostics
 
   // One completed read of row `i` that started at t0 and ended at t1: a value, or none with
