@@ -120,15 +120,18 @@ ValueText ValueFile::read(const std::string& path, std::size_t limit) {
   if (stream_ || limit >= 1024) return read_value_text(path, limit);
   if (fd_ >= 0) {
     ValueText out;
-    if (pread_whole(fd_, limit, out) >= 0) {
-      struct stat st {};
-      // Still the file at `path`: the value is the one a fresh open would give.
-      if (::fstat(fd_, &st) == 0) {
-        if (st.st_nlink > 0) return out;
-        replaced_ = true;
-      }
+    if (pread_whole(fd_, limit, out) < 0) {
+      // One attempt a read, as with a fresh open (a failing firmware read is slow): the
+      // error now (ENODEV: the device went away), and the next read opens the path again.
+      out.error_number = errno;
+      release();
+      return out;
     }
-    release();  // failed or replaced: opened again below
+    struct stat st {};
+    // Still the file at `path`: the value is the one a fresh open would give.
+    if (::fstat(fd_, &st) == 0 && st.st_nlink > 0) return out;
+    replaced_ = true;
+    release();  // replaced: the new file is opened below
   }
   ValueText out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
