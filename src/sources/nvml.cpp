@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "artifacts/limits.hpp"
 #include "common/dynamic_library.hpp"
@@ -259,11 +260,15 @@ class Poller {
 };
 
 // One watchdog pass: slow initialization, then missing or stale sockets (WARN once each,
-// INFO on recovery), whether or not anyone reads a snapshot.
-void check_health(NvmlModuleReader::Shared& sh) {
+// INFO on recovery), whether or not anyone reads a snapshot. Returns when to look next:
+// nullopt once NVML gave up for good (nothing more to watch); `period` from now while
+// initializing or while a socket is stale; else just after the first socket's reading can go
+// stale (about once per max_age while NVML answers), never sooner than `period` from now.
+std::optional<SteadyTime> check_health(NvmlModuleReader::Shared& sh,
+                                       std::chrono::milliseconds period) {
   auto log = common::logger("cpu_power_exporter::nvml");
   std::lock_guard lock(sh.mutex);
-  if (!sh.available) return;
+  if (!sh.available) return std::nullopt;
   const auto now = Clock::now();
   if (!sh.initialized) {
     if (!sh.slow_init_logged && now - sh.started_at > sh.options.slow_init) {
@@ -273,7 +278,7 @@ void check_health(NvmlModuleReader::Shared& sh) {
           "completes",
           std::chrono::duration<double>(sh.options.slow_init).count());
     }
-    return;
+    return now + period;
   }
   for (auto& [socket, st] : sh.sockets) {
     const bool stale = now - st.read_at > sh.options.max_age;
@@ -287,6 +292,13 @@ void check_health(NvmlModuleReader::Shared& sh) {
       log->info("NVML module readings fresh again; publishing the socket socket={}", socket);
     }
   }
+  auto next = SteadyTime::max();
+  for (const auto& [socket, st] : sh.sockets) {
+    if (st.stale_logged) return now + period;
+    next = std::min(next, st.read_at + sh.options.max_age);
+  }
+  if (next == SteadyTime::max()) return now + period;
+  return std::max(next + std::chrono::milliseconds(1), now + period);
 }
 
 }  // namespace
@@ -306,10 +318,7 @@ void NvmlModuleReader::start() {
   }
   auto poller = std::make_shared<Poller>(shared_);
   threads_.spawn(shared_->options.poll_interval, [poller] { return poller->cycle(); });
-  threads_.spawn(std::chrono::milliseconds(250), [sh = shared_] {
-    check_health(*sh);
-    return true;
-  });
+  threads_.spawn_at([sh = shared_] { return check_health(*sh, std::chrono::milliseconds(250)); });
 }
 
 void NvmlModuleReader::stop(std::chrono::milliseconds grace) {

@@ -57,6 +57,8 @@ class NvmlModuleReader final : public Source {
   // omitted for the process lifetime. `modules` says, for every socket read so far, whether
   // it is withheld as stale or for disagreement.
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
+  // Its threads running now: the poller and the health watch, none once NVML gave up.
+  int threads() const { return threads_.running(); }
 
   struct Shared;
 

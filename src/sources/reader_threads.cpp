@@ -64,6 +64,11 @@ bool ReaderThreads::stop(std::chrono::milliseconds grace) {
   return state_->wake.wait_for(lock, grace, [&] { return state_->running == 0; });
 }
 
+int ReaderThreads::running() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->running;
+}
+
 using PoolClock = std::chrono::steady_clock;
 
 struct ReaderPool::State {
@@ -90,6 +95,7 @@ struct ReaderPool::State {
   bool stopping = false;
   std::size_t running = 0;
   std::size_t sleeps = 0;  // waits a worker began for a job's time
+  std::size_t looks = 0;   // the supervisor's passes
   std::priority_queue<Due, std::vector<Due>, std::greater<>> queue;  // jobs not in a cycle
   // One entry per worker: when its current cycle started; nullopt between cycles.
   std::list<std::optional<PoolClock::time_point>> workers;
@@ -168,13 +174,32 @@ std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolCloc
   return std::clamp<std::size_t>(wanted, 1, st.most);
 }
 
+// Locked: when the supervisor must look next. A cycle can count as stuck no sooner than
+// stuck_after after it starts, and none starts before the next job is due, so it sleeps until
+// the earliest of those (a worker starting a cycle need not wake it); while a job waits for a
+// worker, a tick from now, to grow the pool. Never sooner than a tick from now: no more often
+// than it once looked every tick.
+PoolClock::time_point next_look(const ReaderPool::State& st, PoolClock::time_point now,
+                                PoolClock::duration tick) {
+  if (!st.queue.empty() && now - st.queue.top().first > tick) return now + tick;
+  auto next = (st.queue.empty() ? now : std::max(st.queue.top().first, now)) + st.stuck_after;
+  for (const auto& since : st.workers) {
+    if (since && *since + st.stuck_after > now) next = std::min(next, *since + st.stuck_after);
+  }
+  return std::max(next, now + tick);
+}
+
 void pool_supervisor(std::shared_ptr<ReaderPool::State> st) {
   std::unique_lock lock(st->mutex);
-  const auto period = std::max(st->stuck_after / 2, std::chrono::milliseconds(10));
-  while (!st->supervise.wait_for(lock, period, [&] { return st->stopping; })) {
+  const auto tick =
+      std::max<PoolClock::duration>(st->stuck_after / 2, std::chrono::milliseconds(10));
+  auto next = PoolClock::now() + tick;
+  while (!st->supervise.wait_until(lock, next, [&] { return st->stopping; })) {
     const auto now = PoolClock::now();
-    st->target = pool_size(*st, now, period);
+    st->looks++;
+    st->target = pool_size(*st, now, tick);
     for (auto free = st->free_workers(now); free < st->target; ++free) spawn_worker(st);
+    next = next_look(*st, now, tick);
   }
   st->running--;
   st->exited.notify_all();
@@ -226,6 +251,11 @@ bool ReaderPool::stop(std::chrono::milliseconds grace) {
 std::size_t ReaderPool::sleeps() const {
   std::lock_guard lock(state_->mutex);
   return state_->sleeps;
+}
+
+std::size_t ReaderPool::supervisor_passes() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->looks;
 }
 
 std::size_t ReaderPool::threads() const {

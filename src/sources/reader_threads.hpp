@@ -30,6 +30,9 @@ class ReaderThreads {
   // Returns true when all did. Only the first call waits.
   bool stop(std::chrono::milliseconds grace);
 
+  // Threads running now (for tests and diagnostics).
+  int running() const;
+
   struct State;
 
  private:
@@ -44,11 +47,14 @@ class ReaderThreads {
 // cycle that overran its period starts the next at once. A cycle that blocks (a hung firmware read)
 // holds its worker and only its own job: once a worker has been in one cycle for longer than
 // `stuck_after`, a supervisor starts another, so that enough threads are always there for the other
-// jobs. How many is enough the supervisor decides every stuck_after / 2 from the time the cycles
-// took: reads whose values come back at once share one worker, so an idle node is not woken by a
-// thread per job; slow ones get up to `workers`, doubling each tick while a job waits for one. A
-// worker that finds the pool with more free workers than that leaves. Threads: 1 to `workers`, one
-// supervisor, and one per cycle blocked for longer than `stuck_after`.
+// jobs. The supervisor looks when a cycle could first count as stuck (the next job's due time
+// plus stuck_after, or a running cycle's start plus stuck_after), at most every stuck_after / 2,
+// and every stuck_after / 2 while a job waits for a worker. How many workers are enough it
+// decides at each look from the time the cycles took: reads whose values come back at once share
+// one worker, so an idle node is not woken by a thread per job; slow ones get up to `workers`,
+// doubling each tick while a job waits for one. A worker that finds the pool with more free workers
+// than that leaves. Threads: 1 to `workers`, one supervisor, and one per cycle blocked for longer
+// than `stuck_after`.
 class ReaderPool {
  public:
   ReaderPool(std::size_t workers, std::chrono::milliseconds stuck_after);
@@ -68,6 +74,8 @@ class ReaderPool {
   std::size_t threads() const;
   // How many times a worker went to sleep until a job's time (for tests and diagnostics).
   std::size_t sleeps() const;
+  // How many times the supervisor looked at the pool (for tests and diagnostics).
+  std::size_t supervisor_passes() const;
 
   struct State;
 

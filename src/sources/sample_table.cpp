@@ -189,7 +189,10 @@ std::vector<ChannelReading> SampleTable::snapshot(SteadyTime now) const {
       o.age_s = std::max(0.0, seconds(now - r.read_at));
       o.read_at_unix = r.read_at_unix;
       o.centre_offset_s = r.centre_offset_s;
-      if (!o.stale) o.watts = r.watts;
+      if (!o.stale) {
+        o.watts = r.watts;
+        o.fresh_for_s = std::max(0.0, seconds(state_->max_age - (now - r.read_at)));
+      }
     }
   }
   return out;

@@ -20,8 +20,11 @@ namespace cpupower::sources {
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct ChannelReading {
-  std::optional<double> watts;            // last good value, present only while fresh
-  std::optional<double> age_s;            // age of the last good value (also when stale)
+  std::optional<double> watts;  // last good value, present only while fresh
+  std::optional<double> age_s;  // age of the last good value (also when stale)
+  // How long the value stays fresh from the snapshot's time (max_age less its age), present
+  // while it is served: a watcher can sleep that long before the value can be withheld.
+  std::optional<double> fresh_for_s;
   std::optional<double> read_duration_s;  // duration of the last completed read
   std::optional<double> read_at_unix;     // wall time the last good value was read (midpoint)
   // The sensor's averaging window as last discovered (ACPI power*_average_interval, NVML's

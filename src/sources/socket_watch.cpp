@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "common/log.hpp"
@@ -10,6 +11,7 @@ namespace cpupower::sources {
 
 std::vector<SocketUp> socket_states(const Snapshot& snapshot) {
   std::map<std::uint32_t, SocketUp> by_socket;
+  std::set<std::uint32_t> silent;  // up, but a fresh reading does not say for how long
   const auto& sensors = *snapshot.sensors;
   for (std::size_t i = 0; i < sensors.size(); ++i) {
     const auto& s = sensors[i];
@@ -17,22 +19,52 @@ std::vector<SocketUp> socket_states(const Snapshot& snapshot) {
     auto& state = by_socket[*s.socket];
     state.socket = *s.socket;
     state.sensors += (state.sensors.empty() ? "" : ",") + s.name;
-    if (i < snapshot.readings.size() && snapshot.readings[i].watts) state.up = true;
+    if (i >= snapshot.readings.size() || !snapshot.readings[i].watts) continue;
+    state.up = true;
+    // Up until its freshest primary reading is withheld.
+    if (const auto fresh = snapshot.readings[i].fresh_for_s) {
+      state.up_for_s = std::max(state.up_for_s.value_or(0.0), *fresh);
+    } else {
+      silent.insert(*s.socket);
+    }
   }
   std::vector<SocketUp> out;
   out.reserve(by_socket.size());
-  for (auto& [socket, state] : by_socket) out.push_back(std::move(state));
+  for (auto& [socket, state] : by_socket) {
+    if (silent.count(socket) != 0) state.up_for_s.reset();
+    out.push_back(std::move(state));
+  }
   return out;
+}
+
+std::chrono::steady_clock::time_point next_socket_look(const std::vector<SocketUp>& states,
+                                                       std::chrono::steady_clock::time_point now,
+                                                       std::chrono::milliseconds period) {
+  // While a socket is down, every period, to log it up again the moment it is.
+  auto up_for = std::chrono::steady_clock::duration::max();
+  for (const auto& s : states) {
+    if (!s.up || !s.up_for_s) return now + period;
+    up_for = std::min(up_for, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(*s.up_for_s)));
+  }
+  if (up_for == std::chrono::steady_clock::duration::max()) return now + period;
+  // Just past the moment the first socket can go down; never sooner than a period.
+  return now + std::max<std::chrono::steady_clock::duration>(up_for + std::chrono::milliseconds(1),
+                                                             period);
 }
 
 SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period) {
   auto last = std::make_shared<std::map<std::uint32_t, bool>>();
   auto first_pass = std::make_shared<bool>(true);
-  thread_.spawn(period, [&source, last, first_pass] {
+  auto passes = passes_;
+  thread_.spawn_at([&source, last, first_pass, passes,
+                    period]() -> std::optional<std::chrono::steady_clock::time_point> {
     // The first look is one period in: a source started just now (DCGM's poller) may not
     // have recorded its first read yet.
-    if (std::exchange(*first_pass, false)) return true;
-    const auto states = socket_states(source.snapshot());
+    if (std::exchange(*first_pass, false)) return std::chrono::steady_clock::now() + period;
+    passes->fetch_add(1);
+    const auto now = std::chrono::steady_clock::now();
+    const auto states = socket_states(source.snapshot(now));
     auto log = common::logger("cpu_power_exporter");
     const auto live = std::count_if(states.begin(), states.end(), [](auto& s) { return s.up; });
     for (const auto& s : states) {
@@ -51,8 +83,12 @@ SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period)
             s.socket, s.sensors, live, states.size());
       }
     }
-    return true;
+    return next_socket_look(states, now, period);
   });
+}
+
+std::uint64_t SocketWatch::passes() const {
+  return passes_->load();
 }
 
 SocketWatch::~SocketWatch() {

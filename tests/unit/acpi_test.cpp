@@ -18,6 +18,7 @@
 #include "sources/energy_counter.hpp"
 #include "sources/ladder.hpp"
 #include "sources/reader_threads.hpp"
+#include "sources/socket_watch.hpp"
 #include "sources/sysfs_read.hpp"
 #include "test_tree.hpp"
 
@@ -336,6 +337,18 @@ TEST(SampleTable, NeverReadIsStaleFromTheStart) {
   table.stop();
 }
 
+TEST(SampleTable, AServedValueSaysHowLongItStaysFresh) {
+  SampleTable table({"a", "b"}, 2000ms, "sample_table_test", "test reading");
+  const auto t0 = std::chrono::steady_clock::now();
+  table.record(0, 90.0, t0, t0 + 2ms);  // read at t0 + 1 ms
+  const auto r = table.snapshot(t0 + 501ms);
+  ASSERT_TRUE(r[0].fresh_for_s);
+  EXPECT_NEAR(*r[0].fresh_for_s, 1.5, 1e-6);
+  EXPECT_FALSE(r[1].fresh_for_s);                            // never read: withheld, nothing to say
+  EXPECT_FALSE(table.snapshot(t0 + 2002ms)[0].fresh_for_s);  // withheld: the age is past
+  EXPECT_TRUE(table.snapshot(t0 + 2002ms)[0].age_s);
+}
+
 TEST(EnergyCounter, IntegratesCoversAndBridgesBetweenGoodReadings) {
   const SteadyTime t0{};
   EnergyCounter c;
@@ -571,6 +584,79 @@ TEST(ReaderPool, JobsStartedTogetherShareOneWakeUp) {
   // One sleep a round; a busy machine may split a few rounds, never most of them.
   EXPECT_LE(slept, rounds * 2) << slept << " sleeps in " << rounds << " rounds";
   EXPECT_GE(slept, rounds / 2) << slept << " sleeps in " << rounds << " rounds";
+}
+
+TEST(ReaderPool, TheSupervisorLooksWhenACycleCouldFirstCountAsStuck) {
+  // stuck_after 400 ms: a cycle can count as stuck no sooner than 400 ms after the next due
+  // time, so with fast cycles every 50 ms the supervisor looks about every 400-450 ms, where
+  // a fixed tick of stuck_after / 2 looked every 200 ms. A cycle that hangs is still replaced,
+  // and the other job keeps its cycles.
+  ReaderPool pool(2, 400ms);
+  std::atomic<int> fast{0}, other{0};
+  std::atomic<bool> hang{false}, release{false};
+  pool.add(50ms, [&] { ++fast; });
+  pool.add(50ms, [&] {
+    ++other;
+    while (hang && !release) std::this_thread::sleep_for(5ms);
+  });
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return fast >= 2; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto passes = pool.supervisor_passes();
+  ASSERT_TRUE(eventually([&] { return fast >= 42; }));  // about 2 s
+  const auto looked = pool.supervisor_passes() - passes;
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  // A busy machine makes the passes fewer, never more.
+  EXPECT_LE(looked, static_cast<std::size_t>(elapsed / 300ms))
+      << looked << " passes in " << std::chrono::duration<double>(elapsed).count() << " s";
+  hang = true;
+  ASSERT_TRUE(eventually([&] { return other >= 1 && pool.threads() >= 3; }));
+  const int before = fast;
+  EXPECT_TRUE(eventually([&] { return fast >= before + 10; }));  // the other job goes on
+  release = true;
+  EXPECT_TRUE(pool.stop(5000ms));
+}
+
+TEST(SocketWatch, SleepsUntilTheFirstSocketCanGoDown) {
+  const auto sensors = std::make_shared<std::vector<Sensor>>();
+  for (const auto& [name, socket] :
+       std::vector<std::pair<std::string, std::uint32_t>>{{"s0a", 0}, {"s0b", 0}, {"s1", 1}}) {
+    Sensor s;
+    s.name = name;
+    s.socket = socket;
+    s.primary = true;
+    sensors->push_back(s);
+  }
+  Snapshot snap;
+  snap.sensors = sensors;
+  snap.readings.resize(3);
+  const auto fresh = [](double watts, std::optional<double> for_s) {
+    ChannelReading r;
+    r.watts = watts;
+    r.fresh_for_s = for_s;
+    return r;
+  };
+  // Socket 0 is up until the fresher of its two readings is withheld.
+  snap.readings = {fresh(50, 0.5), fresh(60, 2.5), fresh(70, 1.75)};
+  auto states = socket_states(snap);
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].up_for_s, 2.5);
+  EXPECT_EQ(states[1].up_for_s, 1.75);
+  const std::chrono::steady_clock::time_point now{};
+  EXPECT_EQ(next_socket_look(states, now, 250ms), now + 1751ms);
+  // Never sooner than a period.
+  snap.readings[2].fresh_for_s = 0.1;
+  EXPECT_EQ(next_socket_look(socket_states(snap), now, 250ms), now + 250ms);
+  // A reading that does not say how long it stays fresh: every period.
+  snap.readings[2].fresh_for_s.reset();
+  states = socket_states(snap);
+  EXPECT_FALSE(states[1].up_for_s);
+  EXPECT_EQ(next_socket_look(states, now, 250ms), now + 250ms);
+  // A socket down: every period, to see it come back.
+  snap.readings[2] = ChannelReading{};
+  states = socket_states(snap);
+  EXPECT_FALSE(states[1].up);
+  EXPECT_EQ(next_socket_look(states, now, 250ms), now + 250ms);
 }
 
 TEST(AcpiReader, StopReturnsPromptlyWhileAReadHangs) {

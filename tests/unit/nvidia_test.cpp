@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "sources/dcgm.hpp"
 #include "sources/nvidia_abi.hpp"
@@ -60,6 +62,24 @@ TEST(Nvml, SocketOfBusIdReadsThePciNumaNode) {
   EXPECT_EQ(socket_of_bus_id(t.root(), "0009:01:00.0"), std::nullopt);
   EXPECT_EQ(socket_of_bus_id(t.root(), "0018:01:00.0"), std::nullopt);
   EXPECT_EQ(socket_of_bus_id(t.root(), "0019:01:00.0"), std::nullopt);
+}
+
+TEST(Nvml, AReaderThatGaveUpLeavesNoThreadBehind) {
+  // No NVML library: the reader gives up for good, and its health watch, with nothing left
+  // to watch, ends with the poller instead of waking four times a second for the process's
+  // lifetime.
+  NvmlOptions o;
+  o.library = "/nonexistent/libnvidia-ml.so.1";
+  NvmlModuleReader reader(o);
+  reader.start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((reader.threads() > 0 || reader.snapshot().available) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(reader.snapshot().available);
+  EXPECT_EQ(reader.threads(), 0);
+  reader.stop();
 }
 
 TEST(Nvml, MeanOfAgreeingGpusAndWithholdingBeyondFivePercent) {
