@@ -51,6 +51,41 @@ double edge_bound(const Series& s, double x, double tau) {
   return variation * tau / 8;
 }
 
+// The same smear where the power changes often (bursts shorter than tau): the error is then
+// the sum of many small misplaced slices, random rather than one change's. A difference d of
+// two readings s apart (s < tau) is the energy of the slice that entered their averaging
+// interval less the one that left it, over tau; the slices within tau / 2 of the edge are
+// weighted by how much of each the smear moves across it (1/2 at the edge, 0 at tau / 2), so
+// the misplaced energy has a standard deviation of tau rms(d) sqrt(tau / (24 s)). rms(d) is
+// taken around the differences' mean (a ramp, one change smeared, goes one way and is
+// edge_bound's) over the pairs within tau / 2 of x and the pair around x with one on either
+// side; s, their mean spacing, is at most tau (readings farther apart are independent
+// averages). Returned as a bound (sqrt(3) standard deviations), to be taken as uniform as the
+// other terms are.
+double edge_fluctuation_bound(const Series& s, double x, double tau) {
+  if (s.size() < 2) return 0;
+  double sum = 0, sum_sq = 0, spacing = 0;
+  std::size_t n = 0;
+  const auto nearest =
+      static_cast<std::size_t>(std::lower_bound(s.t.begin(), s.t.end(), x) - s.t.begin());
+  for (std::size_t j = 0; j + 1 < s.size(); ++j) {
+    const double mid = (s.t[j] + s.t[j + 1]) / 2;
+    // The pair around x and one on either side, for readings farther apart than tau / 2.
+    const bool near = std::abs(mid - x) <= tau / 2 || (j + 2 >= nearest && j <= nearest);
+    if (!near || !(s.t[j + 1] > s.t[j])) continue;
+    const double d = s.w[j + 1] - s.w[j];
+    sum += d;
+    sum_sq += d * d;
+    spacing += s.t[j + 1] - s.t[j];
+    ++n;
+  }
+  if (n == 0) return 0;
+  const double mean = sum / static_cast<double>(n);
+  const double rms = std::sqrt(std::max(0.0, sum_sq / static_cast<double>(n) - mean * mean));
+  const double step = std::min(spacing / static_cast<double>(n), tau);
+  return std::sqrt(3.0) * tau * rms * std::sqrt(tau / (24 * step));
+}
+
 // How much the power goes back and forth around pair i (samples i and i + 1), per pair: the
 // total variation of the readings over the pairs within kRoughnessPairs of it, less their net
 // change, over their number. A step, however large, goes one way and gives 0; bursts that
@@ -70,8 +105,15 @@ double roughness(const Series& s, std::size_t i) {
 
 }  // namespace
 
+double typical_roughness(const Series& s) {
+  if (s.size() < 2) return 0;
+  double sum = 0;
+  for (std::size_t j = 0; j + 1 < s.size(); ++j) sum += roughness(s, j);
+  return sum / static_cast<double>(s.size() - 1);
+}
+
 ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start, double end,
-                   bool snapped, const Averaging& averaging) {
+                   bool snapped, const Averaging& averaging, std::optional<double> typical) {
   ErrorBar out;
   if (s.empty() || last >= s.size() || first > last) return out;
   const double tau_gap = averaging.min_s.value_or(0.0);
@@ -79,6 +121,7 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
   if (averaging.known()) out.coverage = covered_share(s, start, end, tau_gap);
 
   double variance = 0;  // of the terms taken as uniform: bound^2 / 3 each
+  const double usual = typical ? *typical : typical_roughness(s);
   const double lo = snapped ? s.t[first] : start;
   const double hi = snapped ? s.t[last] : end;
   for (std::size_t i = first; i < last; ++i) {
@@ -95,12 +138,13 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
     const double bound = dw * (uncovered / 2 + (kept - uncovered) * overlap / 8);
     // What an uncovered stretch may hide where the power goes back and forth: bursts that
     // start and end between two readings leave no step to see.
-    const double hidden = 2 * uncovered * roughness(s, i);
+    const double hidden = 2 * uncovered * std::max(roughness(s, i), usual);
     variance += (bound * bound + hidden * hidden) / 3;
   }
   if (tau_edge > 0) {
     for (const double x : {start, end}) {
-      const double bound = edge_bound(s, x, tau_edge);
+      const double bound =
+          std::max(edge_bound(s, x, tau_edge), edge_fluctuation_bound(s, x, tau_edge));
       variance += bound * bound / 3;
     }
   }

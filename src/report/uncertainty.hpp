@@ -15,10 +15,13 @@
 //  - what an uncovered stretch may hide where the power goes back and forth (bursts that
 //    start and end between two readings leave no step): 2 u times the pair's roughness, the
 //    readings' total variation over the neighbouring pairs less their net change, per pair
-//    (0 for steps that go one way);
+//    (0 for steps that go one way), or the track's usual roughness within 30 s of the window
+//    where that is more (readings that happened to catch no burst near a pair);
 //  - each window edge: an averaging interval of tau smears a change near the edge over tau,
 //    and up to tau / 8 of it lands on the wrong side: tau / 8 times the total variation of
-//    the readings within tau / 2 of the edge;
+//    the readings within tau / 2 of the edge; or, where the power changes often (bursts
+//    shorter than tau), the sum of many small misplaced slices, whose spread the readings'
+//    differences give (tau sqrt(3) rms(d) sqrt(tau / (24 s)), readings s apart), if more;
 //  - the readings' dates, known to the meter's update period (kDateResolutionS): a shift of
 //    every date moves the energy by that times the power change across the window;
 //  - snap edges only, added in full (it has a sign, not a spread): the energy between each
@@ -54,8 +57,20 @@ inline constexpr double kDateResolutionS = 0.010;
 
 // The error bar of the trapezoid over the samples s[first..last] standing for [start, end]:
 // interpolated edges integrate exactly [start, end]; snapped ones [s.t[first], s.t[last]].
+// `typical`: the series' usual roughness around the window (typical_roughness of a wider
+// stretch of it); by default that of `s`.
 ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start, double end,
-                   bool snapped, const Averaging& averaging);
+                   bool snapped, const Averaging& averaging,
+                   std::optional<double> typical = std::nullopt);
+
+// How much the power usually goes back and forth between two readings of `s`: the mean over
+// its pairs of each pair's roughness (the readings' total variation over the pairs within
+// three of it, less their net change, per pair). An uncovered stretch is taken to hide at
+// least that much, also where the readings next to it happen to show none.
+double typical_roughness(const Series& s);
+
+// Seconds on either side of a window over which typical_roughness is taken.
+inline constexpr double kRoughnessMarginS = 30.0;
 
 // uncertainty / joules in percent; unset for no energy.
 std::optional<double> uncertainty_pct(double uncertainty_j, double joules);

@@ -460,6 +460,87 @@ TEST(ReportUncertainty, PowerThatGoesBackAndForthStatesWhatTheGapsMayHide) {
   EXPECT_GT(b.row->stats.uncertainty_j, kCoverageFactor * std::sqrt(20 * 80.0 * 80.0 / 3));
 }
 
+namespace uncertainty_cases {
+
+// 150 W with 40 ms bursts of +250 W, 120 to 400 ms apart (a fixed pseudo-random spacing).
+std::vector<double> burst_starts(double until) {
+  std::vector<double> starts;
+  std::uint32_t x = 12345;
+  for (double t = 0.5; t < until; t += 0.04 + 0.12 + 0.28 * ((x >> 8) % 1000) / 1000.0) {
+    starts.push_back(t);
+    x = x * 1664525u + 1013904223u;
+  }
+  return starts;
+}
+
+// The exact energy of that power over [a, b].
+double burst_energy(const std::vector<double>& starts, double a, double b) {
+  double j = 150 * (b - a);
+  for (const double s : starts) j += 250 * std::max(0.0, std::min(b, s + 0.04) - std::max(a, s));
+  return j;
+}
+
+}  // namespace uncertainty_cases
+
+// Bursts shorter than a 1 s average, read every 250 ms: the readings tile the time axis, and
+// the error is what the average smears across each window edge, the bursts within half a
+// second of it, each moved by up to half its energy. The readings' changes say how much the
+// power goes back and forth at the scale of their spacing, and that bounds the smear: the
+// stated uncertainty holds the true error of most windows (one change's smear alone, the
+// readings' total variation near the edge times tau / 8, held 8 of these 20).
+TEST(ReportUncertainty, BurstsUnderALongAverageAreSmearedAcrossTheEdge) {
+  using uncertainty_cases::burst_energy;
+  const auto starts = uncertainty_cases::burst_starts(70);
+  std::vector<double> t, w;
+  for (int i = 0; i <= 260; ++i) {
+    const double x = 1 + i * 0.25;
+    t.push_back(x);
+    w.push_back(burst_energy(starts, x - 0.5, x + 0.5));  // the mean of the second around x
+  }
+  const auto track = make_track(t, w);
+  int inside = 0;
+  for (int k = 0; k < 20; ++k) {
+    const double s = 5 + 2.9 * k + 0.037 * k, e = s + 2 + 0.15 * k;
+    const auto in = uncertainty_cases::at(track, s, e, Edges::interpolate, {1.0, 1.0});
+    ASSERT_TRUE(in.row) << in.error;
+    if (std::abs(in.row->stats.joules - burst_energy(starts, s, e)) <= in.row->stats.uncertainty_j)
+      ++inside;
+  }
+  EXPECT_GE(inside, 16) << inside;  // 18 measured
+}
+
+// Half-second averages read once a second (half the window covered) of bursty power: around
+// this window no reading caught a burst, so its readings and their neighbours go neither up
+// nor down, yet bursts hide in its uncovered stretches as they do where the readings caught
+// some. The track's wider stretch says so; the window's own samples could not (and the
+// neighbours alone stated 0 J).
+TEST(ReportUncertainty, ReadingsThatCaughtNoBurstNearTheWindowStillStateWhatTheRunShows) {
+  std::vector<double> t, w;
+  for (int i = 0; i <= 50; ++i) {  // all within kRoughnessMarginS of the window
+    t.push_back(i);
+    w.push_back(i % 15 == 0 ? 400 : 150);  // one reading in fifteen caught a burst
+  }
+  const Averaging half{0.5, 0.5};
+  const auto in = uncertainty_cases::at(make_track(t, w), 20.2, 22.8, Edges::interpolate, half);
+  ASSERT_TRUE(in.row) << in.error;
+  // Three pairs, each with 0.5 s uncovered hiding 2 x 0.5 s times the run's usual back and
+  // forth per pair; nothing else (no reading changes near the window).
+  const double usual = typical_roughness(Series{t, w});
+  EXPECT_GT(usual, 10);
+  const double hidden = 2 * 0.5 * usual;
+  const double expected = kCoverageFactor * std::sqrt(3 * hidden * hidden / 3);
+  EXPECT_NEAR(in.row->stats.uncertainty_j, expected, 1e-9);
+  // The same window from its own samples (what a caller without the track passes).
+  Series local;
+  for (int i = 17; i <= 26; ++i) {
+    local.t.push_back(i);
+    local.w.push_back(150);
+  }
+  const auto alone = integrate_samples(local, 20.2, 22.8, Edges::interpolate, "x", true, half);
+  ASSERT_TRUE(alone.row) << alone.error;
+  EXPECT_DOUBLE_EQ(alone.row->stats.uncertainty_j, 0.0);
+}
+
 TEST(ReportUncertainty, PercentOfNoEnergyIsUnset) {
   EXPECT_FALSE(uncertainty_pct(1, 0));
   EXPECT_DOUBLE_EQ(*uncertainty_pct(1, 200), 0.5);
