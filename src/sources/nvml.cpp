@@ -297,8 +297,7 @@ std::optional<SteadyTime> check_health(NvmlModuleReader::Shared& sh,
     if (st.stale_logged) return now + period;
     next = std::min(next, st.read_at + sh.options.max_age);
   }
-  if (next == SteadyTime::max()) return now + period;
-  return std::max(next + std::chrono::milliseconds(1), now + period);
+  return look_again(next, now, period);
 }
 
 }  // namespace

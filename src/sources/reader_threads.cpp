@@ -64,6 +64,14 @@ bool ReaderThreads::stop(std::chrono::milliseconds grace) {
   return state_->wake.wait_for(lock, grace, [&] { return state_->running == 0; });
 }
 
+std::chrono::steady_clock::time_point look_again(std::chrono::steady_clock::time_point can_change,
+                                                 std::chrono::steady_clock::time_point now,
+                                                 std::chrono::milliseconds period) {
+  if (can_change == std::chrono::steady_clock::time_point::max()) return now + period;
+  // Just past it: a value counts as stale once it is older than the bound, not at it.
+  return std::max(can_change + std::chrono::milliseconds(1), now + period);
+}
+
 int ReaderThreads::running() const {
   std::lock_guard lock(state_->mutex);
   return state_->running;

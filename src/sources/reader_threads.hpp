@@ -39,6 +39,13 @@ class ReaderThreads {
   std::shared_ptr<State> state_;
 };
 
+// For a watch that sleeps until its state can next change (a value going stale): just past
+// `can_change`, and never sooner than `period` from `now`; `period` from now when nothing can
+// change (`can_change` is the time_point's max).
+std::chrono::steady_clock::time_point look_again(std::chrono::steady_clock::time_point can_change,
+                                                 std::chrono::steady_clock::time_point now,
+                                                 std::chrono::milliseconds period);
+
 // Many jobs of one kind on a bounded number of threads (the ACPI reader: one job per hwmon
 // device, thousands on some machines). Each job runs one cycle at a time, at a fixed rate on
 // its own grid (due, due + period, ...), so jobs started together stay together and one

@@ -104,9 +104,7 @@ std::optional<SteadyTime> check_staleness(SampleTable::State& st,
     if (r.stale_logged) return now + period;
     next = std::min(next, (r.watts ? r.read_at : st.started_at) + st.max_age);
   }
-  // Just past that time: a row is overdue once it is older than max_age.
-  return next == SteadyTime::max() ? now + period
-                                   : std::max(next + std::chrono::milliseconds(1), now + period);
+  return look_again(next, now, period);
 }
 
 }  // namespace

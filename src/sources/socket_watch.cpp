@@ -41,28 +41,24 @@ std::chrono::steady_clock::time_point next_socket_look(const std::vector<SocketU
                                                        std::chrono::steady_clock::time_point now,
                                                        std::chrono::milliseconds period) {
   // While a socket is down, every period, to log it up again the moment it is.
-  auto up_for = std::chrono::steady_clock::duration::max();
+  auto can_go_down = std::chrono::steady_clock::time_point::max();
   for (const auto& s : states) {
     if (!s.up || !s.up_for_s) return now + period;
-    up_for = std::min(up_for, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(*s.up_for_s)));
+    can_go_down =
+        std::min(can_go_down, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(*s.up_for_s)));
   }
-  if (up_for == std::chrono::steady_clock::duration::max()) return now + period;
-  // Just past the moment the first socket can go down; never sooner than a period.
-  return now + std::max<std::chrono::steady_clock::duration>(up_for + std::chrono::milliseconds(1),
-                                                             period);
+  return look_again(can_go_down, now, period);
 }
 
 SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period) {
   auto last = std::make_shared<std::map<std::uint32_t, bool>>();
   auto first_pass = std::make_shared<bool>(true);
-  auto passes = passes_;
-  thread_.spawn_at([&source, last, first_pass, passes,
+  thread_.spawn_at([&source, last, first_pass,
                     period]() -> std::optional<std::chrono::steady_clock::time_point> {
     // The first look is one period in: a source started just now (DCGM's poller) may not
     // have recorded its first read yet.
     if (std::exchange(*first_pass, false)) return std::chrono::steady_clock::now() + period;
-    passes->fetch_add(1);
     const auto now = std::chrono::steady_clock::now();
     const auto states = socket_states(source.snapshot(now));
     auto log = common::logger("cpu_power_exporter");
@@ -85,10 +81,6 @@ SocketWatch::SocketWatch(const Source& source, std::chrono::milliseconds period)
     }
     return next_socket_look(states, now, period);
   });
-}
-
-std::uint64_t SocketWatch::passes() const {
-  return passes_->load();
 }
 
 SocketWatch::~SocketWatch() {

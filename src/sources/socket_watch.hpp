@@ -4,7 +4,6 @@
 // for its lifetime, so a socket whose reading goes missing stays listed, as down, instead of
 // vanishing from the exposition and leaving a node that looks whole with half its power.
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -53,11 +52,8 @@ class SocketWatch {
   SocketWatch& operator=(const SocketWatch&) = delete;
 
   void stop();
-  std::uint64_t passes() const;  // looks at the sockets so far (for tests and diagnostics)
 
  private:
-  std::shared_ptr<std::atomic<std::uint64_t>> passes_ =
-      std::make_shared<std::atomic<std::uint64_t>>(0);
   ReaderThreads thread_;
 };
 
