@@ -93,7 +93,8 @@ struct ReaderPool::State {
   // to stuck_after (a longer one was replaced when it passed that).
   PoolClock::duration busy{};
   PoolClock::time_point sized_at{};
-  std::vector<Job> jobs;  // fixed once started: read without the lock
+  PoolClock::time_point origin{};  // start(): every job's grid is origin + k x its period
+  std::vector<Job> jobs;           // fixed once started: read without the lock
 
   mutable std::mutex mutex;
   std::condition_variable wake;       // workers: a job may be due, or stopping
@@ -119,6 +120,13 @@ struct ReaderPool::State {
 };
 
 namespace {
+
+// The first time of origin + k x period after `after`.
+PoolClock::time_point next_on_grid(PoolClock::time_point origin, std::chrono::milliseconds period,
+                                   PoolClock::time_point after) {
+  if (after < origin || period <= std::chrono::milliseconds::zero()) return after + period;
+  return origin + ((after - origin) / period + 1) * period;
+}
 
 void pool_worker(std::shared_ptr<ReaderPool::State> st,
                  std::list<std::optional<PoolClock::time_point>>::iterator slot) {
@@ -147,9 +155,13 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     *slot = std::nullopt;
     const auto now = PoolClock::now();
     st->busy += std::min<PoolClock::duration>(now - start, st->stuck_after);
-    // The next cycle on the job's own grid, so that jobs started together stay together and
-    // one wake-up serves them all; a cycle that overran its period starts the next at once.
-    st->queue.push({std::max(due + st->jobs[job].period, now), job});
+    // The next cycle at the job's next grid time, so that jobs started together stay
+    // together and one wake-up serves them all. A cycle that started late (a stalled machine,
+    // a worker held by another job) skips the grid times it missed instead of starting a grid
+    // of its own at its end; one that overran its period starts the next at once, and the one
+    // after is back on the grid.
+    const auto on_grid = next_on_grid(st->origin, st->jobs[job].period, std::max(due, start));
+    st->queue.push({std::max(on_grid, now), job});
     st->wake.notify_one();
     // Back from a long cycle into a pool that replaced it: one worker too many.
     if (st->free_workers(now) > st->target) break;
@@ -242,6 +254,7 @@ void ReaderPool::start() {
   state_->most = std::min(state_->most, std::max<std::size_t>(state_->jobs.size(), 1));
   state_->target = state_->most;
   state_->sized_at = now;
+  state_->origin = now;
   for (std::size_t i = 0; i < state_->target; ++i) spawn_worker(state_);
   state_->running++;
   std::thread(pool_supervisor, state_).detach();
