@@ -155,12 +155,15 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     *slot = std::nullopt;
     const auto now = PoolClock::now();
     st->busy += std::min<PoolClock::duration>(now - start, st->stuck_after);
-    // The next cycle at the job's next grid time, so that jobs started together stay
-    // together and one wake-up serves them all. A cycle that started late (a stalled machine,
-    // a worker held by another job) skips the grid times it missed instead of starting a grid
-    // of its own at its end; one that overran its period starts the next at once, and the one
-    // after is back on the grid.
-    const auto on_grid = next_on_grid(st->origin, st->jobs[job].period, std::max(due, start));
+    // The next cycle at the job's next grid time at least half a period after this one
+    // started, so that jobs started together stay together and one wake-up serves them all.
+    // A cycle that started late (a stalled machine, a worker held by another job) skips the
+    // grid times it missed instead of starting a grid of its own at its end, and never has
+    // the next follow it by less than half a period (a counter's difference over a sliver of
+    // time is mostly the meter's own update jitter). One that overran its period starts the
+    // next at once, and the one after is back on the grid.
+    const auto period = st->jobs[job].period;
+    const auto on_grid = next_on_grid(st->origin, period, std::max(due, start + period / 2));
     st->queue.push({std::max(on_grid, now), job});
     st->wake.notify_one();
     // Back from a long cycle into a pool that replaced it: one worker too many.

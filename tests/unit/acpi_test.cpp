@@ -630,6 +630,35 @@ TEST(ReaderPool, AStallLeavesTheJobsOnOneGrid) {
   EXPECT_LE(slept, rounds * 2) << slept << " sleeps in " << rounds << " rounds";
 }
 
+TEST(ReaderPool, ALateCycleIsFollowedNoSoonerThanHalfAPeriodLater) {
+  // One worker, two jobs every 40 ms. Every fifth cycle of the first holds the worker for
+  // 70 ms, so the second starts 70 ms late: its next grid time is then only 10 ms away, too
+  // close for a counter's difference (and the old rule ran it again at once). The next
+  // cycle comes no sooner than half a period after a start, less the tenth of a period by
+  // which a worker may run a job early; a busy machine only makes the spacing longer.
+  ReaderPool pool(1, 1000ms);
+  std::atomic<int> holds{0};
+  std::mutex m;
+  std::vector<std::chrono::steady_clock::time_point> starts;
+  pool.add(40ms, [&] {
+    if (holds.fetch_add(1) % 5 == 4) std::this_thread::sleep_for(70ms);
+  });
+  pool.add(40ms, [&] {
+    std::lock_guard lock(m);
+    starts.push_back(std::chrono::steady_clock::now());
+  });
+  pool.start();
+  ASSERT_TRUE(eventually([&] { return holds >= 16; }));  // three holds at least
+  EXPECT_TRUE(pool.stop(5000ms));
+  std::lock_guard lock(m);
+  ASSERT_GE(starts.size(), 5u);
+  auto closest = std::chrono::steady_clock::duration::max();
+  for (std::size_t i = 1; i < starts.size(); ++i)
+    closest = std::min(closest, starts[i] - starts[i - 1]);
+  EXPECT_GE(closest, 16ms) << std::chrono::duration<double, std::milli>(closest).count()
+                           << " ms between two cycles";
+}
+
 TEST(ReaderPool, TheSupervisorLooksWhenACycleCouldFirstCountAsStuck) {
   // stuck_after 400 ms: a cycle can count as stuck no sooner than 400 ms after the next due
   // time, so with fast cycles every 50 ms the supervisor looks about every 400-450 ms, where
