@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "sim/sim_node.hpp"
 #include "sources/acpi_discovery.hpp"
@@ -569,6 +570,16 @@ TEST(ReaderPool, SizesItselfToTheTimeTheCyclesTake) {
   EXPECT_EQ(pool.threads(), 0u);
 }
 
+// The pool's sleeps while `cycles` (one job's cycle count) grows by at least `rounds`, and
+// the rounds it grew by.
+std::pair<std::size_t, std::size_t> sleeps_over_rounds(const ReaderPool& pool,
+                                                       const std::atomic<int>& cycles, int rounds) {
+  const auto sleeps = pool.sleeps();
+  const int before = cycles;
+  EXPECT_TRUE(eventually([&] { return cycles >= before + rounds; }));
+  return {pool.sleeps() - sleeps, static_cast<std::size_t>(cycles - before)};
+}
+
 TEST(ReaderPool, JobsStartedTogetherShareOneWakeUp) {
   // Six jobs whose first cycles end at different times (0 to 15 ms late), as reads of
   // different speed or a late wake-up leave them. Each keeps its own grid, so from the second
@@ -583,11 +594,7 @@ TEST(ReaderPool, JobsStartedTogetherShareOneWakeUp) {
   }
   pool.start();
   ASSERT_TRUE(eventually([&] { return cycles[5] >= 2; }));
-  const auto sleeps = pool.sleeps();
-  const int before = cycles[5];
-  ASSERT_TRUE(eventually([&] { return cycles[5] >= before + 20; }));
-  const auto rounds = static_cast<std::size_t>(cycles[5] - before);
-  const auto slept = pool.sleeps() - sleeps;
+  const auto [slept, rounds] = sleeps_over_rounds(pool, cycles[5], 20);
   EXPECT_TRUE(pool.stop(5000ms));
   // One sleep a round; a busy machine may split a few rounds, never most of them.
   EXPECT_LE(slept, rounds * 2) << slept << " sleeps in " << rounds << " rounds";
@@ -606,13 +613,12 @@ TEST(ReaderPool, AStallLeavesTheJobsOnOneGrid) {
   std::atomic<bool> stalled{false};
   for (std::size_t j = 0; j < cycles.size(); ++j) {
     pool.add(40ms, [&, j] {
-      if (j == 0 && cycles[j]++ == 4) {
+      if (cycles[j]++ == 4 && j == 0) {
         std::this_thread::sleep_for(130ms);
         stalled = true;
-        return;
+      } else if (stalled && !caught_up[j].exchange(true)) {
+        std::this_thread::sleep_for(3ms);
       }
-      if (j != 0) ++cycles[j];
-      if (stalled && !caught_up[j].exchange(true)) std::this_thread::sleep_for(3ms);
     });
   }
   pool.start();
@@ -620,11 +626,7 @@ TEST(ReaderPool, AStallLeavesTheJobsOnOneGrid) {
     return std::all_of(caught_up.begin(), caught_up.end(), [](const auto& c) { return c.load(); });
   }));
   ASSERT_TRUE(eventually([&] { return cycles[0] >= 8; }));
-  const auto sleeps = pool.sleeps();
-  const int before = cycles[5];
-  ASSERT_TRUE(eventually([&] { return cycles[5] >= before + 20; }));
-  const auto rounds = static_cast<std::size_t>(cycles[5] - before);
-  const auto slept = pool.sleeps() - sleeps;
+  const auto [slept, rounds] = sleeps_over_rounds(pool, cycles[5], 20);
   EXPECT_TRUE(pool.stop(5000ms));
   // One sleep a round; a busy machine may split a few rounds, never most of them.
   EXPECT_LE(slept, rounds * 2) << slept << " sleeps in " << rounds << " rounds";
