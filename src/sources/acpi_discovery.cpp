@@ -231,15 +231,24 @@ IntervalChange set_average_interval(const std::string& hwmon_root,
 
   const auto deadline = std::chrono::steady_clock::now() + settle;
   while (true) {
-    const auto now_found = discover_acpi(hwmon_root);
-    const auto found_keys = stable_keys(now_found.channels);
-    const std::set<std::string> present(found_keys.begin(), found_keys.end());
+    // First whether each old node is gone, then what is there: a channel found after its old
+    // node went can only be its new one. The other way round, a discovery that read the old
+    // node just before the kernel removed it would pass for the new one, and the caller's
+    // own discovery would then miss the channel while it re-registers.
     bool done = true;
     for (const auto& p : pending) {
       struct stat st {};
       const bool moved = !p.existed || ::stat(p.node.c_str(), &st) != 0 ||
                          st.st_ino != p.st.st_ino || st.st_dev != p.st.st_dev;
-      if (!moved || !present.count(p.key)) done = false;
+      if (!moved) done = false;
+    }
+    if (done) {
+      const auto now_found = discover_acpi(hwmon_root);
+      const auto found_keys = stable_keys(now_found.channels);
+      const std::set<std::string> present(found_keys.begin(), found_keys.end());
+      for (const auto& p : pending) {
+        if (!present.count(p.key)) done = false;
+      }
     }
     if (done) return out;
     if (std::chrono::steady_clock::now() >= deadline) break;

@@ -1,5 +1,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1056,6 +1058,59 @@ TEST(AcpiReaderOnSimulatedNodes, FollowsChannelsToTheirNewHwmonNumbers) {
   EXPECT_EQ(again.written, 0u);
   EXPECT_EQ(again.unchanged, 6u);
   reader.stop(200ms);
+}
+
+// A meter whose node the kernel removes while set_average_interval looks for it, and
+// registers again only later: the wait must not take the old node for the new one and return
+// while the meter is gone. A stand-in kernel thread removes the node the moment a discovery
+// opens its label after the write (inotify; 100 ms after the write where none does), and
+// many other hwmon nodes after it keep such a discovery going long after: read in the
+// wrong order, the old node and its removal both look like the move being done.
+TEST(AcpiIntervalChange, WaitsForTheNewNodeWhenTheOldOneGoesMidDiscovery) {
+  TestTree t;
+  const auto meter = [&](const std::string& hwmon, const std::string& interval) {
+    t.meter(hwmon, "Grace Power Socket 0", "100000000");
+    t.write(hwmon + "/power1_average_interval", interval + "\n");
+  };
+  meter("hwmon1", "50");
+  for (int i = 10; i < 1500; ++i) t.write("hwmon" + std::to_string(i) + "/name", "nvme\n");
+  const int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ASSERT_GE(in, 0);
+  ASSERT_GE(::inotify_add_watch(in, t.path("hwmon1").c_str(), IN_OPEN | IN_CLOSE_WRITE), 0);
+  std::thread kernel([&] {
+    // Waits up to `limit` for an event on `file` after the ones already read.
+    const auto next = [&](std::uint32_t mask, const std::string& file, auto limit) {
+      const auto deadline = std::chrono::steady_clock::now() + limit;
+      alignas(inotify_event) char buf[4096];
+      while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{in, POLLIN, 0};
+        if (::poll(&p, 1, 5) <= 0) continue;
+        const ssize_t n = ::read(in, buf, sizeof buf);
+        for (ssize_t off = 0; off < n;) {
+          const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+          off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+          if ((ev->mask & mask) && ev->len && file == ev->name) return true;
+        }
+      }
+      return false;
+    };
+    if (!next(IN_CLOSE_WRITE, "power1_average_interval", 10s)) return;
+    (void)next(IN_OPEN, "power1_oem_info", 100ms);
+    // hwmon_device_unregister, then hwmon_device_register_with_info a while later.
+    std::filesystem::rename(t.path("hwmon1"), t.path(".unregistered"));
+    std::this_thread::sleep_for(300ms);
+    meter("hwmon2", "1000");
+  });
+  const auto change = set_average_interval(t.root(), 1000ms, 10s);
+  // What the exporter's own discovery sees right after: the meter, at its new number.
+  const auto after = discover_acpi(t.root());
+  kernel.join();
+  ::close(in);
+  EXPECT_EQ(change.written, 1u);
+  EXPECT_TRUE(change.settled);
+  ASSERT_EQ(after.channels.size(), 1u);
+  EXPECT_EQ(after.channels[0].sensor, "hwmon2/power1");
+  EXPECT_EQ(after.channels[0].average_interval, 1000ms);
 }
 
 TEST(AcpiReaderOnSimulatedNodes, LegacyKernelsChangeTheIntervalInPlace) {
