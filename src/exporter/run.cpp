@@ -1,5 +1,7 @@
 #include "exporter/run.hpp"
 
+#include <fmt/ranges.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -64,10 +66,18 @@ int run(const Options& o, std::string_view version) {
     for (const auto& f : change.failures) log->warn("cannot set the averaging interval {}", f);
     log->info("averaging interval set interval_ms={} written={} unchanged={} failed={}",
               interval.count(), change.written, change.unchanged, change.failures.size());
-    if (!change.settled) {
+    if (!change.not_moved.empty()) {
       log->warn(
-          "not every power meter re-registered and came back within 10 s; its readings follow "
-          "it once it does");
+          "power meters still on their hwmon node 10 s after the write; read there, and followed "
+          "if they re-register later sensors={}",
+          fmt::join(change.not_moved, ","));
+    }
+    if (!change.not_back.empty()) {
+      log->warn(
+          "power meters that left their hwmon node and were not found again within 10 s; one "
+          "still missing at the discovery that follows is not read or served (restart the "
+          "exporter once it is back) sensors={}",
+          fmt::join(change.not_back, ","));
     }
   }
 

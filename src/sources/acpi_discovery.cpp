@@ -205,6 +205,7 @@ IntervalChange set_average_interval(const std::string& hwmon_root,
     struct stat st {};
     bool existed = false;
     std::string key;
+    std::string sensor;
   };
   std::vector<Pending> pending;
   for (std::size_t k = 0; k < before.channels.size(); ++k) {
@@ -217,6 +218,7 @@ IntervalChange set_average_interval(const std::string& hwmon_root,
     p.node = hwmon_root + "/" + c.hwmon;
     p.existed = ::stat(p.node.c_str(), &p.st) == 0;
     p.key = keys[k];
+    p.sensor = c.sensor;
     if (const auto why = write_interval_file(c.interval_path, interval); !why.empty()) {
       out.failures.push_back("sensor=" + c.sensor + " path=" + c.interval_path + " error=" + why);
       continue;
@@ -229,32 +231,45 @@ IntervalChange set_average_interval(const std::string& hwmon_root,
   }
   if (pending.empty()) return out;
 
+  // Each old node is first seen gone, then its channel looked for: a channel found after its
+  // old node went can only be on its new one. The other way round, a discovery that read the
+  // old node just before the kernel removed it would pass for the new one, and the caller's
+  // own discovery would then miss the channel while it re-registers.
+  std::vector<bool> moved(pending.size(), false), back(pending.size(), false);
   const auto deadline = std::chrono::steady_clock::now() + settle;
   while (true) {
-    // First whether each old node is gone, then what is there: a channel found after its old
-    // node went can only be its new one. The other way round, a discovery that read the old
-    // node just before the kernel removed it would pass for the new one, and the caller's
-    // own discovery would then miss the channel while it re-registers.
-    bool done = true;
-    for (const auto& p : pending) {
+    bool any_moved = false;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      const auto& p = pending[i];
       struct stat st {};
-      const bool moved = !p.existed || ::stat(p.node.c_str(), &st) != 0 ||
-                         st.st_ino != p.st.st_ino || st.st_dev != p.st.st_dev;
-      if (!moved) done = false;
-    }
-    if (done) {
-      const auto now_found = discover_acpi(hwmon_root);
-      const auto found_keys = stable_keys(now_found.channels);
-      const std::set<std::string> present(found_keys.begin(), found_keys.end());
-      for (const auto& p : pending) {
-        if (!present.count(p.key)) done = false;
+      if (!moved[i]) {
+        moved[i] = !p.existed || ::stat(p.node.c_str(), &st) != 0 || st.st_ino != p.st.st_ino ||
+                   st.st_dev != p.st.st_dev;
       }
+      any_moved = any_moved || moved[i];
+    }
+    std::set<std::string> present;
+    if (any_moved) {
+      const auto found_keys = stable_keys(discover_acpi(hwmon_root).channels);
+      present.insert(found_keys.begin(), found_keys.end());
+    }
+    bool done = true;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      back[i] = moved[i] && present.count(pending[i].key) > 0;
+      done = done && back[i];
     }
     if (done) return out;
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   out.settled = false;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    if (!moved[i]) {
+      out.not_moved.push_back(pending[i].sensor);
+    } else if (!back[i]) {
+      out.not_back.push_back(pending[i].sensor);
+    }
+  }
   return out;
 }
 

@@ -56,6 +56,10 @@ struct IntervalChange {
   std::size_t unchanged = 0;
   std::vector<std::string> failures;
   bool settled = true;  // every re-registering channel was found again in time
+  // When not settled, the sensors (as discovered before the write) whose old node was still
+  // there at the deadline, and those whose old node went and that were not found again.
+  std::vector<std::string> not_moved;
+  std::vector<std::string> not_back;
 };
 IntervalChange set_average_interval(const std::string& hwmon_root,
                                     std::chrono::milliseconds interval,

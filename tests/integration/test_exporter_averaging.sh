@@ -114,6 +114,17 @@ body=$(scrape)
 ok "legacy layout: the interval changes in place, sensor names stay"
 stop "$EXPORTER_PID"
 
+# A modern tree whose meters never re-register (nobody plays the kernel): after its 10 s wait
+# the exporter names them, still on their nodes, and serves them there.
+"$BIN/cpu-power" sim-node --root "$WORK/static" --profile gb200 --layout modern --once >/dev/null
+start_exporter exp4 --hwmon-root "$WORK/static" --set-average-interval-ms 1000
+grep -q 'WARN cpu_power_exporter: power meters still on their hwmon node 10 s after the write; read there, and followed if they re-register later sensors=hwmon2/power1,hwmon3/power1,hwmon10/power1,hwmon11/power1,hwmon12/power1,hwmon13/power1$' "$WORK/exp4.log" ||
+  fail "no WARN naming the six meters: $(cat "$WORK/exp4.log")"
+grep -q 'not found again' "$WORK/exp4.log" && fail "meters that never left called missing"
+[ "$(scrape | grep -c '^cpu_power_acpi_watts{')" = 6 ] || fail "not 6 samples on the static tree"
+ok "meters that stay on their nodes after the write: one WARN names them, all 6 served"
+stop "$EXPORTER_PID"
+
 # Only the firmware's two values are accepted: anything else is a usage error.
 set +e
 "$BIN/cpu-power-exporter" --bind 127.0.0.1 --port 0 --hwmon-root "$WORK/node3" \

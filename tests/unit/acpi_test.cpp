@@ -1113,6 +1113,33 @@ TEST(AcpiIntervalChange, WaitsForTheNewNodeWhenTheOldOneGoesMidDiscovery) {
   EXPECT_EQ(after.channels[0].average_interval, 1000ms);
 }
 
+// When the wait runs out it says which meters never left their node (read there) and which
+// left and did not come back (missing until they do).
+TEST(AcpiIntervalChange, NamesTheMetersThatDidNotMoveOrDidNotComeBack) {
+  TestTree t;
+  for (const std::string h : {"hwmon1", "hwmon3"}) {
+    t.meter(h, h == "hwmon1" ? "Grace Power Socket 0" : "Grace Power Socket 1", "100000000");
+    t.write(h + "/power1_average_interval", "50\n");
+  }
+  std::thread kernel([&] {
+    // hwmon1 unregisters on the write and never registers again; hwmon3 ignores it.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::ifstream f(t.path("hwmon1/power1_average_interval"));
+      std::string v;
+      if (f >> v && v == "1000") break;
+      std::this_thread::sleep_for(1ms);
+    }
+    std::filesystem::rename(t.path("hwmon1"), t.path(".unregistered"));
+  });
+  const auto change = set_average_interval(t.root(), 1000ms, 300ms);
+  kernel.join();
+  EXPECT_EQ(change.written, 2u);
+  EXPECT_FALSE(change.settled);
+  EXPECT_EQ(change.not_back, std::vector<std::string>{"hwmon1/power1"});
+  EXPECT_EQ(change.not_moved, std::vector<std::string>{"hwmon3/power1"});
+}
+
 TEST(AcpiReaderOnSimulatedNodes, LegacyKernelsChangeTheIntervalInPlace) {
   cpupower::testing::TestTree t;
   const std::string root = t.path("node");
