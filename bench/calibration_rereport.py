@@ -5,19 +5,23 @@ over legs, read intervals and edge modes; -v adds each case). The energies come 
 samples, so two builds' tables differ only in what the model states (docs/performance.md,
 Calibration of the uncertainty).
 
-    calibration_rereport.py BIN_DIR KEPT_DIR FIDELITY_JSON [-v]
+    calibration_rereport.py BIN_DIR KEPT_DIR FIDELITY_JSON [KEPT_DIR FIDELITY_JSON ...] [-v]
 
-FIDELITY_JSON is the replay's --json output: it holds each window's exact energy."""
+FIDELITY_JSON is the replay's --json output: it holds each window's exact energy. Several
+replays (each its kept directory and JSON) are pooled into one table."""
 import json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
-bin_dir, keep, res_json = sys.argv[1], sys.argv[2], sys.argv[3]
-results = json.load(open(res_json))["results"]
+args = [a for a in sys.argv[1:] if a != "-v"]
+bin_dir, pairs = args[0], list(zip(args[1::2], args[2::2]))
+if not pairs or len(args) % 2 != 1:
+    sys.exit(__doc__)
 runs = {}
-for r in results:
-    if r["schedule"] != "ours": continue
-    tag = f"{r['trace']}-{r['average_ms']}"
-    d = f"{keep}/{tag}-{r['interval_ms']}ms" + ("-host" if r["leg"] == "host" else "")
-    runs.setdefault((d, r["edges"], r["leg"]), []).append(r)
+for keep, res_json in pairs:
+    for r in json.load(open(res_json))["results"]:
+        if r["schedule"] != "ours": continue
+        tag = f"{r['trace']}-{r['average_ms']}"
+        d = f"{keep}/{tag}-{r['interval_ms']}ms" + ("-host" if r["leg"] == "host" else "")
+        runs.setdefault((d, r["edges"], r["leg"]), []).append(r)
 def report(key):
     d, edges, leg = key
     out = f"{d}/re-{edges}.json"

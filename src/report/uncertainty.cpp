@@ -105,6 +105,27 @@ double roughness(const Series& s, std::size_t i) {
 
 }  // namespace
 
+double sampling_error(const Series& s, double lo, double hi) {
+  double sum = 0, sum_sq = 0;
+  std::size_t n = 0;
+  const auto begin =
+      static_cast<std::size_t>(std::lower_bound(s.t.begin(), s.t.end(), lo) - s.t.begin());
+  for (std::size_t i = std::max<std::size_t>(begin, 1); i + 1 < s.size() && s.t[i] <= hi; ++i) {
+    const double ta = s.t[i - 1], tb = s.t[i + 1];
+    if (!(tb > ta)) continue;
+    const double up = s.w[i] - s.w[i - 1], down = s.w[i + 1] - s.w[i];
+    const double line = s.w[i - 1] + (s.w[i + 1] - s.w[i - 1]) * (s.t[i] - ta) / (tb - ta);
+    const double e = up * down >= 0 ? 0.0 : s.w[i] - line;
+    sum += e;
+    sum_sq += e * e;
+    ++n;
+  }
+  if (n < 2) return 0;
+  const double count = static_cast<double>(n);
+  const double mean = sum / count;
+  return std::sqrt(std::max(0.0, sum_sq / count - mean * mean) / count);
+}
+
 double typical_roughness(const Series& s) {
   if (s.size() < 2) return 0;
   double sum = 0;
@@ -121,6 +142,7 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
   if (averaging.known()) out.coverage = covered_share(s, start, end, tau_gap);
 
   double variance = 0;  // of the terms taken as uniform: bound^2 / 3 each
+  double uncovered_s = 0;
   const double usual = typical ? *typical : typical_roughness(s);
   const double lo = snapped ? s.t[first] : start;
   const double hi = snapped ? s.t[last] : end;
@@ -140,7 +162,12 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
     // start and end between two readings leave no step to see.
     const double hidden = 2 * uncovered * std::max(roughness(s, i), usual);
     variance += (bound * bound + hidden * hidden) / 3;
+    uncovered_s += uncovered;
   }
+  // The uncovered seconds as a whole: their mean power is known only from the instants the
+  // readings fell on, a standard deviation rather than a bound.
+  const double sampled = kReadGridFactor * uncovered_s * sampling_error(s, lo, hi);
+  variance += sampled * sampled;
   if (tau_edge > 0) {
     for (const double x : {start, end}) {
       const double bound =

@@ -17,6 +17,10 @@
 //    readings' total variation over the neighbouring pairs less their net change, per pair
 //    (0 for steps that go one way), or the track's usual roughness within 30 s of the window
 //    where that is more (readings that happened to catch no burst near a pair);
+//  - the uncovered seconds as a whole, a standard deviation rather than a bound: their power
+//    is known only from the instants the readings fell on. kReadGridFactor times the
+//    uncovered seconds times the standard error of the readings' mean departure from the
+//    line through their neighbours (0 for a reading the power goes one way through);
 //  - each window edge: an averaging interval of tau smears a change near the edge over tau,
 //    and up to tau / 8 of it lands on the wrong side: tau / 8 times the total variation of
 //    the readings within tau / 2 of the edge; or, where the power changes often (bursts
@@ -50,6 +54,12 @@ struct ErrorBar {
 };
 
 inline constexpr double kCoverageFactor = 2.0;
+// Readings on a regular grid sample bursts unlike independent instants: over grid phases
+// drawn again, the error of their mean spread up to twice as widely as independent samples'
+// on the bursty calibration trace (docs/performance.md, Calibration of the uncertainty). The
+// sampling term's standard error is widened by this factor, set on two replays and checked
+// on others.
+inline constexpr double kReadGridFactor = 1.5;
 // How well a reading's date is known beyond the centring: the meter publishes a new average
 // every few milliseconds (the simulated node every 10 ms), so the interval a value averages
 // ends up to that long before its read.
@@ -68,6 +78,14 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
 // three of it, less their net change, per pair). An uncovered stretch is taken to hide at
 // least that much, also where the readings next to it happen to show none.
 double typical_roughness(const Series& s);
+
+// The standard error of the mean of the readings' departures from the line through their
+// neighbours, over the readings of `s` within [lo, hi] (each with a neighbour on either side):
+// what the instants the readings happened to fall on say about the power between them. A
+// reading the power goes one way through (a step, a flat stretch) departs by nothing the pair
+// terms do not already bound and counts as 0; one that caught a burst its neighbours missed,
+// or missed one they caught, departs by it. 0 under two readings.
+double sampling_error(const Series& s, double lo, double hi);
 
 // Seconds on either side of a window over which typical_roughness is taken.
 inline constexpr double kRoughnessMarginS = 30.0;
