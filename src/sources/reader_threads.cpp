@@ -1,6 +1,7 @@
 #include "sources/reader_threads.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <condition_variable>
 #include <functional>
@@ -79,10 +80,23 @@ int ReaderThreads::running() const {
 
 using PoolClock = std::chrono::steady_clock;
 
+// A cycle this long blocked in its read: far beyond a value the kernel hands back at once
+// (microseconds), short of a firmware round trip (a Grace ACPI read, some 150 ms).
+constexpr auto kSlowCycle = std::chrono::milliseconds(50);
+
 struct ReaderPool::State {
   struct Job {
     std::chrono::milliseconds period;
     std::function<void()> cycle;
+    // Locked: how long its last cycles took, and how many it has finished.
+    std::array<PoolClock::duration, 3> took{};
+    std::size_t finished = 0;
+    // Its reads block (a firmware round trip, not a value the kernel hands back at once):
+    // every one of its last three cycles took longer than kSlowCycle.
+    bool slow() const {
+      return finished >= took.size() &&
+             std::all_of(took.begin(), took.end(), [](auto d) { return d > kSlowCycle; });
+    }
   };
   using Due = std::pair<PoolClock::time_point, std::size_t>;  // (when, job)
 
@@ -155,6 +169,8 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     *slot = std::nullopt;
     const auto now = PoolClock::now();
     st->busy += std::min<PoolClock::duration>(now - start, st->stuck_after);
+    auto& done = st->jobs[job];
+    done.took[done.finished++ % done.took.size()] = now - start;
     // The next cycle at the job's next grid time at least half a period after this one
     // started, so that jobs started together stay together and one wake-up serves them all.
     // A cycle that started late (a stalled machine, a worker held by another job) skips the
@@ -185,7 +201,10 @@ void spawn_worker(const std::shared_ptr<ReaderPool::State>& st) {
 // while a job waits longer than a tick for a worker, which finds its level within a few ticks
 // when reads turn slow or hang; otherwise one and a half times the workers the finished
 // cycles kept busy since the last tick (at least one), so fast reads share one thread and
-// wake it once a job instead of waking every idle worker at each job's time.
+// wake it once a job instead of waking every idle worker at each job's time. And at least one
+// worker per slow job: jobs due together then read side by side, and the values of one grid
+// time describe one instant (a node's sockets share one row time downstream), not reads
+// spread over most of a slow period one after another.
 std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolClock::duration tick) {
   const bool waiting = !st.queue.empty() && now - st.queue.top().first > tick;
   const double elapsed = std::chrono::duration<double>(now - st.sized_at).count();
@@ -194,7 +213,9 @@ std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolCloc
   st.sized_at = now;
   if (waiting) return std::min(st.most, 2 * st.target);
   const auto wanted = static_cast<std::size_t>(std::ceil(1.5 * busy / std::max(elapsed, 1e-3)));
-  return std::clamp<std::size_t>(wanted, 1, st.most);
+  const auto slow = static_cast<std::size_t>(
+      std::count_if(st.jobs.begin(), st.jobs.end(), [](const auto& j) { return j.slow(); }));
+  return std::clamp<std::size_t>(std::max(wanted, slow), 1, st.most);
 }
 
 // Locked: when the supervisor must look next. A cycle can count as stuck no sooner than

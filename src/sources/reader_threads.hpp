@@ -59,9 +59,11 @@ std::chrono::steady_clock::time_point look_again(std::chrono::steady_clock::time
 // and every stuck_after / 2 while a job waits for a worker. How many workers are enough it
 // decides at each look from the time the cycles took: reads whose values come back at once share
 // one worker, so an idle node is not woken by a thread per job; slow ones get up to `workers`,
-// doubling each tick while a job waits for one. A worker that finds the pool with more free workers
-// than that leaves. Threads: 1 to `workers`, one supervisor, and one per cycle blocked for longer
-// than `stuck_after`.
+// doubling each tick while a job waits for one, and at least one worker per job whose reads
+// block (each of its last three cycles longer than 50 ms), so that jobs due together read side
+// by side and their values describe one instant. A worker that finds the pool with more free
+// workers than that leaves. Threads: 1 to `workers`, one supervisor, and one per cycle blocked for
+// longer than `stuck_after`.
 class ReaderPool {
  public:
   ReaderPool(std::size_t workers, std::chrono::milliseconds stuck_after);

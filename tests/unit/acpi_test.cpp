@@ -572,6 +572,51 @@ TEST(ReaderPool, SizesItselfToTheTimeTheCyclesTake) {
   EXPECT_EQ(pool.threads(), 0u);
 }
 
+TEST(ReaderPool, JobsWhoseReadsBlockReadSideBySide) {
+  // Four jobs whose reads block for 100 ms (a firmware round trip), every 400 ms: they keep
+  // about one worker busy, and on one or two workers one after another the values of one grid
+  // time would come from instants 100 to 300 ms apart (a node's sockets share one row time
+  // downstream). Once each has blocked three cycles running, the pool keeps a worker per job
+  // (threads: four workers and the supervisor), and every job starts each round before the
+  // first one's read is over.
+  ReaderPool pool(8, 1000ms);
+  std::vector<std::atomic<int>> cycles(4);
+  std::mutex m;
+  std::vector<std::vector<std::chrono::steady_clock::time_point>> starts(cycles.size());
+  for (std::size_t j = 0; j < cycles.size(); ++j) {
+    pool.add(400ms, [&, j] {
+      {
+        std::lock_guard lock(m);
+        starts[j].push_back(std::chrono::steady_clock::now());
+      }
+      std::this_thread::sleep_for(100ms);
+      ++cycles[j];
+    });
+  }
+  pool.start();
+  // Three slow cycles each, then the supervisor's next look (it starts with `workers` and
+  // shrinks to what the first cycles need).
+  const auto all_past = [&](int n) {
+    return std::all_of(cycles.begin(), cycles.end(), [&](const auto& c) { return c >= n; });
+  };
+  ASSERT_TRUE(eventually([&] { return all_past(6); }));
+  EXPECT_EQ(pool.threads(), 5u);
+  const int from = cycles[0] + 1;
+  ASSERT_TRUE(eventually([&] { return all_past(from + 3); }));
+  EXPECT_TRUE(pool.stop(5000ms));
+  std::lock_guard lock(m);
+  int side_by_side = 0;
+  for (int r = from; r < from + 3; ++r) {
+    auto first = starts[0][r], last = starts[0][r];
+    for (const auto& s : starts) {
+      first = std::min(first, s[r]);
+      last = std::max(last, s[r]);
+    }
+    if (last - first < 100ms) ++side_by_side;
+  }
+  EXPECT_GE(side_by_side, 2);  // a busy machine may hold one round's wake-up back
+}
+
 // The pool's sleeps while `cycles` (one job's cycle count) grows by at least `rounds`, and
 // the rounds it grew by.
 std::pair<std::size_t, std::size_t> sleeps_over_rounds(const ReaderPool& pool,
