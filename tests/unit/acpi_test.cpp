@@ -600,7 +600,7 @@ TEST(ReaderPool, JobsWhoseReadsBlockReadSideBySide) {
     return std::all_of(cycles.begin(), cycles.end(), [&](const auto& c) { return c >= n; });
   };
   ASSERT_TRUE(eventually([&] { return all_past(6); }));
-  EXPECT_EQ(pool.threads(), 5u);
+  EXPECT_TRUE(eventually([&] { return pool.threads() == 5; })) << pool.threads();
   const int from = cycles[0] + 1;
   ASSERT_TRUE(eventually([&] { return all_past(from + 3); }));
   EXPECT_TRUE(pool.stop(5000ms));
