@@ -14,40 +14,14 @@ bench/fidelity.py replay kept (--keep DIR), over the long window (trace seconds 
     calibration_aliasing.py KEPT_DIR [KEPT_DIR ...]
 
 Socket 0's total is used; both sockets replay the same trace."""
-import bisect
-import csv
-import glob
 import os
 import random
 import statistics
 import sys
 
+from kept_runs import runs, socket_rows, trace_means
+
 START, END, TAU = 6.0, 42.0, 0.05
-
-
-def trace_mean(path):
-    steps = []
-    with open(path) as f:
-        rows = csv.reader(f)
-        next(rows)
-        for row in rows:
-            steps.append((float(row[0]), float(row[1])))  # total:0
-    times = [t for t, _ in steps]
-
-    def mean(a, b):
-        total, i = 0.0, max(0, bisect.bisect_right(times, a) - 1)
-        while i < len(steps) and steps[i][0] < b:
-            nxt = steps[i + 1][0] if i + 1 < len(steps) else float("inf")
-            lo, hi = max(a, steps[i][0]), min(b, nxt)
-            if hi > lo:
-                total += steps[i][1] * (hi - lo)
-            i += 1
-        return total / (b - a)
-    return mean
-
-
-def t0_of(sim_log):
-    return float(open(sim_log).read().split("t0_unix=")[1].split()[0])
 
 
 def main():
@@ -55,20 +29,14 @@ def main():
     print(f"{'run':<28} {'n':>4} {'readings':>9} {'exact@dates':>12} {'window':>7} "
           f"{'sampling error':>15} {'sd, grid shifted':>17} {'sd, independent':>16}")
     for keep in sys.argv[1:]:
-        mean = trace_mean(f"{keep}/bursty-50.csv")
+        header, trace_mean = trace_means(f"{keep}/bursty-50.csv")
+        column = header.index("total:0")
+
+        def mean(a, b):
+            return trace_mean(column, a, b)
         exact = mean(START, END)
-        for d in sorted(glob.glob(f"{keep}/bursty-50-*ms") + glob.glob(f"{keep}/bursty-50-*ms-host")):
-            tag = os.path.basename(d)
-            host = tag.endswith("-host")
-            interval = tag.split("-")[2][:-2]
-            t0 = t0_of(f"{keep}/bursty-50-host{interval}.sim.log" if host else f"{keep}/bursty-50.sim.log")
-            path = f"{d}/cpu_power/samples.csv" if host else f"{d}/power/cpu/samples.csv"
-            rows = []
-            with open(path) as f:
-                for row in csv.DictReader(f):
-                    if row["socket_id"] == "0":
-                        rows.append((float(row["timestamp_unix"]) - t0, float(row["power_w"])))
-            rows = [r for r in rows if START < r[0] < END]
+        for tag, t0, samples in runs(keep, "bursty", 50):
+            rows = socket_rows(samples, t0, START, END).get("0", [])
             if len(rows) < 2:
                 print(f"{keep}/{tag}: fewer than 2 readings in the window")
                 continue

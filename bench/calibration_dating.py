@@ -10,54 +10,22 @@ at different instants gives shifts of opposite sign.
 
 Each socket's power is compared with that socket's total in the trace; rows between trace
 seconds 6 and 42 (the long window)."""
-import bisect
-import csv
-import glob
-import os
 import sys
+
+from kept_runs import runs, socket_rows, trace_means
 
 START, END = 6.0, 42.0
 SHIFTS_MS = list(range(-600, 601, 50))
-
-
-def load_trace(path):
-    with open(path) as f:
-        rows = csv.reader(f)
-        header = next(rows)
-        steps = [[float(x) for x in row] for row in rows]
-    times = [s[0] for s in steps]
-
-    def mean(column, a, b):
-        total, i = 0.0, max(0, bisect.bisect_right(times, a) - 1)
-        while i < len(steps) and steps[i][0] < b:
-            nxt = steps[i + 1][0] if i + 1 < len(steps) else float("inf")
-            lo, hi = max(a, steps[i][0]), min(b, nxt)
-            if hi > lo:
-                total += steps[i][column] * (hi - lo)
-            i += 1
-        return total / (b - a)
-    return header, mean
 
 
 def main():
     keep = sys.argv[1]
     trace, average_ms = (sys.argv[2], int(sys.argv[3])) if len(sys.argv) > 3 else ("plateau", 1000)
     tau = average_ms / 1000
-    header, mean = load_trace(f"{keep}/{trace}-{average_ms}.csv")
+    header, mean = trace_means(f"{keep}/{trace}-{average_ms}.csv")
     print(f"{'run':<32} {'socket':>6} {'rows':>5} {'best shift':>11} {'mean |diff| there':>18} {'at 0':>8}")
-    for d in sorted(glob.glob(f"{keep}/{trace}-{average_ms}-*ms") + glob.glob(f"{keep}/{trace}-{average_ms}-*ms-host")):
-        tag = os.path.basename(d)
-        host = tag.endswith("-host")
-        interval = tag.split("-")[2][:-2]
-        sim_log = f"{keep}/{trace}-{average_ms}-host{interval}.sim.log" if host else f"{keep}/{trace}-{average_ms}.sim.log"
-        t0 = float(open(sim_log).read().split("t0_unix=")[1].split()[0])
-        path = f"{d}/cpu_power/samples.csv" if host else f"{d}/power/cpu/samples.csv"
-        rows = {}
-        with open(path) as f:
-            for row in csv.DictReader(f):
-                t = float(row["timestamp_unix"]) - t0
-                if START < t < END:
-                    rows.setdefault(row["socket_id"], []).append((t, float(row["power_w"])))
+    for tag, t0, samples in runs(keep, trace, average_ms):
+        rows = socket_rows(samples, t0, START, END)
         for socket, rs in sorted(rows.items()):
             column = header.index(f"total:{socket}")
 

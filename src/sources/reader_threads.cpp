@@ -178,7 +178,7 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     // the next follow it by less than half a period (a counter's difference over a sliver of
     // time is mostly the meter's own update jitter). One that overran its period starts the
     // next at once, and the one after is back on the grid.
-    const auto period = st->jobs[job].period;
+    const auto period = done.period;
     const auto on_grid = next_on_grid(st->origin, period, std::max(due, start + period / 2));
     st->queue.push({std::max(on_grid, now), job});
     st->wake.notify_one();
