@@ -69,8 +69,6 @@ class StandInSource : public sources::Source {
 struct Server {
   cpupower::exporter::Service service;
   cpupower::exporter::HttpServer http;
-  sockaddr_in addr{};
-
   Server() : service(make_sources(), "fuzz") {
     cpupower::common::init_logging(spdlog::level::off);
     // What the stand-in serves is itself readable exposition.
@@ -82,9 +80,6 @@ struct Server {
         "127.0.0.1", 0,
         [this](std::string_view m, std::string_view p) { return service.handle(m, p); }, limits);
     FUZZ_CHECK(started, "%s", started.error().c_str());
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(http.port());
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   }
 
   static std::vector<std::unique_ptr<sources::Source>> make_sources() {
@@ -100,45 +95,30 @@ struct Server {
 // wait ends 10 ms after the last byte received, and for the first byte after 250 ms when the
 // request holds a blank line (the end of a header) and after 20 ms when it does not (no reply
 // is due to an incomplete request, unless it is refused at once).
-std::string round_trip(const sockaddr_in& addr, std::string_view request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  FUZZ_CHECK(fd >= 0, "socket: %d", errno);
-  FUZZ_CHECK(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0,
-             "the server no longer accepts connections: errno %d", errno);
-  std::size_t sent = 0;
-  while (sent < request.size()) {
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server may refuse a request before it has all of it
-    sent += static_cast<std::size_t>(n);
-  }
+std::string round_trip(std::uint16_t port, std::string_view request) {
+  namespace fz = cpupower::fuzz;
+  const int fd = fz::connect_loopback(port);
+  fz::send_all(fd, request);
   ::shutdown(fd, SHUT_WR);
   const bool header_ends = request.find("\n\n") != std::string_view::npos ||
                            request.find("\n\r\n") != std::string_view::npos;
   std::string reply;
-  const auto deadline = std::chrono::steady_clock::now() + (header_ends ? 250ms : 20ms);
+  const auto first = header_ends ? 250ms : 20ms;
   char buf[4096];
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    const int wait_ms = reply.empty() ? static_cast<int>(std::max<long>(left.count(), 0)) : 10;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, wait_ms) <= 0) break;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  while (fz::readable_within(fd, reply.empty() ? first : 10ms)) {
+    const ssize_t n = fz::receive(fd, buf, sizeof buf);
     if (n <= 0) break;
     reply.append(buf, static_cast<std::size_t>(n));
   }
-  // Closed with a reset: no TIME_WAIT left behind, so a long run never runs out of ports.
-  const linger reset{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
-  ::close(fd);
+  fz::reset_close(fd);
   return reply;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static Server* server = new Server;  // never destroyed: its threads serve until exit
-  const std::string reply = round_trip(server->addr, cpupower::fuzz::as_text(data, size));
+  Server* const server = &cpupower::fuzz::server_instance<Server>();
+  const std::string reply = round_trip(server->http.port(), cpupower::fuzz::as_text(data, size));
   if (cpupower::fuzz::verbose()) {
     std::fprintf(stderr, "reply: %.*s\n", static_cast<int>(reply.find('\r')), reply.c_str());
   }

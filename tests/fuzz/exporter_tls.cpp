@@ -47,14 +47,7 @@ ex::HttpTls make_tls() {
 }
 
 int connect_to(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  FUZZ_CHECK(fd >= 0, "socket: %d", errno);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0,
-             "the server no longer accepts connections: errno %d", errno);
+  const int fd = cpupower::fuzz::connect_loopback(port);
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   const timeval tv{5, 0};  // a handshake the server never answers fails, it does not hang
@@ -62,12 +55,8 @@ int connect_to(std::uint16_t port) {
   return fd;
 }
 
-// Closes with a reset: no TIME_WAIT left behind, so a long run never runs out of ports.
-void reset_close(int fd) {
-  const linger reset{1, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
-  ::close(fd);
-}
+using cpupower::fuzz::reset_close;
+using cpupower::fuzz::send_all;
 
 // A GnuTLS client session on `fd` (or on no socket), not checking the server's certificate.
 struct Client {
@@ -140,23 +129,12 @@ struct Server {
   }
 };
 
-void send_all(int fd, std::string_view bytes) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server may close before it has all of it
-    sent += static_cast<std::size_t>(n);
-  }
-}
-
 // Whatever the server sends until it closes or is quiet: 100 ms for the first byte, then 10.
 std::size_t drain(int fd) {
   std::size_t got = 0;
   char buf[4096];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, got == 0 ? 100 : 10) <= 0) break;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  while (cpupower::fuzz::readable_within(fd, got == 0 ? 100ms : 10ms)) {
+    const ssize_t n = cpupower::fuzz::receive(fd, buf, sizeof buf);
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
@@ -172,8 +150,12 @@ void check_serving(std::uint16_t port) {
     const int rc = c.handshake();
     FUZZ_CHECK(rc == 0, "handshake after the input: %s", gnutls_strerror(rc));
     const std::string req = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    FUZZ_CHECK(gnutls_record_send(c.session, req.data(), req.size()) ==
-               static_cast<ssize_t>(req.size()));
+    ssize_t sent;
+    do {
+      sent = gnutls_record_send(c.session, req.data(), req.size());
+    } while (sent == GNUTLS_E_INTERRUPTED || sent == GNUTLS_E_AGAIN);
+    FUZZ_CHECK(sent == static_cast<ssize_t>(req.size()), "GET /health not sent: %s",
+               sent < 0 ? gnutls_strerror(static_cast<int>(sent)) : "short");
     char buf[4096];
     for (;;) {
       const ssize_t n = gnutls_record_recv(c.session, buf, sizeof buf);
@@ -190,7 +172,7 @@ void check_serving(std::uint16_t port) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static Server* server = new Server;  // never destroyed: its threads serve until exit
+  Server* const server = &cpupower::fuzz::server_instance<Server>();
   const std::string_view input = cpupower::fuzz::as_text(data, size);
   const char mode = input.empty() ? 'p' : input[0];
   std::string_view rest = input.empty() ? input : input.substr(1);
