@@ -16,30 +16,30 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace reason = gpu_reason;
-using Json = nlohmann::json;
+using ParsedJson = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 using common::number_or_null;
 
 // The member `key` of an object, or null when absent (Python's dict.get).
-const Json& member(const Json& obj, const char* key) {
-  static const Json kNull;
+const ParsedJson& member(const ParsedJson& obj, const char* key) {
+  static const ParsedJson kNull;
   const auto it = obj.find(key);
   return it == obj.end() ? kNull : *it;
 }
 
-bool finite_number(const Json& v) {
+bool finite_number(const ParsedJson& v) {
   return v.is_number() && std::isfinite(v.get<double>());
 }
 
-bool strict_int(const Json& v) {
+bool strict_int(const ParsedJson& v) {
   return v.is_number_integer() &&
          (v.is_number_unsigned() ? v.get<std::uint64_t>() <= INT64_MAX : true);
 }
 
 // A number or null that the status table may reject: a present value that is not a finite
 // number becomes NaN, so no status accepts it.
-std::optional<double> optional_number(const Json& v) {
+std::optional<double> optional_number(const ParsedJson& v) {
   if (v.is_null()) return std::nullopt;
   return finite_number(v) ? v.get<double>() : std::nan("");
 }
@@ -99,14 +99,14 @@ GpuWindowParse malformed(std::string_view code) {
 // the point the contract makes it (after the lexical check, before the status table).
 GpuWindowParse parse_window(std::string_view text, std::string_view window_stem,
                             const std::function<bool(std::string_view)>& below_root) {
-  const Json doc = Json::parse(text, nullptr, false);
+  const ParsedJson doc = ParsedJson::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return malformed(reason::kWindowMalformed);
-  const Json& schema = member(doc, "schema_version");
-  const Json& clock = member(doc, "clock_source");
-  const Json& status_name = member(doc, "status");
-  const Json& type = member(doc, "benchmark_type");
-  const Json& concurrency = member(doc, "concurrency");
-  const Json& start = member(doc, "benchmark_start_time_unix");
+  const ParsedJson& schema = member(doc, "schema_version");
+  const ParsedJson& clock = member(doc, "clock_source");
+  const ParsedJson& status_name = member(doc, "status");
+  const ParsedJson& type = member(doc, "benchmark_type");
+  const ParsedJson& concurrency = member(doc, "concurrency");
+  const ParsedJson& start = member(doc, "benchmark_start_time_unix");
   const auto status = status_name.is_string()
                           ? parse_gpu_window_status(status_name.get<std::string>())
                           : std::nullopt;
@@ -115,14 +115,14 @@ GpuWindowParse parse_window(std::string_view text, std::string_view window_stem,
       !type.is_string() || !strict_int(concurrency) || !finite_number(start)) {
     return malformed(reason::kWindowMalformed);
   }
-  const Json& result_path = member(doc, "result_path");
+  const ParsedJson& result_path = member(doc, "result_path");
   if (!result_path.is_string()) return malformed(reason::kWindowResultPathInvalid);
   const auto path = result_path.get<std::string>();
   if (!is_safe_relative_subpath(path) || (below_root && !below_root(path)) ||
       python_path_stem(path) != window_stem) {
     return malformed(reason::kWindowResultPathInvalid);
   }
-  const Json& why = member(doc, "reason");
+  const ParsedJson& why = member(doc, "reason");
   if (!why.is_null() && !why.is_string()) return malformed(reason::kWindowMalformed);
   GpuWindowFile w;
   w.benchmark_type = type.get<std::string>();
@@ -139,8 +139,8 @@ GpuWindowParse parse_window(std::string_view text, std::string_view window_stem,
   return out;
 }
 
-std::optional<double> result_time(const Json& doc, const char* key) {
-  const Json& v = member(doc, key);
+std::optional<double> result_time(const ParsedJson& doc, const char* key) {
+  const ParsedJson& v = member(doc, key);
   if (!finite_number(v)) return std::nullopt;
   return v.get<double>();
 }
@@ -272,7 +272,7 @@ GpuWindowResult read_gpu_window_result(const std::string& path) {
   if (!fs::is_regular_file(path, ec)) return out;
   const auto text = common::read_small_file(path, SIZE_MAX);
   if (!text) return out;
-  const Json doc = Json::parse(*text, nullptr, false);
+  const ParsedJson doc = ParsedJson::parse(*text, nullptr, false);
   if (doc.is_discarded()) return out;
   out.found = true;
   out.is_object = doc.is_object();

@@ -66,6 +66,9 @@ class LoadTracker {
   std::chrono::steady_clock::time_point previous_at_{};
 };
 
+// The amplitude of the noise the simulators add to a meter's power when asked to (--noise).
+inline constexpr double kNoiseAmplitudeW = 0.3;
+
 // Deterministic uniform noise in [-amplitude, +amplitude] (splitmix64, so the sequence for a
 // seed does not depend on the standard library's distributions).
 class Noise {

@@ -23,7 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr double kNoiseAmplitudeW = 0.3;
 // What older kernels print for the firmware's 0xFFFFFFFF mW "unknown" reading.
 constexpr std::string_view kInvalidReading = "4294967295000\n";
 constexpr std::int64_t kNoReading = -1;
@@ -36,10 +35,6 @@ constexpr double kHistoryKeepS = 2.0;
 
 bool accepted_interval(std::int64_t ms) {
   return ms == kIntervalMinMs || ms == kIntervalMaxMs;
-}
-
-double seconds(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
 }
 
 // A number as sysfs shows it: decimal, then a newline.

@@ -20,17 +20,12 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr double kNoiseAmplitudeW = 0.3;
 // The control type's directory below the root, and its class entry's name.
 constexpr std::string_view kControlTypeDir = "devices/virtual/powercap/intel-rapl";
 constexpr std::string_view kControlType = "intel-rapl";
 constexpr mode_t kReadOnly = 0444;
 constexpr mode_t kRootOnly = 0400;
 constexpr mode_t kRootWritable = 0644;
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
 
 std::string line(std::uint64_t n) {
   return std::to_string(n) + "\n";

@@ -13,6 +13,10 @@ namespace cpupower::sim {
 
 using Clock = std::chrono::steady_clock;
 
+inline double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 // The time after `next` on a fixed-rate schedule: one `step` on, or one step from `now` when
 // the machine was too busy to keep the schedule (the missed ticks are skipped, not bunched).
 inline Clock::time_point next_tick(Clock::time_point next, Clock::duration step,
