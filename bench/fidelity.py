@@ -269,7 +269,8 @@ def with_lead_in(steps):
     return [(0.0, steps[0][1])] + [(t + LEAD_IN_S, watts) for t, watts in steps]
 
 
-def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, windows_of, rng):
+def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, windows_of, rng,
+             exporter_args=()):
     """One sim-node and exporter scraped at every interval at once, and a second sim-node
     on the same trace read on the reference's schedule. Returns rows of results."""
     tag = f"{trace_name}-{average_ms}"
@@ -281,7 +282,7 @@ def run_case(bin_dir, work, trace_name, steps, seconds, average_ms, intervals, w
         root, t0 = start_sim(procs, bin_dir, work, tag, trace, average_ms)
         log = os.path.join(work, tag + ".exporter.log")
         procs.start([f"{bin_dir}/cpu-power-exporter", "--bind", "127.0.0.1", "--port", "0",
-                     "--hwmon-root", root, "--no-nvml"], log)
+                     "--hwmon-root", root, "--no-nvml", *exporter_args], log)
         port = wait_for(log, r"listening addr=[0-9.]+:(\d+)").group(1)
         ref_root, ref_t0 = start_sim(procs, bin_dir, work, tag + "-ref", trace, average_ms)
         runs = {}
@@ -458,6 +459,8 @@ def main():
     p.add_argument("--calibration", help="write the calibration table (markdown) here")
     p.add_argument("--bursty-short", type=int, default=12,
                    help="short windows on the bursty trace (calibration)")
+    p.add_argument("--exporter-read-ms", type=int,
+                   help="the exporter's --read-interval-ms (default: its own default)")
     a = p.parse_args()
     rng = random.Random(a.seed)
     seconds = a.seconds or (16.0 if a.quick else 40.0)
@@ -484,8 +487,10 @@ def main():
                 else:
                     ws += bursty_short(t0)
                 return ws
+            exporter_args = ([] if a.exporter_read_ms is None
+                             else ["--read-interval-ms", str(a.exporter_read_ms)])
             rs = run_case(a.bin_dir, work, trace_name, steps, seconds, average_ms, intervals,
-                          windows_of, rng)
+                          windows_of, rng, exporter_args)
             shorts = 3 if a.quick else 8
             for r in rs:
                 if trace_name == "bursty":
