@@ -105,7 +105,7 @@ void set_error_bar(const ErrorBar& bar, PowerStats* out) {
 }
 
 Integration snap(const Track& track, const Series& s, double S, double E, const std::string& label,
-                 bool with_stats, const Averaging& averaging, std::optional<double> typical) {
+                 bool with_stats, const Averaging& averaging, std::optional<Usual> usual) {
   if (s.empty() && !track.any_value()) return fail(label + ": no power samples available");
   const std::size_t si = s.empty() ? 0 : nearest(s, S);
   const std::size_t ei = s.empty() ? 0 : nearest(s, E);
@@ -124,7 +124,7 @@ Integration snap(const Track& track, const Series& s, double S, double E, const 
   row.stats.joules = numpy_trapezoid(x, y);
   row.stats.avg_power_w = (E - S) > 0 ? row.stats.joules / (E - S) : 0.0;
   fill_stats(s, si, ei, with_stats, &row.stats);
-  set_error_bar(error_bar(s, si, ei, S, E, true, averaging, typical), &row.stats);
+  set_error_bar(error_bar(s, si, ei, S, E, true, averaging, usual), &row.stats);
   return {row, ""};
 }
 
@@ -147,7 +147,7 @@ double interpolate_at(const Series& s, std::size_t a, std::size_t b, double x) {
 
 Integration interpolate(const Track& track, const Series& s, double S, double E,
                         const std::string& label, bool with_stats, const Averaging& averaging,
-                        std::optional<double> typical) {
+                        std::optional<Usual> usual) {
   if (E < S) return fail(fmt::format("{}: window ends before it starts", label));
   if (s.empty() && !track.any_value()) return fail(label + ": no power samples available");
   const std::size_t n = s.size();
@@ -186,7 +186,7 @@ Integration interpolate(const Track& track, const Series& s, double S, double E,
   row.stats.avg_power_w = (E - S) > 0 ? row.stats.joules / (E - S) : 0.0;
   const std::size_t first = edge_s ? lo - 1 : lo, last = edge_e ? hi : hi - 1;
   fill_stats(s, first, last, with_stats, &row.stats);
-  set_error_bar(error_bar(s, first, last, S, E, false, averaging, typical), &row.stats);
+  set_error_bar(error_bar(s, first, last, S, E, false, averaging, usual), &row.stats);
   return {row, ""};
 }
 
@@ -208,11 +208,11 @@ Integration integrate_window(const Track& track, double start_unix, double end_u
   const double lo = std::min(start_unix, end_unix), hi = std::max(start_unix, end_unix);
   const Series s = local_samples(track, lo - kWindowMargin, hi + kWindowMargin);
   // How rough the power usually is around the window, from a wider stretch of the track.
-  const double typical =
-      typical_roughness(local_samples(track, lo - kRoughnessMarginS, hi + kRoughnessMarginS));
+  const Usual usual =
+      usual_around(local_samples(track, lo - kRoughnessMarginS, hi + kRoughnessMarginS), averaging);
   return edges == Edges::snap
-             ? snap(track, s, start_unix, end_unix, label, with_stats, averaging, typical)
-             : interpolate(track, s, start_unix, end_unix, label, with_stats, averaging, typical);
+             ? snap(track, s, start_unix, end_unix, label, with_stats, averaging, usual)
+             : interpolate(track, s, start_unix, end_unix, label, with_stats, averaging, usual);
 }
 
 Integration integrate_samples(const Series& samples, double start_unix, double end_unix,

@@ -5,8 +5,8 @@
 //
 // A reading is the mean power over its averaging interval (ACPI power*_average_interval,
 // NVML's 1 s), dated at the interval's centre. Each term below is a bound taken as a uniform
-// error within it (a standard deviation of bound / sqrt(3)); they add in quadrature and the
-// sum is expanded with k = 2:
+// error within it (a standard deviation of bound / sqrt(3)), or a standard deviation where
+// said; they add in quadrature and the sum is expanded with k = 2:
 //  - each pair of consecutive samples, over the c seconds of it the window keeps, u of them
 //    outside both samples' averaging intervals: a change of |dw| at an unknown instant of the
 //    uncovered stretch costs up to u |dw| / 2; a bend in the averaged rest up to
@@ -23,9 +23,14 @@
 //    line through their neighbours (0 for a reading the power goes one way through);
 //  - each window edge: an averaging interval of tau smears a change near the edge over tau,
 //    and up to tau / 8 of it lands on the wrong side: tau / 8 times the total variation of
-//    the readings within tau / 2 of the edge; or, where the power changes often (bursts
-//    shorter than tau), the sum of many small misplaced slices, whose spread the readings'
-//    differences give (tau sqrt(3) rms(d) sqrt(tau / (24 s)), readings s apart), if more;
+//    the readings over the pairs that reach within tau / 2 of the edge; or, where the power
+//    changes often (bursts shorter than tau), the sum of many small misplaced slices, a
+//    standard deviation the readings' differences give (tau rms(d) sqrt(max(tau / (24 s),
+//    kSmearFloor)), readings s apart; 0 where they all go one way), or the run's usual one
+//    around the window, if more;
+//  - where overlapping averages tile the window unevenly (read times that drift against
+//    tau), the instants they count more or less than once, with the power's fluctuation per
+//    second from the run's usual smear (uneven_tiling);
 //  - the readings' dates, known to the meter's update period (kDateResolutionS): a shift of
 //    every date moves the energy by that times the power change across the window;
 //  - snap edges only, added in full (it has a sign, not a spread): the energy between each
@@ -36,6 +41,7 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "report/track.hpp"
 
@@ -64,14 +70,45 @@ inline constexpr double kReadGridFactor = 1.5;
 // every few milliseconds (the simulated node every 10 ms), so the interval a value averages
 // ends up to that long before its read.
 inline constexpr double kDateResolutionS = 0.010;
+// The smallest factor of (tau rms(d))^2 in an edge's smear variance: the high-frequency
+// limit, where a difference of readings s apart shows tau / (6 s) of what the smear moves
+// (docs/formats.md, term 3).
+inline constexpr double kSmearFloor = 0.25;
+// Differences near an edge that go against their net direction by at most this share of
+// their total variation are a ramp (one change, smeared), not many changes.
+inline constexpr double kOneWayShare = 0.01;
+// How many readings of the stretch around a window the usual smear is the median over.
+inline constexpr std::size_t kUsualReadings = 256;
+// Readings up to this many averaging intervals apart count as tiling the time (term 7).
+inline constexpr double kTilingSpacing = 2.0;
+
+// What a track usually shows around a window, from a wider stretch of it than the window's
+// own readings (which may happen to show nothing):
+struct Usual {
+  double roughness = 0;  // typical_roughness
+  // The median over the stretch's readings of the smear standard deviation an edge at each
+  // would have (J; docs/formats.md, term 3): 0 where the power steps one way at a time.
+  double smear_sd = 0;
+};
+Usual usual_around(const Series& wide, const Averaging& averaging);
 
 // The error bar of the trapezoid over the samples s[first..last] standing for [start, end]:
 // interpolated edges integrate exactly [start, end]; snapped ones [s.t[first], s.t[last]].
-// `typical`: the series' usual roughness around the window (typical_roughness of a wider
-// stretch of it); by default that of `s`.
+// `usual`: what the series usually shows around the window (usual_around a wider stretch of
+// it); by default that of `s`.
 ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double start, double end,
                    bool snapped, const Averaging& averaging,
-                   std::optional<double> typical = std::nullopt);
+                   std::optional<Usual> usual = std::nullopt);
+
+// How unevenly overlapping averages of tau seconds, dated at the samples s[first..last] and
+// weighted as the trapezoid over [lo, hi] weighs them, count the instants of the window's
+// inside [lo + tau / 2, hi - tau / 2]: the integral of (density - 1)^2, the density at an
+// instant being the sum of weight / tau over the averages that hold it (1 everywhere for
+// readings evenly spaced at tau / k). 0 where the readings' median spacing is over
+// kTilingSpacing times tau: their averages do not overlap, and the uncovered stretches'
+// terms state what they miss.
+double uneven_tiling(const Series& s, std::size_t first, std::size_t last, double lo, double hi,
+                     bool snapped, double tau);
 
 // How much the power usually goes back and forth between two readings of `s`: the mean over
 // its pairs of each pair's roughness (the readings' total variation over the pairs within
