@@ -4,7 +4,9 @@
 # `cpu-power report` (both edge modes) against the plain pandas method (bench/report_pandas.py)
 # on the same file, records peak memory (max RSS from /usr/bin/time -v) and checks that every
 # node's joules agree to 1e-9 relative (snap mode, the reference's edges). Prints Markdown.
-# Usage: bench/report_bench.sh BIN_DIR [ROWS]  (KEEP=1 keeps the generated run)
+# Usage: bench/report_bench.sh BIN_DIR [ROWS]  (KEEP=1 keeps the generated run; AVERAGE_S=1
+# writes a cpu_manifest.json that records each node's averaging interval, so the report
+# states the uncertainty terms that rest on it)
 set -euo pipefail
 BIN=${1:-build/bin}
 ROWS=${2:-10000000}
@@ -38,6 +40,14 @@ awk -v rows="$ROWS" -v run="$run" 'BEGIN {
   }
 }'
 echo "Successful requests: 100" >"$run/benchmark.out"
+if [ -n "${AVERAGE_S:-}" ]; then
+  /usr/bin/python3 - "$run/power/cpu/cpu_manifest.json" "$AVERAGE_S" <<'PY'
+import json, sys
+interval = {"min": float(sys.argv[2]), "max": float(sys.argv[2])}
+nodes = {f"node-{h:02d}": {"average_interval_s": interval, "sockets_expected": [0, 1]} for h in range(8)}
+json.dump({"schema_version": 1, "nodes": nodes}, open(sys.argv[1], "w"))
+PY
+fi
 csv="$run/power/cpu/samples.csv"
 bytes=$(stat -c %s "$csv")
 
