@@ -207,7 +207,8 @@ Integration integrate_window(const Track& track, double start_unix, double end_u
                              const Averaging& averaging) {
   const double lo = std::min(start_unix, end_unix), hi = std::max(start_unix, end_unix);
   const Series s = local_samples(track, lo - kWindowMargin, hi + kWindowMargin);
-  // How rough the power usually is around the window, from a wider stretch of the track.
+  // What the power usually shows around the window (how rough it is, how much an average
+  // smears across an edge), from a wider stretch of the track.
   const Usual usual =
       usual_around(local_samples(track, lo - kRoughnessMarginS, hi + kRoughnessMarginS), averaging);
   return edges == Edges::snap

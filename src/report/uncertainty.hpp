@@ -41,7 +41,6 @@
 
 #include <optional>
 #include <span>
-#include <vector>
 
 #include "report/track.hpp"
 
