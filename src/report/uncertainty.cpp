@@ -44,6 +44,7 @@ double covered_share(const Series& s, double start, double end, double tau) {
 // either side of the one around x.
 struct PairRange {
   std::size_t begin = 0, end = 0;  // j in [begin, end)
+  std::size_t nearest = 0;         // the first sample at or after x
 };
 PairRange pairs_near(const Series& s, double x, double reach) {
   if (s.size() < 2) return {};
@@ -53,7 +54,7 @@ PairRange pairs_near(const Series& s, double x, double reach) {
   const std::size_t nearest = at(x);
   const std::size_t lo = std::min(at(x - reach), nearest);
   const std::size_t hi = std::max(at(x + reach) + 1, nearest + 1);
-  return {lo >= 2 ? lo - 2 : 0, std::min(hi + 1, s.size() - 1)};
+  return {lo >= 2 ? lo - 2 : 0, std::min(hi + 1, s.size() - 1), nearest};
 }
 
 // What an averaging meter misplaces across an edge at x: a change from A to B at s, within
@@ -89,13 +90,11 @@ double smear_sd(const Series& s, double x, double tau) {
   if (s.size() < 2 || !(tau > 0)) return 0;
   double sum = 0, sum_sq = 0, total = 0, spacing = 0;
   std::size_t n = 0;
-  const auto nearest =
-      static_cast<std::size_t>(std::lower_bound(s.t.begin(), s.t.end(), x) - s.t.begin());
   const PairRange r = pairs_near(s, x, tau / 2);
   for (std::size_t j = r.begin; j < r.end; ++j) {
     const double mid = (s.t[j] + s.t[j + 1]) / 2;
     // The pair around x and one on either side, for readings farther apart than tau / 2.
-    const bool near = std::abs(mid - x) <= tau / 2 || (j + 2 >= nearest && j <= nearest);
+    const bool near = std::abs(mid - x) <= tau / 2 || (j + 2 >= r.nearest && j <= r.nearest);
     if (!near || !(s.t[j + 1] > s.t[j])) continue;
     const double d = s.w[j + 1] - s.w[j];
     sum += d;
