@@ -11,13 +11,17 @@
 # value file is ever replaced, so the readers hold every one open and read it again in place
 # (a `pread` and an `fstat`), as they do on a real node's sysfs, where the simulator's
 # replacement of a file at each new value (a new file, opened for every read) is not there.
-# Usage: [TREE=live|static] bench/side_by_side.sh BEFORE_BIN AFTER_BIN [SECONDS] [SAMPLES]
+# With SCRAPE=1 each exporter is scraped once a second by the head node's collector (`cpu-power
+# scrape` of the same build, on keep-alive connections, as a recipe scrapes it); the collector
+# itself is not measured.
+# Usage: [TREE=live|static] [SCRAPE=0|1] bench/side_by_side.sh BEFORE_BIN AFTER_BIN [SECONDS] [SAMPLES]
 set -euo pipefail
 BEFORE=${1:?BEFORE_BIN}
 AFTER=${2:?AFTER_BIN}
 SECONDS_EACH=${3:-60}
 SAMPLES=${4:-2}
 TREE=${TREE:-live}
+SCRAPE=${SCRAPE:-0}
 command -v perf >/dev/null || { echo "side_by_side: needs perf (linux-perf)" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/cpu-power-side-by-side.XXXXXX)
 PIDS=()
@@ -51,6 +55,22 @@ for build in before after; do
   PID[$build-host]=$!
   PIDS+=($!)
 done
+if [ "$SCRAPE" = 1 ]; then
+  for build in before after; do
+    bin=$BEFORE
+    [ "$build" = after ] && bin=$AFTER
+    addr=
+    for _ in $(seq 200); do
+      addr=$(sed -n 's/.*listening addr=\([^ ]*\).*/\1/p' "$WORK/$build/exporter.log" | head -1)
+      [ -n "$addr" ] && break
+      sleep 0.05
+    done
+    [ -n "$addr" ] || { cat "$WORK/$build/exporter.log"; exit 1; }
+    "$bin/cpu-power" scrape --endpoint "node=${addr#http://}" --out "$WORK/$build/scrape" \
+      --interval-ms 1000 >"$WORK/$build/scrape.log" 2>&1 &
+    PIDS+=($!)
+  done
+fi
 sleep 10
 for name in before-exporter before-host after-exporter after-host; do
   kill -0 "${PID[$name]}" || { echo "side_by_side: $name exited" >&2; exit 1; }

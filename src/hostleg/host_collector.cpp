@@ -7,6 +7,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "artifacts/host_samples.hpp"
 #include "artifacts/row_appender.hpp"
@@ -39,17 +43,91 @@ bool write_metadata(const std::string& path, const nlohmann::json& j) {
   return false;
 }
 
-// Counts the rows whose socket NVML withheld, by reason (their module_w is empty).
-void count_withheld(const std::vector<sources::ModuleSocketState>& modules,
-                    const std::vector<artifacts::HostSampleRow>& rows, RunOutcome& outcome) {
-  for (const auto& row : rows) {
-    for (const auto& m : modules) {
-      if (m.socket != row.socket_id) continue;
-      outcome.module_withheld_stale_rows += m.stale;
-      outcome.module_withheld_disagree_rows += m.disagree;
+// A write a second at most: rows reach the file within it.
+constexpr auto kFlushPeriod = std::chrono::seconds(1);
+
+// At most this many samples wait for the writer (five minutes at 10 Hz): a writer blocked
+// for longer (a hung file system) loses the newest, counted, instead of growing without end.
+constexpr std::size_t kMaxPendingSamples = 3000;
+
+// The samples taken (on a reader's thread, or the main loop's) until the main thread turns
+// them into rows: all the two threads share. Taking one is copying the readers' latest
+// readings; the rows are built and formatted a batch at a time on the main thread, where a
+// batch of ten costs about what one sample formatted on its own wake-up did.
+class Sampler {
+ public:
+  Sampler(const sources::Source& source, const sources::NvmlModuleReader* nvml, std::string mode,
+          std::string host)
+      : source_(source), nvml_(nvml), mode_(std::move(mode)), host_(std::move(host)) {}
+
+  // Takes a sample: the sources' latest readings.
+  void take() {
+    Taken t{source_.snapshot(), std::nullopt};
+    if (nvml_) t.module = nvml_->snapshot();
+    std::lock_guard lock(mutex_);
+    if (taken_.size() >= kMaxPendingSamples) {
+      dropped_++;
+      return;
     }
+    taken_.push_back(std::move(t));
   }
-}
+
+  struct Batch {
+    std::string text;  // formatted rows, each with its line end
+    std::uint64_t rows = 0;
+    std::uint64_t read_failures = 0;      // samples with no socket's power
+    std::uint64_t dropped_samples = 0;    // samples lost while the writer was held up
+    std::uint64_t withheld_stale = 0;     // rows whose socket NVML withheld as stale
+    std::uint64_t withheld_disagree = 0;  // ... as its GPUs disagreeing
+  };
+
+  // The rows of the samples taken since the last call: one per socket of each sample that
+  // is a new reading (not the last one again). Main thread only.
+  Batch rows() {
+    std::vector<Taken> taken;
+    Batch out;
+    {
+      std::lock_guard lock(mutex_);
+      taken.swap(taken_);
+      out.dropped_samples = std::exchange(dropped_, 0);
+    }
+    for (const auto& t : taken) {
+      const auto* module = t.module ? &*t.module : nullptr;
+      const auto sample = socket_rows(t.base, mode_, module, host_);
+      if (sample.rows.empty()) {
+        out.read_failures++;
+        continue;
+      }
+      if (sample.timestamp_unix == last_time_) continue;
+      last_time_ = sample.timestamp_unix;
+      for (const auto& row : sample.rows) {
+        out.text += artifacts::format_host_row(row);
+        if (!module) continue;
+        for (const auto& m : module->modules) {
+          if (m.socket != row.socket_id) continue;
+          out.withheld_stale += m.stale;
+          out.withheld_disagree += m.disagree;
+        }
+      }
+      out.rows += sample.rows.size();
+    }
+    return out;
+  }
+
+ private:
+  struct Taken {
+    sources::Snapshot base;
+    std::optional<sources::Snapshot> module;
+  };
+  const sources::Source& source_;
+  const sources::NvmlModuleReader* nvml_;
+  const std::string mode_;
+  const std::string host_;
+  std::mutex mutex_;
+  std::vector<Taken> taken_;
+  std::uint64_t dropped_ = 0;
+  double last_time_ = -1;  // main thread only
+};
 
 }  // namespace
 
@@ -117,67 +195,90 @@ int run_host_collect(const HostCollectOptions& o) {
               o.interval_seconds, common::quoted(csv_path));
   bool ready = false;
 
-  RunOutcome outcome;
-  std::uint64_t failing_writes = 0, failing_rows = 0;
-  double last_time = -1;
+  // The sample: on the readers' own cycle where the source has one (the ACPI pool: one
+  // wake-up a cycle serves the read and the row), else on this thread's loop at the interval.
+  auto sampler = std::make_shared<Sampler>(*resolved.source, nvml.get(), resolved.mode, host);
+  const bool on_read_cycle = resolved.source->run_on_read_cycle([sampler] { sampler->take(); });
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.interval_seconds));
-  auto next = Clock::now();
+  // Rows go to the file in one write a flush period (and on the way out), not one a sample:
+  // a SIGKILL loses at most that much, and a shared file system sees a write a second.
+  const auto flush_period = std::max<Clock::duration>(period, kFlushPeriod);
+
+  RunOutcome outcome;
+  std::uint64_t failing_writes = 0, failing_rows = 0, dropped_samples = 0;
+  auto write_pending = [&] {
+    auto batch = sampler->rows();
+    outcome.read_failure_count += batch.read_failures;
+    if (batch.dropped_samples > 0) {
+      dropped_samples += batch.dropped_samples;
+      log()->warn("the writer fell {} samples behind; samples dropped={} (total {})",
+                  kMaxPendingSamples, batch.dropped_samples, dropped_samples);
+    }
+    if (batch.rows == 0) return;
+    rows.append_rows(batch.text, batch.rows);
+    if (rows.flush()) {
+      if (failing_writes > 0) {
+        log()->info("writes recovered path={} failed_writes={} rows_lost={}",
+                    common::quoted(csv_path), failing_writes, failing_rows);
+        failing_writes = failing_rows = 0;
+      }
+      outcome.sample_row_count += batch.rows;
+      outcome.module_withheld_stale_rows += batch.withheld_stale;
+      outcome.module_withheld_disagree_rows += batch.withheld_disagree;
+      // Ready once rows are on disk: the head node starts the benchmark on it, and an
+      // energy window needs a sample at or before its start.
+      if (!ready) {
+        const auto written = write_ready_marker(o.ready_dir, host, resolved.mode, unix_now());
+        if (!written) {
+          log()->warn("cannot write the ready marker error={}", common::quoted(written.error()));
+        }
+      }
+      ready = true;
+    } else {
+      // Once when writes start failing, once when they recover: never a line per write.
+      if (failing_writes++ == 0) {
+        log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
+                    common::quoted(csv_path), common::quoted(std::strerror(rows.last_errno())));
+      }
+      failing_rows += batch.rows;
+    }
+  };
+
+  auto next_sample = Clock::now();
+  auto next_flush = next_sample;
   int sig = 0;
   while (sig == 0) {
-    const auto base = resolved.source->snapshot();
-    std::optional<sources::Snapshot> module;
-    if (nvml) module = nvml->snapshot();
-    auto sample = socket_rows(base, resolved.mode, module ? &*module : nullptr, host);
-    if (sample.rows.empty()) {
-      outcome.read_failure_count++;
-    } else if (sample.timestamp_unix != last_time) {  // a new reading, not the last one again
-      last_time = sample.timestamp_unix;
-      std::string text;
-      for (const auto& row : sample.rows) text += artifacts::format_host_row(row);
-      rows.append_rows(text, sample.rows.size());
-      if (rows.flush()) {
-        if (failing_writes > 0) {
-          log()->info("writes recovered path={} failed_writes={} rows_lost={}",
-                      common::quoted(csv_path), failing_writes, failing_rows);
-          failing_writes = failing_rows = 0;
-        }
-        outcome.sample_row_count += sample.rows.size();
-        if (module) count_withheld(module->modules, sample.rows, outcome);
-        // Ready once rows are on disk: the head node starts the benchmark on it, and an
-        // energy window needs a sample at or before its start.
-        if (!ready) {
-          const auto written = write_ready_marker(o.ready_dir, host, resolved.mode, unix_now());
-          if (!written) {
-            log()->warn("cannot write the ready marker error={}", common::quoted(written.error()));
-          }
-        }
-        ready = true;
-      } else {
-        // Once when writes start failing, once when they recover: never a line per sample.
-        if (failing_writes++ == 0) {
-          log()->warn("cannot append rows; they are lost until writes succeed path={} error={}",
-                      common::quoted(csv_path), common::quoted(std::strerror(rows.last_errno())));
-        }
-        failing_rows += sample.rows.size();
-      }
+    auto now = Clock::now();
+    if (!on_read_cycle && now >= next_sample) {
+      sampler->take();
+      // Fixed rate: a late wake-up is not made up with a burst of samples.
+      next_sample += period;
+      if (next_sample < now) next_sample = now;
     }
-    // Fixed rate: a late wake-up is not made up with a burst of samples.
-    next += period;
-    const auto now = Clock::now();
-    if (next < now) next = now;
-    sig = common::wait_shutdown_signal(std::chrono::ceil<std::chrono::milliseconds>(next - now),
-                                       /*relayed=*/true);
+    // Until the first rows are on disk, at every interval: the ready marker waits on them.
+    if (!ready || now >= next_flush) {
+      write_pending();
+      next_flush = now + flush_period;
+    }
+    auto wake = ready ? next_flush : now + period;
+    if (!on_read_cycle) wake = std::min(wake, next_sample);
+    now = Clock::now();
+    sig = common::wait_shutdown_signal(
+        std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration{})),
+        /*relayed=*/true);
   }
   log()->info("received {}, finishing", common::signal_name(sig));
+  // The readers first, the sample job with them: then the last rows are all there is.
+  if (nvml) nvml->stop(std::chrono::milliseconds(500));
+  resolved.source->stop(std::chrono::milliseconds(500));
+  write_pending();
   rows.close();
   outcome.ended_at_unix = unix_now();
   write_metadata(metadata_path, node_metadata(info, resolved, outcome));
-  if (nvml) nvml->stop(std::chrono::milliseconds(500));
-  resolved.source->stop(std::chrono::milliseconds(500));
-  log()->info("stopped rows={} read_failures={} write_errors={} rows_lost={}",
+  log()->info("stopped rows={} read_failures={} write_errors={} rows_lost={} samples_dropped={}",
               outcome.sample_row_count, outcome.read_failure_count, rows.write_errors(),
-              rows.rows_dropped());
+              rows.rows_dropped(), dropped_samples);
   return outcome.sample_row_count > 0 ? 0 : kExitNoRows;
 }
 

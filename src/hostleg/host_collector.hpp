@@ -1,15 +1,19 @@
 #pragma once
 // `cpu-power host-collect`: the host leg's per-node collector. The same source ladder and
 // readers as the exporter, with a second sink: every interval it takes a snapshot of the
-// readers (never a sensor read on this thread, so a 150 ms firmware read cannot stretch the
-// cadence) and appends one v5 row per socket to <output_dir>/<host>.csv, written to the OS
-// at once (a SIGKILL can tear only the last line). Files, in order:
+// readers (never a sensor read by the sample, so a 150 ms firmware read cannot stretch the
+// cadence), on the readers' own cycle where the source has one (ACPI: one wake-up a cycle
+// for the read and the sample) or on a loop of its own, and appends one v5 row per socket to
+// <output_dir>/<host>.csv, written to the OS once a second in one write kept whole or not at
+// all (a SIGKILL loses at most that second and tears at most the last line). Files, in
+// order:
 //   <output_dir>/<host>.metadata.json, then <output_dir>/<host>.csv with its header, then
 //   <ready_dir>/<host>.ready.json once the first sample's rows are written after it (the
 //   head node starts the benchmark on it, and an energy window needs a sample before it);
 //   <ready_dir>/<host>.error.json instead when no source can be established (exit 2).
-// SIGINT, SIGTERM or SIGUSR1 (the stop srun relays) finish the current sample, rewrite the
-// metadata with the outcome and exit 0 when rows were written, 3 when none were.
+// SIGINT, SIGTERM or SIGUSR1 (the stop srun relays) stop the readers, write the rows still
+// waiting, rewrite the metadata with the outcome and exit 0 when rows were written, 3 when
+// none were.
 
 #include <string>
 

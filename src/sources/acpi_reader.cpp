@@ -210,6 +210,11 @@ void AcpiReader::start() {
   threads_.start();
 }
 
+bool AcpiReader::run_on_read_cycle(std::function<void()> sink) {
+  threads_.add(interval_, std::move(sink));
+  return true;
+}
+
 void AcpiReader::stop(std::chrono::milliseconds grace) {
   threads_.stop(grace);
   table_->stop();

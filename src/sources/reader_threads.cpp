@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -108,7 +109,9 @@ struct ReaderPool::State {
   PoolClock::duration busy{};
   PoolClock::time_point sized_at{};
   PoolClock::time_point origin{};  // start(): every job's grid is origin + k x its period
-  std::vector<Job> jobs;           // fixed once started: read without the lock
+  // Grows under the lock (add() after start()); a worker takes its job's address under the
+  // lock and runs it without: a deque's push_back keeps the addresses of its elements.
+  std::deque<Job> jobs;
 
   mutable std::mutex mutex;
   std::condition_variable wake;       // workers: a job may be due, or stopping
@@ -163,8 +166,9 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     st->queue.pop();
     const auto start = PoolClock::now();
     *slot = start;
+    const auto& cycle = st->jobs[job].cycle;
     lock.unlock();
-    st->jobs[job].cycle();
+    cycle();
     lock.lock();
     *slot = std::nullopt;
     const auto now = PoolClock::now();
@@ -263,8 +267,14 @@ ReaderPool::~ReaderPool() {
 
 void ReaderPool::add(std::chrono::milliseconds period, std::function<void()> cycle) {
   std::lock_guard lock(state_->mutex);
-  if (state_->started) return;
+  if (state_->stopping) return;
   state_->jobs.push_back({period, std::move(cycle)});
+  if (!state_->started) return;
+  // Running: on the pool's grid, so that it wakes with the jobs of its period and runs after
+  // them (jobs due together run in the order they were added).
+  state_->queue.push(
+      {next_on_grid(state_->origin, period, PoolClock::now()), state_->jobs.size() - 1});
+  state_->wake.notify_one();
 }
 
 void ReaderPool::start() {

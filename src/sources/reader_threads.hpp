@@ -71,7 +71,9 @@ class ReaderPool {
   ReaderPool(const ReaderPool&) = delete;
   ReaderPool& operator=(const ReaderPool&) = delete;
 
-  // Adds a job, due at once and then every `period`. Only before start().
+  // Adds a job, due at once and then every `period`. Added after start(), it is first due at
+  // the pool's next grid time of its period: with jobs of the same period it shares their
+  // wake-up and runs after them (jobs due together run in the order they were added).
   void add(std::chrono::milliseconds period, std::function<void()> cycle);
   void start();
 

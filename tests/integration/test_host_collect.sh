@@ -55,6 +55,14 @@ for layout in legacy modern; do
   [ "$(stat -c %a "$WORK/acpi_$layout/ready/node-a.ready.json")" = 644 ] || fail "$layout: ready marker mode"
   [ "$(stat -c %a "$WORK/acpi_$layout/nodes")" = 775 ] || fail "$layout: nodes/ mode $(stat -c %a "$WORK/acpi_$layout/nodes")"
   rows_at_least "$csv" 20
+  # The sample is taken on the ACPI readers' own cycle and the rows are written once a
+  # second, so the main thread wakes about once a second, not at every 100 ms sample: its
+  # voluntary context switches over 3 s (a slower machine only makes fewer).
+  woke() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$COLLECTOR_PID/task/$COLLECTOR_PID/status"; }
+  w0=$(woke)
+  sleep 3
+  w1=$(woke)
+  [ $((w1 - w0)) -le 9 ] || fail "$layout: the main thread woke $((w1 - w0)) times in 3 s (a wake-up a sample?)"
   kill -TERM "$COLLECTOR_PID"
   exit_of "$COLLECTOR_PID"
   [ "$RC" = 0 ] || fail "$layout: exit status after SIGTERM"
@@ -95,7 +103,7 @@ gaps = [float(b) - float(a) for a, b in zip(times, times[1:])]
 assert min(gaps) > 0, gaps
 assert len(times) >= 10, len(times)
 PYEOF
-  ok "ACPI ($layout layout): metadata, header, then ready; v5 rows per socket with the node total; SIGTERM exit 0 with final metadata"
+  ok "ACPI ($layout layout): metadata, header, then ready; v5 rows per socket with the node total; main thread woke $((w1 - w0)) times in 3 s; SIGTERM exit 0 with final metadata"
 done
 
 # --- timestamp_local: the node's zone, as Python's isoformat ------------------------------
@@ -281,18 +289,19 @@ ok "SIGKILL mid-run: $kept rows on disk, all complete ones merged, no final meta
 # --- writes failing mid-run (a file size limit, as a full disk would): no partial row ------
 # The collector's file may grow to 8 KiB; writes past it fail (EFBIG, SIGXFSZ ignored) until
 # the limit is lifted. Every line on disk must stay a whole row. The failing state is logged
-# when it starts and the recovery when it ends, never a line per failed sample. Rows differ in
+# when it starts and the recovery when it ends, never a line per failed write (rows are
+# written once a second, each write all of the rows taken since the last, or none). Rows differ in
 # length, so a shorter row may still fit under the limit after a longer one failed: that is a
 # real recovery, logged, and failing again is logged again. So the log must alternate, start
 # with a failure, end (once the limit is lifted) with a recovery, and hold fewer state lines
-# than failed samples.
+# than failed writes.
 start_sim sim_full "$WORK/tree_full" --profile gb200 --update-ms 50
 spawn full bash -c 'trap "" XFSZ; ulimit -S -f 8; exec "$@"' _ "$BIN/cpu-power" host-collect \
   --output-dir "$WORK/full/nodes" --ready-dir "$WORK/full/ready" --hostname node-f \
   --hwmon-root "$WORK/tree_full" --no-nvml --interval-seconds 0.02
 COLLECTOR_PID=$LAST_PID
 wait_for_line "$WORK/full.log" 'cannot append rows' 15
-sleep 0.3  # (a few more failing samples, which must not be logged again)
+sleep 2.5  # (more failing writes, one a second, which must not be logged again)
 prlimit --pid "$COLLECTOR_PID" --fsize=unlimited
 recovered_last() {
   [ "$(grep -oE 'cannot append rows|writes recovered' "$WORK/full.log" | tail -n 1)" = "writes recovered" ]
@@ -310,7 +319,7 @@ marks = re.findall(r"cannot append rows|writes recovered", text)
 failed = [int(n) for n in re.findall(r"writes recovered path=\S+ failed_writes=(\d+)", text)]
 assert marks and marks[0] == "cannot append rows" and marks[-1] == "writes recovered", marks
 assert all(a != b for a, b in zip(marks, marks[1:])), marks  # alternating
-assert sum(failed) > len(failed), (failed, "a line per failed sample")
+assert sum(failed) > len(failed), (failed, "a line per failed write")
 PYEOF
 grep -qE 'writes recovered .*failed_writes=[1-9][0-9]* rows_lost=[1-9]' "$WORK/full.log" || fail "recovery line: $(grep recovered "$WORK/full.log")"
 grep -qE 'stopped rows=[0-9]+ read_failures=[0-9]+ write_errors=[1-9][0-9]* rows_lost=[1-9]' "$WORK/full.log" || fail "final line: $(grep stopped "$WORK/full.log")"

@@ -679,6 +679,46 @@ TEST(ReaderPool, AStallLeavesTheJobsOnOneGrid) {
   EXPECT_LE(slept, rounds * 2) << slept << " sleeps in " << rounds << " rounds";
 }
 
+TEST(ReaderPool, AJobAddedWhileRunningWakesWithTheJobsOfItsPeriodAndRunsAfterThem) {
+  // Three jobs every 40 ms on one worker, then a fourth added after start (as the host
+  // collector adds its sample to the ACPI reader's pool): it joins their grid, so it runs on
+  // the wake-up that ran them, after them (it reads what they read). Each cycle notes the
+  // pool's sleep count: the same count as the third job's cycle before it is the same
+  // wake-up. A job on a phase of its own would wake the worker again every round.
+  ReaderPool pool(1, 1000ms);
+  std::mutex m;
+  std::vector<std::pair<int, std::size_t>> runs;  // (job, sleeps before its cycle)
+  auto note = [&](int job) {
+    const auto slept = pool.sleeps();
+    std::lock_guard lock(m);
+    runs.emplace_back(job, slept);
+  };
+  for (int j = 0; j < 3; ++j) pool.add(40ms, [&, j] { note(j); });
+  pool.start();
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return runs.size() >= 6;
+  }));
+  std::this_thread::sleep_for(17ms);  // added between two grid times
+  std::atomic<int> sink_runs{0};
+  pool.add(40ms, [&] {
+    note(3);
+    sink_runs++;
+  });
+  ASSERT_TRUE(eventually([&] { return sink_runs >= 21; }));
+  EXPECT_TRUE(pool.stop(5000ms));
+  std::lock_guard lock(m);
+  int rounds = 0, together = 0;
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    if (runs[k].first != 3) continue;
+    rounds++;
+    together += runs[k - 1].first == 2 && runs[k - 1].second == runs[k].second;
+  }
+  EXPECT_GE(rounds, 21);
+  // A busy machine may split a few rounds, never most of them.
+  EXPECT_GE(together, rounds * 3 / 4) << together << " of " << rounds << " rounds together";
+}
+
 TEST(ReaderPool, ALateCycleIsFollowedNoSoonerThanHalfAPeriodLater) {
   // One worker, two jobs every 40 ms. Every fifth cycle of the first holds the worker for
   // 70 ms, so the second starts 70 ms late: its next grid time is then only 10 ms away, too
