@@ -167,7 +167,11 @@ int run_host_collect(const HostCollectOptions& o) {
   ladder.max_age = std::chrono::milliseconds(std::lround(o.max_age_s * 1000.0));
   ladder.dcgm.poll_interval = ladder.read_interval;
   ladder.dcgm.utilization = true;
-  auto [resolved, nvml] = sources::open_node_sources(o, std::move(ladder));
+  // Named members, not a structured binding: the lambdas below capture them, which clang
+  // before 16 refuses for bindings.
+  auto node = sources::open_node_sources(o, std::move(ladder));
+  auto& resolved = node.base;
+  auto& nvml = node.nvml;
   if (!resolved.source) {
     log()->error("no CPU power source; writing the error marker error={}",
                  common::quoted(resolved.error));
