@@ -82,6 +82,13 @@ struct Server {
     FUZZ_CHECK(started, "%s", started.error().c_str());
   }
 
+  // At exit (server_instance): the socket watch too, which logs on its own thread (the stand-in's
+  // reading never says how long it stays fresh, so it looks every 250 ms).
+  void stop() {
+    http.stop();
+    service.stop(std::chrono::milliseconds(100));
+  }
+
   static std::vector<std::unique_ptr<sources::Source>> make_sources() {
     std::vector<std::unique_ptr<sources::Source>> out;
     out.push_back(std::make_unique<StandInSource>());

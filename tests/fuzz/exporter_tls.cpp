@@ -127,6 +127,7 @@ struct Server {
     FUZZ_CHECK(started, "%s", started.error().c_str());
     client_hello = genuine_client_hello();
   }
+  void stop() { http.stop(); }
 };
 
 // Whatever the server sends until it closes or is quiet: 100 ms for the first byte, then 10.

@@ -97,16 +97,17 @@ inline void remove_file(const std::string& path) {
   ::unlink(path.c_str());
 }
 
-// A target's in-process server (a type with an `http` member that has stop()), made at the
-// first input and never destroyed. Its threads serve until exit, which stops them first: an
-// atexit handler registered after the static objects they use (the log registry, made by the
-// server's constructor) runs before those objects are destroyed, so no serving thread ever
+// A target's in-process server (a type with a stop() that ends every thread it started: the
+// HTTP server's and any other, such as the exporter service's socket watch), made at the first
+// input and never destroyed. Its threads run until exit, which stops them first: an atexit
+// handler registered after the static objects they use (the log registry, made by the
+// server's constructor) runs before those objects are destroyed, so no thread of it ever
 // touches one that is gone.
 template <class Server>
 Server& server_instance() {
   static Server* const server = [] {
     auto* made = new Server;
-    std::atexit([] { server_instance<Server>().http.stop(); });
+    std::atexit([] { server_instance<Server>().stop(); });
     return made;
   }();
   return *server;
