@@ -7,8 +7,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -19,7 +17,7 @@
 #include "common/text.hpp"
 #include "hostleg/markers.hpp"
 #include "hostleg/node_metadata.hpp"
-#include "hostleg/socket_rows.hpp"
+#include "hostleg/sampler.hpp"
 
 namespace cpupower::hostleg {
 
@@ -45,89 +43,6 @@ bool write_metadata(const std::string& path, const nlohmann::json& j) {
 
 // A write a second at most: rows reach the file within it.
 constexpr auto kFlushPeriod = std::chrono::seconds(1);
-
-// At most this many samples wait for the writer (five minutes at 10 Hz): a writer blocked
-// for longer (a hung file system) loses the newest, counted, instead of growing without end.
-constexpr std::size_t kMaxPendingSamples = 3000;
-
-// The samples taken (on a reader's thread, or the main loop's) until the main thread turns
-// them into rows: all the two threads share. Taking one is copying the readers' latest
-// readings; the rows are built and formatted a batch at a time on the main thread, where a
-// batch of ten costs about what one sample formatted on its own wake-up did.
-class Sampler {
- public:
-  Sampler(const sources::Source& source, const sources::NvmlModuleReader* nvml, std::string mode,
-          std::string host)
-      : source_(source), nvml_(nvml), mode_(std::move(mode)), host_(std::move(host)) {}
-
-  // Takes a sample: the sources' latest readings.
-  void take() {
-    Taken t{source_.snapshot(), std::nullopt};
-    if (nvml_) t.module = nvml_->snapshot();
-    std::lock_guard lock(mutex_);
-    if (taken_.size() >= kMaxPendingSamples) {
-      dropped_++;
-      return;
-    }
-    taken_.push_back(std::move(t));
-  }
-
-  struct Batch {
-    std::string text;  // formatted rows, each with its line end
-    std::uint64_t rows = 0;
-    std::uint64_t read_failures = 0;      // samples with no socket's power
-    std::uint64_t dropped_samples = 0;    // samples lost while the writer was held up
-    std::uint64_t withheld_stale = 0;     // rows whose socket NVML withheld as stale
-    std::uint64_t withheld_disagree = 0;  // ... as its GPUs disagreeing
-  };
-
-  // The rows of the samples taken since the last call: one per socket of each sample that
-  // is a new reading (not the last one again). Main thread only.
-  Batch rows() {
-    std::vector<Taken> taken;
-    Batch out;
-    {
-      std::lock_guard lock(mutex_);
-      taken.swap(taken_);
-      out.dropped_samples = std::exchange(dropped_, 0);
-    }
-    for (const auto& t : taken) {
-      const auto* module = t.module ? &*t.module : nullptr;
-      const auto sample = socket_rows(t.base, mode_, module, host_);
-      if (sample.rows.empty()) {
-        out.read_failures++;
-        continue;
-      }
-      if (sample.timestamp_unix == last_time_) continue;
-      last_time_ = sample.timestamp_unix;
-      for (const auto& row : sample.rows) {
-        out.text += artifacts::format_host_row(row);
-        if (!module) continue;
-        for (const auto& m : module->modules) {
-          if (m.socket != row.socket_id) continue;
-          out.withheld_stale += m.stale;
-          out.withheld_disagree += m.disagree;
-        }
-      }
-      out.rows += sample.rows.size();
-    }
-    return out;
-  }
-
- private:
-  struct Taken {
-    sources::Snapshot base;
-    std::optional<sources::Snapshot> module;
-  };
-  const sources::Source& source_;
-  const sources::NvmlModuleReader* nvml_;
-  const std::string mode_;
-  const std::string host_;
-  std::mutex mutex_;
-  std::vector<Taken> taken_;
-  std::uint64_t dropped_ = 0;
-  double last_time_ = -1;  // main thread only
-};
 
 }  // namespace
 

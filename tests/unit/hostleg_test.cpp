@@ -7,6 +7,7 @@
 #include "artifacts/host_samples.hpp"
 #include "hostleg/local_time.hpp"
 #include "hostleg/node_metadata.hpp"
+#include "hostleg/sampler.hpp"
 #include "hostleg/socket_rows.hpp"
 #include "sources/acpi_reader.hpp"
 #include "sources/ladder.hpp"
@@ -147,6 +148,86 @@ TEST(SocketRows, NothingFreshIsNoSample) {
   auto snap = dcgm_snapshot(std::nullopt);
   snap.readings[0] = reading(std::nullopt, 0);
   EXPECT_TRUE(socket_rows(snap, "dcgm", nullptr, "n1").rows.empty());
+}
+
+// A source whose snapshot is set by the test: the one the sampler copies at each take().
+class ScriptedSource final : public sources::Source {
+ public:
+  std::string_view mode() const override { return "dcgm"; }
+  const expo::Family& family() const override { return expo::kAcpiWatts; }
+  expo::CounterFamilies counters() const override { return expo::kAcpiCounters; }
+  void start() override {}
+  void stop(std::chrono::milliseconds) override {}
+  sources::Snapshot snapshot(sources::SteadyTime) const override { return next; }
+  sources::Snapshot next;
+};
+
+// Both sockets' primaries read at `t` (the sample's time).
+sources::Snapshot read_at(double t) {
+  auto snap = dcgm_snapshot(46.0);
+  snap.readings[0].read_at_unix = t;
+  snap.readings[4].read_at_unix = t;
+  return snap;
+}
+
+TEST(Sampler, RowsComeInTheOrderTakenAndTheSameReadingAgainAddsNone) {
+  ScriptedSource source;
+  Sampler sampler(source, nullptr, "dcgm", "n1");
+  for (const double t : {100.0, 100.0, 100.1}) {
+    source.next = read_at(t);
+    sampler.take();
+  }
+  const auto batch = sampler.rows();
+  EXPECT_EQ(batch.rows, 4u);  // two samples of two sockets; the repeat adds none
+  EXPECT_EQ(batch.read_failures, 0u);
+  EXPECT_EQ(batch.dropped_samples, 0u);
+  const auto first = batch.text.find(",100,");
+  const auto second = batch.text.find(",100.1,");
+  ASSERT_NE(first, std::string::npos) << batch.text;
+  ASSERT_NE(second, std::string::npos) << batch.text;
+  EXPECT_LT(first, second);
+  // The repeat is recognised across batches too.
+  sampler.take();
+  EXPECT_EQ(sampler.rows().rows, 0u);
+}
+
+TEST(Sampler, ASampleWithoutAnySocketsPowerIsAReadFailureNotARow) {
+  ScriptedSource source;
+  Sampler sampler(source, nullptr, "dcgm", "n1");
+  source.next = dcgm_snapshot(std::nullopt);
+  source.next.readings[0] = reading(std::nullopt, 0);
+  sampler.take();
+  source.next = read_at(101.0);
+  sampler.take();
+  const auto batch = sampler.rows();
+  EXPECT_EQ(batch.read_failures, 1u);
+  EXPECT_EQ(batch.rows, 2u);
+}
+
+// A writer held up (a hung file system) keeps the first kMaxPendingSamples samples and counts
+// the rest as dropped, once: memory stays bounded and the loss is said.
+TEST(Sampler, SamplesBeyondTheBoundAreDroppedAndCountedTheFirstOnesKept) {
+  ScriptedSource source;
+  Sampler sampler(source, nullptr, "dcgm", "n1");
+  const std::size_t extra = 7;
+  for (std::size_t i = 0; i < kMaxPendingSamples + extra; ++i) {
+    source.next = read_at(1000.0 + static_cast<double>(i));
+    sampler.take();
+  }
+  const auto batch = sampler.rows();
+  EXPECT_EQ(batch.dropped_samples, extra);
+  EXPECT_EQ(batch.rows, 2 * kMaxPendingSamples);
+  EXPECT_NE(batch.text.find(",1000,"), std::string::npos);
+  EXPECT_NE(batch.text.find("," + std::to_string(1000 + kMaxPendingSamples - 1) + ","),
+            std::string::npos);
+  EXPECT_EQ(batch.text.find("," + std::to_string(1000 + kMaxPendingSamples) + ","),
+            std::string::npos);
+  // Counted once; the bound is per batch, so the writer's next batch takes new samples again.
+  source.next = read_at(9000.0);
+  sampler.take();
+  const auto next = sampler.rows();
+  EXPECT_EQ(next.dropped_samples, 0u);
+  EXPECT_EQ(next.rows, 2u);
 }
 
 TEST(SocketRows, ModulePowerFromNvmlOnlyOntoCpuSockets) {
