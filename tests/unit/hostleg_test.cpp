@@ -144,10 +144,15 @@ TEST(SocketRows, ASocketWithoutItsPrimaryHasNoRowAndTheTotalIsBlank) {
   EXPECT_DOUBLE_EQ(sample.timestamp_unix, 100.0);
 }
 
-TEST(SocketRows, NothingFreshIsNoSample) {
+// Neither socket's primary has a reading.
+sources::Snapshot nothing_fresh() {
   auto snap = dcgm_snapshot(std::nullopt);
   snap.readings[0] = reading(std::nullopt, 0);
-  EXPECT_TRUE(socket_rows(snap, "dcgm", nullptr, "n1").rows.empty());
+  return snap;
+}
+
+TEST(SocketRows, NothingFreshIsNoSample) {
+  EXPECT_TRUE(socket_rows(nothing_fresh(), "dcgm", nullptr, "n1").rows.empty());
 }
 
 // A source whose snapshot is set by the test: the one the sampler copies at each take().
@@ -194,8 +199,7 @@ TEST(Sampler, RowsComeInTheOrderTakenAndTheSameReadingAgainAddsNone) {
 TEST(Sampler, ASampleWithoutAnySocketsPowerIsAReadFailureNotARow) {
   ScriptedSource source;
   Sampler sampler(source, nullptr, "dcgm", "n1");
-  source.next = dcgm_snapshot(std::nullopt);
-  source.next.readings[0] = reading(std::nullopt, 0);
+  source.next = nothing_fresh();
   sampler.take();
   source.next = read_at(101.0);
   sampler.take();
