@@ -458,11 +458,17 @@ TEST(AcpiReader, PublishesFreshValuesAndWithholdsStaleOnes) {
   EXPECT_FALSE(s[1].watts);
   EXPECT_TRUE(reader_waiting(t.path("hwmon3/power1_average")));
 
-  // The device answers again: the value comes back.
-  t.write("hwmon3/power1_average.new", "85000000\n");
-  answer(t.path("hwmon3/power1_average"), "85000000\n");
-  std::filesystem::rename(t.path("hwmon3/power1_average.new"), t.path("hwmon3/power1_average"));
-  EXPECT_TRUE(eventually([&] { return fresh(1, 85.0); }));
+  // The device answers again: the value comes back. The regular file takes the path first
+  // and the hung read is answered through a second name of the FIFO, at every look: answered
+  // before the swap, the reader could open the FIFO again on its next cycle (a slow test
+  // thread under a sanitizer) and hang there with no writer left to let it through.
+  const auto held = t.path("hwmon3/held_fifo");
+  std::filesystem::create_hard_link(t.path("hwmon3/power1_average"), held);
+  t.write("hwmon3/power1_average", "85000000\n");  // a new file renamed over the FIFO
+  EXPECT_TRUE(eventually([&] {
+    answer(held, "85000000\n");
+    return fresh(1, 85.0);
+  }));
 }
 
 TEST(AcpiReader, ManyNodesShareABoundedPoolAndHungOnesCostOnlyThemselves) {
