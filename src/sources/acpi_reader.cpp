@@ -211,7 +211,7 @@ void AcpiReader::start() {
 }
 
 bool AcpiReader::run_on_read_cycle(std::function<void()> sink) {
-  threads_.add(interval_, std::move(sink));
+  threads_.add_observer(interval_, std::move(sink));
   return true;
 }
 

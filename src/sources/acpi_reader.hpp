@@ -50,7 +50,7 @@ class AcpiReader final : public Source {
   void start() override;
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) override;
   Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const override;
-  // A job of the reader pool at the read interval, after the hwmon nodes' jobs.
+  // An observer of the reader pool at the read interval (ReaderPool::add_observer).
   bool run_on_read_cycle(std::function<void()> sink) override;
 
   // The channels as first discovered: their sensor names and labels are the published ones.

@@ -11,6 +11,7 @@
 #include <optional>
 #include <queue>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -89,6 +90,7 @@ struct ReaderPool::State {
   struct Job {
     std::chrono::milliseconds period;
     std::function<void()> cycle;
+    bool observer = false;  // add_observer(): runs first among the jobs due with it
     // Locked: how long its last cycles took, and how many it has finished.
     std::array<PoolClock::duration, 3> took{};
     std::size_t finished = 0;
@@ -99,7 +101,11 @@ struct ReaderPool::State {
              std::all_of(took.begin(), took.end(), [](auto d) { return d > kSlowCycle; });
     }
   };
-  using Due = std::pair<PoolClock::time_point, std::size_t>;  // (when, job)
+  // (when, 0 for an observer and 1 for a reader, job): observers first among jobs due together.
+  using Due = std::tuple<PoolClock::time_point, int, std::size_t>;
+  Due due(PoolClock::time_point when, std::size_t job) const {
+    return {when, jobs[job].observer ? 0 : 1, job};
+  }
 
   std::size_t most = 1;    // the most free workers the pool keeps (its `workers`)
   std::size_t target = 1;  // workers that must be free for the jobs now (not blocked)
@@ -155,7 +161,7 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
       st->wake.wait(lock);
       continue;
     }
-    const auto [due, job] = st->queue.top();
+    const auto [due, rank, job] = st->queue.top();
     // A job due within a tenth of its period runs now, beside the one that woke this worker:
     // jobs whose times have drifted apart would otherwise wake it once each.
     if (PoolClock::now() + st->jobs[job].period / 10 < due) {
@@ -181,10 +187,13 @@ void pool_worker(std::shared_ptr<ReaderPool::State> st,
     // grid times it missed instead of starting a grid of its own at its end, and never has
     // the next follow it by less than half a period (a counter's difference over a sliver of
     // time is mostly the meter's own update jitter). One that overran its period starts the
-    // next at once, and the one after is back on the grid.
+    // next at once, and the one after is back on the grid. An observer takes no counter's
+    // difference: its next cycle is the grid time after the one it was due at, so that a
+    // sample held up by slow reads takes every cycle's values, not every other one's.
     const auto period = done.period;
-    const auto on_grid = next_on_grid(st->origin, period, std::max(due, start + period / 2));
-    st->queue.push({std::max(on_grid, now), job});
+    const auto on_grid =
+        next_on_grid(st->origin, period, done.observer ? due : std::max(due, start + period / 2));
+    st->queue.push(st->due(std::max(on_grid, now), job));
     st->wake.notify_one();
     // Back from a long cycle into a pool that replaced it: one worker too many.
     if (st->free_workers(now) > st->target) break;
@@ -210,7 +219,7 @@ void spawn_worker(const std::shared_ptr<ReaderPool::State>& st) {
 // time describe one instant (a node's sockets share one row time downstream), not reads
 // spread over most of a slow period one after another.
 std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolClock::duration tick) {
-  const bool waiting = !st.queue.empty() && now - st.queue.top().first > tick;
+  const bool waiting = !st.queue.empty() && now - std::get<0>(st.queue.top()) > tick;
   const double elapsed = std::chrono::duration<double>(now - st.sized_at).count();
   const double busy = std::chrono::duration<double>(st.busy).count();
   st.busy = {};
@@ -229,8 +238,9 @@ std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolCloc
 // than it once looked every tick.
 PoolClock::time_point next_look(const ReaderPool::State& st, PoolClock::time_point now,
                                 PoolClock::duration tick) {
-  if (!st.queue.empty() && now - st.queue.top().first > tick) return now + tick;
-  auto next = (st.queue.empty() ? now : std::max(st.queue.top().first, now)) + st.stuck_after;
+  if (!st.queue.empty() && now - std::get<0>(st.queue.top()) > tick) return now + tick;
+  auto next =
+      (st.queue.empty() ? now : std::max(std::get<0>(st.queue.top()), now)) + st.stuck_after;
   for (const auto& since : st.workers) {
     if (since && *since + st.stuck_after > now) next = std::min(next, *since + st.stuck_after);
   }
@@ -266,14 +276,23 @@ ReaderPool::~ReaderPool() {
 }
 
 void ReaderPool::add(std::chrono::milliseconds period, std::function<void()> cycle) {
+  add_job(period, std::move(cycle), false);
+}
+
+void ReaderPool::add_observer(std::chrono::milliseconds period, std::function<void()> cycle) {
+  add_job(period, std::move(cycle), true);
+}
+
+void ReaderPool::add_job(std::chrono::milliseconds period, std::function<void()> cycle,
+                         bool observer) {
   std::lock_guard lock(state_->mutex);
   if (state_->stopping) return;
-  state_->jobs.push_back({period, std::move(cycle)});
+  state_->jobs.push_back({period, std::move(cycle), observer});
   if (!state_->started) return;
-  // Running: on the pool's grid, so that it wakes with the jobs of its period and runs after
-  // them (jobs due together run in the order they were added).
+  // Running: on the pool's grid, so that it wakes with the jobs of its period (readers run
+  // in the order they were added, observers before them).
   state_->queue.push(
-      {next_on_grid(state_->origin, period, PoolClock::now()), state_->jobs.size() - 1});
+      state_->due(next_on_grid(state_->origin, period, PoolClock::now()), state_->jobs.size() - 1));
   state_->wake.notify_one();
 }
 
@@ -282,7 +301,7 @@ void ReaderPool::start() {
   if (state_->started || state_->stopping) return;
   state_->started = true;
   const auto now = PoolClock::now();
-  for (std::size_t i = 0; i < state_->jobs.size(); ++i) state_->queue.push({now, i});
+  for (std::size_t i = 0; i < state_->jobs.size(); ++i) state_->queue.push(state_->due(now, i));
   // As many workers as jobs (up to `most`) for the first cycles, whose reads may all be slow;
   // the supervisor sizes the pool from then on.
   state_->most = std::min(state_->most, std::max<std::size_t>(state_->jobs.size(), 1));

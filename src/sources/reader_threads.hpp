@@ -75,6 +75,13 @@ class ReaderPool {
   // the pool's next grid time of its period: with jobs of the same period it shares their
   // wake-up and runs after them (jobs due together run in the order they were added).
   void add(std::chrono::milliseconds period, std::function<void()> cycle);
+  // Adds a job that takes what the other jobs read (the host collector's sample), on the pool's
+  // grid of its period. It runs before the jobs due with it, so it sees the values their last
+  // cycle finished, never a cycle half done (slow reads still in flight), and its wake-up is
+  // theirs. It keeps to its grid: a late cycle is followed by the next grid time after the one
+  // it was due at (at once if that has passed), not half a period later, since it takes no
+  // counter's difference; a sample that skipped grid times would drop every other reading.
+  void add_observer(std::chrono::milliseconds period, std::function<void()> cycle);
   void start();
 
   // Sets the stop flag, wakes every thread and waits up to `grace` for them to exit (a cycle
@@ -91,6 +98,7 @@ class ReaderPool {
   struct State;
 
  private:
+  void add_job(std::chrono::milliseconds period, std::function<void()> cycle, bool observer);
   std::shared_ptr<State> state_;
 };
 

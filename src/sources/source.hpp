@@ -71,8 +71,9 @@ class Source {
   // behind (they own their state and exit when the read returns).
   virtual void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000)) = 0;
   virtual Snapshot snapshot(SteadyTime now = std::chrono::steady_clock::now()) const = 0;
-  // Runs `sink` on the source's reader threads once a read cycle, after the cycle's reads and
-  // on the same wake-up, from now until stop(): a sink that takes a snapshot at the read
+  // Runs `sink` on the source's reader threads once a read cycle, on the wake-up of the
+  // cycle's reads and before them (it sees what the last cycle finished, never slow reads
+  // still in flight), from now until stop(): a sink that takes a snapshot at the read
   // cadence (the host collector) then costs the node no thread and no wake-up of its own. It
   // must not block: it shares a reader's thread. False when the source has no such cycle
   // (DCGM and NVML poll at their libraries' pace, RAPL on a thread of its own); the caller

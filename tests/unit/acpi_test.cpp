@@ -725,6 +725,48 @@ TEST(ReaderPool, AJobAddedWhileRunningWakesWithTheJobsOfItsPeriodAndRunsAfterThe
   EXPECT_GE(together, rounds * 3 / 4) << together << " of " << rounds << " rounds together";
 }
 
+TEST(ReaderPool, AnObserverRunsBeforeTheReadsDueWithItAndKeepsToItsGrid) {
+  // One worker; a read every 80 ms that holds it for 65 ms (a slow firmware read), and an
+  // observer every 40 ms (the host collector's sample). Due together, the observer runs
+  // first, so it sees what the last cycle finished. Due while the read holds the worker, it
+  // runs 25 ms late; it must then still be due at the next grid time, not half a period
+  // after its start (that rule, right for readers, made the sample skip every other grid
+  // time: as many samples as reads, half the rows).
+  ReaderPool pool(1, 1000ms);
+  std::mutex m;
+  std::vector<int> order;  // 0: the read, 1: the observer
+  std::atomic<int> reads{0}, looks{0};
+  pool.add(80ms, [&] {
+    {
+      std::lock_guard lock(m);
+      order.push_back(0);
+    }
+    std::this_thread::sleep_for(65ms);
+    reads++;
+  });
+  pool.start();
+  pool.add_observer(40ms, [&] {
+    std::lock_guard lock(m);
+    order.push_back(1);
+    looks++;
+  });
+  ASSERT_TRUE(eventually([&] { return reads >= 12; }));
+  EXPECT_TRUE(pool.stop(5000ms));
+  std::lock_guard lock(m);
+  // Accounting: about two looks a read (a stalled machine only makes both later).
+  EXPECT_GE(2 * looks, 3 * reads) << looks << " looks, " << reads << " reads";
+  // Order: after its first look, a read is preceded by a look (the one due with it).
+  std::size_t reads_after_a_look = 0, reads_seen = 0;
+  const auto first_look = std::find(order.begin(), order.end(), 1);
+  for (auto it = first_look; it != order.end(); ++it) {
+    if (*it != 0) continue;
+    reads_seen++;
+    reads_after_a_look += *std::prev(it) == 1;
+  }
+  EXPECT_GE(reads_seen, 8u);
+  EXPECT_GE(4 * reads_after_a_look, 3 * reads_seen) << reads_after_a_look << " of " << reads_seen;
+}
+
 TEST(ReaderPool, ALateCycleIsFollowedNoSoonerThanHalfAPeriodLater) {
   // One worker, two jobs every 40 ms. Every fifth cycle of the first holds the worker for
   // 70 ms, so the second starts 70 ms late: its next grid time is then only 10 ms away, too
