@@ -107,8 +107,9 @@ struct ReaderPool::State {
     return {when, jobs[job].observer ? 0 : 1, job};
   }
 
-  std::size_t most = 1;    // the most free workers the pool keeps (its `workers`)
-  std::size_t target = 1;  // workers that must be free for the jobs now (not blocked)
+  std::size_t configured = 1;  // the pool's `workers`
+  std::size_t most = 1;        // the most free workers the pool keeps: configured, at most jobs
+  std::size_t target = 1;      // workers that must be free for the jobs now (not blocked)
   std::chrono::milliseconds stuck_after{1000};
   // The time finished cycles took since the supervisor last sized the pool, each counted up
   // to stuck_after (a longer one was replaced when it passed that).
@@ -217,7 +218,9 @@ void spawn_worker(const std::shared_ptr<ReaderPool::State>& st) {
 // wake it once a job instead of waking every idle worker at each job's time. And at least one
 // worker per slow job: jobs due together then read side by side, and the values of one grid
 // time describe one instant (a node's sockets share one row time downstream), not reads
-// spread over most of a slow period one after another.
+// spread over most of a slow period one after another. With slow jobs, one more for the
+// observers: a worker free at their grid time, so a sample copies one finished cycle at its
+// time instead of waiting for the first read to end and copying a cycle half finished.
 std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolClock::duration tick) {
   const bool waiting = !st.queue.empty() && now - std::get<0>(st.queue.top()) > tick;
   const double elapsed = std::chrono::duration<double>(now - st.sized_at).count();
@@ -228,7 +231,10 @@ std::size_t pool_size(ReaderPool::State& st, PoolClock::time_point now, PoolCloc
   const auto wanted = static_cast<std::size_t>(std::ceil(1.5 * busy / std::max(elapsed, 1e-3)));
   const auto slow = static_cast<std::size_t>(
       std::count_if(st.jobs.begin(), st.jobs.end(), [](const auto& j) { return j.slow(); }));
-  return std::clamp<std::size_t>(std::max(wanted, slow), 1, st.most);
+  const bool observers =
+      std::any_of(st.jobs.begin(), st.jobs.end(), [](const auto& j) { return j.observer; });
+  const std::size_t needed = slow + (slow > 0 && observers ? 1 : 0);
+  return std::clamp<std::size_t>(std::max(wanted, needed), 1, st.most);
 }
 
 // Locked: when the supervisor must look next. A cycle can count as stuck no sooner than
@@ -267,7 +273,8 @@ void pool_supervisor(std::shared_ptr<ReaderPool::State> st) {
 
 ReaderPool::ReaderPool(std::size_t workers, std::chrono::milliseconds stuck_after)
     : state_(std::make_shared<State>()) {
-  state_->most = std::max<std::size_t>(workers, 1);
+  state_->configured = std::max<std::size_t>(workers, 1);
+  state_->most = state_->configured;
   state_->stuck_after = stuck_after;
 }
 
@@ -289,6 +296,7 @@ void ReaderPool::add_job(std::chrono::milliseconds period, std::function<void()>
   if (state_->stopping) return;
   state_->jobs.push_back({period, std::move(cycle), observer});
   if (!state_->started) return;
+  state_->most = std::min(state_->configured, state_->jobs.size());
   // Running: on the pool's grid, so that it wakes with the jobs of its period (readers run
   // in the order they were added, observers before them).
   state_->queue.push(
