@@ -116,7 +116,8 @@ int run_host_collect(const HostCollectOptions& o) {
 
   // The sample: on the readers' own cycle where the source has one (the ACPI pool: one
   // wake-up a cycle serves the read and the row), else on this thread's loop at the interval.
-  auto sampler = std::make_shared<Sampler>(*resolved.source, nvml.get(), resolved.mode, host);
+  auto sampler = std::make_shared<Sampler>(*resolved.source, nvml.get(), resolved.mode, host,
+                                           o.interval_seconds);
   const bool on_read_cycle = resolved.source->run_on_read_cycle([sampler] { sampler->take(); });
   const auto period = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(o.interval_seconds));
@@ -125,10 +126,11 @@ int run_host_collect(const HostCollectOptions& o) {
   const auto flush_period = std::max<Clock::duration>(period, kFlushPeriod);
 
   RunOutcome outcome;
-  std::uint64_t failing_writes = 0, failing_rows = 0, dropped_samples = 0;
+  std::uint64_t failing_writes = 0, failing_rows = 0, dropped_samples = 0, half_cycles = 0;
   auto write_pending = [&] {
     auto batch = sampler->rows();
     outcome.read_failure_count += batch.read_failures;
+    half_cycles += batch.half_cycles;
     if (batch.dropped_samples > 0) {
       dropped_samples += batch.dropped_samples;
       log()->warn("the writer fell {} samples behind; samples dropped={} (total {})",
@@ -195,9 +197,11 @@ int run_host_collect(const HostCollectOptions& o) {
   rows.close();
   outcome.ended_at_unix = unix_now();
   write_metadata(metadata_path, node_metadata(info, resolved, outcome));
-  log()->info("stopped rows={} read_failures={} write_errors={} rows_lost={} samples_dropped={}",
-              outcome.sample_row_count, outcome.read_failure_count, rows.write_errors(),
-              rows.rows_dropped(), dropped_samples);
+  log()->info(
+      "stopped rows={} read_failures={} write_errors={} rows_lost={} samples_dropped={} "
+      "half_cycles_passed={}",
+      outcome.sample_row_count, outcome.read_failure_count, rows.write_errors(),
+      rows.rows_dropped(), dropped_samples, half_cycles);
   return outcome.sample_row_count > 0 ? 0 : kExitNoRows;
 }
 

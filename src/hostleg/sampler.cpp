@@ -8,8 +8,12 @@
 namespace cpupower::hostleg {
 
 Sampler::Sampler(const sources::Source& source, const sources::NvmlModuleReader* nvml,
-                 std::string mode, std::string host)
-    : source_(source), nvml_(nvml), mode_(std::move(mode)), host_(std::move(host)) {}
+                 std::string mode, std::string host, double interval_s)
+    : source_(source),
+      nvml_(nvml),
+      mode_(std::move(mode)),
+      host_(std::move(host)),
+      interval_s_(interval_s) {}
 
 void Sampler::take() {
   Taken t{source_.snapshot(), std::nullopt};
@@ -37,7 +41,14 @@ Sampler::Batch Sampler::rows() {
       out.read_failures++;
       continue;
     }
-    if (sample.timestamp_unix == last_time_) continue;
+    if (sample.timestamp_unix == last_time_ || sample.timestamp_unix == passed_time_) continue;
+    if (sample.read_spread_s > interval_s_ / 2 && !passed_last_) {
+      passed_last_ = true;
+      passed_time_ = sample.timestamp_unix;
+      out.half_cycles++;
+      continue;
+    }
+    passed_last_ = false;
     last_time_ = sample.timestamp_unix;
     for (const auto& row : sample.rows) {
       out.text += artifacts::format_host_row(row);

@@ -1,5 +1,7 @@
 #include "hostleg/socket_rows.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 
 #include "hostleg/local_time.hpp"
@@ -32,6 +34,8 @@ Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
   bool every_primary = true;
   double time_sum = 0;
   std::size_t time_count = 0;
+  double earliest = std::numeric_limits<double>::infinity();
+  double latest = -std::numeric_limits<double>::infinity();
   const auto& sensors = *base.sensors;
   for (std::size_t i = 0; i < sensors.size() && i < base.readings.size(); ++i) {
     const auto& s = sensors[i];
@@ -47,8 +51,11 @@ Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
     row.socket_id = *s.socket;
     // The centre of what the value measured: an averaging meter's value describes the
     // interval before its read (docs/formats.md, host leg row time).
-    time_sum += *r.read_at_unix - r.centre_offset_s;
+    const double at = *r.read_at_unix - r.centre_offset_s;
+    time_sum += at;
     time_count++;
+    earliest = std::min(earliest, at);
+    latest = std::max(latest, at);
   }
   Sample out;
   if (by_socket.empty()) return out;
@@ -81,6 +88,7 @@ Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
   }
 
   out.timestamp_unix = time_sum / static_cast<double>(time_count);
+  out.read_spread_s = latest - earliest;
   std::optional<double> total;
   if (every_primary) {
     total = 0.0;
