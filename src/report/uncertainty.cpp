@@ -57,20 +57,48 @@ PairRange pairs_near(const Series& s, double x, double reach) {
   return {lo >= 2 ? lo - 2 : 0, std::min(hi + 1, s.size() - 1), nearest};
 }
 
+// The total variation of the readings' polyline over [a, b], interpolated at both ends.
+double variation_between(const Series& s, double a, double b) {
+  if (s.empty() || !(b > a)) return 0;
+  double total = 0, previous = value_at(s, a);
+  for (auto i = static_cast<std::size_t>(std::upper_bound(s.t.begin(), s.t.end(), a) - s.t.begin());
+       i < s.size() && s.t[i] < b; ++i) {
+    total += std::abs(s.w[i] - previous);
+    previous = s.w[i];
+  }
+  return total + std::abs(value_at(s, b) - previous);
+}
+
 // What an averaging meter misplaces across an edge at x: a change from A to B at s, within
 // tau/2 of x, is smeared over [s - tau/2, s + tau/2], and (B - A) tau min(f, 1 - f)^2 / 2 of
 // its energy lands on the wrong side of x, f being how far the reading at x has gone from A
 // to B (0 or 1: no change near the edge; 1/2: the change is at the edge, tau (B - A) / 8).
-// The change is bounded by the total variation of the pairs that reach into
-// [x - tau/2, x + tau/2] (the pair around x where the readings are sparser than tau / 2).
-double edge_bound(const Series& s, double x, double tau) {
-  double variation = 0;
+// Where the readings trace the smear (at most kTracedSpacing x tau apart around x), they show
+// f: the readings move by (B - A) min(f, 1/2) over [x - tau/2, x] and (B - A) min(1 - f, 1/2)
+// over [x, x + tau/2], and the misplaced energy is at most tau / 4 times the smaller of the
+// two (equal at f = 1/2; several changes one way add up the same). Sparser readings say
+// little of f: the bound is then the worst case, tau / 8 times the total variation of the
+// pairs that reach into [x - tau/2, x + tau/2] (the pair around x where the readings are
+// sparser than tau / 2).
+struct EdgeBound {
+  double joules = 0;
+  bool traced = false;  // from the readings' moves around x, not the worst case
+};
+EdgeBound edge_bound(const Series& s, double x, double tau) {
+  double variation = 0, widest = 0;
   const PairRange r = pairs_near(s, x, tau / 2);
   for (std::size_t j = r.begin; j < r.end; ++j) {
     if (s.t[j + 1] < x - tau / 2 || s.t[j] > x + tau / 2) continue;
     variation += std::abs(s.w[j + 1] - s.w[j]);
+    widest = std::max(widest, s.t[j + 1] - s.t[j]);
   }
-  return variation * tau / 8;
+  if (widest <= kTracedSpacing * tau) {
+    return {
+        tau / 4 *
+            std::min(variation_between(s, x - tau / 2, x), variation_between(s, x, x + tau / 2)),
+        true};
+  }
+  return {variation * tau / 8, false};
 }
 
 // The same smear where the power changes often (bursts shorter than tau): the error is then
@@ -283,13 +311,23 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
   // readings fell on, a standard deviation rather than a bound.
   const double sampled = kReadGridFactor * uncovered_s * sampling_error(s, lo, hi);
   variance += sampled * sampled;
+  double in_full = 0;  // bounds that are nearly the error itself: added, not spread
   if (tau_edge > 0) {
     for (const double x : {start, end}) {
       // One change's smear (a bound, uniform within it) or many small ones' (a standard
-      // deviation), whichever is more; the latter at least what the run usually shows.
-      const double one = edge_bound(s, x, tau_edge);
-      const double many = std::max(smear_sd(s, x, tau_edge), usual.smear_sd);
-      variance += std::max(one * one / 3, many * many);
+      // deviation), whichever is more; the latter at least what the run usually shows. Where
+      // the readings trace one change's smear (they go one way around the edge), its bound
+      // is nearly the error itself, which both edges can have at once (a window that opens
+      // on a rise and closes on a fall loses both): it is added in full, as the snap term.
+      const auto one = edge_bound(s, x, tau_edge);
+      const double local = smear_sd(s, x, tau_edge);
+      if (one.traced && local == 0) {
+        in_full += one.joules;
+        variance += usual.smear_sd * usual.smear_sd;
+      } else {
+        const double many = std::max(local, usual.smear_sd);
+        variance += std::max(one.joules * one.joules / 3, many * many);
+      }
     }
     // Overlapping averages that do not tile the time evenly (read times that drift against
     // the interval, or an interval that is no multiple of the spacing) count some instants
@@ -304,7 +342,7 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
   // to kDateResolutionS moves the energy by that times the power change across the window.
   const double shift = kDateResolutionS * std::abs(value_at(s, end) - value_at(s, start));
   variance += shift * shift / 3;
-  out.uncertainty_j = kCoverageFactor * std::sqrt(variance);
+  out.uncertainty_j = kCoverageFactor * std::sqrt(variance) + in_full;
   if (snapped) {
     // The stretch between each edge and its sample is counted (or left out) whole.
     out.uncertainty_j +=

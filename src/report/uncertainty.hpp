@@ -23,7 +23,10 @@
 //    line through their neighbours (0 for a reading the power goes one way through);
 //  - each window edge: an averaging interval of tau smears a change near the edge over tau,
 //    and up to tau / 8 of it lands on the wrong side: tau / 8 times the total variation of
-//    the readings over the pairs that reach within tau / 2 of the edge; or, where the power
+//    the readings over the pairs that reach within tau / 2 of the edge, or, where readings
+//    at most kTracedSpacing x tau apart show how far the change had gone at the edge, tau / 4
+//    times the smaller of their moves over the half intervals on either side (added in full
+//    where they go one way: nearly the error itself, at both edges at once); or, where the power
 //    changes often (bursts shorter than tau), the sum of many small misplaced slices, a
 //    standard deviation the readings' differences give (tau rms(d) sqrt(max(tau / (24 s),
 //    kSmearFloor)), readings s apart; 0 where they all go one way), or the run's usual one
@@ -76,6 +79,10 @@ inline constexpr double kSmearFloor = 0.25;
 // Differences near an edge that go against their net direction by at most this share of
 // their total variation are a ramp (one change, smeared), not many changes.
 inline constexpr double kOneWayShare = 0.01;
+// Readings at most kTracedSpacing x tau apart (four a tau, with room for the read times'
+// jitter) trace the rise an averaging interval makes of a change, so the one-change edge
+// figure can use how far it had gone at the edge (term 3).
+inline constexpr double kTracedSpacing = 0.3;
 // How many readings of the stretch around a window the usual smear is the median over.
 inline constexpr std::size_t kUsualReadings = 256;
 // Readings up to this many averaging intervals apart count as tiling the time (term 7).

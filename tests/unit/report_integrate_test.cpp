@@ -403,6 +403,43 @@ TEST(ReportUncertainty, AnEdgeInsideAnAveragingIntervalIsCounted) {
   EXPECT_DOUBLE_EQ(*in.row->stats.coverage, 1.0);
 }
 
+// Readings that trace the rise (0.1 s apart under a 1 s average) show how far a change had
+// gone at the edge, and the edge term states what that leaves: past nine tenths of the rise,
+// tau (1 - f)^2 / 2 x 100 W = 0.5 J is misplaced, and the term is tau / 4 x the smaller of
+// the readings' moves on either side (10 W), not the worst case of a change at the edge
+// (tau / 8 x 100 W). Before the rise nothing is misplaced. Readings 0.5 s apart say little of
+// f: the worst case stays.
+TEST(ReportUncertainty, AnEdgeTheReadingsPlaceInTheRiseIsCountedForWhatItMisplaces) {
+  const auto rise = [](double step) {
+    std::vector<double> t, w;
+    for (int i = 0; i * step <= 10 + 1e-9; ++i) {
+      t.push_back(i * step);
+      w.push_back(100 * std::clamp(i * step - 4.5, 0.0, 1.0));  // 1 s mean of a step at 5
+    }
+    return make_track(t, w);
+  };
+  const Averaging tau{1.0, 1.0};
+  const auto late = uncertainty_cases::at(rise(0.1), 5.4, 10, Edges::interpolate, tau);
+  ASSERT_TRUE(late.row) << late.error;
+  EXPECT_NEAR(460 - late.row->stats.joules, 0.5, 1e-9);
+  EXPECT_GE(late.row->stats.uncertainty_j, 0.5);
+  // Added in full (the readings go one way: one change, nearly the error itself), beside the
+  // dates' term of the 10 W across the window.
+  const double late_dates = kDateResolutionS * 10;
+  EXPECT_NEAR(late.row->stats.uncertainty_j, 2.5 + kCoverageFactor * late_dates / std::sqrt(3.0),
+              0.05);
+
+  const auto before = uncertainty_cases::at(rise(0.1), 4.4, 10, Edges::interpolate, tau);
+  ASSERT_TRUE(before.row) << before.error;
+  EXPECT_NEAR(before.row->stats.joules, 500, 1e-9);
+  const double dates = kDateResolutionS * 100;
+  EXPECT_NEAR(before.row->stats.uncertainty_j, kCoverageFactor * dates / std::sqrt(3.0), 0.05);
+
+  const auto sparse = uncertainty_cases::at(rise(0.5), 5.4, 10, Edges::interpolate, tau);
+  ASSERT_TRUE(sparse.row) << sparse.error;
+  EXPECT_GE(sparse.row->stats.uncertainty_j, kCoverageFactor * 12.5 / std::sqrt(3.0));
+}
+
 // An unknown averaging interval (older files, DCGM, the GPU leg): no coverage, and the
 // uncertainty of instantaneous samples, whose every gap is uncovered.
 TEST(ReportUncertainty, AnUnknownIntervalStatesNoCoverageAndTakesPointSamples) {
