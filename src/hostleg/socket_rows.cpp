@@ -54,8 +54,10 @@ Sample socket_rows(const sources::Snapshot& base, std::string_view mode,
     const double at = *r.read_at_unix - r.centre_offset_s;
     time_sum += at;
     time_count++;
-    earliest = std::min(earliest, at);
-    latest = std::max(latest, at);
+    // When the reads happened, not what they describe: sockets averaging over different
+    // intervals read together are one cycle.
+    earliest = std::min(earliest, *r.read_at_unix);
+    latest = std::max(latest, *r.read_at_unix);
   }
   Sample out;
   if (by_socket.empty()) return out;

@@ -23,7 +23,7 @@ namespace cpupower::hostleg {
 struct Sample {
   std::vector<artifacts::HostSampleRow> rows;  // ascending socket; empty: nothing fresh
   double timestamp_unix = 0;
-  double read_spread_s = 0;  // the latest less the earliest read time of those primaries
+  double read_spread_s = 0;  // the latest less the earliest read (not centre) of those primaries
 };
 
 // `mode` is the base source's ("acpi", "rapl" or "dcgm"); `module` may be null.

@@ -229,6 +229,16 @@ TEST(Sampler, ACycleHalfFinishedIsPassedOverForTheWholeOne) {
   EXPECT_NE(batch.text.find(",100.1505,"), std::string::npos) << batch.text;
   EXPECT_EQ(batch.text.find(",100.2255,"), std::string::npos) << batch.text;
   EXPECT_NE(batch.text.find(",100.3755,"), std::string::npos) << batch.text;
+
+  // Sockets averaging over different intervals (50 ms and 1 s), read together: one cycle,
+  // though the centres of what they measured are 475 ms apart.
+  auto mixed = read_at(200.0, 200.001);
+  mixed.readings[4].centre_offset_s = 0.475;
+  source.next = mixed;
+  sampler.take();
+  const auto next = sampler.rows();
+  EXPECT_EQ(next.half_cycles, 0u);
+  EXPECT_EQ(next.rows, 2u);
 }
 
 TEST(Sampler, ASampleWithoutAnySocketsPowerIsAReadFailureNotARow) {
