@@ -686,9 +686,9 @@ TEST(ReaderPool, AStallLeavesTheJobsOnOneGrid) {
 }
 
 TEST(ReaderPool, AJobAddedWhileRunningWakesWithTheJobsOfItsPeriodAndRunsAfterThem) {
-  // Three jobs every 40 ms on one worker, then a fourth added after start (as the host
-  // collector adds its sample to the ACPI reader's pool): it joins their grid, so it runs on
-  // the wake-up that ran them, after them (it reads what they read). Each cycle notes the
+  // Three jobs every 40 ms on one worker, then a fourth added after start (a reader added
+  // late; the host collector's sample is an observer, next test): it joins their grid, so it
+  // runs on the wake-up that ran them, after them. Each cycle notes the
   // pool's sleep count: the same count as the third job's cycle before it is the same
   // wake-up. A job on a phase of its own would wake the worker again every round.
   ReaderPool pool(1, 1000ms);
