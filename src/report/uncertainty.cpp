@@ -263,16 +263,18 @@ Usual usual_around(const Series& wide, const Averaging& averaging) {
   out.roughness = typical_roughness(wide);
   const double tau = averaging.max_s.value_or(0.0);
   if (!(tau > 0) || wide.size() < 2) return out;
-  // The median of at most kUsualReadings of them, evenly spread over the stretch: as good a
-  // median, at a cost that does not grow with the window (docs/performance.md).
+  // The kUsualSmearQuantile quantile of at most kUsualReadings of them, evenly spread over
+  // the stretch: as good a quantile, at a cost that does not grow with the window
+  // (docs/performance.md).
   const std::size_t stride = (wide.size() + kUsualReadings - 1) / kUsualReadings;
   std::vector<double> sds;
   sds.reserve(wide.size() / stride + 1);
   for (std::size_t i = 0; i < wide.size(); i += stride)
     sds.push_back(smear_sd(wide, wide.t[i], tau));
-  const auto middle = sds.begin() + static_cast<std::ptrdiff_t>(sds.size() / 2);
-  std::nth_element(sds.begin(), middle, sds.end());
-  out.smear_sd = *middle;
+  const auto at = sds.begin() + static_cast<std::ptrdiff_t>(kUsualSmearQuantile *
+                                                            static_cast<double>(sds.size() - 1));
+  std::nth_element(sds.begin(), at, sds.end());
+  out.smear_sd = *at;
   return out;
 }
 
@@ -342,13 +344,28 @@ ErrorBar error_bar(const Series& s, std::size_t first, std::size_t last, double 
   // to kDateResolutionS moves the energy by that times the power change across the window.
   const double shift = kDateResolutionS * std::abs(value_at(s, end) - value_at(s, start));
   variance += shift * shift / 3;
+  // And each reading's own staleness within that period (uniform, a variance of
+  // kDateResolutionS^2 / 12) moves the trapezoid by its error times the power's slope there,
+  // half the difference of its neighbours: every step inside the window counts, not only
+  // the net change.
+  double slopes = 0;
+  for (std::size_t i = std::max<std::size_t>(first, 1); i <= last && i + 1 < s.size(); ++i) {
+    const double half = (s.w[i + 1] - s.w[i - 1]) / 2;
+    slopes += half * half;
+  }
+  variance += kDateResolutionS * kDateResolutionS / 12 * slopes;
   out.uncertainty_j = kCoverageFactor * std::sqrt(variance) + in_full;
   if (snapped) {
-    // The stretch between each edge and its sample is counted (or left out) whole.
-    out.uncertainty_j +=
-        std::abs(s.t[first] - start) * std::max(std::abs(s.w[first]), std::abs(value_at(s, start)));
-    out.uncertainty_j +=
-        std::abs(s.t[last] - end) * std::max(std::abs(s.w[last]), std::abs(value_at(s, end)));
+    // The stretch between each edge and its sample is counted (or left out) whole: the end's
+    // adds its energy where the sample lies after the edge, the start's takes it away, so the
+    // two have signs and cancel as far as their energies do. Each is its length times the
+    // mean of the power at its two ends, within the length times their difference.
+    const double to_first = s.t[first] - start, to_last = s.t[last] - end;
+    const double at_start = value_at(s, start), at_end = value_at(s, end);
+    const double counted =
+        to_last * (s.w[last] + at_end) / 2 - to_first * (s.w[first] + at_start) / 2;
+    out.uncertainty_j += std::abs(counted) + std::abs(to_first) * std::abs(s.w[first] - at_start) +
+                         std::abs(to_last) * std::abs(s.w[last] - at_end);
   }
   return out;
 }

@@ -30,14 +30,18 @@
 //    changes often (bursts shorter than tau), the sum of many small misplaced slices, a
 //    standard deviation the readings' differences give (tau rms(d) sqrt(max(tau / (24 s),
 //    kSmearFloor)), readings s apart; 0 where they all go one way), or the run's usual one
-//    around the window, if more;
+//    around the window (kUsualSmearQuantile of the readings' figures), if more;
 //  - where overlapping averages tile the window unevenly (read times that drift against
 //    tau), the instants they count more or less than once, with the power's fluctuation per
 //    second from the run's usual smear (uneven_tiling);
 //  - the readings' dates, known to the meter's update period (kDateResolutionS): a shift of
-//    every date moves the energy by that times the power change across the window;
+//    every date moves the energy by that times the power change across the window, and each
+//    reading's own staleness (uniform within the period) by that times the power's slope at
+//    it, every step inside the window counting;
 //  - snap edges only, added in full (it has a sign, not a spread): the energy between each
-//    window edge and the sample it snapped to.
+//    window edge and the sample it snapped to, the two edges' with their signs (the end's
+//    counted, the start's left out, where the samples lie after the edges), within the
+//    stretches' lengths times the power's change across each.
 // An unknown interval is taken as 0 (instantaneous samples, every gap uncovered): the
 // uncertainty is then that of point samples and the coverage is not stated. How often the
 // stated figure holds on known traces: docs/performance.md (Calibration of the uncertainty).
@@ -83,8 +87,15 @@ inline constexpr double kOneWayShare = 0.01;
 // jitter) trace the rise an averaging interval makes of a change, so the one-change edge
 // figure can use how far it had gone at the edge (term 3).
 inline constexpr double kTracedSpacing = 0.3;
-// How many readings of the stretch around a window the usual smear is the median over.
+// How many readings of the stretch around a window the usual smear is taken over.
 inline constexpr std::size_t kUsualReadings = 256;
+// Which quantile of their smear figures the usual smear is. Each rests on a few differences,
+// and a bursty power's differences are heavy-tailed (most small, a few a whole burst): on the
+// calibration replays the median of such figures is 0.6-0.8 of the smear all the run's
+// differences give together where reads are 250 ms or 1 s apart, the 65th percentile
+// 0.8-1.1 (docs/performance.md, Calibration of the uncertainty). Where the power changes in
+// steps, most readings' figures are 0 and so is this quantile.
+inline constexpr double kUsualSmearQuantile = 0.65;
 // Readings up to this many averaging intervals apart count as tiling the time (term 7).
 inline constexpr double kTilingSpacing = 2.0;
 
@@ -92,8 +103,9 @@ inline constexpr double kTilingSpacing = 2.0;
 // own readings (which may happen to show nothing):
 struct Usual {
   double roughness = 0;  // typical_roughness
-  // The median over the stretch's readings of the smear standard deviation an edge at each
-  // would have (J; docs/formats.md, term 3): 0 where the power steps one way at a time.
+  // The kUsualSmearQuantile quantile over the stretch's readings of the smear standard
+  // deviation an edge at each would have (J; docs/formats.md, term 3): 0 where the power
+  // steps one way at a time.
   double smear_sd = 0;
 };
 Usual usual_around(const Series& wide, const Averaging& averaging);

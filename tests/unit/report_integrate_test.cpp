@@ -373,10 +373,12 @@ TEST(ReportUncertainty, ASingleGapBoundsAStepAnywhereInsideIt) {
   ASSERT_TRUE(in.row->stats.coverage);
   EXPECT_NEAR(*in.row->stats.coverage, 0.5, 1e-12);
   // The gap from 4 to 5: 0.5 s uncovered (200 W x 0.5 / 2) and 0.5 s averaged (200 W x 0.5
-  // / 8); no change near the edges; and the dates' resolution, 10 ms x 200 W across.
+  // / 8); no change near the edges; the dates' resolution, 10 ms x 200 W across; and the
+  // staleness of the two readings the step lies between, each with a slope of 100 W a reading.
   const double bound = 200 * 0.5 / 2 + 200 * 0.5 / 8, dates = kDateResolutionS * 200;
+  const double stale = kDateResolutionS * kDateResolutionS / 12 * 2 * 100 * 100;
   EXPECT_NEAR(in.row->stats.uncertainty_j,
-              kCoverageFactor * std::sqrt((bound * bound + dates * dates) / 3), 1e-9);
+              kCoverageFactor * std::sqrt((bound * bound + dates * dates) / 3 + stale), 1e-9);
   for (const double step : {4.25, 4.4, 4.5, 4.6, 4.75}) {
     // The readings are the same wherever in the uncovered stretch the step falls.
     const double truth = 100 * step + 300 * (10 - step);
@@ -448,8 +450,9 @@ TEST(ReportUncertainty, AnUnknownIntervalStatesNoCoverageAndTakesPointSamples) {
   ASSERT_TRUE(in.row) << in.error;
   EXPECT_FALSE(in.row->stats.coverage);
   const double gap = 200 * 1.0 / 2, dates = kDateResolutionS * 200;
+  const double stale = kDateResolutionS * kDateResolutionS / 12 * 2 * 100 * 100;
   EXPECT_NEAR(in.row->stats.uncertainty_j,
-              kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3), 1e-9);
+              kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3 + stale), 1e-9);
   // Without an interval, a plain integral (the callers that never ask) gets the same.
   const Integration plain =
       integrate_window(uncertainty_cases::stepped(4.5), 0, 10, Edges::interpolate, "x");
@@ -458,7 +461,7 @@ TEST(ReportUncertainty, AnUnknownIntervalStatesNoCoverageAndTakesPointSamples) {
 }
 
 // Snapped edges count the energy between each edge and its sample whole: the bound is the
-// error itself on a constant power.
+// error itself on a constant power, with the two edges' signs.
 TEST(ReportUncertainty, SnappedEdgesCountTheStretchToTheirSample) {
   std::vector<double> t, w;
   for (int i = 0; i <= 10; ++i) {
@@ -471,6 +474,23 @@ TEST(ReportUncertainty, SnappedEdgesCountTheStretchToTheirSample) {
   EXPECT_DOUBLE_EQ(in.row->stats.joules, 1000);  // from 0 to 10
   EXPECT_NEAR(in.row->stats.uncertainty_j, 0.4 * 100 + 0.4 * 100, 1e-9);
   EXPECT_NEAR(in.row->stats.joules - 920, in.row->stats.uncertainty_j, 1e-9);
+
+  // Both samples before their edges: the stretch the start counts is the one the end leaves
+  // out, and on a constant power the two cancel. The error is 0, and so is the bound (counting
+  // each stretch whole on its own, as the bound did before, stated 80 J).
+  const auto level =
+      uncertainty_cases::at(make_track(t, w), 0.4, 9.4, Edges::snap, Averaging{1.0, 1.0});
+  ASSERT_TRUE(level.row) << level.error;
+  EXPECT_DOUBLE_EQ(level.row->stats.joules, 900);  // from 0 to 9, as from 0.4 to 9.4
+  EXPECT_NEAR(level.row->stats.uncertainty_j, 0, 1e-9);
+  // On a power that differs at the two edges they do not: 0.4 s of 100 W counted at the start
+  // and 0.4 s of 300 W left out at the end.
+  std::vector<double> higher = w;
+  for (std::size_t i = 6; i < higher.size(); ++i) higher[i] = 300;
+  const auto step =
+      uncertainty_cases::at(make_track(t, higher), 0.4, 9.4, Edges::snap, Averaging{1.0, 1.0});
+  ASSERT_TRUE(step.row) << step.error;
+  EXPECT_GE(step.row->stats.uncertainty_j, 0.4 * 300 - 0.4 * 100);
 }
 
 // Bursts shorter than the uncovered stretches: readings that catch some of them go back and
@@ -687,6 +707,19 @@ TEST(ReportUncertainty, TheUsualSmearIsNothingWhereThePowerStepsOneWayAtATime) {
   EXPECT_GT(usual_around(Series{t, bursty}, second).smear_sd, 1.0);
   // Without a known interval there is no smear to state.
   EXPECT_DOUBLE_EQ(usual_around(Series{t, bursty}, Averaging{}).smear_sd, 0.0);
+
+  // A stretch that is bursty for the last 40 % of its readings and flat before: the usual
+  // smear is the kUsualSmearQuantile (65th percentile) of the readings' figures, so bursts
+  // over 40 % of it count (a median would give 0), over 30 % they do not.
+  const auto partly = [&](double share) {
+    std::vector<double> w;
+    for (std::size_t i = 0; i < t.size(); ++i)
+      w.push_back(static_cast<double>(i) < (1 - share) * static_cast<double>(t.size()) ? 150
+                                                                                       : bursty[i]);
+    return usual_around(Series{t, w}, second).smear_sd;
+  };
+  EXPECT_GT(partly(0.4), 1.0);
+  EXPECT_DOUBLE_EQ(partly(0.3), 0.0);
 }
 
 // Averages of 1 s read every 0.25 s count every instant once (each is held by four, each

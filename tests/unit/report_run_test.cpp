@@ -348,10 +348,12 @@ TEST_F(RunDir, CoverageComesFromTheAveragingTheManifestsRecord) {
   const WindowReport& r = run.windows.at(0);
   ASSERT_TRUE(r.cpu_per_node.at(0).stats.coverage);
   EXPECT_NEAR(*r.cpu_per_node[0].stats.coverage, 0.5, 1e-9);
-  // The step between 104 and 105: 0.5 s uncovered, 0.5 s averaged, 200 W.
+  // The step between 104 and 105: 0.5 s uncovered, 0.5 s averaged, 200 W; the readings'
+  // staleness at both, 100 W a reading each.
   const double gap = 200 * 0.5 / 2 + 200 * 0.5 / 8, dates = kDateResolutionS * 200;
+  const double stale = kDateResolutionS * kDateResolutionS / 12 * 2 * 100 * 100;
   EXPECT_NEAR(r.cpu_per_node[0].stats.uncertainty_j,
-              kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3), 1e-9);
+              kCoverageFactor * std::sqrt((gap * gap + dates * dates) / 3 + stale), 1e-9);
   EXPECT_NEAR(*r.cpu_total_error.coverage, 0.5, 1e-9);
   EXPECT_DOUBLE_EQ(r.cpu_total_error.uncertainty_j, r.cpu_per_node[0].stats.uncertainty_j);
   EXPECT_DOUBLE_EQ(*r.joules_per_output_token_uncertainty, r.cpu_total_error.uncertainty_j / 500);
