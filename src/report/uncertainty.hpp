@@ -91,10 +91,10 @@ inline constexpr double kTracedSpacing = 0.3;
 inline constexpr std::size_t kUsualReadings = 256;
 // Which quantile of their smear figures the usual smear is. Each rests on a few differences,
 // and a bursty power's differences are heavy-tailed (most small, a few a whole burst): on the
-// calibration replays the median of such figures is 0.6-0.8 of the smear all the run's
-// differences give together where reads are 250 ms or 1 s apart, the 65th percentile
-// 0.8-1.1 (docs/performance.md, Calibration of the uncertainty). Where the power changes in
-// steps, most readings' figures are 0 and so is this quantile.
+// calibration replays the median of such figures is mostly 0.4-0.8 of the smear all the
+// run's differences give together where reads are 250 ms or 1 s apart, the 65th percentile
+// mostly 0.8-1.0 (docs/performance.md, Calibration of the uncertainty). Where the power
+// changes in steps, most readings' figures are 0 and so is this quantile.
 inline constexpr double kUsualSmearQuantile = 0.65;
 // Readings up to this many averaging intervals apart count as tiling the time (term 7).
 inline constexpr double kTilingSpacing = 2.0;
