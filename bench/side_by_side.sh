@@ -5,8 +5,8 @@
 # the same tree, so that both builds see the same machine. `perf stat -e
 # task-clock,context-switches -p PID` over SECONDS, SAMPLES times in a row, after a 10 s
 # warm-up; the table gives each process's CPU milliseconds a second and wake-ups (context
-# switches) a second, and the per-thread voluntary context switches of the AFTER exporter over
-# the last sample.
+# switches) a second, and the per-thread voluntary context switches and CPU (schedstat) of the
+# AFTER exporter and host collector over the last sample.
 # With TREE=static the simulated node writes its tree once and stops (`sim-node --once`): no
 # value file is ever replaced, so the readers hold every one open and read it again in place
 # (a `pread` and an `fstat`), as they do on a real node's sysfs, where the simulator's
@@ -14,7 +14,10 @@
 # With SCRAPE=1 each exporter is scraped once a second by the head node's collector (`cpu-power
 # scrape` of the same build, on keep-alive connections, as a recipe scrapes it); the collector
 # itself is not measured.
-# Usage: [TREE=live|static] [SCRAPE=0|1] bench/side_by_side.sh BEFORE_BIN AFTER_BIN [SECONDS] [SAMPLES]
+# With FLOOR=1, AFTER_BIN's wake_floor_bench runs beside them and is measured the same way: one
+# thread that reads the same value files in place at the same 100 ms, and does nothing else,
+# the least such a reader costs on this machine at this hour (row `floor`).
+# Usage: [TREE=live|static] [SCRAPE=0|1] [FLOOR=0|1] bench/side_by_side.sh BEFORE_BIN AFTER_BIN [SECONDS] [SAMPLES]
 set -euo pipefail
 BEFORE=${1:?BEFORE_BIN}
 AFTER=${2:?AFTER_BIN}
@@ -22,6 +25,7 @@ SECONDS_EACH=${3:-60}
 SAMPLES=${4:-2}
 TREE=${TREE:-live}
 SCRAPE=${SCRAPE:-0}
+FLOOR=${FLOOR:-0}
 command -v perf >/dev/null || { echo "side_by_side: needs perf (linux-perf)" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/cpu-power-side-by-side.XXXXXX)
 PIDS=()
@@ -71,30 +75,39 @@ if [ "$SCRAPE" = 1 ]; then
     PIDS+=($!)
   done
 fi
+NAMES=(before-exporter before-host after-exporter after-host)
+if [ "$FLOOR" = 1 ]; then
+  [ -x "$AFTER/wake_floor_bench" ] || { echo "side_by_side: FLOOR=1 needs $AFTER/wake_floor_bench" >&2; exit 2; }
+  mapfile -t VALUES < <(find "$WORK/tree/devices" -path '*/ACPI000D:*' -name 'power*_average' | sort)
+  "$AFTER/wake_floor_bench" 100 "${VALUES[@]}" &
+  PID[floor]=$!
+  PIDS+=($!)
+  NAMES+=(floor)
+fi
 sleep 10
-for name in before-exporter before-host after-exporter after-host; do
+for name in "${NAMES[@]}"; do
   kill -0 "${PID[$name]}" || { echo "side_by_side: $name exited" >&2; exit 1; }
 done
 
-switches() {  # "tid comm voluntary_ctxt_switches" for each thread of PID
+threads() {  # "tid comm voluntary_ctxt_switches cpu_ns" for each thread of PID
   for t in /proc/"$1"/task/*; do
-    printf '%s %s %s\n' "${t##*/}" "$(cat "$t/comm")" \
-      "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")"
+    printf '%s %s %s %s\n' "${t##*/}" "$(cat "$t/comm")" \
+      "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")" "$(cut -d' ' -f1 "$t/schedstat")"
   done 2>/dev/null
 }
 
 printf '%-16s %6s %14s %12s\n' process sample cpu_ms_per_s wakeups_per_s
 for s in $(seq "$SAMPLES"); do
-  switches "${PID[after-exporter]}" >"$WORK/threads.before"
-  for name in before-exporter before-host after-exporter after-host; do
+  for p in after-exporter after-host; do threads "${PID[$p]}" >"$WORK/$p.threads.before"; done
+  for name in "${NAMES[@]}"; do
     perf stat -x, -e task-clock,context-switches -p "${PID[$name]}" -o "$WORK/$name.$s.perf" \
       -- sleep "$SECONDS_EACH" &
   done
-  wait_for=$(jobs -p | tail -4)
+  wait_for=$(jobs -p | tail -"${#NAMES[@]}")
   # shellcheck disable=SC2086
   wait $wait_for
-  switches "${PID[after-exporter]}" >"$WORK/threads.after"
-  for name in before-exporter before-host after-exporter after-host; do
+  for p in after-exporter after-host; do threads "${PID[$p]}" >"$WORK/$p.threads.after"; done
+  for name in "${NAMES[@]}"; do
     awk -F, -v name="$name" -v s="$s" -v secs="$SECONDS_EACH" '
       $3 == "task-clock" { ms = $1 }
       $3 == "context-switches" { cs = $1 }
@@ -102,8 +115,10 @@ for s in $(seq "$SAMPLES"); do
       "$WORK/$name.$s.perf"
   done
 done
-echo "after-exporter, voluntary context switches a second per thread over the last sample:"
-awk -v secs="$SECONDS_EACH" '
-  NR == FNR { before[$1] = $3; next }
-  $1 in before { printf "  %-8s %-16s %6.1f\n", $1, $2, ($3 - before[$1]) / secs }' \
-  "$WORK/threads.before" "$WORK/threads.after"
+for p in after-exporter after-host; do
+  echo "$p, per thread over the last sample: voluntary context switches and CPU ms a second:"
+  awk -v secs="$SECONDS_EACH" '
+    NR == FNR { before[$1] = $3; cpu[$1] = $4; next }
+    $1 in before { printf "  %-8s %-16s %6.1f %8.3f\n", $1, $2, ($3 - before[$1]) / secs, ($4 - cpu[$1]) / secs / 1e6 }' \
+    "$WORK/$p.threads.before" "$WORK/$p.threads.after"
+done
