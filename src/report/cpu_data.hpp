@@ -68,6 +68,13 @@ std::vector<long long> expected_sockets(const CpuData& cpu, const std::string& h
 // dropped (a missing sample, never a smaller one), and said once per host.
 std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations& expect);
 
+// A node of the run with fewer expected sockets than another node of it (the most any has):
+// a power meter its exporter did not find when it started is never read, and the exporter
+// does not serve it, so the manifest does not expect it either; the node's total is then
+// short of the node with nothing else to say so. One warning per such node, naming both
+// counts (nodes of different kinds in one run are said too).
+std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpectations& expect);
+
 // Reads a CPU samples.csv of either leg. `threads` > 1 reads a large file in parallel parts.
 Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads);
 Result<CpuData> parse_cpu_samples_text(std::string_view text);

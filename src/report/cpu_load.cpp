@@ -630,6 +630,35 @@ std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations
   return warnings;
 }
 
+std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpectations& expect) {
+  std::vector<std::pair<std::string, std::vector<long long>>> nodes;
+  for (const std::string& host : cpu.hosts) {
+    auto ids = expected_sockets(cpu, host, expect);
+    if (!ids.empty()) nodes.emplace_back(host, std::move(ids));
+  }
+  const auto most = std::max_element(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    return a.second.size() < b.second.size();
+  });
+  std::vector<std::string> warnings;
+  if (most == nodes.end()) return warnings;
+  const auto listed = [](const std::vector<long long>& ids) {
+    std::string out;
+    for (const long long id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+    return out;
+  };
+  for (const auto& node : nodes) {
+    if (node.second.size() == most->second.size()) continue;
+    warnings.push_back("cpu/" + node.first + ": " + std::to_string(node.second.size()) +
+                       (node.second.size() == 1 ? " socket (" : " sockets (") +
+                       listed(node.second) + ") where cpu/" + most->first + " has " +
+                       std::to_string(most->second.size()) + " (" + listed(most->second) +
+                       "); a power meter its exporter did not find when it started is neither "
+                       "read nor expected, and the node's figures would then be short of the "
+                       "node: unless the nodes differ in kind, see that exporter's log");
+  }
+  return warnings;
+}
+
 const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) const {
   // Sockets are sorted by (host, socket).
   const auto it =

@@ -193,6 +193,7 @@ std::string load_legs(const RunInputs& in, const ReportOptions& options, RunData
                               "(hostname, socket_id, timestamp_unix); each instant counts once");
     }
     load_cpu_expectations(*in.cpu_samples, data.expected, run_warnings);
+    for (auto& w : uneven_socket_counts(*cpu, data.expected)) run_warnings->push_back(std::move(w));
     for (auto& w : drop_partial_totals(*cpu, data.expected)) run_warnings->push_back(std::move(w));
     data.cpu = std::move(cpu.value());
   }

@@ -790,6 +790,39 @@ TEST(ReportCpuLoad, PartialNodeTotalsAreDroppedAndSaid) {
   EXPECT_TRUE(again.nodes.empty());
 }
 
+// A node whose exporter never found one of its meters has one socket fewer than the others,
+// in its rows and in the manifest alike: nothing else says its total is short, so this does.
+TEST(ReportCpuLoad, ANodeWithFewerSocketsThanAnotherIsSaid) {
+  const std::string header =
+      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+      "dram_w,module_w,total_power_w\n";
+  const std::string a =
+      "3,1,a,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
+      "3,1,a,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n";
+  const std::string b = "3,1,b,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,100\n";
+  const std::string c =
+      "3,1,c,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
+      "3,1,c,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n";
+
+  const CpuData cpu = parse_cpu_samples_text(header + a + b + c).value();
+  const auto warnings = uneven_socket_counts(cpu, {});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], testing::StartsWith("cpu/b: 1 socket (0) where cpu/a has 2 (0, 1); "));
+  EXPECT_THAT(warnings[0], testing::HasSubstr("did not find when it started"));
+
+  // Every node alike, or a single node: nothing to say.
+  EXPECT_TRUE(uneven_socket_counts(parse_cpu_samples_text(header + a + c).value(), {}).empty());
+  EXPECT_TRUE(uneven_socket_counts(parse_cpu_samples_text(header + b).value(), {}).empty());
+
+  // The manifest's expectations count where it has them: here it expects a third socket of c.
+  RunExpectations expect;
+  expect.cpu_node["c"].sockets_expected = std::vector<long long>{0, 1, 2};
+  const auto said = uneven_socket_counts(cpu, expect);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_THAT(said[0], testing::StartsWith("cpu/a: 2 sockets (0, 1) where cpu/c has 3 (0, 1, 2)"));
+  EXPECT_THAT(said[1], testing::StartsWith("cpu/b: 1 socket (0) where cpu/c has 3"));
+}
+
 // Rows written twice count once, and are counted.
 TEST(ReportCpuLoad, RepeatedRowsCountOnce) {
   const std::string header =
