@@ -74,6 +74,10 @@ std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations
 // short of the node with nothing else to say so. One warning per such node, naming both
 // counts (nodes of different kinds in one run are said too).
 std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpectations& expect);
+// The same warnings for nodes given as (host, expected socket ids), in the order given (the
+// report from a metrics store gives the sockets it found); nodes without sockets are skipped.
+std::vector<std::string> uneven_socket_warnings(
+    const std::vector<std::pair<std::string, std::vector<long long>>>& nodes);
 
 // Reads a CPU samples.csv of either leg. `threads` > 1 reads a large file in parallel parts.
 Result<CpuData> load_cpu_samples(const std::string& path, unsigned threads);

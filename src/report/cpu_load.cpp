@@ -630,16 +630,12 @@ std::vector<std::string> drop_partial_totals(CpuData& cpu, const RunExpectations
   return warnings;
 }
 
-std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpectations& expect) {
-  std::vector<std::pair<std::string, std::vector<long long>>> nodes;
-  for (const std::string& host : cpu.hosts) {
-    auto ids = expected_sockets(cpu, host, expect);
-    if (!ids.empty()) nodes.emplace_back(host, std::move(ids));
-  }
+std::vector<std::string> uneven_socket_warnings(
+    const std::vector<std::pair<std::string, std::vector<long long>>>& nodes) {
+  std::vector<std::string> warnings;
   const auto most = std::max_element(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
     return a.second.size() < b.second.size();
   });
-  std::vector<std::string> warnings;
   if (most == nodes.end()) return warnings;
   const auto listed = [](const std::vector<long long>& ids) {
     std::string out;
@@ -647,7 +643,7 @@ std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpec
     return out;
   };
   for (const auto& node : nodes) {
-    if (node.second.size() == most->second.size()) continue;
+    if (node.second.empty() || node.second.size() == most->second.size()) continue;
     warnings.push_back("cpu/" + node.first + ": " + std::to_string(node.second.size()) +
                        (node.second.size() == 1 ? " socket (" : " sockets (") +
                        listed(node.second) + ") where cpu/" + most->first + " has " +
@@ -657,6 +653,13 @@ std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpec
                        "node: unless the nodes differ in kind, see that exporter's log");
   }
   return warnings;
+}
+
+std::vector<std::string> uneven_socket_counts(const CpuData& cpu, const RunExpectations& expect) {
+  std::vector<std::pair<std::string, std::vector<long long>>> nodes;
+  for (const std::string& host : cpu.hosts)
+    nodes.emplace_back(host, expected_sockets(cpu, host, expect));
+  return uneven_socket_warnings(nodes);
 }
 
 const CpuSocket* CpuData::find_socket(std::string_view host, long long socket) const {

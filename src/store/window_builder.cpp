@@ -330,6 +330,8 @@ class Builder {
   SelfMetrics self_;
   std::vector<std::string> errors_, warnings_;
   report::CpuData cpu_view_;  // the sockets' boundaries, for cpu_scope_warnings
+  // Each node's sockets (node_rows), for the comparison between nodes.
+  std::vector<std::pair<std::string, std::vector<long long>>> node_sockets_;
   // Per node: each rail's power summed over the node's sockets (node_power).
   std::map<std::string, std::vector<std::pair<std::string, double>>> rails_w_;
 
@@ -406,6 +408,7 @@ class Builder {
           node, kSocketUp));
     }
     for (const auto& [node, spec] : base_of) node_rows(node, *spec);
+    for (auto& w : report::uneven_socket_warnings(node_sockets_)) warnings_.push_back(std::move(w));
     return !base_of.empty();
   }
 
@@ -440,6 +443,7 @@ class Builder {
         expected.insert(x->second.begin(), x->second.end());
       }
     }
+    node_sockets_.emplace_back(node, std::vector<long long>(expected.begin(), expected.end()));
     const std::map<Labels, const RawSeries*> covered =
         spec.covered ? by_identity(d_[*spec.covered].series) : std::map<Labels, const RawSeries*>{};
     std::vector<RowOut> outs;

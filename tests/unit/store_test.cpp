@@ -674,6 +674,29 @@ TEST(StoreWindow, AMissingSocketFailsTheNodeTotal) {
             std::string::npos);
 }
 
+// A second node whose exporter found one socket where the first has two: its total is whole
+// by everything its own exporter says, so only the comparison between nodes can say it.
+TEST(StoreWindow, ANodeWithFewerSocketsThanAnotherIsSaid) {
+  WindowData d = node_data();
+  const auto on_n2 = [](RawSeries s) {
+    s.metric["node"] = "n2";
+    s.metric["instance"] = "10.0.0.2:9405";
+    return s;
+  };
+  d[Family::acpi_joules].series.push_back(on_n2(d[Family::acpi_joules].series[0]));
+  d[Family::acpi_covered].series.push_back(on_n2(d[Family::acpi_covered].series[0]));
+  d[Family::exporter_self].series.push_back(on_n2(d[Family::exporter_self].series[0]));
+  d[Family::exporter_self].series.push_back(on_n2(d[Family::exporter_self].series[2]));
+  const report::WindowReport r = build_window(window(), d, options(), nullptr);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.cpu_per_node.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.cpu_per_node[1].stats.joules, 6000);  // n2's one socket: whole, as said
+  EXPECT_TRUE(has_warning(r, "cpu/n2: 1 socket (0) where cpu/n1 has 2 (0, 1); a power meter"));
+  EXPECT_FALSE(has_warning(r, "cpu/n1: "));
+  // Alike nodes: nothing said.
+  EXPECT_FALSE(has_warning(build_window(window(), node_data(), options(), nullptr), " where cpu/"));
+}
+
 TEST(StoreWindow, NoSampleNearAnEdgeFailsTheWindow) {
   WindowData d = node_data();
   d[Family::acpi_joules].series[0] =
