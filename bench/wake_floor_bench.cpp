@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,9 +42,7 @@ int main(int argc, char** argv) {
   }
   const long long period = std::atoll(argv[i++]) * 1'000'000LL;
   std::vector<std::string> paths(argv + i, argv + argc);
-  std::vector<std::unique_ptr<cpupower::sources::ValueFile>> files;
-  for (std::size_t k = 0; k < paths.size(); ++k)
-    files.push_back(std::make_unique<cpupower::sources::ValueFile>());
+  std::vector<cpupower::sources::ValueFile> files(paths.size());  // held open, never moved
 
   const long long cpu0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
   const long long start = now_ns(CLOCK_MONOTONIC);
@@ -55,7 +52,7 @@ int main(int argc, char** argv) {
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
     }
     for (std::size_t k = 0; k < paths.size(); ++k)
-      bytes += files[k]->read(paths[k], 256).text.size();
+      bytes += files[k].read(paths[k], 256).text.size();
     if (seconds > 0 && next - start >= seconds * kNanos) break;
   }
   const double cpu_ms = static_cast<double>(now_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / 1e6;

@@ -8,6 +8,8 @@
 // one value per entry of it (NaN where a row lacks the cell or the socket has no row), so a
 // large file stores its times once per scrape, not once per socket and again for the node.
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -637,20 +639,14 @@ std::vector<std::string> uneven_socket_warnings(
     return a.second.size() < b.second.size();
   });
   if (most == nodes.end()) return warnings;
-  const auto listed = [](const std::vector<long long>& ids) {
-    std::string out;
-    for (const long long id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
-    return out;
-  };
-  for (const auto& node : nodes) {
-    if (node.second.empty() || node.second.size() == most->second.size()) continue;
-    warnings.push_back("cpu/" + node.first + ": " + std::to_string(node.second.size()) +
-                       (node.second.size() == 1 ? " socket (" : " sockets (") +
-                       listed(node.second) + ") where cpu/" + most->first + " has " +
-                       std::to_string(most->second.size()) + " (" + listed(most->second) +
-                       "); a power meter its exporter did not find when it started is neither "
-                       "read nor expected, and the node's figures would then be short of the "
-                       "node: unless the nodes differ in kind, see that exporter's log");
+  for (const auto& [host, ids] : nodes) {
+    if (ids.empty() || ids.size() == most->second.size()) continue;
+    warnings.push_back(fmt::format(
+        "cpu/{}: {} socket{} ({}) where cpu/{} has {} ({}); a power meter its exporter did not "
+        "find when it started is neither read nor expected, and the node's figures would then "
+        "be short of the node: unless the nodes differ in kind, see that exporter's log",
+        host, ids.size(), ids.size() == 1 ? "" : "s", fmt::join(ids, ", "), most->first,
+        most->second.size(), fmt::join(most->second, ", ")));
   }
   return warnings;
 }

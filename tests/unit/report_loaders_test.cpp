@@ -28,6 +28,9 @@ const std::string kV1 =
 const std::string kV2 =
     "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
     "dram_w,total_power_w\n";
+const std::string kV3 =
+    "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
+    "dram_w,module_w,total_power_w\n";
 
 CpuData load(const std::string& text) {
   auto l = parse_cpu_samples_text(text);
@@ -793,9 +796,7 @@ TEST(ReportCpuLoad, PartialNodeTotalsAreDroppedAndSaid) {
 // A node whose exporter never found one of its meters has one socket fewer than the others,
 // in its rows and in the manifest alike: nothing else says its total is short, so this does.
 TEST(ReportCpuLoad, ANodeWithFewerSocketsThanAnotherIsSaid) {
-  const std::string header =
-      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-      "dram_w,module_w,total_power_w\n";
+  const std::string& header = kV3;
   const std::string a =
       "3,1,a,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,200\n"
       "3,1,a,acpi,CPU1:cpuSidePowerUsageW,1,100,,,,,200\n";
@@ -825,9 +826,7 @@ TEST(ReportCpuLoad, ANodeWithFewerSocketsThanAnotherIsSaid) {
 
 // Rows written twice count once, and are counted.
 TEST(ReportCpuLoad, RepeatedRowsCountOnce) {
-  const std::string header =
-      "schema_version,timestamp_unix,hostname,source,sensor,socket_id,power_w,cpu_rail_w,soc_w,"
-      "dram_w,module_w,total_power_w\n";
+  const std::string& header = kV3;
   const std::string rows =
       "3,1,n,acpi,CPU0:cpuSidePowerUsageW,0,100,,,,,100\n"
       "3,2,n,acpi,CPU0:cpuSidePowerUsageW,0,110,,,,,110\n";
