@@ -8,10 +8,13 @@ Calibration of the uncertainty).
     calibration_rereport.py BIN_DIR KEPT_DIR FIDELITY_JSON [KEPT_DIR FIDELITY_JSON ...] [-v]
 
 FIDELITY_JSON is the replay's --json output: it holds each window's exact energy. Several
-replays (each its kept directory and JSON) are pooled into one table."""
+replays (each its kept directory and JSON) are pooled into one table. --what-if adds one row:
+the plateau's steady-edges case under 1 s averaging with its interpolated windows read once a
+second stated at three times their own error (docs/performance.md, "Where the case's ratio
+comes from")."""
 import json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
-args = [a for a in sys.argv[1:] if a != "-v"]
+args = [a for a in sys.argv[1:] if a not in ("-v", "--what-if")]
 bin_dir, pairs = args[0], list(zip(args[1::2], args[2::2]))
 if not pairs or len(args) % 2 != 1:
     sys.exit(__doc__)
@@ -63,3 +66,12 @@ for k in sorted(groups):
         for r in groups[k]: sub.setdefault((r["leg"], r["interval_ms"], r["edges"]), []).append(r)
         for s in sorted(sub): print("    " + row(str(s), sub[s]))
 print(row("every case", new))
+if "--what-if" in sys.argv:
+    case = ("plateau", "(c) short, edges in steady phases", 1000)
+    restated = [dict(r, stated_j=3 * abs(r["measured_j"] - r["exact_j"]))
+                if r["interval_ms"] == 1000 and r["edges"] == "interpolate" and r["measured_j"]
+                else r for r in groups.get(case, [])]
+    for r in restated:
+        if r["measured_j"] and r["stated_j"] is not None:
+            r["inside"] = abs(r["measured_j"] - r["exact_j"]) <= r["stated_j"]
+    print(row("what-if: " + " ".join(map(str, case)) + " ms, 1 s interpolated at 3x", restated))

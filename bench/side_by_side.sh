@@ -6,7 +6,8 @@
 # task-clock,context-switches -p PID` over SECONDS, SAMPLES times in a row, after a 10 s
 # warm-up; the table gives each process's CPU milliseconds a second and wake-ups (context
 # switches) a second, and the per-thread voluntary context switches and CPU (schedstat) of the
-# AFTER exporter and host collector over the last sample.
+# AFTER exporter and host collector (and with FLOOR=1 the least reader, whose one thread then
+# shows how schedstat's count compares with perf's) over the last sample.
 # With TREE=static the simulated node writes its tree once and stops (`sim-node --once`): no
 # value file is ever replaced, so the readers hold every one open and read it again in place
 # (a `pread` and an `fstat`), as they do on a real node's sysfs, where the simulator's
@@ -76,6 +77,7 @@ if [ "$SCRAPE" = 1 ]; then
   done
 fi
 NAMES=(before-exporter before-host after-exporter after-host)
+THREADED=(after-exporter after-host)  # the processes whose threads are listed at the end
 if [ "$FLOOR" = 1 ]; then
   [ -x "$AFTER/wake_floor_bench" ] || { echo "side_by_side: FLOOR=1 needs $AFTER/wake_floor_bench" >&2; exit 2; }
   mapfile -t VALUES < <(find "$WORK/tree/devices" -path '*/ACPI000D:*' -name 'power*_average' | sort)
@@ -83,6 +85,7 @@ if [ "$FLOOR" = 1 ]; then
   PID[floor]=$!
   PIDS+=($!)
   NAMES+=(floor)
+  THREADED+=(floor)
 fi
 sleep 10
 for name in "${NAMES[@]}"; do
@@ -98,7 +101,7 @@ threads() {  # "tid comm voluntary_ctxt_switches cpu_ns" for each thread of PID
 
 printf '%-16s %6s %14s %12s\n' process sample cpu_ms_per_s wakeups_per_s
 for s in $(seq "$SAMPLES"); do
-  for p in after-exporter after-host; do threads "${PID[$p]}" >"$WORK/$p.threads.before"; done
+  for p in "${THREADED[@]}"; do threads "${PID[$p]}" >"$WORK/$p.threads.before"; done
   for name in "${NAMES[@]}"; do
     perf stat -x, -e task-clock,context-switches -p "${PID[$name]}" -o "$WORK/$name.$s.perf" \
       -- sleep "$SECONDS_EACH" &
@@ -106,7 +109,7 @@ for s in $(seq "$SAMPLES"); do
   wait_for=$(jobs -p | tail -"${#NAMES[@]}")
   # shellcheck disable=SC2086
   wait $wait_for
-  for p in after-exporter after-host; do threads "${PID[$p]}" >"$WORK/$p.threads.after"; done
+  for p in "${THREADED[@]}"; do threads "${PID[$p]}" >"$WORK/$p.threads.after"; done
   for name in "${NAMES[@]}"; do
     awk -F, -v name="$name" -v s="$s" -v secs="$SECONDS_EACH" '
       $3 == "task-clock" { ms = $1 }
@@ -115,7 +118,7 @@ for s in $(seq "$SAMPLES"); do
       "$WORK/$name.$s.perf"
   done
 done
-for p in after-exporter after-host; do
+for p in "${THREADED[@]}"; do
   echo "$p, per thread over the last sample: voluntary context switches and CPU ms a second:"
   awk -v secs="$SECONDS_EACH" '
     NR == FNR { before[$1] = $3; cpu[$1] = $4; next }
